@@ -1,0 +1,23 @@
+#include <sqlite3.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "tracedb/schema.h"
+
+namespace causeway::cli {
+namespace {
+
+Runner setup(CLI::App& app) {
+  app.footer("Example:\n  causeway version");
+  return [] {
+    std::cout << "causeway " << CAUSEWAY_VERSION << " (trace DB schema " << latest_schema_version() << ", SQLite "
+              << sqlite3_libversion() << ")" << std::endl;
+    return kExitOk;
+  };
+}
+
+const Registrar reg{{"version", "print the version", 100, setup}};
+
+}  // namespace
+}  // namespace causeway::cli

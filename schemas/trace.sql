@@ -1,0 +1,273 @@
+-- causeway trace DB schema.
+--
+-- Migrations are applied in order by the writer only; each section starts with
+-- "-- @migration N" and brings the DB to PRAGMA user_version = N. Never edit a released
+-- migration: add a new one. Readers refuse a DB whose user_version is newer than theirs.
+--
+-- Conventions: every timestamp is Unix nanoseconds (UTC); durations are nanoseconds in
+-- tables and microseconds (…_us) in views. Strings that came from traced processes (comm,
+-- cmdline, exe, frames) are untrusted data.
+
+-- @migration 1
+CREATE TABLE sessions (
+  id              INTEGER PRIMARY KEY,
+  source_kind     TEXT    NOT NULL CHECK (source_kind IN ('live', 'demo', 'import')),
+  label           TEXT,              -- demo scenario, imported file name, or trace arguments
+  host            TEXT,
+  kernel          TEXT,
+  gpus            TEXT,
+  driver_version  TEXT,
+  cuda_version    TEXT,
+  tool_version    TEXT    NOT NULL,
+  started_ns      INTEGER NOT NULL,
+  stopped_ns      INTEGER,           -- NULL while the session is being written
+  rolled_up_to_ns INTEGER NOT NULL DEFAULT 0  -- rollups are complete for ts < this
+);
+
+-- Dictionary of operations. Ids below 10000 are fixed by bpf/events.h; imports add more.
+CREATE TABLE ops (
+  id        INTEGER PRIMARY KEY,
+  source    TEXT NOT NULL,           -- cuda | driver | nccl | host | io | net | mem
+  name      TEXT NOT NULL,
+  kind      TEXT NOT NULL CHECK (kind IN ('call', 'event')),  -- call: has a duration
+  arg_names TEXT NOT NULL DEFAULT '',  -- comma-separated meaning of a0..a5
+  UNIQUE (source, name)
+);
+
+CREATE TABLE processes (
+  session_id   INTEGER NOT NULL,
+  pid          INTEGER NOT NULL,
+  ppid         INTEGER,
+  comm         TEXT,
+  cmdline      TEXT,
+  exe          TEXT,
+  cgroup_id    INTEGER,
+  container_id TEXT,
+  first_ns     INTEGER,
+  last_ns      INTEGER,
+  exit_code    INTEGER,
+  PRIMARY KEY (session_id, pid)
+) WITHOUT ROWID;
+
+CREATE TABLE threads (
+  session_id INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,
+  pid        INTEGER NOT NULL,
+  comm       TEXT,
+  PRIMARY KEY (session_id, tid)
+) WITHOUT ROWID;
+
+-- One row per traced call (on return, ts_ns = call start) or host event.
+CREATE TABLE events (
+  id         INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL,
+  ts_ns      INTEGER NOT NULL,
+  dur_ns     INTEGER NOT NULL DEFAULT 0,
+  pid        INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,
+  op_id      INTEGER NOT NULL,
+  cpu        INTEGER,
+  ret        INTEGER NOT NULL DEFAULT 0,  -- return code (0 = success)
+  a0 INTEGER, a1 INTEGER, a2 INTEGER, a3 INTEGER, a4 INTEGER, a5 INTEGER,
+  stack_id   INTEGER,
+  cgroup_id  INTEGER
+);
+CREATE INDEX events_ts ON events (ts_ns);
+
+-- sched_switch records where prev or next is a thread of a traced process.
+CREATE TABLE sched (
+  id         INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL,
+  ts_ns      INTEGER NOT NULL,
+  cpu        INTEGER NOT NULL,
+  prev_tid   INTEGER NOT NULL,
+  prev_pid   INTEGER NOT NULL,
+  prev_prio  INTEGER,
+  prev_state INTEGER NOT NULL,   -- 0 = runnable (preempted), else TASK_* bits (1 S, 2 D, …)
+  next_tid   INTEGER NOT NULL,
+  next_pid   INTEGER NOT NULL,
+  next_prio  INTEGER
+);
+CREATE INDEX sched_ts ON sched (ts_ns);
+
+CREATE TABLE wakeups (
+  id         INTEGER PRIMARY KEY,
+  session_id INTEGER NOT NULL,
+  ts_ns      INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,    -- the thread woken
+  pid        INTEGER NOT NULL,
+  waker_tid  INTEGER,
+  waker_pid  INTEGER,
+  target_cpu INTEGER
+);
+CREATE INDEX wakeups_ts ON wakeups (ts_ns);
+
+-- Deduplicated user stacks; frames is a JSON array of strings, innermost first:
+-- "module!symbol+0xoff" with " (file:line)" where debug info exists.
+CREATE TABLE stacks (
+  id     INTEGER PRIMARY KEY,
+  hash   INTEGER NOT NULL UNIQUE,
+  frames TEXT NOT NULL
+);
+
+-- Diagnosis results; doc holds the full chain document (INTERFACES.md shape).
+CREATE TABLE chains (
+  id            TEXT PRIMARY KEY,
+  session_id    INTEGER NOT NULL,
+  created_ns    INTEGER NOT NULL,
+  from_ns       INTEGER NOT NULL,
+  to_ns         INTEGER NOT NULL,
+  severity      TEXT NOT NULL CHECK (severity IN ('HIGH', 'MEDIUM', 'LOW')),
+  cause         TEXT NOT NULL,
+  pid           INTEGER,
+  comm          TEXT,
+  op            TEXT,
+  calls         INTEGER,
+  p50_us        REAL,
+  p99_us        REAL,
+  slow_share    REAL,
+  culprit_pid   INTEGER,
+  culprit_comm  TEXT,
+  culprit_share REAL,
+  summary       TEXT NOT NULL,
+  doc           TEXT NOT NULL
+);
+
+-- Per (op, process, second) aggregates; hist is a sparse log-linear histogram of dur_ns
+-- (analysis/histogram.h) so percentiles over any window stay within 1% without raw rows.
+-- A (session, op, pid, sec) may appear in more than one row when late events arrive;
+-- readers sum them.
+CREATE TABLE rollups (
+  session_id INTEGER NOT NULL,
+  op_id      INTEGER NOT NULL,
+  pid        INTEGER NOT NULL,
+  sec        INTEGER NOT NULL,    -- Unix seconds
+  count      INTEGER NOT NULL,
+  sum_ns     INTEGER NOT NULL,
+  min_ns     INTEGER NOT NULL,
+  max_ns     INTEGER NOT NULL,
+  errors     INTEGER NOT NULL,
+  hist       BLOB NOT NULL
+);
+CREATE INDEX rollups_sec ON rollups (sec);
+
+-- Counters of the pipeline: events seen, written, dropped per reason.
+CREATE TABLE collector_stats (
+  session_id INTEGER NOT NULL,
+  name       TEXT NOT NULL,
+  value      INTEGER NOT NULL,
+  updated_ns INTEGER NOT NULL,
+  PRIMARY KEY (session_id, name)
+) WITHOUT ROWID;
+
+CREATE TABLE test_reports (
+  id      INTEGER PRIMARY KEY,
+  ts_ns   INTEGER NOT NULL,
+  host    TEXT,
+  ok      INTEGER NOT NULL,
+  summary TEXT NOT NULL,
+  doc     TEXT NOT NULL
+);
+
+-- @migration 2
+-- Human- and LLM-facing layer: column documentation and readable views (µs units).
+CREATE TABLE schema_docs (
+  object      TEXT NOT NULL,   -- table or view
+  column_name TEXT NOT NULL,   -- '' documents the object itself
+  unit        TEXT NOT NULL DEFAULT '',
+  description TEXT NOT NULL,
+  PRIMARY KEY (object, column_name)
+) WITHOUT ROWID;
+
+CREATE VIEW v_calls AS
+SELECT e.session_id, e.ts_ns, e.ts_ns + e.dur_ns AS end_ns, o.source, o.name AS op,
+       e.pid, e.tid, p.comm, e.cpu, e.dur_ns / 1000.0 AS dur_us, e.ret, (e.ret != 0) AS is_error,
+       e.a0, e.a1, e.a2, e.a3, e.a4, e.a5, e.stack_id
+FROM events e JOIN ops o ON o.id = e.op_id
+LEFT JOIN processes p ON p.session_id = e.session_id AND p.pid = e.pid
+WHERE o.kind = 'call';
+
+CREATE VIEW v_cuda_calls AS
+SELECT e.session_id, e.ts_ns, o.source, o.name AS op, e.pid, e.tid, p.comm,
+       e.dur_ns / 1000.0 AS dur_us, e.ret,
+       CASE WHEN o.name GLOB '*emcpy*' OR o.name GLOB '*emset*' OR o.name GLOB '*lloc*' OR o.name GLOB 'cuMem*' THEN e.a0 END AS bytes,
+       e.a1 AS device_ptr,
+       CASE WHEN o.name GLOB '*emcpy*' THEN e.a2 END AS copy_kind,
+       e.a3 AS stream,
+       e.a4 AS grid_packed, e.a5 AS block_packed, e.stack_id
+FROM events e JOIN ops o ON o.id = e.op_id
+LEFT JOIN processes p ON p.session_id = e.session_id AND p.pid = e.pid
+WHERE o.source IN ('cuda', 'driver');
+
+CREATE VIEW v_nccl_calls AS
+SELECT e.session_id, e.ts_ns, o.name AS op, e.pid, e.tid, p.comm, e.dur_ns / 1000.0 AS dur_us, e.ret,
+       e.a0 AS count, e.a1 AS comm_hash, e.a2 AS rank, e.a3 AS nranks, e.a4 AS seq,
+       e.a5 & 255 AS datatype, (e.a5 >> 8) & 255 AS redop, e.a5 >> 16 AS peer
+FROM events e JOIN ops o ON o.id = e.op_id
+LEFT JOIN processes p ON p.session_id = e.session_id AND p.pid = e.pid
+WHERE o.source = 'nccl';
+
+CREATE VIEW v_host_events AS
+SELECT e.session_id, e.ts_ns, o.source, o.name AS event, e.pid, e.tid, p.comm, e.cpu,
+       e.dur_ns / 1000.0 AS dur_us, e.a0, e.a1, e.a2, e.a3, o.arg_names
+FROM events e JOIN ops o ON o.id = e.op_id
+LEFT JOIN processes p ON p.session_id = e.session_id AND p.pid = e.pid
+WHERE o.source IN ('host', 'io', 'net', 'mem');
+
+CREATE VIEW v_sched AS
+SELECT s.session_id, s.ts_ns, s.cpu,
+       s.prev_pid, s.prev_tid, tp.comm AS prev_comm,
+       CASE WHEN s.prev_state = 0 THEN 'R' WHEN s.prev_state & 2 THEN 'D' WHEN s.prev_state & 1 THEN 'S'
+            ELSE 'other' END AS prev_state,
+       s.next_pid, s.next_tid, tn.comm AS next_comm
+FROM sched s
+LEFT JOIN threads tp ON tp.session_id = s.session_id AND tp.tid = s.prev_tid
+LEFT JOIN threads tn ON tn.session_id = s.session_id AND tn.tid = s.next_tid;
+
+CREATE VIEW v_op_seconds AS
+SELECT r.session_id, r.sec, o.source, o.name AS op, r.pid, p.comm,
+       SUM(r.count) AS calls, SUM(r.sum_ns) / 1000.0 AS total_us,
+       MIN(r.min_ns) / 1000.0 AS min_us, MAX(r.max_ns) / 1000.0 AS max_us, SUM(r.errors) AS errors
+FROM rollups r JOIN ops o ON o.id = r.op_id
+LEFT JOIN processes p ON p.session_id = r.session_id AND p.pid = r.pid
+GROUP BY r.session_id, r.sec, r.op_id, r.pid;
+
+CREATE VIEW v_chains AS
+SELECT id, session_id, created_ns, severity, cause, pid, comm, op, calls, p50_us, p99_us, slow_share,
+       culprit_pid, culprit_comm, culprit_share, summary
+FROM chains;
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('sessions', '', '', 'One capture: a live trace, a demo run or an import. Scope queries by session_id.'),
+ ('sessions', 'source_kind', '', 'live | demo | import'),
+ ('sessions', 'started_ns', 'unix ns', 'When the session began'),
+ ('sessions', 'stopped_ns', 'unix ns', 'When it ended; NULL while still being written'),
+ ('ops', '', '', 'Dictionary of traced operations; join events.op_id = ops.id'),
+ ('ops', 'kind', '', 'call (has a duration) or event (a point in time)'),
+ ('ops', 'arg_names', '', 'What a0..a5 of events mean for this op, comma-separated'),
+ ('processes', '', '', 'Processes seen per session (comm, cmdline, exe are untrusted text from the process)'),
+ ('threads', '', '', 'Thread id to process and thread name, including non-traced threads seen in sched'),
+ ('events', '', '', 'One row per traced call (row written at return; ts_ns is the call start) or host event'),
+ ('events', 'ts_ns', 'unix ns', 'Start of the call'),
+ ('events', 'dur_ns', 'ns', 'Duration of the call'),
+ ('events', 'ret', '', 'Return code; 0 is success (cudaSuccess, ncclSuccess)'),
+ ('events', 'stack_id', '', 'stacks.id of the user stack at the call, if captured'),
+ ('sched', '', '', 'Context switches involving a traced thread; off-CPU time of thread T is from a row with prev_tid = T to the next row with next_tid = T'),
+ ('sched', 'prev_state', '', '0 = preempted while runnable (CPU contention); 1 = sleeping (S); 2 = uninterruptible (D, usually I/O)'),
+ ('wakeups', '', '', 'sched_wakeup of traced threads: who woke whom'),
+ ('stacks', 'frames', 'json', 'JSON array of frames, innermost first: module!symbol+0xoff (file:line)'),
+ ('chains', '', '', 'Causal chains found by the correlator; doc has evidence, timeline and recommendation as JSON'),
+ ('rollups', '', '', 'Per op, process and second: count, sum, min, max, errors and a histogram blob'),
+ ('collector_stats', '', '', 'Pipeline counters per session: events_seen, events_written, dropped_ring, dropped_writer'),
+ ('test_reports', '', '', 'Reports stored by causeway selftest'),
+ ('v_calls', '', '', 'Traced calls with op names, process name and duration in microseconds'),
+ ('v_calls', 'dur_us', 'us', 'Call duration'),
+ ('v_cuda_calls', '', '', 'CUDA runtime and driver calls with decoded arguments'),
+ ('v_cuda_calls', 'copy_kind', '', 'cudaMemcpyKind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default'),
+ ('v_cuda_calls', 'grid_packed', '', 'grid dims packed x | y<<21 | z<<42'),
+ ('v_nccl_calls', '', '', 'NCCL calls: communicator hash, rank, nranks, element count and per-communicator sequence number'),
+ ('v_nccl_calls', 'seq', '', 'Per-communicator collective sequence number; the same seq across ranks is the same collective'),
+ ('v_host_events', '', '', 'Host context: process lifecycle, block I/O, TCP retransmits, page allocation, OOM kills'),
+ ('v_sched', '', '', 'Context switches with thread names; prev_state R means preempted (CPU contention)'),
+ ('v_op_seconds', '', '', 'Per-second aggregates from rollups; cheap over hours of data'),
+ ('v_chains', '', '', 'Diagnosed causal chains, one line each');

@@ -1,0 +1,45 @@
+// Log-linear latency histogram: exact below 128 ns, then 128 sub-buckets per power of two.
+// A bucket spans 1/128 of its octave, so reporting its midpoint is within 1/256 ≈ 0.4%
+// of any value inside it — percentiles from rollups stay well within the promised 1%.
+// Stored sparsely in rollups.hist as varint pairs (index delta, count).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+namespace causeway {
+
+class LatencyHistogram {
+ public:
+  static constexpr int kSubBits = 7;
+  static constexpr uint64_t kSub = 1u << kSubBits;  // 128
+
+  static uint32_t bucket_of(uint64_t value);
+  static uint64_t bucket_low(uint32_t bucket);   // smallest value in the bucket
+  static uint64_t bucket_high(uint32_t bucket);  // largest value in the bucket
+
+  void add(uint64_t value, uint64_t count = 1);
+  void merge(const LatencyHistogram& other);
+  // Merges an encoded blob; returns false (and merges nothing) if it is malformed.
+  bool merge_encoded(std::string_view blob);
+  std::string encode() const;
+
+  uint64_t total() const { return total_; }
+  bool empty() const { return total_ == 0; }
+  void clear() {
+    counts_.clear();
+    total_ = 0;
+  }
+
+  // Nearest-rank percentile (q in [0,1]): midpoint of the bucket holding rank ceil(q*n),
+  // clamped to [min_clamp, max_clamp] (the window's exact min and max).
+  uint64_t percentile(double q, uint64_t min_clamp, uint64_t max_clamp) const;
+
+ private:
+  std::map<uint32_t, uint64_t> counts_;
+  uint64_t total_ = 0;
+};
+
+}  // namespace causeway

@@ -1,0 +1,136 @@
+#include "tracedb/open.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include "tracedb/schema.h"
+
+namespace causeway {
+namespace {
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Checks application_id/user_version of an opened DB; `writer` allows a fresh empty file.
+Result<void> check_identity(sqlite3* db, const std::string& path, bool writer) {
+  auto app = query_int(db, "PRAGMA application_id");
+  if (!app) {
+    int code = sqlite3_errcode(db);
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+      return make_error("db_corrupt", path + " is not a SQLite database or is corrupt: " + app.error().message);
+    return make_error("db_open", "cannot read " + path + ": " + app.error().message);
+  }
+  auto version = query_int(db, "PRAGMA user_version");
+  if (!version) return make_error("db_open", "cannot read " + path + ": " + version.error().message);
+  int64_t app_id = app->value_or(0);
+  int64_t v = version->value_or(0);
+  if (app_id != kApplicationId) {
+    auto tables = query_int(db, "SELECT count(*) FROM sqlite_master");
+    bool empty = tables && tables->value_or(0) == 0;
+    if (!(writer && empty && app_id == 0))
+      return make_error("db_foreign", path + " is a SQLite database but not a causeway trace DB" +
+                                          std::string(writer ? "; refusing to write into it" : ""));
+  }
+  if (v > latest_schema_version())
+    return make_error("db_too_new", path + " has trace DB schema version " + std::to_string(v) +
+                                        ", newer than this causeway supports (" +
+                                        std::to_string(latest_schema_version()) + "): upgrade causeway");
+  if (!writer && v < latest_schema_version())
+    return make_error("db_too_old", path + " has trace DB schema version " + std::to_string(v) + " (current is " +
+                                        std::to_string(latest_schema_version()) +
+                                        "): run `causeway migrate --db " + path + "` to upgrade it");
+  return {};
+}
+
+Result<DbHandle> open_with(const std::string& uri_or_path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(uri_or_path.c_str(), &raw, flags, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK)
+    return make_error("db_open", "cannot open " + uri_or_path + ": " + (raw ? sqlite_error_text(raw) : sqlite3_errstr(rc)));
+  sqlite3_extended_result_codes(raw, 1);
+  return db;
+}
+
+std::string uri_escape(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(c));
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<DbHandle> open_for_write(const std::string& path) {
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return make_error("db_open", "cannot create folder " + parent.string() + ": " + ec.message());
+  bool fresh = !file_exists(path);
+  auto db = open_with(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  if (!db) return db.error();
+  sqlite3* h = db->get();
+  sqlite3_busy_timeout(h, 5000);
+  if (auto r = check_identity(h, path, true); !r) return r.error();
+  // auto_vacuum must be chosen before the first table exists: INCREMENTAL lets --max-db
+  // pruning hand pages back to the file system.
+  if (fresh) (void)exec_sql(h, "PRAGMA auto_vacuum = INCREMENTAL");
+  if (auto r = exec_sql(h,
+                        "PRAGMA journal_mode = WAL;"
+                        "PRAGMA synchronous = NORMAL;"
+                        "PRAGMA journal_size_limit = 16777216;"
+                        "PRAGMA cache_size = -65536;"
+                        "PRAGMA temp_store = MEMORY;");
+      !r)
+    return make_error("db_open", "cannot configure " + path + ": " + r.error().message);
+  if (auto r = migrate(h); !r) return r.error();
+  return db;
+}
+
+Result<DbHandle> open_read_only(const std::string& path) {
+  if (!file_exists(path))
+    return make_error("db_missing", "no trace DB at " + path +
+                                        ": run `causeway demo` or `causeway trace` first, or pass --db / set CAUSEWAY_DB");
+  if (::access(path.c_str(), R_OK) != 0)
+    return make_error("db_open", "cannot read " + path + ": " + std::strerror(errno));
+  const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
+  auto db = open_with("file:" + uri_escape(path), flags);
+  if (db) {
+    sqlite3_busy_timeout(db->get(), 2000);
+    auto probe = query_int(db->get(), "PRAGMA application_id");
+    if (probe) {
+      if (auto r = check_identity(db->get(), path, false); !r) return r.error();
+      return db;
+    }
+    int code = sqlite3_errcode(db->get());
+    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+      return make_error("db_corrupt", path + " is not a SQLite database or is corrupt");
+  }
+  // A WAL database in a folder we cannot write: no -shm can be made. Without a live writer
+  // (which would have created -shm) the file is self-contained, so immutable=1 is exact.
+  auto imm = open_with("file:" + uri_escape(path) + "?immutable=1", flags);
+  if (!imm) return imm.error();
+  if (auto r = check_identity(imm->get(), path, false); !r) return r.error();
+  return imm;
+}
+
+void close_writer_cleanly(DbHandle& db) {
+  if (!db) return;
+  (void)exec_sql(db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
+  db.reset();
+}
+
+}  // namespace causeway

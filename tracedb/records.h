@@ -1,0 +1,108 @@
+// What every source (live BPF, synthetic demo, import) hands to the store writer. Plain
+// structs, Unix-ns timestamps; op ids are those of bpf/events.h and the `ops` table.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace causeway {
+
+// One traced call (or point event, dur_ns = 0). ts_ns is the call's start.
+struct CallRecord {
+  int64_t ts_ns = 0;
+  int64_t dur_ns = 0;
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint16_t op = 0;
+  int32_t cpu = -1;
+  int64_t ret = 0;
+  std::array<int64_t, 6> a{};  // meaning per op: ops.arg_names
+  uint64_t stack_hash = 0;     // 0 = no stack
+  uint64_t cgroup_id = 0;
+};
+
+struct SwitchRecord {
+  int64_t ts_ns = 0;
+  int32_t cpu = 0;
+  uint32_t prev_tid = 0;
+  uint32_t prev_pid = 0;
+  int32_t prev_prio = 120;
+  int64_t prev_state = 0;  // 0 runnable (preempted), 1 S, 2 D
+  uint32_t next_tid = 0;
+  uint32_t next_pid = 0;
+  int32_t next_prio = 120;
+};
+
+struct WakeupRecord {
+  int64_t ts_ns = 0;
+  uint32_t tid = 0;
+  uint32_t pid = 0;
+  uint32_t waker_tid = 0;
+  uint32_t waker_pid = 0;
+  int32_t target_cpu = -1;
+};
+
+struct ProcessRecord {
+  uint32_t pid = 0;
+  std::optional<uint32_t> ppid;
+  std::string comm;
+  std::string cmdline;
+  std::string exe;
+  uint64_t cgroup_id = 0;
+  std::string container_id;
+  int64_t first_ns = 0;
+  int64_t last_ns = 0;
+  std::optional<int64_t> exit_code;
+};
+
+struct ThreadRecord {
+  uint32_t tid = 0;
+  uint32_t pid = 0;
+  std::string comm;
+};
+
+struct StackRecord {
+  uint64_t hash = 0;
+  std::vector<std::string> frames;  // innermost first
+};
+
+// A diagnosed chain; doc is the full JSON document of INTERFACES.md's chain shape.
+struct ChainRecord {
+  std::string id;
+  int64_t from_ns = 0;
+  int64_t to_ns = 0;
+  std::string severity;
+  std::string cause;
+  std::optional<uint32_t> pid;
+  std::string comm;
+  std::string op;
+  int64_t calls = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double slow_share = 0;
+  std::optional<uint32_t> culprit_pid;
+  std::string culprit_comm;
+  std::optional<double> culprit_share;
+  std::string summary;
+  std::string doc;
+};
+
+// Rare, never dropped: identity and results rather than the event stream.
+using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord>;
+
+struct SessionInfo {
+  std::string source_kind;  // live | demo | import
+  std::string label;
+  std::string host;
+  std::string kernel;
+  std::string gpus;
+  std::string driver_version;
+  std::string cuda_version;
+  int64_t started_ns = 0;
+};
+
+}  // namespace causeway

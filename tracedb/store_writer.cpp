@@ -1,0 +1,583 @@
+#include "tracedb/store_writer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "tracedb/op_catalog.h"
+#include "tracedb/open.h"
+
+#ifndef CAUSEWAY_VERSION
+#define CAUSEWAY_VERSION "0.0.0"
+#endif
+
+namespace causeway {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+constexpr int64_t kNsPerSec = 1'000'000'000;
+
+int64_t floor_sec(int64_t ts_ns) { return ts_ns >= 0 ? ts_ns / kNsPerSec : (ts_ns - kNsPerSec + 1) / kNsPerSec; }
+
+}  // namespace
+
+Result<std::unique_ptr<StoreWriter>> StoreWriter::open(const std::string& path, const WriterOptions& options) {
+  auto db = open_for_write(path);
+  if (!db) return db.error();
+  std::unique_ptr<StoreWriter> w(new StoreWriter(std::move(*db), path, options));
+  if (auto r = w->prepare_statements(); !r) return r.error();
+  return w;
+}
+
+StoreWriter::StoreWriter(DbHandle db, std::string path, WriterOptions options)
+    : db_(std::move(db)), path_(std::move(path)), options_(options), known_ops_(65536, 0) {
+  for (const OpInfo& op : op_catalog()) known_ops_[op.id] = 1;
+}
+
+StoreWriter::~StoreWriter() {
+  if (thread_.joinable()) (void)close(now_ns());
+}
+
+Result<void> StoreWriter::prepare_statements() {
+  sqlite3* h = db_.get();
+  struct Spec {
+    Statement* stmt;
+    const char* sql;
+  } specs[] = {
+      {&ins_event_,
+       "INSERT INTO events (session_id, ts_ns, dur_ns, pid, tid, op_id, cpu, ret, a0, a1, a2, a3, a4, a5, "
+       "stack_id, cgroup_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&ins_sched_,
+       "INSERT INTO sched (session_id, ts_ns, cpu, prev_tid, prev_pid, prev_prio, prev_state, next_tid, next_pid, "
+       "next_prio) VALUES (?,?,?,?,?,?,?,?,?,?)"},
+      {&ins_wakeup_,
+       "INSERT INTO wakeups (session_id, ts_ns, tid, pid, waker_tid, waker_pid, target_cpu) VALUES (?,?,?,?,?,?,?)"},
+      {&ins_rollup_,
+       "INSERT INTO rollups (session_id, op_id, pid, sec, count, sum_ns, min_ns, max_ns, errors, hist) "
+       "VALUES (?,?,?,?,?,?,?,?,?,?)"},
+      {&upsert_process_,
+       "INSERT INTO processes (session_id, pid, ppid, comm, cmdline, exe, cgroup_id, container_id, first_ns, "
+       "last_ns, exit_code) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (session_id, pid) DO UPDATE SET "
+       "ppid = coalesce(excluded.ppid, ppid), comm = coalesce(nullif(excluded.comm, ''), comm), "
+       "cmdline = coalesce(nullif(excluded.cmdline, ''), cmdline), exe = coalesce(nullif(excluded.exe, ''), exe), "
+       "cgroup_id = coalesce(nullif(excluded.cgroup_id, 0), cgroup_id), "
+       "container_id = coalesce(nullif(excluded.container_id, ''), container_id), "
+       "first_ns = min(coalesce(first_ns, excluded.first_ns), coalesce(excluded.first_ns, first_ns)), "
+       "last_ns = max(coalesce(last_ns, excluded.last_ns), coalesce(excluded.last_ns, last_ns)), "
+       "exit_code = coalesce(excluded.exit_code, exit_code)"},
+      {&upsert_thread_,
+       "INSERT INTO threads (session_id, tid, pid, comm) VALUES (?,?,?,?) ON CONFLICT (session_id, tid) DO UPDATE "
+       "SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm)"},
+      {&ins_stack_, "INSERT OR IGNORE INTO stacks (id, hash, frames) VALUES (?,?,?)"},
+      {&upsert_chain_,
+       "INSERT OR REPLACE INTO chains (id, session_id, created_ns, from_ns, to_ns, severity, cause, pid, comm, op, "
+       "calls, p50_us, p99_us, slow_share, culprit_pid, culprit_comm, culprit_share, summary, doc) "
+       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&upsert_counter_,
+       "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
+       "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
+      {&upd_rolled_, "UPDATE sessions SET rolled_up_to_ns = ? WHERE id = ?"},
+  };
+  for (auto& s : specs) {
+    auto st = Statement::prepare(h, s.sql);
+    if (!st) return st.error();
+    *s.stmt = std::move(*st);
+  }
+  return {};
+}
+
+Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
+  std::lock_guard db_lock(db_mu_);
+  sqlite3* h = db_.get();
+  if (auto r = exec_sql(h, "BEGIN IMMEDIATE"); !r) return r.error();
+  auto ins = Statement::prepare(h,
+                                "INSERT INTO sessions (source_kind, label, host, kernel, gpus, driver_version, "
+                                "cuda_version, tool_version, started_ns) VALUES (?,?,?,?,?,?,?,?,?)");
+  if (!ins) return ins.error();
+  ins->bind(1, info.source_kind);
+  ins->bind(2, info.label);
+  ins->bind(3, info.host);
+  ins->bind(4, info.kernel);
+  ins->bind(5, info.gpus);
+  ins->bind(6, info.driver_version);
+  ins->bind(7, info.cuda_version);
+  ins->bind(8, std::string_view(CAUSEWAY_VERSION));
+  ins->bind(9, info.started_ns);
+  if (ins->step() != SQLITE_DONE) {
+    std::string e = sqlite_error_text(h);
+    (void)exec_sql(h, "ROLLBACK");
+    return make_error("db_write", "cannot start a session in " + path_ + ": " + e);
+  }
+  session_id_ = sqlite3_last_insert_rowid(h);
+  auto op = Statement::prepare(h, "INSERT OR IGNORE INTO ops (id, source, name, kind, arg_names) VALUES (?,?,?,?,?)");
+  if (!op) return op.error();
+  for (const OpInfo& o : op_catalog()) {
+    op->bind(1, int64_t{o.id});
+    op->bind(2, source_name(o.source));
+    op->bind(3, o.name);
+    op->bind(4, std::string_view(o.is_call ? "call" : "event"));
+    op->bind(5, o.arg_names);
+    op->step();
+    op->reset();
+  }
+  if (auto r = exec_sql(h, "COMMIT"); !r) return r.error();
+  rolled_up_to_ns_ = info.started_ns;
+  thread_ = std::thread([this] { run(); });
+  return session_id_;
+}
+
+Result<uint16_t> StoreWriter::ensure_op(const std::string& source, const std::string& name, bool is_call,
+                                        const std::string& arg_names) {
+  std::lock_guard db_lock(db_mu_);
+  sqlite3* h = db_.get();
+  auto find = Statement::prepare(h, "SELECT id FROM ops WHERE source = ? AND name = ?");
+  if (!find) return find.error();
+  find->bind(1, source);
+  find->bind(2, name);
+  if (find->step() == SQLITE_ROW) {
+    auto id = static_cast<uint16_t>(find->col_int(0));
+    known_ops_[id] = 1;
+    return id;
+  }
+  // Imported ops take ids from 10000 up, clear of the fixed catalog.
+  auto next = query_int(h, "SELECT max(10000, coalesce(max(id) + 1, 10000)) FROM ops");
+  if (!next) return next.error();
+  int64_t id = next->value_or(10000);
+  if (id > 65535) return make_error("db_write", "too many distinct ops (more than 55,535 imported names)");
+  auto ins = Statement::prepare(h, "INSERT INTO ops (id, source, name, kind, arg_names) VALUES (?,?,?,?,?)");
+  if (!ins) return ins.error();
+  ins->bind(1, id);
+  ins->bind(2, source);
+  ins->bind(3, name);
+  ins->bind(4, std::string_view(is_call ? "call" : "event"));
+  ins->bind(5, arg_names);
+  if (ins->step() != SQLITE_DONE) return make_error("db_write", "cannot add op " + name + ": " + sqlite_error_text(h));
+  known_ops_[id] = 1;
+  return static_cast<uint16_t>(id);
+}
+
+bool StoreWriter::push(const CallRecord& r) {
+  std::lock_guard lock(mu_);
+  if (pending_.rows() >= options_.queue_capacity) {
+    ++stats_.dropped_writer;
+    return false;
+  }
+  pending_.calls.push_back(r);
+  ++stats_.accepted;
+  ++enqueued_seq_;
+  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
+  return true;
+}
+
+bool StoreWriter::push(const SwitchRecord& r) {
+  std::lock_guard lock(mu_);
+  if (pending_.rows() >= options_.queue_capacity) {
+    ++stats_.dropped_writer;
+    return false;
+  }
+  pending_.switches.push_back(r);
+  ++stats_.accepted;
+  ++enqueued_seq_;
+  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
+  return true;
+}
+
+bool StoreWriter::push(const WakeupRecord& r) {
+  std::lock_guard lock(mu_);
+  if (pending_.rows() >= options_.queue_capacity) {
+    ++stats_.dropped_writer;
+    return false;
+  }
+  pending_.wakeups.push_back(r);
+  ++stats_.accepted;
+  ++enqueued_seq_;
+  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
+  return true;
+}
+
+size_t StoreWriter::push_calls(std::span<const CallRecord> rs) {
+  std::lock_guard lock(mu_);
+  size_t room = options_.queue_capacity > pending_.rows() ? options_.queue_capacity - pending_.rows() : 0;
+  size_t n = std::min(room, rs.size());
+  pending_.calls.insert(pending_.calls.end(), rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(n));
+  stats_.accepted += n;
+  stats_.dropped_writer += rs.size() - n;
+  enqueued_seq_ += n;
+  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
+  return n;
+}
+
+void StoreWriter::push_meta(MetaRecord r) {
+  std::lock_guard lock(mu_);
+  pending_.meta.push_back(std::move(r));
+  ++enqueued_seq_;
+}
+
+void StoreWriter::set_counter(const std::string& name, int64_t value) {
+  std::lock_guard lock(mu_);
+  counters_[name] = value;
+}
+
+void StoreWriter::flush() {
+  std::unique_lock lock(mu_);
+  if (!thread_.joinable()) return;
+  uint64_t target = enqueued_seq_;
+  flush_requested_ = true;
+  wake_writer_.notify_one();
+  batch_done_.wait(lock, [&] { return committed_seq_ >= target || !last_error_.empty() || stop_; });
+}
+
+WriterCounters StoreWriter::counters() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+std::string StoreWriter::last_error() const {
+  std::lock_guard lock(mu_);
+  return last_error_;
+}
+
+void StoreWriter::run() {
+  const auto interval = std::chrono::milliseconds(options_.flush_interval_ms);
+  for (;;) {
+    Batch batch;
+    bool stopping = false;
+    uint64_t seq = 0;
+    {
+      std::unique_lock lock(mu_);
+      wake_writer_.wait_for(lock, interval, [&] {
+        return stop_ || flush_requested_ || pending_.rows() >= options_.batch_rows;
+      });
+      stopping = stop_;
+      flush_requested_ = false;
+      std::swap(batch, pending_);
+      seq = enqueued_seq_;
+      // Keep the producer-side vectors warm: reserve what the last batch needed.
+      pending_.calls.reserve(std::min(batch.calls.capacity(), options_.queue_capacity));
+    }
+    Result<void> r = write_batch(batch, stopping);
+    {
+      std::lock_guard lock(mu_);
+      if (!r && last_error_.empty()) last_error_ = r.error().message;
+      committed_seq_ = seq;
+    }
+    batch_done_.notify_all();
+    if (stopping) {
+      std::lock_guard lock(mu_);
+      if (pending_.rows() == 0 && pending_.meta.empty()) return;
+    }
+  }
+}
+
+void StoreWriter::accumulate(uint16_t op, uint32_t pid, int64_t ts_ns, int64_t dur_ns, bool error) {
+  RollupAcc& acc = rollups_[RollupKey{floor_sec(ts_ns), op, pid}];
+  uint64_t d = dur_ns > 0 ? static_cast<uint64_t>(dur_ns) : 0;
+  ++acc.count;
+  acc.sum += d;
+  acc.min = std::min(acc.min, d);
+  acc.max = std::max(acc.max, d);
+  acc.errors += error ? 1 : 0;
+  acc.hist.add(d);
+}
+
+Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
+  std::lock_guard db_lock(db_mu_);
+  sqlite3* h = db_.get();
+  if (auto r = exec_sql(h, "BEGIN IMMEDIATE"); !r) return r;
+  uint64_t written = 0;
+  int rc = SQLITE_DONE;
+  const int64_t sid = session_id_;
+
+  for (const MetaRecord& m : batch.meta) write_meta(m);
+
+  for (const CallRecord& c : batch.calls) {
+    Statement& s = ins_event_;
+    s.bind(1, sid);
+    s.bind(2, c.ts_ns);
+    s.bind(3, c.dur_ns);
+    s.bind(4, int64_t{c.pid});
+    s.bind(5, int64_t{c.tid});
+    s.bind(6, int64_t{c.op});
+    if (c.cpu >= 0) s.bind(7, int64_t{c.cpu});
+    else s.bind_null(7);
+    s.bind(8, c.ret);
+    for (int i = 0; i < 6; ++i) {
+      if (c.a[i] != 0) s.bind(9 + i, c.a[i]);
+      else s.bind_null(9 + i);
+    }
+    if (c.stack_hash) s.bind(15, static_cast<int64_t>(c.stack_hash));
+    else s.bind_null(15);
+    if (c.cgroup_id) s.bind(16, static_cast<int64_t>(c.cgroup_id));
+    else s.bind_null(16);
+    rc = s.step();
+    sqlite3_reset(s.get());
+    if (rc != SQLITE_DONE) break;
+    ++written;
+    max_ts_seen_ = std::max(max_ts_seen_, c.ts_ns);
+    accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
+  }
+  if (rc == SQLITE_DONE) {
+    for (const SwitchRecord& w : batch.switches) {
+      Statement& s = ins_sched_;
+      s.bind(1, sid);
+      s.bind(2, w.ts_ns);
+      s.bind(3, int64_t{w.cpu});
+      s.bind(4, int64_t{w.prev_tid});
+      s.bind(5, int64_t{w.prev_pid});
+      s.bind(6, int64_t{w.prev_prio});
+      s.bind(7, w.prev_state);
+      s.bind(8, int64_t{w.next_tid});
+      s.bind(9, int64_t{w.next_pid});
+      s.bind(10, int64_t{w.next_prio});
+      rc = s.step();
+      sqlite3_reset(s.get());
+      if (rc != SQLITE_DONE) break;
+      ++written;
+      max_ts_seen_ = std::max(max_ts_seen_, w.ts_ns);
+      accumulate(400 /* CW_OP_SCHED_SWITCH */, w.prev_pid, w.ts_ns, 0, false);
+    }
+  }
+  if (rc == SQLITE_DONE) {
+    for (const WakeupRecord& w : batch.wakeups) {
+      Statement& s = ins_wakeup_;
+      s.bind(1, sid);
+      s.bind(2, w.ts_ns);
+      s.bind(3, int64_t{w.tid});
+      s.bind(4, int64_t{w.pid});
+      s.bind(5, int64_t{w.waker_tid});
+      s.bind(6, int64_t{w.waker_pid});
+      s.bind(7, int64_t{w.target_cpu});
+      rc = s.step();
+      sqlite3_reset(s.get());
+      if (rc != SQLITE_DONE) break;
+      ++written;
+      max_ts_seen_ = std::max(max_ts_seen_, w.ts_ns);
+      accumulate(401 /* CW_OP_SCHED_WAKEUP */, w.pid, w.ts_ns, 0, false);
+    }
+  }
+  if (rc != SQLITE_DONE) {
+    std::string e = sqlite_error_text(h);
+    (void)exec_sql(h, "ROLLBACK");
+    // The rows of this batch are lost: say so in the counters rather than pretend.
+    std::lock_guard lock(mu_);
+    stats_.dropped_writer += batch.rows();
+    counters_["dropped_write_error"] += static_cast<int64_t>(batch.rows());
+    return make_error("db_write", "writing to " + path_ + " failed: " + e);
+  }
+  int64_t cutoff = final_flush ? INT64_MAX : max_ts_seen_ - options_.rollup_lateness_ns;
+  if (auto r = flush_rollups(cutoff); !r) {
+    (void)exec_sql(h, "ROLLBACK");
+    return r;
+  }
+  {
+    std::lock_guard lock(mu_);
+    stats_.written += written;
+    ++stats_.transactions;
+  }
+  if (auto r = write_counters(); !r) {
+    (void)exec_sql(h, "ROLLBACK");
+    return r;
+  }
+  if (auto r = exec_sql(h, "COMMIT"); !r) {
+    (void)exec_sql(h, "ROLLBACK");
+    return r;
+  }
+  if (options_.max_db_bytes > 0) return prune_if_needed();
+  return {};
+}
+
+void StoreWriter::write_meta(const MetaRecord& m) {
+  const int64_t sid = session_id_;
+  if (auto* p = std::get_if<ProcessRecord>(&m)) {
+    Statement& s = upsert_process_;
+    s.bind(1, sid);
+    s.bind(2, int64_t{p->pid});
+    if (p->ppid) s.bind(3, int64_t{*p->ppid});
+    else s.bind_null(3);
+    s.bind(4, p->comm);
+    s.bind(5, p->cmdline);
+    s.bind(6, p->exe);
+    s.bind(7, static_cast<int64_t>(p->cgroup_id));
+    s.bind(8, p->container_id);
+    if (p->first_ns) s.bind(9, p->first_ns);
+    else s.bind_null(9);
+    if (p->last_ns) s.bind(10, p->last_ns);
+    else s.bind_null(10);
+    s.bind_opt(11, p->exit_code);
+    s.step();
+    s.reset();
+  } else if (auto* t = std::get_if<ThreadRecord>(&m)) {
+    Statement& s = upsert_thread_;
+    s.bind(1, sid);
+    s.bind(2, int64_t{t->tid});
+    s.bind(3, int64_t{t->pid});
+    s.bind(4, t->comm);
+    s.step();
+    s.reset();
+  } else if (auto* st = std::get_if<StackRecord>(&m)) {
+    Statement& s = ins_stack_;
+    s.bind(1, static_cast<int64_t>(st->hash));
+    s.bind(2, static_cast<int64_t>(st->hash));
+    s.bind(3, nlohmann::json(st->frames).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    s.step();
+    s.reset();
+  } else if (auto* c = std::get_if<ChainRecord>(&m)) {
+    Statement& s = upsert_chain_;
+    s.bind(1, c->id);
+    s.bind(2, sid);
+    s.bind(3, now_ns());
+    s.bind(4, c->from_ns);
+    s.bind(5, c->to_ns);
+    s.bind(6, c->severity);
+    s.bind(7, c->cause);
+    if (c->pid) s.bind(8, int64_t{*c->pid});
+    else s.bind_null(8);
+    s.bind(9, c->comm);
+    s.bind(10, c->op);
+    s.bind(11, c->calls);
+    s.bind(12, c->p50_us);
+    s.bind(13, c->p99_us);
+    s.bind(14, c->slow_share);
+    if (c->culprit_pid) s.bind(15, int64_t{*c->culprit_pid});
+    else s.bind_null(15);
+    s.bind(16, c->culprit_comm);
+    s.bind_opt(17, c->culprit_share);
+    s.bind(18, c->summary);
+    s.bind(19, c->doc);
+    s.step();
+    s.reset();
+  }
+}
+
+Result<void> StoreWriter::flush_rollups(int64_t before_ns) {
+  // Only whole seconds strictly before the cutoff's second are complete.
+  int64_t cutoff_sec = before_ns == INT64_MAX ? INT64_MAX : floor_sec(before_ns);
+  auto it = rollups_.begin();
+  for (; it != rollups_.end() && it->first.sec < cutoff_sec; ++it) {
+    const RollupAcc& a = it->second;
+    Statement& s = ins_rollup_;
+    s.bind(1, session_id_);
+    s.bind(2, int64_t{it->first.op});
+    s.bind(3, int64_t{it->first.pid});
+    s.bind(4, it->first.sec);
+    s.bind(5, static_cast<int64_t>(a.count));
+    s.bind(6, static_cast<int64_t>(a.sum));
+    s.bind(7, static_cast<int64_t>(a.min));
+    s.bind(8, static_cast<int64_t>(a.max));
+    s.bind(9, static_cast<int64_t>(a.errors));
+    std::string blob = a.hist.encode();
+    s.bind_blob(10, blob.data(), blob.size());
+    int rc = s.step();
+    sqlite3_reset(s.get());
+    if (rc != SQLITE_DONE) return make_error("db_write", "writing rollups failed: " + sqlite_error_text(db_.get()));
+  }
+  rollups_.erase(rollups_.begin(), it);
+  int64_t new_mark = cutoff_sec == INT64_MAX ? max_ts_seen_ + 1 : cutoff_sec * kNsPerSec;
+  if (new_mark > rolled_up_to_ns_) {
+    rolled_up_to_ns_ = new_mark;
+    upd_rolled_.bind(1, rolled_up_to_ns_);
+    upd_rolled_.bind(2, session_id_);
+    upd_rolled_.step();
+    upd_rolled_.reset();
+  }
+  return {};
+}
+
+Result<void> StoreWriter::write_counters() {
+  std::map<std::string, int64_t> snapshot;
+  {
+    std::lock_guard lock(mu_);
+    snapshot = counters_;
+    snapshot["events_accepted"] = static_cast<int64_t>(stats_.accepted);
+    snapshot["events_written"] = static_cast<int64_t>(stats_.written);
+    snapshot["dropped_writer"] = static_cast<int64_t>(stats_.dropped_writer);
+    snapshot["pruned_rows"] = static_cast<int64_t>(stats_.pruned);
+  }
+  int64_t now = now_ns();
+  for (const auto& [name, value] : snapshot) {
+    Statement& s = upsert_counter_;
+    s.bind(1, session_id_);
+    s.bind(2, name);
+    s.bind(3, value);
+    s.bind(4, now);
+    int rc = s.step();
+    s.reset();
+    if (rc != SQLITE_DONE) return make_error("db_write", "writing counters failed: " + sqlite_error_text(db_.get()));
+  }
+  return {};
+}
+
+Result<void> StoreWriter::prune_if_needed() {
+  sqlite3* h = db_.get();
+  auto pages = query_int(h, "PRAGMA page_count");
+  auto free_pages = query_int(h, "PRAGMA freelist_count");
+  auto page_size = query_int(h, "PRAGMA page_size");
+  if (!pages || !free_pages || !page_size) return make_error("db_write", "cannot measure DB size for --max-db");
+  int64_t used = (pages->value_or(0) - free_pages->value_or(0)) * page_size->value_or(4096);
+  // Prune at 90% of the cap down to 70%: headroom for the WAL checkpoint to land pages and
+  // for the next batches before the following check.
+  if (used <= options_.max_db_bytes * 9 / 10) return {};
+  double fraction = 1.0 - (0.7 * static_cast<double>(options_.max_db_bytes)) / static_cast<double>(used);
+  fraction = std::clamp(fraction, 0.05, 1.0);
+  if (auto r = exec_sql(h, "BEGIN IMMEDIATE"); !r) return r;
+  uint64_t removed = 0;
+  for (const char* table : {"events", "sched", "wakeups"}) {
+    auto lo = query_int(h, std::string("SELECT min(id) FROM ") + table);
+    auto hi = query_int(h, std::string("SELECT max(id) FROM ") + table);
+    if (!lo || !hi || !lo->has_value()) continue;
+    int64_t cut = **lo + static_cast<int64_t>(fraction * static_cast<double>(**hi - **lo + 1));
+    std::string sql = std::string("DELETE FROM ") + table + " WHERE id < " + std::to_string(cut);
+    if (auto r = exec_sql(h, sql); !r) {
+      (void)exec_sql(h, "ROLLBACK");
+      return r;
+    }
+    removed += static_cast<uint64_t>(sqlite3_changes(h));
+  }
+  if (auto r = exec_sql(h, "COMMIT"); !r) return r;
+  // Hand the freed pages back so the file itself shrinks, then checkpoint so it happens now.
+  (void)exec_sql(h, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);");
+  std::lock_guard lock(mu_);
+  stats_.pruned += removed;
+  return {};
+}
+
+Result<void> StoreWriter::close(int64_t stopped_ns) {
+  if (thread_.joinable()) {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    wake_writer_.notify_one();
+    thread_.join();
+  }
+  std::string err = last_error();
+  if (db_) {
+    std::lock_guard db_lock(db_mu_);
+    (void)write_counters();
+    auto upd = Statement::prepare(db_.get(), "UPDATE sessions SET stopped_ns = ? WHERE id = ?");
+    if (upd) {
+      upd->bind(1, stopped_ns);
+      upd->bind(2, session_id_);
+      upd->step();
+    }
+    ins_event_ = Statement();
+    ins_sched_ = Statement();
+    ins_wakeup_ = Statement();
+    ins_rollup_ = Statement();
+    upsert_process_ = Statement();
+    upsert_thread_ = Statement();
+    ins_stack_ = Statement();
+    upsert_chain_ = Statement();
+    upsert_counter_ = Statement();
+    upd_rolled_ = Statement();
+    close_writer_cleanly(db_);
+  }
+  if (!err.empty()) return make_error("db_write", err);
+  return {};
+}
+
+}  // namespace causeway
