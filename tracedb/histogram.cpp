@@ -49,30 +49,50 @@ uint64_t LatencyHistogram::bucket_high(uint32_t bucket) {
 }
 
 void LatencyHistogram::add(uint64_t value, uint64_t count) {
-  counts_[bucket_of(value)] += count;
+  uint32_t b = bucket_of(value);
+  if (b >= counts_.size()) counts_.resize(b + 1, 0);
+  counts_[b] += count;
   total_ += count;
 }
 
 void LatencyHistogram::merge(const LatencyHistogram& other) {
-  for (const auto& [b, c] : other.counts_) counts_[b] += c;
+  if (other.counts_.size() > counts_.size()) counts_.resize(other.counts_.size(), 0);
+  for (size_t b = 0; b < other.counts_.size(); ++b) counts_[b] += other.counts_[b];
   total_ += other.total_;
 }
 
+uint64_t LatencyHistogram::min_value() const {
+  for (size_t b = 0; b < counts_.size(); ++b)
+    if (counts_[b]) return bucket_low(static_cast<uint32_t>(b));
+  return 0;
+}
+
 bool LatencyHistogram::merge_encoded(std::string_view blob) {
-  LatencyHistogram parsed;
+  // Validate fully before touching counts_, so a malformed blob merges nothing.
   size_t pos = 0;
-  uint64_t bucket = 0;
+  uint64_t bucket = 0, max_bucket = 0;
   bool first = true;
   while (pos < blob.size()) {
     uint64_t delta = 0, count = 0;
     if (!get_varint(blob, pos, delta) || !get_varint(blob, pos, count)) return false;
     bucket = first ? delta : bucket + delta;
     first = false;
-    if (bucket > 0xFFFFFFFFu || count == 0) return false;
-    parsed.counts_[static_cast<uint32_t>(bucket)] += count;
-    parsed.total_ += count;
+    if (bucket > kMaxBucket || count == 0) return false;
+    max_bucket = bucket;
   }
-  merge(parsed);
+  if (!first && max_bucket >= counts_.size()) counts_.resize(max_bucket + 1, 0);
+  pos = 0;
+  bucket = 0;
+  first = true;
+  while (pos < blob.size()) {
+    uint64_t delta = 0, count = 0;
+    get_varint(blob, pos, delta);
+    get_varint(blob, pos, count);
+    bucket = first ? delta : bucket + delta;
+    first = false;
+    counts_[bucket] += count;
+    total_ += count;
+  }
   return true;
 }
 
@@ -81,9 +101,10 @@ std::string LatencyHistogram::encode() const {
   out.reserve(counts_.size() * 3);
   uint32_t prev = 0;
   bool first = true;
-  for (const auto& [b, c] : counts_) {
+  for (uint32_t b = 0; b < counts_.size(); ++b) {
+    if (!counts_[b]) continue;
     put_varint(out, first ? b : b - prev);
-    put_varint(out, c);
+    put_varint(out, counts_[b]);
     prev = b;
     first = false;
   }
@@ -96,9 +117,9 @@ uint64_t LatencyHistogram::percentile(double q, uint64_t min_clamp, uint64_t max
   uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(total_)));
   if (rank == 0) rank = 1;
   uint64_t seen = 0;
-  for (const auto& [b, c] : counts_) {
-    seen += c;
-    if (seen >= rank) {
+  for (uint32_t b = 0; b < counts_.size(); ++b) {
+    seen += counts_[b];
+    if (counts_[b] && seen >= rank) {
       uint64_t lo = bucket_low(b), hi = bucket_high(b);
       uint64_t mid = lo + (hi - lo) / 2;
       return std::clamp(mid, std::min(min_clamp, max_clamp), max_clamp);

@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -15,6 +15,8 @@ class LatencyHistogram {
  public:
   static constexpr int kSubBits = 7;
   static constexpr uint64_t kSub = 1u << kSubBits;  // 128
+  // bucket_of(UINT64_MAX): octave 63 - kSubBits = 56, last sub-bucket.
+  static constexpr uint64_t kMaxBucket = kSub + (64 - kSubBits) * kSub - 1;
 
   static uint32_t bucket_of(uint64_t value);
   static uint64_t bucket_low(uint32_t bucket);   // smallest value in the bucket
@@ -32,13 +34,16 @@ class LatencyHistogram {
     counts_.clear();
     total_ = 0;
   }
+  uint64_t min_value() const;  // lowest bucket's low bound (0 when empty)
 
   // Nearest-rank percentile (q in [0,1]): midpoint of the bucket holding rank ceil(q*n),
   // clamped to [min_clamp, max_clamp] (the window's exact min and max).
   uint64_t percentile(double q, uint64_t min_clamp, uint64_t max_clamp) const;
 
  private:
-  std::map<uint32_t, uint64_t> counts_;
+  // Dense by bucket index, grown to the largest bucket seen: O(1) add; one second of
+  // durations up to 1 s needs < 3,000 slots (24 KiB).
+  std::vector<uint64_t> counts_;
   uint64_t total_ = 0;
 };
 

@@ -211,6 +211,23 @@ size_t StoreWriter::push_calls(std::span<const CallRecord> rs) {
   return n;
 }
 
+template <typename R, typename V>
+void StoreWriter::push_waiting(const R& r, V& lane) {
+  std::unique_lock lock(mu_);
+  if (pending_.rows() >= options_.queue_capacity) {
+    wake_writer_.notify_one();
+    batch_done_.wait(lock, [&] { return pending_.rows() < options_.queue_capacity || stop_ || !thread_.joinable(); });
+  }
+  lane.push_back(r);
+  ++stats_.accepted;
+  ++enqueued_seq_;
+  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
+}
+
+void StoreWriter::push_wait(const CallRecord& r) { push_waiting(r, pending_.calls); }
+void StoreWriter::push_wait(const SwitchRecord& r) { push_waiting(r, pending_.switches); }
+void StoreWriter::push_wait(const WakeupRecord& r) { push_waiting(r, pending_.wakeups); }
+
 void StoreWriter::push_meta(MetaRecord r) {
   std::lock_guard lock(mu_);
   pending_.meta.push_back(std::move(r));

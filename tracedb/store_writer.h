@@ -63,6 +63,11 @@ class StoreWriter {
   bool push(const WakeupRecord& r);
   size_t push_calls(std::span<const CallRecord> rs);
   void push_meta(MetaRecord r);
+  // For sources that can wait (demo, import): block while the queue is full instead of
+  // dropping, since generating a little later loses nothing.
+  void push_wait(const CallRecord& r);
+  void push_wait(const SwitchRecord& r);
+  void push_wait(const WakeupRecord& r);
 
   // A pipeline counter stored in collector_stats (e.g. "dropped_ring"); last value wins.
   void set_counter(const std::string& name, int64_t value);
@@ -96,6 +101,8 @@ class StoreWriter {
   };
 
   StoreWriter(DbHandle db, std::string path, WriterOptions options);
+  template <typename R, typename V>
+  void push_waiting(const R& r, V& lane);
   Result<void> prepare_statements();
   void run();
   Result<void> write_batch(Batch& batch, bool final_flush);

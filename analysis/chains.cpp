@@ -1,0 +1,55 @@
+#include "analysis/chains.h"
+
+#include "analysis/session_scope.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway {
+namespace {
+
+int severity_rank(const std::string& s) {
+  if (s == "HIGH") return 3;
+  if (s == "MEDIUM") return 2;
+  if (s == "LOW") return 1;
+  return 0;
+}
+
+}  // namespace
+
+Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query) {
+  auto scope = resolve_scope(db, query.session_id, query.since_ns);
+  if (!scope) return scope.error();
+  int min_rank = query.min_severity ? severity_rank(*query.min_severity) : 0;
+  if (query.min_severity && min_rank == 0)
+    return make_error("usage", "severity must be HIGH, MEDIUM or LOW, not '" + *query.min_severity + "'");
+  auto st = Statement::prepare(
+      db,
+      "SELECT doc, severity FROM chains WHERE session_id = ?1 AND to_ns >= ?2 AND from_ns <= ?3 "
+      "AND (?4 IS NULL OR pid = ?4 OR culprit_pid = ?4) "
+      "ORDER BY CASE severity WHEN 'HIGH' THEN 0 WHEN 'MEDIUM' THEN 1 ELSE 2 END, "
+      "coalesce(slow_share, 0) * coalesce(calls, 0) DESC, id");
+  if (!st) return st.error();
+  st->bind(1, scope->session_id);
+  st->bind(2, scope->from_ns);
+  st->bind(3, scope->to_ns);
+  if (query.pid) st->bind(4, int64_t{*query.pid});
+  else st->bind_null(4);
+  nlohmann::json chains = nlohmann::json::array();
+  size_t matched = 0;
+  int rc;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    if (severity_rank(st->col_text(1)) < min_rank) continue;
+    ++matched;
+    if (chains.size() >= query.limit) continue;
+    auto doc = nlohmann::json::parse(st->col_text(0), nullptr, false);
+    if (doc.is_discarded()) return make_error("db_corrupt", "a chain document in the trace DB is not valid JSON");
+    chains.push_back(std::move(doc));
+  }
+  if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
+  return nlohmann::json{{"session_id", scope->session_id},
+                        {"window", {{"from_ns", scope->from_ns}, {"to_ns", scope->to_ns}}},
+                        {"chains", std::move(chains)},
+                        {"total", matched},
+                        {"truncated", matched > query.limit}};
+}
+
+}  // namespace causeway

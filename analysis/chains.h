@@ -1,0 +1,28 @@
+// Reading diagnosed causal chains back from the trace DB (written by the correlator).
+// Shared by `causeway explain` and MCP get_causal_chains; JSON shape of INTERFACES.md.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+
+namespace causeway {
+
+struct ChainQuery {
+  std::optional<int64_t> since_ns;   // chains overlapping [end - since, end]
+  std::optional<uint32_t> pid;       // chains whose victim or culprit is this pid
+  std::optional<std::string> min_severity;  // HIGH | MEDIUM | LOW: at least this severe
+  std::optional<int64_t> session_id; // default: the latest session
+  size_t limit = 20;
+};
+
+// {"chains": [ {id, severity, cause, summary, pid, comm, op, calls, p50_us, p99_us,
+//   slow_share, culprit?, evidence, timeline, stack, recommendation}, … ]}, most severe first.
+Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query);
+
+}  // namespace causeway

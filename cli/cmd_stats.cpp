@@ -1,0 +1,63 @@
+#include <iostream>
+
+#include "analysis/stats.h"
+#include "cli/command.h"
+#include "common/units.h"
+#include "tracedb/open.h"
+
+namespace causeway::cli {
+namespace {
+
+struct StatsArgs {
+  std::string db;
+  std::string since;
+  std::optional<uint32_t> pid;
+  std::string source;
+  std::string op;
+  std::optional<int64_t> session;
+  size_t top = 0;
+  bool json = false;
+};
+
+Runner setup(CLI::App& app) {
+  auto a = std::make_shared<StatsArgs>();
+  add_db_option(app, a->db);
+  app.add_option("--since", a->since, "only the last D of the session's data (500ms, 30s, 5m, 2h)");
+  app.add_option("--pid", a->pid, "only this process");
+  app.add_option("--source", a->source, "only this source: cuda, driver, nccl, host, io, net, mem");
+  app.add_option("--op", a->op, "only this op (e.g. cudaStreamSynchronize)");
+  app.add_option("--session", a->session, "session id (default: the latest)");
+  app.add_option("--top", a->top, "only the N ops with the most total time");
+  app.add_flag("--json", a->json, "one JSON document on stdout");
+  app.footer(
+      "Percentiles are over every call in the window (rollups + raw edges, within 1%).\n\n"
+      "Examples:\n"
+      "  causeway stats\n"
+      "  causeway stats --since 5m --pid 4821\n"
+      "  causeway stats --source nccl --json");
+  return [a] {
+    StatsQuery q;
+    if (!a->since.empty()) {
+      auto d = parse_duration_ns(a->since);
+      if (!d) return report_error("stats", d.error(), a->json);
+      q.since_ns = *d;
+    }
+    q.pid = a->pid;
+    if (!a->source.empty()) q.source = a->source;
+    if (!a->op.empty()) q.op = a->op;
+    q.session_id = a->session;
+    q.top_n = a->top;
+    auto db = open_read_only(a->db);
+    if (!db) return report_error("stats", db.error(), a->json);
+    auto r = compute_stats(db->get(), q);
+    if (!r) return report_error("stats", r.error(), a->json);
+    if (a->json) std::cout << stats_to_json(*r).dump() << std::endl;
+    else std::cout << stats_to_table(*r);
+    return kExitOk;
+  };
+}
+
+const Registrar reg{{"stats", "per-op call counts and latency percentiles", 40, setup}};
+
+}  // namespace
+}  // namespace causeway::cli

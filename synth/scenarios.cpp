@@ -1,0 +1,127 @@
+#include "synth/scenarios.h"
+
+#include <sys/utsname.h>
+
+#include <chrono>
+
+#include "synth/scenario.h"
+#include "tracedb/store_writer.h"
+
+namespace causeway {
+namespace {
+
+using synth::kSec;
+
+struct ScenarioDef {
+  ScenarioInfo info;
+  synth::ScenarioFn fn;
+  int64_t natural_duration;
+  double calls_per_sec;  // approximate, to size --events
+};
+
+const std::vector<ScenarioDef>& definitions() {
+  static const std::vector<ScenarioDef> defs = {
+      {{"incident", "tar on the trainer's CPU preempts it inside cudaStreamSynchronize (CPU contention)",
+        "cpu_contention", "tar", 991},
+       synth::scenario_incident, 40 * kSec, 7400},
+      {{"cold-start", "context creation and module loading make the first calls of a new process slow", "cold_start",
+        "", 0},
+       synth::scenario_cold_start, 20 * kSec, 7400},
+      {{"memcpy-bottleneck", "synchronous pageable cudaMemcpy of 256 MiB per step dominates the step (GPU idle)",
+        "transfer_bound", "", 0},
+       synth::scenario_memcpy_bottleneck, 30 * kSec, 400},
+      {{"periodic-spike", "torch.cuda.empty_cache() every ~2 s: cudaFree/cudaMalloc storms (allocator)", "allocator",
+        "", 0},
+       synth::scenario_periodic_spike, 40 * kSec, 7400},
+      {{"gpu-steal", "an inference server time-slices the same GPU: syncs 2-3x slower while on-CPU", "gpu_wait",
+        "VLLM::EngineCor", 5120},
+       synth::scenario_gpu_steal, 40 * kSec, 8000},
+      {{"nccl-straggler", "4 ranks; rank 2 enters every allreduce late (preempted by rsync half the time)",
+        "nccl_straggler", "python3", 6003},
+       synth::scenario_nccl_straggler, 30 * kSec, 2400},
+      {{"io-stall", "page faults on an mmap'd dataset wait behind updatedb's disk scan inside cudaMemcpy",
+        "io_contention", "updatedb.mlocat", 2210},
+       synth::scenario_io_stall, 40 * kSec, 2400},
+      {{"oom", "java exhausts host memory: cudaMallocHost stalls in reclaim until the OOM killer ends java",
+        "memory_pressure", "java", 7702},
+       synth::scenario_oom, 40 * kSec, 7400},
+      {{"lock-contention", "a checkpoint thread holds the allocator lock; cudaMalloc blocks until it wakes the trainer",
+        "lock_contention", "pt_checkpoint", 4821},
+       synth::scenario_lock_contention, 40 * kSec, 7400},
+      {{"network", "TCP retransmits to the peer node stretch every allreduce of a 2-node job", "network", "", 0},
+       synth::scenario_network, 40 * kSec, 5000},
+      {{"quiet", "a healthy training job: no chain should be HIGH", "", "", 0}, synth::scenario_quiet, 30 * kSec, 7400},
+  };
+  return defs;
+}
+
+std::string kernel_release() {
+  utsname u{};
+  if (uname(&u) != 0) return "";
+  return std::string(u.sysname) + " " + u.release;
+}
+
+}  // namespace
+
+const std::vector<ScenarioInfo>& demo_scenarios() {
+  static const std::vector<ScenarioInfo> infos = [] {
+    std::vector<ScenarioInfo> v;
+    for (const auto& d : definitions()) v.push_back(d.info);
+    return v;
+  }();
+  return infos;
+}
+
+Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& options, bool (*stop)()) {
+  const ScenarioDef* def = nullptr;
+  for (const auto& d : definitions())
+    if (d.info.name == options.scenario) def = &d;
+  if (!def) {
+    std::string names;
+    for (const auto& d : definitions()) names += (names.empty() ? "" : ", ") + d.info.name;
+    return make_error("usage", "unknown demo scenario '" + options.scenario + "'; choose one of: " + names);
+  }
+  int64_t duration = def->natural_duration;
+  if (options.events > 0)
+    duration = std::max<int64_t>(2 * kSec, static_cast<int64_t>(static_cast<double>(options.events) /
+                                                                 def->calls_per_sec * 1e9));
+  int64_t t0 = options.start_ns;
+  if (t0 == 0) {
+    int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+    t0 = now - duration;
+  }
+
+  auto writer = StoreWriter::open(db_path);
+  if (!writer) return writer.error();
+  SessionInfo info;
+  info.source_kind = "demo";
+  info.label = def->info.name;
+  info.host = "demo-gpu-node";
+  info.kernel = kernel_release();
+  info.gpus = "synthetic: 1x NVIDIA H100 80GB HBM3";
+  info.driver_version = "synthetic";
+  info.cuda_version = "13.0";
+  info.started_ns = t0;
+  auto sid = (*writer)->begin_session(info);
+  if (!sid) return sid.error();
+
+  synth::Rng rng(options.seed);
+  synth::DemoBuilder builder(**writer);
+  synth::ScenarioContext ctx{builder, rng, t0, duration, stop};
+  def->fn(ctx);
+
+  DemoSummary summary;
+  summary.session_id = *sid;
+  summary.interrupted = ctx.stopped();
+  auto r = (*writer)->close(t0 + duration);
+  WriterCounters counters = (*writer)->counters();
+  if (!r) return r.error();
+  summary.events_written = builder.calls();
+  summary.sched_written = builder.sched_rows();
+  summary.dropped = counters.dropped_writer;
+  return summary;
+}
+
+}  // namespace causeway
