@@ -322,10 +322,9 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
     if (c.cpu >= 0) s.bind(7, int64_t{c.cpu});
     else s.bind_null(7);
     s.bind(8, c.ret);
-    for (int i = 0; i < 6; ++i) {
-      if (c.a[i] != 0) s.bind(9 + i, c.a[i]);
-      else s.bind_null(9 + i);
-    }
+    // 0 is a real value (rank 0, stream 0) and costs no more than NULL in SQLite's record
+    // format (serial type 8), so args are always bound.
+    for (int i = 0; i < 6; ++i) s.bind(9 + i, c.a[i]);
     if (c.stack_hash) s.bind(15, static_cast<int64_t>(c.stack_hash));
     else s.bind_null(15);
     if (c.cgroup_id) s.bind(16, static_cast<int64_t>(c.cgroup_id));

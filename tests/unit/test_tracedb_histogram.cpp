@@ -1,0 +1,63 @@
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include "tracedb/histogram.h"
+
+using namespace causeway;
+
+TEST_CASE("buckets are exact below 128 ns and 1/128 of an octave above") {
+  for (uint64_t v = 0; v < 128; ++v) {
+    CHECK(LatencyHistogram::bucket_of(v) == v);
+    CHECK(LatencyHistogram::bucket_low(static_cast<uint32_t>(v)) == v);
+  }
+  for (uint64_t v : {128ull, 129ull, 255ull, 256ull, 1000ull, 123456789ull, 1ull << 40, ~0ull}) {
+    uint32_t b = LatencyHistogram::bucket_of(v);
+    CHECK(LatencyHistogram::bucket_low(b) <= v);
+    CHECK(LatencyHistogram::bucket_high(b) >= v);
+    double width = static_cast<double>(LatencyHistogram::bucket_high(b) - LatencyHistogram::bucket_low(b) + 1);
+    CHECK(width / static_cast<double>(LatencyHistogram::bucket_low(b)) <= 1.0 / 128 + 1e-12);
+  }
+  CHECK(LatencyHistogram::bucket_of(~0ull) == LatencyHistogram::kMaxBucket);
+}
+
+TEST_CASE("encode/merge_encoded round-trips and rejects malformed blobs") {
+  LatencyHistogram h;
+  for (uint64_t v : {5ull, 5ull, 300ull, 2'000'000ull, 9'000'000'000ull}) h.add(v);
+  LatencyHistogram back;
+  REQUIRE(back.merge_encoded(h.encode()));
+  CHECK(back.total() == 5);
+  CHECK(back.encode() == h.encode());
+  CHECK(back.percentile(0.5, 5, 9'000'000'000ull) == h.percentile(0.5, 5, 9'000'000'000ull));
+
+  LatencyHistogram untouched;
+  untouched.add(7);
+  CHECK_FALSE(untouched.merge_encoded(std::string("\x80", 1)));          // truncated varint
+  CHECK_FALSE(untouched.merge_encoded(std::string("\x05\x00", 2)));      // zero count
+  CHECK_FALSE(untouched.merge_encoded(std::string("\xff\xff\xff\xff\x0f\x01", 6)));  // bucket out of range
+  CHECK(untouched.total() == 1);
+  CHECK(LatencyHistogram().merge_encoded(""));
+}
+
+TEST_CASE("nearest-rank percentiles stay within 0.4% of the exact value") {
+  std::mt19937_64 gen(42);
+  std::lognormal_distribution<double> dist(10.0, 2.0);  // ~22 µs median, very wide tail
+  std::vector<uint64_t> values;
+  LatencyHistogram h;
+  for (int i = 0; i < 100000; ++i) {
+    auto v = static_cast<uint64_t>(dist(gen));
+    values.push_back(v);
+    h.add(v);
+  }
+  std::sort(values.begin(), values.end());
+  for (double q : {0.01, 0.25, 0.5, 0.9, 0.95, 0.99, 0.999, 1.0}) {
+    size_t rank = static_cast<size_t>(std::ceil(q * values.size()));
+    uint64_t exact = values[rank - 1];
+    uint64_t approx = h.percentile(q, values.front(), values.back());
+    double rel = exact ? std::abs(static_cast<double>(approx) - static_cast<double>(exact)) / static_cast<double>(exact) : 0;
+    CAPTURE(q);
+    CHECK(rel <= 0.004);
+  }
+}

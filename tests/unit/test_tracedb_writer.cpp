@@ -1,0 +1,129 @@
+// The store writer: everything accepted is committed, overflow is counted, --max-db holds.
+#include <doctest/doctest.h>
+#include <sys/stat.h>
+
+#include <thread>
+
+#include "tests/support/test_support.h"
+#include "tracedb/open.h"
+#include "tracedb/store_writer.h"
+
+using namespace causeway;
+using causeway::test::TempDir;
+
+namespace {
+
+constexpr int64_t kT0 = 1'790'000'000'000'000'000;  // a fixed Unix-ns origin
+
+SessionInfo live_session() {
+  SessionInfo s;
+  s.source_kind = "live";
+  s.label = "test";
+  s.started_ns = kT0;
+  return s;
+}
+
+CallRecord call_at(int64_t i) {
+  CallRecord r;
+  r.ts_ns = kT0 + i * 1000;  // 1M calls/s of data
+  r.dur_ns = 100 + (i % 50);
+  r.pid = 100 + static_cast<uint32_t>(i % 3);
+  r.tid = r.pid;
+  r.op = 116;  // cudaStreamSynchronize
+  r.a = {static_cast<int64_t>(i), 0, 0, 0, 0, 0};
+  return r;
+}
+
+int64_t count(const std::string& path, const char* sql) {
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  return query_int(db->get(), sql)->value_or(-1);
+}
+
+}  // namespace
+
+TEST_CASE("every accepted record is committed, across threads, with rollups matching") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  auto w = StoreWriter::open(path, WriterOptions{.queue_capacity = 1 << 20, .batch_rows = 5000});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  std::vector<std::thread> producers;
+  for (int t = 0; t < 4; ++t)
+    producers.emplace_back([&, t] {
+      for (int64_t i = t; i < 200'000; i += 4) (*w)->push_wait(call_at(i));
+    });
+  for (auto& p : producers) p.join();
+  (*w)->push_meta(ProcessRecord{.pid = 100, .comm = "python3", .cmdline = "python3 train.py"});
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+  auto c = (*w)->counters();
+  CHECK(c.accepted == 200'000);
+  CHECK(c.written == 200'000);
+  CHECK(c.dropped_writer == 0);
+  CHECK(count(path, "SELECT count(*) FROM events") == 200'000);
+  CHECK(count(path, "SELECT sum(count) FROM rollups") == 200'000);
+  CHECK(count(path, "SELECT sum(sum_ns) FROM rollups") == count(path, "SELECT sum(dur_ns) FROM events"));
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'events_written'") == 200'000);
+  CHECK(count(path, "SELECT stopped_ns IS NOT NULL FROM sessions") == 1);
+  CHECK(count(path, "SELECT count(*) FROM processes WHERE comm = 'python3'") == 1);
+}
+
+TEST_CASE("a full queue refuses records and counts each refusal; nothing is lost silently") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  // The writer only drains on its interval (10 s), so the queue fills.
+  auto w = StoreWriter::open(path, WriterOptions{.queue_capacity = 1000, .batch_rows = 1'000'000,
+                                                 .flush_interval_ms = 10'000});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  int refused = 0;
+  for (int64_t i = 0; i < 5000; ++i) refused += (*w)->push(call_at(i)) ? 0 : 1;
+  CHECK(refused == 4000);
+  (*w)->set_counter("dropped_ring", 17);
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+  CHECK((*w)->counters().dropped_writer == 4000);
+  CHECK(count(path, "SELECT count(*) FROM events") == 1000);
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'dropped_writer'") == 4000);
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'dropped_ring'") == 17);
+}
+
+TEST_CASE("a reader sees committed batches while the writer is still running") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  auto w = StoreWriter::open(path, WriterOptions{.flush_interval_ms = 50});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  for (int64_t i = 0; i < 10'000; ++i) (*w)->push_wait(call_at(i));
+  (*w)->flush();
+  auto r = open_read_only(path);  // WAL, writer live: a normal read-only connection
+  REQUIRE(r.ok());
+  CHECK(query_int(r->get(), "SELECT count(*) FROM events")->value_or(-1) == 10'000);
+  for (int64_t i = 10'000; i < 20'000; ++i) (*w)->push_wait(call_at(i));
+  (*w)->flush();
+  CHECK(query_int(r->get(), "SELECT count(*) FROM events")->value_or(-1) == 20'000);
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+}
+
+TEST_CASE("--max-db prunes the oldest raw rows, keeps rollups, and the file stays under the cap") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  const int64_t cap = 8ll << 20;
+  auto w = StoreWriter::open(path, WriterOptions{.batch_rows = 20'000, .max_db_bytes = cap});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  const int64_t n = 1'500'000;  // ~70 MiB of raw rows unpruned
+  for (int64_t i = 0; i < n; ++i) (*w)->push_wait(call_at(i));
+  REQUIRE((*w)->close(kT0 + 2'000'000'000).ok());
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK(st.st_size <= cap);
+  CHECK((*w)->counters().pruned > 0);
+  int64_t kept = count(path, "SELECT count(*) FROM events");
+  CHECK(kept < n);
+  CHECK(kept > 0);
+  // The newest rows survive, the oldest went first.
+  CHECK(count(path, "SELECT max(a0) FROM events") == n - 1);
+  CHECK(count(path, "SELECT min(a0) FROM events") == n - kept);
+  // Rollups still account for every call ever written.
+  CHECK(count(path, "SELECT sum(count) FROM rollups") == n);
+}
