@@ -24,9 +24,8 @@ Result<SessionScope> resolve_scope(sqlite3* db, std::optional<int64_t> session_i
   // The end of the data: the last event start (index on ts_ns) or switch, bounded below by
   // the session's start; a stopped session ends at its stop time.
   int64_t end = scope.live ? started : st->col_int(2);
-  // ORDER BY ts_ns DESC LIMIT 1 walks the ts index from the end: instant for the latest
-  // session, where a plain max() with a session filter would scan the table.
-  for (const char* sql : {"SELECT ts_ns + dur_ns FROM events WHERE session_id = ?1 ORDER BY ts_ns DESC LIMIT 1",
+  // The zone map knows the last event end per batch; sched is small and has a ts index.
+  for (const char* sql : {"SELECT max(max_end_ns) FROM event_blocks WHERE session_id = ?1",
                           "SELECT ts_ns FROM sched WHERE session_id = ?1 ORDER BY ts_ns DESC LIMIT 1"}) {
     auto q = Statement::prepare(db, sql);
     if (!q) return q.error();

@@ -5,6 +5,7 @@
 #include <map>
 #include <sstream>
 
+#include "analysis/event_window.h"
 #include "analysis/session_scope.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -75,17 +76,21 @@ Result<void> add_rollups(sqlite3* db, const SessionScope& s, int64_t sec_lo, int
 Result<void> add_raw(sqlite3* db, const SessionScope& s, int64_t from_ns, int64_t to_ns, bool include_end,
                      const StatsQuery& q, std::map<Key, Acc>& accs) {
   if (from_ns > to_ns || (from_ns == to_ns && !include_end)) return {};
+  auto ids = event_ids_for_window(db, s.session_id, from_ns, to_ns);
+  if (!ids) return ids.error();
   auto ev = Statement::prepare(db,
-                               include_end ? "SELECT op_id, pid, dur_ns, ret FROM events WHERE ts_ns >= ?1 AND ts_ns <= ?2 "
-                                             "AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)"
-                                           : "SELECT op_id, pid, dur_ns, ret FROM events WHERE ts_ns >= ?1 AND ts_ns < ?2 "
-                                             "AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)");
+                               include_end ? "SELECT op_id, pid, dur_ns, ret FROM events WHERE id BETWEEN ?5 AND ?6 "
+                                             "AND ts_ns >= ?1 AND ts_ns <= ?2 AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)"
+                                           : "SELECT op_id, pid, dur_ns, ret FROM events WHERE id BETWEEN ?5 AND ?6 "
+                                             "AND ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)");
   if (!ev) return ev.error();
   ev->bind(1, from_ns);
   ev->bind(2, to_ns);
   ev->bind(3, s.session_id);
   if (q.pid) ev->bind(4, int64_t{*q.pid});
   else ev->bind_null(4);
+  ev->bind(5, ids->lo);
+  ev->bind(6, ids->hi);
   int rc;
   while ((rc = ev->step()) == SQLITE_ROW) {
     Acc& a = accs[{ev->col_int(0), static_cast<uint32_t>(ev->col_int(1))}];

@@ -81,6 +81,9 @@ Result<void> StoreWriter::prepare_statements() {
        "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
       {&upd_rolled_, "UPDATE sessions SET rolled_up_to_ns = ? WHERE id = ?"},
+      {&ins_block_,
+       "INSERT OR REPLACE INTO event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
+       "VALUES (?,?,?,?,?,?)"},
   };
   for (auto& s : specs) {
     auto st = Statement::prepare(h, s.sql);
@@ -311,6 +314,10 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
 
   for (const MetaRecord& m : batch.meta) write_meta(m);
 
+  struct {
+    int64_t first_id = 0, last_id = 0, min_ts = INT64_MAX, max_ts = INT64_MIN, max_end = INT64_MIN;
+  } block;  // this batch's entry in the event_blocks zone map
+
   for (const CallRecord& c : batch.calls) {
     Statement& s = ins_event_;
     s.bind(1, sid);
@@ -333,8 +340,25 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
     sqlite3_reset(s.get());
     if (rc != SQLITE_DONE) break;
     ++written;
+    int64_t id = sqlite3_last_insert_rowid(h);
+    if (block.first_id == 0) block.first_id = id;
+    block.last_id = id;
+    block.min_ts = std::min(block.min_ts, c.ts_ns);
+    block.max_ts = std::max(block.max_ts, c.ts_ns);
+    block.max_end = std::max(block.max_end, c.ts_ns + c.dur_ns);
     max_ts_seen_ = std::max(max_ts_seen_, c.ts_ns);
     accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
+  }
+  if (rc == SQLITE_DONE && block.first_id != 0) {
+    Statement& s = ins_block_;
+    s.bind(1, sid);
+    s.bind(2, block.first_id);
+    s.bind(3, block.last_id);
+    s.bind(4, block.min_ts);
+    s.bind(5, block.max_ts);
+    s.bind(6, block.max_end);
+    rc = s.step();
+    sqlite3_reset(s.get());
   }
   if (rc == SQLITE_DONE) {
     for (const SwitchRecord& w : batch.switches) {
@@ -552,6 +576,8 @@ Result<void> StoreWriter::prune_if_needed() {
       return r;
     }
     removed += static_cast<uint64_t>(sqlite3_changes(h));
+    if (std::string_view(table) == "events")
+      (void)exec_sql(h, "DELETE FROM event_blocks WHERE last_id < " + std::to_string(cut));
   }
   if (auto r = exec_sql(h, "COMMIT"); !r) return r;
   // Hand the freed pages back so the file itself shrinks, then checkpoint so it happens now.
@@ -590,6 +616,7 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     upsert_chain_ = Statement();
     upsert_counter_ = Statement();
     upd_rolled_ = Statement();
+    ins_block_ = Statement();
     close_writer_cleanly(db_);
   }
   if (!err.empty()) return make_error("db_write", err);

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs the Debian packages causeway builds and tests with. Needs root (or sudo).
+set -euo pipefail
+packages=(cmake ninja-build g++ clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
+          libsqlite3-dev sqlite3 libssl-dev openssl nlohmann-json3-dev libcpp-httplib-dev doctest-dev libcli11-dev
+          util-linux)
+# A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
+command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo_cmd=""
+  [ "$(id -u)" -eq 0 ] || sudo_cmd="sudo"
+  echo "installing: ${missing[*]}" >&2
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
