@@ -26,7 +26,7 @@ Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query) {
       "SELECT doc, severity FROM chains WHERE session_id = ?1 AND to_ns >= ?2 AND from_ns <= ?3 "
       "AND (?4 IS NULL OR pid = ?4 OR culprit_pid = ?4) "
       "ORDER BY CASE severity WHEN 'HIGH' THEN 0 WHEN 'MEDIUM' THEN 1 ELSE 2 END, "
-      "coalesce(slow_share, 0) * coalesce(calls, 0) DESC, id");
+      "coalesce(json_extract(doc, '$.impact'), 0) DESC, id");  // impact: share of the window lost
   if (!st) return st.error();
   st->bind(1, scope->session_id);
   st->bind(2, scope->from_ns);

@@ -50,10 +50,10 @@ Runner setup(CLI::App& app) {
     auto r = run_demo(args->db, opts, &stop_requested);
     if (!r) return report_error("demo", r.error(), false);
     if (!args->quiet || r->interrupted)
-      std::fprintf(stderr, "%s scenario '%s' into %s: session %lld, %llu events, %llu sched records%s\n",
+      std::fprintf(stderr, "%s scenario '%s' into %s: session %lld, %llu events, %llu sched records, %zu chains%s\n",
                    r->interrupted ? "interrupted: flushed" : "wrote", args->scenario.c_str(), args->db.c_str(),
                    static_cast<long long>(r->session_id), static_cast<unsigned long long>(r->events_written),
-                   static_cast<unsigned long long>(r->sched_written),
+                   static_cast<unsigned long long>(r->sched_written), r->chains,
                    r->dropped ? (", DROPPED " + std::to_string(r->dropped)).c_str() : "");
     return kExitOk;
   };

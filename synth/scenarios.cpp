@@ -1,5 +1,7 @@
 #include "synth/scenarios.h"
 
+#include "analysis/correlator.h"
+
 #include <sys/utsname.h>
 
 #include <chrono>
@@ -118,6 +120,10 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
   auto r = (*writer)->close(t0 + duration);
   WriterCounters counters = (*writer)->counters();
   if (!r) return r.error();
+  // Demo data goes through the same diagnosis as live and imported data.
+  auto chains = diagnose_and_store(db_path, *sid);
+  if (!chains) return chains.error();
+  summary.chains = *chains;
   summary.events_written = builder.calls();
   summary.sched_written = builder.sched_rows();
   summary.dropped = counters.dropped_writer;

@@ -33,6 +33,7 @@ struct DemoSummary {
   uint64_t events_written = 0;   // call + host events
   uint64_t sched_written = 0;    // switches + wakeups
   uint64_t dropped = 0;
+  size_t chains = 0;              // causal chains the correlator stored
   bool interrupted = false;      // SIGINT/SIGTERM stopped it early (everything accepted was flushed)
 };
 

@@ -1,0 +1,1072 @@
+#include "analysis/correlator.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <functional>
+
+#include "analysis/collectives.h"
+#include "analysis/event_window.h"
+#include "analysis/correlator_internal.h"
+#include "analysis/session_scope.h"
+#include "bpf/events.h"
+#include "common/sanitize.h"
+#include "common/units.h"
+#include "tracedb/chain_store.h"
+#include "tracedb/op_catalog.h"
+#include "tracedb/open.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway {
+
+// ---- op families ---------------------------------------------------------------------------
+
+bool is_gpu_wait_op(uint16_t op) {
+  switch (op) {
+    case CW_OP_CUDA_STREAM_SYNC: case CW_OP_CUDA_DEVICE_SYNC: case CW_OP_CUDA_EVENT_SYNC:
+    case CW_OP_CUDA_STREAM_SYNC_PTSZ: case CW_OP_CU_CTX_SYNC: case CW_OP_CU_STREAM_SYNC:
+      return true;
+    default: return is_sync_copy_op(op);
+  }
+}
+
+bool is_sync_copy_op(uint16_t op) {
+  switch (op) {
+    case CW_OP_CUDA_MEMCPY: case CW_OP_CUDA_MEMCPY_2D: case CW_OP_CUDA_MEMCPY_PEER: case CW_OP_CUDA_MEMCPY_PTDS:
+    case CW_OP_CU_MEMCPY: case CW_OP_CU_MEMCPY_HTOD: case CW_OP_CU_MEMCPY_DTOH: case CW_OP_CU_MEMCPY_DTOD:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_submit_op(uint16_t op) {
+  switch (op) {
+    case CW_OP_CUDA_MEMCPY_ASYNC: case CW_OP_CUDA_MEMCPY_2D_ASYNC: case CW_OP_CUDA_MEMCPY_PEER_ASYNC:
+    case CW_OP_CUDA_MEMSET: case CW_OP_CUDA_MEMSET_ASYNC: case CW_OP_CUDA_LAUNCH_KERNEL:
+    case CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL: case CW_OP_CUDA_LAUNCH_KERNEL_EXC: case CW_OP_CUDA_GRAPH_LAUNCH:
+    case CW_OP_CUDA_MEMCPY_ASYNC_PTSZ: case CW_OP_CUDA_LAUNCH_KERNEL_PTSZ: case CW_OP_CUDA_MEMSET_ASYNC_PTSZ:
+    case CW_OP_CUDA_GRAPH_LAUNCH_PTSZ: case CW_OP_CU_LAUNCH_KERNEL: case CW_OP_CU_LAUNCH_KERNEL_EX:
+    case CW_OP_CU_MEMCPY_ASYNC: case CW_OP_CU_MEMCPY_HTOD_ASYNC: case CW_OP_CU_MEMCPY_DTOH_ASYNC:
+    case CW_OP_CU_MEMCPY_DTOD_ASYNC: case CW_OP_CU_GRAPH_LAUNCH:
+      return true;
+    default: return is_sync_copy_op(op);
+  }
+}
+
+bool is_device_alloc_op(uint16_t op) {
+  switch (op) {
+    case CW_OP_CUDA_MALLOC: case CW_OP_CUDA_MALLOC_MANAGED: case CW_OP_CUDA_FREE: case CW_OP_CU_MEM_ALLOC:
+    case CW_OP_CU_MEM_FREE: case CW_OP_CU_MEM_ALLOC_MANAGED:
+      return true;
+    default: return false;
+  }
+}
+
+bool is_collective_op(uint16_t op) { return op >= CW_OP_NCCL_ALL_REDUCE && op <= CW_OP_NCCL_REDUCE; }
+
+bool is_traced_call_op(uint16_t op) { return op >= 100 && op < 400 && op != CW_OP_NCCL_GROUP_START && op != CW_OP_NCCL_GROUP_END; }
+
+std::string op_name(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  return o ? std::string(o->name) : "op" + std::to_string(op);
+}
+
+const char* op_layer(uint16_t op) {
+  if (op < 200) return "cuda";
+  if (op < 300) return "driver";
+  if (op < 400) return "nccl";
+  if (op < 500) return "host";
+  if (op < 600) return "io";
+  if (op < 700) return "net";
+  return "mem";
+}
+
+std::string Correlator::State::comm_of(uint32_t pid) const {
+  if (pid == 0) return "idle";
+  auto it = procs.find(pid);
+  if (it != procs.end() && !it->second.comm.empty()) return sanitize_untrusted(it->second.comm, 64);
+  auto t = threads.find(pid);
+  if (t != threads.end() && !t->second.second.empty()) return sanitize_untrusted(t->second.second, 64);
+  return "pid " + std::to_string(pid);
+}
+
+std::string Correlator::State::thread_name(uint32_t tid) const {
+  auto t = threads.find(tid);
+  if (t != threads.end() && !t->second.second.empty()) return sanitize_untrusted(t->second.second, 64);
+  return comm_of(tid);
+}
+
+bool Correlator::State::is_kernel_thread(uint32_t pid) const {
+  if (pid <= 2) return true;
+  auto it = procs.find(pid);
+  std::string comm;
+  if (it != procs.end()) {
+    if (it->second.ppid == 2) return true;
+    comm = it->second.comm;
+  } else if (auto t = threads.find(pid); t != threads.end()) {
+    comm = t->second.second;
+  }
+  for (const char* p : {"kworker/", "jbd2/", "kswapd", "ksoftirqd/", "kcompactd", "flush-", "kthreadd", "xfsaild"})
+    if (comm.rfind(p, 0) == 0) return true;
+  return false;
+}
+
+namespace {
+
+using State = Correlator::State;
+
+std::string ipv4(int64_t a) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", static_cast<unsigned>((a >> 24) & 255), static_cast<unsigned>((a >> 16) & 255),
+                static_cast<unsigned>((a >> 8) & 255), static_cast<unsigned>(a & 255));
+  return b;
+}
+
+// ---- reading ---------------------------------------------------------------------------------
+
+Result<void> load_names(State& s, sqlite3* db) {
+  auto p = Statement::prepare(db, "SELECT pid, comm, ppid FROM processes WHERE session_id = ?1");
+  if (!p) return p.error();
+  p->bind(1, s.session_id);
+  while (p->step() == SQLITE_ROW)
+    s.procs[static_cast<uint32_t>(p->col_int(0))] = ProcInfo{p->col_text(1), p->col_null(2) ? -1 : p->col_int(2)};
+  auto t = Statement::prepare(db, "SELECT tid, pid, comm FROM threads WHERE session_id = ?1");
+  if (!t) return t.error();
+  t->bind(1, s.session_id);
+  while (t->step() == SQLITE_ROW)
+    s.threads[static_cast<uint32_t>(t->col_int(0))] = {static_cast<uint32_t>(t->col_int(1)), t->col_text(2)};
+  return {};
+}
+
+// How many of a0..a4 the correlator reads for an op.
+int args_needed(uint16_t op) {
+  if (op >= CW_OP_NCCL_ALL_REDUCE && op <= CW_OP_NCCL_RECV) return 5;  // count, comm, rank, nranks, seq
+  if (op >= 500) return 4;                                            // block, tcp, page_alloc, oom
+  if (is_sync_copy_op(op)) return 3;                                  // bytes, ptr, kind
+  if (is_submit_op(op)) return 2;                                     // a1: kernel function
+  return 0;
+}
+
+// Reads events in rowid order with a cursor, so each row is read once. events has no ts
+// index; rows arrive nearly in time order (writer batches), so reading until a row at least
+// kDisorderNs past `until` was seen leaves nothing older unread. Rows at or after `until`
+// wait in s.pending; rows older than what is already analyzed are only context.
+Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
+  constexpr int64_t kDisorderNs = 1'000'000'000;
+  constexpr int kBatch = 65536;
+  auto ids = event_ids_for_window(db, s.session_id, s.window_start, INT64_MAX);
+  if (!ids) return ids.error();
+  if (s.next_id < ids->lo) s.next_id = ids->lo;
+  auto st = Statement::prepare(db,
+                               "SELECT id, ts_ns, dur_ns, pid, tid, op_id, cpu, stack_id, a0, a1, a2, a3, a4, session_id "
+                               "FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3");
+  if (!st) return st.error();
+  sqlite3_stmt* q = st->get();
+  while (!ids->empty() && s.next_id <= ids->hi && s.max_ts_read < until + kDisorderNs) {
+    st->reset();
+    st->bind(1, s.next_id);
+    st->bind(2, ids->hi);
+    st->bind(3, int64_t{kBatch});
+    int rc, n = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+      ++n;
+      s.next_id = sqlite3_column_int64(q, 0) + 1;
+      // The zone map keeps the cursor inside this session's ids; without one (an old DB) other
+      // sessions' rows are skipped here.
+      if (sqlite3_column_int64(q, 13) != s.session_id) continue;
+      Ev e;
+      e.ts = sqlite3_column_int64(q, 1);
+      e.dur = sqlite3_column_int64(q, 2);
+      e.pid = static_cast<uint32_t>(sqlite3_column_int64(q, 3));
+      e.tid = static_cast<uint32_t>(sqlite3_column_int64(q, 4));
+      e.op = static_cast<uint16_t>(sqlite3_column_int64(q, 5));
+      e.cpu = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : static_cast<int32_t>(sqlite3_column_int64(q, 6));
+      e.stack = static_cast<uint64_t>(sqlite3_column_int64(q, 7));  // NULL reads as 0
+      // Decoding a column costs; most rows are launches, which need only the kernel (a1).
+      int nargs = args_needed(e.op);
+      for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, 8 + i);
+      ++s.counters.events;
+      s.max_ts_read = std::max(s.max_ts_read, e.ts);
+      if (e.ts < s.window_start) continue;
+      s.pending.push_back(e);
+    }
+    if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
+    if (n < kBatch) break;  // caught up with what is committed
+  }
+  // Move what is due (ts < until) from pending into the ts-sorted buffer.
+  auto due = std::partition(s.pending.begin(), s.pending.end(), [&](const Ev& e) { return e.ts < until; });
+  if (due != s.pending.begin()) {
+    const size_t mid = s.evbuf.size();
+    s.evbuf.insert(s.evbuf.end(), s.pending.begin(), due);
+    s.pending.erase(s.pending.begin(), due);
+    auto by_ts = [](const Ev& a, const Ev& b) { return a.ts < b.ts; };
+    auto m = s.evbuf.begin() + static_cast<std::ptrdiff_t>(mid);
+    std::sort(m, s.evbuf.end(), by_ts);
+    if (m != s.evbuf.begin() && by_ts(*m, *(m - 1))) std::inplace_merge(s.evbuf.begin(), m, s.evbuf.end(), by_ts);
+    for (auto it = m; it != s.evbuf.end(); ++it) s.data_end = std::max(s.data_end, it->end());
+  }
+  return {};
+}
+
+// Appends rows with ts in [s.loaded_to, until) to the buffers (ts order).
+Result<void> load_until(State& s, sqlite3* db, int64_t until) {
+  if (until <= s.loaded_to) return {};
+  const int64_t from = s.loaded_to;
+  if (auto r = load_events_until(s, db, until); !r) return r;
+  {
+    auto st = Statement::prepare(db,
+                                 "SELECT ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid FROM sched "
+                                 "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 ORDER BY ts_ns");
+    if (!st) return st.error();
+    st->bind(1, from);
+    st->bind(2, until);
+    st->bind(3, s.session_id);
+    while (st->step() == SQLITE_ROW) {
+      s.schedbuf.push_back({st->col_int(0), static_cast<int32_t>(st->col_int(1)), static_cast<uint32_t>(st->col_int(2)),
+                            static_cast<uint32_t>(st->col_int(3)), st->col_int(4), static_cast<uint32_t>(st->col_int(5)),
+                            static_cast<uint32_t>(st->col_int(6))});
+      ++s.counters.sched_rows;
+      s.data_end = std::max(s.data_end, st->col_int(0));
+    }
+  }
+  {
+    auto st = Statement::prepare(db,
+                                 "SELECT ts_ns, tid, pid, coalesce(waker_tid, 0), coalesce(waker_pid, 0) FROM wakeups "
+                                 "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 ORDER BY ts_ns");
+    if (!st) return st.error();
+    st->bind(1, from);
+    st->bind(2, until);
+    st->bind(3, s.session_id);
+    while (st->step() == SQLITE_ROW) {
+      s.wakebuf.push_back({st->col_int(0), static_cast<uint32_t>(st->col_int(1)), static_cast<uint32_t>(st->col_int(2)),
+                           static_cast<uint32_t>(st->col_int(3)), static_cast<uint32_t>(st->col_int(4))});
+      ++s.counters.wakeups;
+    }
+  }
+  s.loaded_to = until;
+  return {};
+}
+
+template <typename V>
+void trim_before(V& v, int64_t ts) {
+  auto it = std::find_if(v.begin(), v.end(), [&](const auto& r) { return r.ts_ns >= ts; });
+  v.erase(v.begin(), it);
+}
+
+void trim_events_before(std::vector<Ev>& v, int64_t ts) {
+  auto it = std::lower_bound(v.begin(), v.end(), ts, [](const Ev& e, int64_t t) { return e.ts < t; });
+  v.erase(v.begin(), it);
+}
+
+// ---- per-chunk indexes -------------------------------------------------------------------------
+
+struct HostIndex {
+  std::vector<const Ev*> blocks, retransmits, page_allocs, ooms;
+  int64_t max_block_dur = 0, max_alloc_dur = 0;
+  std::unordered_map<uint32_t, std::vector<int64_t>> submits;  // pid -> submit timestamps
+};
+
+template <typename F>
+void for_overlapping(const std::vector<const Ev*>& v, int64_t max_dur, int64_t a, int64_t b, F f) {
+  auto lo = std::lower_bound(v.begin(), v.end(), a - max_dur, [](const Ev* e, int64_t t) { return e->ts < t; });
+  for (; lo != v.end() && (*lo)->ts < b; ++lo)
+    if ((*lo)->end() > a || ((*lo)->dur == 0 && (*lo)->ts >= a)) f(**lo);
+}
+
+int64_t count_in(const std::vector<int64_t>& ts, int64_t a, int64_t b) {
+  return std::lower_bound(ts.begin(), ts.end(), b) - std::lower_bound(ts.begin(), ts.end(), a);
+}
+
+// ---- chain accumulation --------------------------------------------------------------------------
+
+ChainAcc& chain_for(State& s, const std::string& cause, uint32_t pid, uint16_t op, bool between) {
+  std::string id = "s" + std::to_string(s.session_id) + "-" + cause + "-" + std::to_string(pid) + (op ? "-" + op_name(op) : std::string()) +
+                   (between ? "-gap" : "");
+  auto [it, fresh] = s.chains.try_emplace(id);
+  ChainAcc& c = it->second;
+  if (fresh) {
+    c.id = id;
+    c.cause = cause;
+    c.pid = pid;
+    c.op = op;
+    c.between_calls = between;
+  }
+  return c;
+}
+
+void add_party(std::map<uint64_t, PartyAcc>& m, uint32_t pid, uint32_t tid, int64_t ns, int64_t amount = 0) {
+  PartyAcc& p = m[(uint64_t{pid} << 32) | tid];
+  p.pid = pid;
+  p.tid = tid;
+  p.ns += ns;
+  p.amount += amount;
+  ++p.hits;
+}
+
+void add_sample(ChainAcc& c, int64_t excess, std::vector<TimelineItem> items) {
+  constexpr size_t kKeep = 3;
+  if (c.worst.size() >= kKeep && excess <= c.worst.back().excess) return;
+  c.worst.push_back({excess, std::move(items)});
+  std::sort(c.worst.begin(), c.worst.end(), [](const auto& a, const auto& b) { return a.excess > b.excess; });
+  if (c.worst.size() > kKeep) c.worst.pop_back();
+}
+
+constexpr int64_t kOutlierHostFloorNs = 50'000;
+
+// What we know about one slow call (or gap) before choosing its cause.
+struct Slow {
+  const Ev* e = nullptr;
+  int64_t from = 0, to = 0;  // the interval examined: the call, or the gap before it
+  int64_t excess = 0;        // time lost against the baseline
+  int64_t median = 0;
+  bool gap = false;
+  bool startup = false;
+  int64_t floor = 0;  // least off-CPU time that can be a host cause
+  OffCpuSummary off;
+};
+
+// Accumulates the common part of a slow call into chain c.
+void note_call(State& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns) {
+  ++s.counters.slow_calls;
+  ++c.calls;
+  c.lost_ns += lost;
+  c.off_ns += cause_ns;
+  c.first_ns = std::min(c.first_ns, w.from);
+  c.last_ns = std::max(c.last_ns, w.to);
+  if (c.slow_durs.size() < 200000) c.slow_durs.push_back(w.to - w.from);
+  if (w.e->stack) ++c.stacks[w.e->stack];
+  c.num["tid_" + std::to_string(w.e->tid)] += 1;
+}
+
+std::vector<TimelineItem> call_frame(const State& s, const Slow& w) {
+  std::vector<TimelineItem> items;
+  const Ev& e = *w.e;
+  std::string name = op_name(e.op);
+  if (w.gap) {
+    items.push_back({w.from, "host", "thread " + std::to_string(e.tid) + " returns from its previous call"});
+    items.push_back({w.to, op_layer(e.op),
+                     name + " entered " + format_duration_ns(w.to - w.from) + " later (the GPU queue got no new work meanwhile)"});
+  } else {
+    items.push_back({e.ts, op_layer(e.op),
+                     name + " entered on thread " + std::to_string(e.tid) + (e.cpu >= 0 ? " (CPU " + std::to_string(e.cpu) + ")" : "")});
+    items.push_back({e.end(), op_layer(e.op),
+                     name + " returned after " + format_duration_ns(e.dur) +
+                         (w.median > 0 ? " (p50 " + format_duration_ns(w.median) + ")" : "")});
+  }
+  return items;
+}
+
+// Runnable time of tid inside [a, b] and who ran on its CPU meanwhile (by pid).
+void runnable_culprits(const ThreadTimelines& tl, uint32_t tid, int64_t a, int64_t b, std::vector<RunShare>& out,
+                       std::map<int32_t, int64_t>* cpus, std::vector<std::pair<const OffCpuInterval*, int64_t>>* ivs) {
+  std::vector<RunShare> tmp;
+  for (const OffCpuInterval& iv : tl.overlapping(tid, a, b)) {
+    int64_t lo = std::max(iv.from_ns, a), hi = std::min(iv.to_ns, b);
+    int64_t rq = std::clamp(iv.runnable_from(), lo, hi);
+    if (hi <= rq) continue;
+    int32_t cpu = iv.state == OffCpuState::runnable ? iv.cpu : (iv.in_cpu >= 0 ? iv.in_cpu : iv.cpu);
+    if (cpus) (*cpus)[cpu] += hi - rq;
+    if (ivs) ivs->push_back({&iv, hi - rq});
+    tl.who_ran(cpu, rq, hi, tmp);
+    for (const RunShare& r : tmp) {
+      if (r.tid == tid) continue;
+      bool merged = false;
+      for (auto& o : out)
+        if (o.pid == r.pid) {
+          o.ns += r.ns;
+          merged = true;
+        }
+      if (!merged) out.push_back({r.pid, 0, r.ns});
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const RunShare& x, const RunShare& y) { return x.ns > y.ns; });
+}
+
+class ChunkAnalyzer {
+ public:
+  ChunkAnalyzer(State& s, int64_t cf, int64_t ct) : s_(s), cf_(cf), ct_(ct) {}
+
+  void run() {
+    tl_.build(s_.schedbuf, s_.wakebuf, std::max(s_.data_end, ct_));
+    index_host();
+    group_nccl();
+    baselines();
+    scan_calls();
+  }
+
+ private:
+  State& s_;
+  int64_t cf_, ct_;
+  ThreadTimelines tl_;
+  HostIndex hx_;
+  std::vector<CollectiveEntry> entries_;
+  std::vector<CollectiveGroup> groups_;
+  std::map<std::pair<int64_t, int64_t>, size_t> group_of_;  // (comm, seq) -> group
+  std::unordered_map<uint64_t, Baseline> base_;
+  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> last_coll_;  // tid -> (comm, seq) of its last collective
+
+  void index_host() {
+    for (const Ev& e : s_.evbuf) {
+      switch (e.op) {
+        case CW_OP_BLOCK_RQ: hx_.blocks.push_back(&e); hx_.max_block_dur = std::max(hx_.max_block_dur, e.dur); break;
+        case CW_OP_TCP_RETRANSMIT: hx_.retransmits.push_back(&e); break;
+        case CW_OP_PAGE_ALLOC: hx_.page_allocs.push_back(&e); hx_.max_alloc_dur = std::max(hx_.max_alloc_dur, e.dur); break;
+        case CW_OP_OOM_KILL: hx_.ooms.push_back(&e); break;
+        default:
+          if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
+          if (is_collective_op(e.op))
+            entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
+                                e.op, e.ts});
+      }
+    }
+  }
+
+  void group_nccl() {
+    if (entries_.empty()) return;
+    groups_ = group_collectives(entries_);
+    for (size_t i = 0; i < groups_.size(); ++i) group_of_[{groups_[i].comm, groups_[i].seq}] = i;
+    for (const CollectiveGroup& g : groups_) {
+      // Count each collective once: in the chunk where its first rank entered.
+      if (g.first_entry_ns < cf_ || g.first_entry_ns >= ct_) continue;
+      if (!s_.seen_groups.emplace(std::make_pair(g.comm, g.seq), g.first_entry_ns).second) continue;
+      CommAcc& ca = s_.comms[g.comm];
+      ++ca.collectives;
+      for (size_t m : g.members) ++ca.entries_by_pid[entries_[m].pid];
+      if (!g.has_straggler) continue;
+      const CollectiveEntry& st = entries_[g.straggler];
+      StragglerAcc& a = s_.stragglers[{g.comm, st.pid}];
+      a.comm = g.comm;
+      a.pid = st.pid;
+      a.tid = st.tid;
+      a.rank = st.rank;
+      a.nranks = st.nranks;
+      a.op = st.op;
+      ++a.late;
+      a.wait_ns += g.wait_ns;
+      a.first_ns = std::min(a.first_ns, g.first_entry_ns);
+      a.last_ns = std::max(a.last_ns, g.last_entry_ns);
+      if (a.lateness.size() < 200000) a.lateness.push_back(g.lateness_ns);
+      for (size_t k = 0; k + 1 < g.members.size(); ++k)
+        a.victims_wait[entries_[g.members[k]].pid] += g.last_entry_ns - entries_[g.members[k]].ts_ns;
+      // Its own cause: what its thread did between the first rank's entry and its own.
+      OffCpuSummary off = tl_.off_cpu_in(st.tid, g.first_entry_ns, st.ts_ns);
+      int64_t span = st.ts_ns - g.first_entry_ns;
+      a.own_runnable_ns += off.runnable_ns;
+      a.own_sleep_ns += off.sleeping_ns;
+      a.own_d_ns += off.uninterruptible_ns;
+      a.own_on_cpu_ns += std::max<int64_t>(0, span - off.total());
+      if (off.runnable_ns * 2 >= g.lateness_ns) {
+        ++a.preempted;
+        std::vector<RunShare> who;
+        runnable_culprits(tl_, st.tid, g.first_entry_ns, st.ts_ns, who, &a.cpus, nullptr);
+        for (const RunShare& r : who) add_party(a.preempters, r.pid, 0, r.ns);
+      }
+      if (g.lateness_ns > a.example_lateness) {
+        a.example_lateness = g.lateness_ns;
+        a.example.clear();
+        std::string opn = op_name(g.op);
+        for (size_t m : g.members) {
+          const CollectiveEntry& e = entries_[m];
+          a.example.push_back({e.ts_ns, "nccl",
+                               "rank " + std::to_string(e.rank) + " (pid " + std::to_string(e.pid) + ") enters " + opn +
+                                   " seq " + std::to_string(g.seq) +
+                                   (m == g.straggler ? ", last: " + format_duration_ns(g.lateness_ns) + " after the others"
+                                                     : "")});
+        }
+        for (const OffCpuInterval& iv : tl_.overlapping(st.tid, g.first_entry_ns, st.ts_ns)) {
+          if (iv.state != OffCpuState::runnable) continue;
+          a.example.push_back({iv.from_ns, "host",
+                               "rank " + std::to_string(st.rank) + " thread " + std::to_string(st.tid) +
+                                   " preempted on CPU " + std::to_string(iv.cpu) + " by " + s_.comm_of(iv.next_pid) +
+                                   " (pid " + std::to_string(iv.next_pid) + ") for " +
+                                   format_duration_ns(iv.to_ns - iv.from_ns)});
+        }
+      }
+    }
+  }
+
+  void baselines() {
+    std::unordered_map<uint64_t, std::vector<int64_t>> cur;
+    auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
+    for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it)
+      if (is_traced_call_op(it->op)) cur[op_key(it->pid, it->op)].push_back(it->dur);
+    for (auto& [k, v] : cur) {
+      std::vector<int64_t> all = v;
+      if (auto p = s_.prev_durs.find(k); p != s_.prev_durs.end()) all.insert(all.end(), p->second.begin(), p->second.end());
+      base_[k] = robust_baseline(all);
+    }
+    // Keys with no call in this chunk keep nothing; their next chunk starts afresh.
+    s_.prev_durs = std::move(cur);
+  }
+
+  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker) const {
+    std::map<uint32_t, int64_t> by;
+    for (const OffCpuInterval& iv : tl_.overlapping(tid, a, b)) {
+      if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
+      if (iv.waker_pid != pid || iv.waker_tid == tid || iv.waker_tid == 0) continue;
+      by[iv.waker_tid] += std::min(iv.runnable_from(), b) - std::max(iv.from_ns, a);
+    }
+    ns = 0;
+    for (auto& [t, n] : by)
+      if (n > ns) {
+        ns = n;
+        waker = t;
+      }
+    return ns > 0;
+  }
+
+  void scan_calls() {
+    auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
+    for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it) {
+      const Ev& e = *it;
+      if (!is_traced_call_op(e.op)) continue;
+      ++s_.counters.calls;
+      uint64_t key = op_key(e.pid, e.op);
+      OpAcc& oa = s_.ops[key];
+      ++oa.count;
+      oa.hist.add(static_cast<uint64_t>(std::max<int64_t>(0, e.dur)));
+      oa.min = std::min<uint64_t>(oa.min, e.dur);
+      oa.max = std::max<uint64_t>(oa.max, e.dur);
+      auto [fc, fresh] = s_.first_call.try_emplace(e.pid, e.ts);
+      ThreadSpan& span = s_.spans[e.tid];
+      span.pid = e.pid;
+      span.first_ns = std::min(span.first_ns, e.ts);
+      span.last_end_ns = std::max(span.last_end_ns, e.end());
+      const Baseline& b = base_[key];
+      const bool startup = e.ts < fc->second + s_.opt.startup_ns;
+      const bool has_timeline = !tl_.intervals(e.tid).empty();
+
+      // Gap before this call on the same thread: a host stall there starves the GPU queue.
+      int64_t prev_end = INT64_MIN;
+      if (auto le = s_.last_end.find(e.tid); le != s_.last_end.end()) prev_end = le->second;
+      s_.last_end[e.tid] = std::max(prev_end, e.end());
+      if (has_timeline && prev_end != INT64_MIN && e.ts - prev_end >= s_.opt.min_stall_ns && !is_late_entry(e))
+        check_gap(e, prev_end);
+
+      if (is_collective_op(e.op)) last_coll_[e.tid] = {e.a[1], e.a[4]};
+      // A call inside another traced call of the same thread (cuMemcpy inside cudaMemcpy):
+      // the outer call carries the time; counting both would double the loss.
+      if (prev_end != INT64_MIN && e.ts < prev_end) continue;
+
+      Slow w;
+      w.e = &e;
+      w.from = e.ts;
+      w.to = e.end();
+      w.median = b.usable() ? b.median_ns : 0;
+      w.startup = startup;
+      if (has_timeline) w.off = tl_.off_cpu_in(e.tid, e.ts, e.end());
+      const bool outlier = b.usable() && e.dur >= outlier_threshold(b, s_.opt.outlier);
+      // An outlier needs only enough of a host cause to explain half its excess; a call that
+      // is not an outlier (the baseline is made of stalled calls) needs a real stall.
+      w.floor = outlier ? kOutlierHostFloorNs : s_.opt.min_stall_ns;
+      int64_t sib_ns = 0;
+      uint32_t sib = 0;
+      const bool sibling = has_timeline && w.off.sleeping_ns >= w.floor &&
+                           woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib) && sib_ns >= w.floor;
+      const bool stall = w.off.runnable_ns >= s_.opt.min_stall_ns || w.off.uninterruptible_ns >= s_.opt.min_stall_ns ||
+                         sibling;
+      // Cold start: the first call of an op (of a kernel, for launches) soon after the
+      // process's first call, when it is an outlier or, with no baseline yet, >= 10 ms.
+      bool first_of_kind = false;
+      if (startup) {
+        uint64_t kind = (uint64_t{e.pid} << 32) ^ (uint64_t{e.op} << 16) ^
+                        (is_submit_op(e.op) && !is_sync_copy_op(e.op) ? static_cast<uint64_t>(e.a[1]) * 0x9E3779B97F4A7C15ULL : 0);
+        first_of_kind = s_.seen_kinds.insert(kind).second;
+      }
+      const bool cold = first_of_kind && (outlier || (!b.usable() && e.dur >= 10'000'000));
+
+      if (is_sync_copy_op(e.op)) note_transfer(e);
+      if (!outlier && !stall && !cold) {
+        if (is_device_alloc_op(e.op) && e.dur >= s_.opt.expensive_alloc_ns && !startup) note_alloc(e);
+        if (is_gpu_wait_op(e.op)) note_normal_sync(e);
+        continue;
+      }
+      w.excess = b.usable() ? std::max<int64_t>(0, e.dur - b.median_ns) : e.dur;
+      if (!outlier) {
+        // The baseline itself is made of stalled calls: count the stall as the loss.
+        int64_t host = w.off.runnable_ns + w.off.uninterruptible_ns + sib_ns;
+        w.excess = std::min(e.dur, std::max(w.excess, host));
+      }
+      if (w.excess <= 0) continue;
+      if (attribute_host(w, sibling, sib, sib_ns)) { ++oa.slow; continue; }
+      if (cold) {
+        attribute_cold(w);
+        ++oa.slow;
+        continue;
+      }
+      if (is_device_alloc_op(e.op) && e.dur >= s_.opt.expensive_alloc_ns) {
+        note_alloc(e);
+        continue;
+      }
+      if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
+      ++oa.slow;
+      if (attribute_network(w)) continue;
+      if (is_gpu_wait_op(e.op)) attribute_gpu(w);
+      else attribute_unknown(w);
+    }
+  }
+
+  bool is_late_entry(const Ev& e) const {
+    if (!is_collective_op(e.op)) return false;
+    auto g = group_of_.find({e.a[1], e.a[4]});
+    if (g == group_of_.end()) return false;
+    const CollectiveGroup& grp = groups_[g->second];
+    return grp.has_straggler && entries_[grp.straggler].pid == e.pid;
+  }
+
+  void check_gap(const Ev& e, int64_t prev_end) {
+    Slow w;
+    w.e = &e;
+    w.from = prev_end;
+    w.to = e.ts;
+    w.gap = true;
+    w.off = tl_.off_cpu_in(e.tid, prev_end, e.ts);
+    int64_t sib_ns = 0;
+    uint32_t sib = 0;
+    w.floor = s_.opt.min_stall_ns;
+    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib) &&
+                   sib_ns >= w.floor;
+    // Only the part of the gap spent involuntarily off-CPU is a loss; the rest is the
+    // program's own host work or a sleep it chose.
+    w.excess = w.off.runnable_ns + w.off.uninterruptible_ns + (sibling ? sib_ns : 0);
+    if (w.excess < s_.opt.min_stall_ns) return;
+    attribute_host(w, sibling, sib, sib_ns);
+  }
+
+  // cpu_contention, io_contention, memory_pressure, lock_contention — from the thread's own
+  // off-CPU time inside the interval. False when none explains at least half of the excess.
+  bool attribute_host(const Slow& w, bool sibling, uint32_t sib, int64_t sib_ns) {
+    const Ev& e = *w.e;
+    const int64_t half = w.excess / 2;
+    if (w.off.runnable_ns >= w.floor && w.off.runnable_ns >= half) {
+      std::vector<RunShare> who;
+      std::vector<std::pair<const OffCpuInterval*, int64_t>> ivs;
+      ChainAcc& c = chain_for(s_, "cpu_contention", e.pid, e.op, w.gap);
+      runnable_culprits(tl_, e.tid, w.from, w.to, who, &c.cpus, &ivs);
+      note_call(s_, c, w, w.excess, w.off.runnable_ns);
+      for (const RunShare& r : who) add_party(c.culprits, r.pid, 0, r.ns);
+      c.num["preemptions"] += static_cast<double>(ivs.size());
+      auto items = call_frame(s_, w);
+      for (auto& [iv, ns] : ivs) {
+        bool pre = iv->state == OffCpuState::runnable;
+        int32_t cpu = pre ? iv->cpu : (iv->in_cpu >= 0 ? iv->in_cpu : iv->cpu);
+        std::vector<RunShare> on;
+        tl_.who_ran(cpu, pre ? iv->from_ns : iv->runnable_from(), iv->to_ns, on);
+        std::string ran;
+        for (const auto& r : on)
+          if (r.tid != e.tid) ran += (ran.empty() ? "" : ", ") + s_.comm_of(r.pid) + " (pid " + std::to_string(r.pid) + ")";
+        items.push_back({pre ? iv->from_ns : iv->runnable_from(), "host",
+                         pre ? "thread " + std::to_string(e.tid) + " preempted while runnable on CPU " + std::to_string(cpu) +
+                                   (ran.empty() ? "" : "; " + ran + " runs")
+                             : "thread " + std::to_string(e.tid) + " woken, waits for CPU " + std::to_string(cpu) +
+                                   (ran.empty() ? "" : " held by " + ran)});
+        items.push_back({iv->to_ns, "host", "thread " + std::to_string(e.tid) + " back on CPU " + std::to_string(cpu) +
+                                                " after " + format_duration_ns(ns) + " runnable"});
+      }
+      add_sample(c, w.excess, std::move(items));
+      return true;
+    }
+    if (w.off.uninterruptible_ns >= w.floor && w.off.uninterruptible_ns >= half) {
+      // D state: I/O or reclaim. Block requests overlapping the thread's D intervals, by any
+      // issuer: reads for a fault or readahead are often issued by a kernel worker.
+      std::map<uint32_t, std::pair<int64_t, int64_t>> io;  // pid -> (requests, bytes)
+      std::vector<const Ev*> reqs;
+      std::vector<const OffCpuInterval*> dws;
+      for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to)) {
+        if (iv.state != OffCpuState::uninterruptible) continue;
+        dws.push_back(&iv);
+        int64_t a = std::max(iv.from_ns, w.from), b = std::min(iv.runnable_from(), w.to);
+        for_overlapping(hx_.blocks, hx_.max_block_dur, a, b, [&](const Ev& r) {
+          auto& x = io[r.pid];
+          ++x.first;
+          x.second += r.a[0];
+          if (std::find(reqs.begin(), reqs.end(), &r) == reqs.end()) reqs.push_back(&r);
+        });
+      }
+      if (!io.empty()) {
+        ChainAcc& c = chain_for(s_, "io_contention", e.pid, e.op, w.gap);
+        note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
+        int64_t own_reqs = 0, own_bytes = 0;
+        bool other = false;
+        for (auto& [pid, x] : io) {
+          if (pid == e.pid || s_.is_kernel_thread(pid)) {
+            own_reqs += x.first;
+            own_bytes += x.second;
+            if (pid != e.pid) c.num["kworker_requests"] += static_cast<double>(x.first);
+            continue;
+          }
+          other = true;
+          add_party(c.culprits, pid, 0, 0, x.second);
+          c.culprits[uint64_t{pid} << 32].amount += 0;
+          c.num["other_requests"] += static_cast<double>(x.first);
+        }
+        c.num["own_requests"] += static_cast<double>(own_reqs);
+        c.num["own_bytes"] += static_cast<double>(own_bytes);
+        if (!other) {
+          add_party(c.culprits, e.pid, 0, w.off.uninterruptible_ns, own_bytes);
+          c.num["own_io_only"] += 1;
+        }
+        auto items = call_frame(s_, w);
+        for (const OffCpuInterval* iv : dws)
+          items.push_back({iv->from_ns, "host", "thread " + std::to_string(e.tid) + " blocks in D state (uninterruptible) for " +
+                                                    format_duration_ns(iv->runnable_from() - iv->from_ns)});
+        std::sort(reqs.begin(), reqs.end(), [](const Ev* x, const Ev* y) { return x->ts < y->ts; });
+        size_t shown = 0;
+        for (const Ev* r : reqs) {
+          if (++shown > 6) break;
+          items.push_back({r->ts, "io", "block request " + format_bytes(r->a[0]) + " on dev " + std::to_string(r->a[1] >> 20) +
+                                            ":" + std::to_string(r->a[1] & 0xFFFFF) + " issued by " + s_.comm_of(r->pid) +
+                                            " (pid " + std::to_string(r->pid) + "), " + format_duration_ns(r->dur)});
+        }
+        add_sample(c, w.excess, std::move(items));
+        return true;
+      }
+      // Memory: page-allocation bursts overlapping the call, or an OOM kill near it.
+      std::map<uint32_t, int64_t> pages;
+      int64_t burst_pages = 0;
+      for_overlapping(hx_.page_allocs, hx_.max_alloc_dur, w.from, w.to, [&](const Ev& p) {
+        double per100ms = static_cast<double>(p.a[0]) * 1e8 / static_cast<double>(std::max<int64_t>(p.dur, 1));
+        pages[p.pid] += p.a[0];
+        if (per100ms >= kBurstPagesPer100ms) burst_pages += p.a[0];
+      });
+      std::vector<const Ev*> ooms;
+      for (const Ev* o : hx_.ooms)
+        if (o->ts >= w.from - 10'000'000'000 && o->ts <= w.to + 10'000'000'000) ooms.push_back(o);
+      if (burst_pages > 0 || !ooms.empty()) {
+        ChainAcc& c = chain_for(s_, "memory_pressure", e.pid, e.op, w.gap);
+        note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
+        bool other = false;
+        for (auto& [pid, n] : pages)
+          if (pid != e.pid) {
+            add_party(c.culprits, pid, 0, 0, n);
+            other = true;
+          }
+        if (!other) add_party(c.culprits, e.pid, 0, 0, pages[e.pid]);
+        c.num["pages_in_window"] += 0;
+        for (auto& [pid, n] : pages) c.num["pages_total"] += static_cast<double>(n);
+        auto items = call_frame(s_, w);
+        for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to))
+          if (iv.state == OffCpuState::uninterruptible)
+            items.push_back({iv.from_ns, "host", "thread " + std::to_string(e.tid) + " stalls in D state (reclaim) for " +
+                                                     format_duration_ns(iv.runnable_from() - iv.from_ns)});
+        uint32_t top = 0;
+        int64_t topn = -1;
+        for (auto& [pid, n] : pages)
+          if (pid != e.pid && n > topn) {
+            topn = n;
+            top = pid;
+          }
+        if (topn > 0)
+          items.push_back({w.from, "mem", s_.comm_of(top) + " (pid " + std::to_string(top) + ") allocates " +
+                                              std::to_string(topn) + " pages during the call"});
+        for (const Ev* o : ooms) {
+          c.num["oom_" + std::to_string(o->a[0])] = static_cast<double>(o->ts);
+          items.push_back({o->ts, "mem", "OOM killer ends " + s_.comm_of(static_cast<uint32_t>(o->a[0])) + " (pid " +
+                                             std::to_string(o->a[0]) + ")"});
+        }
+        add_sample(c, w.excess, std::move(items));
+        return true;
+      }
+      ChainAcc& c = chain_for(s_, "unknown", e.pid, e.op, w.gap);
+      note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
+      c.num["d_state_no_evidence"] += 1;
+      add_sample(c, w.excess, call_frame(s_, w));
+      return true;
+    }
+    if (sibling && sib_ns >= half) {
+      ChainAcc& c = chain_for(s_, "lock_contention", e.pid, e.op, w.gap);
+      note_call(s_, c, w, w.excess, sib_ns);
+      add_party(c.culprits, e.pid, sib, sib_ns);
+      auto items = call_frame(s_, w);
+      for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to)) {
+        if (iv.state != OffCpuState::sleeping) continue;
+        items.push_back({iv.from_ns, "host", "thread " + std::to_string(e.tid) + " blocks (S, voluntary sleep)"});
+        if (iv.woken)
+          items.push_back({iv.wake_ns, "host", "woken by " + s_.thread_name(iv.waker_tid) + " (tid " +
+                                                   std::to_string(iv.waker_tid) + ", pid " + std::to_string(iv.waker_pid) +
+                                                   ") after " + format_duration_ns(iv.wake_ns - iv.from_ns)});
+      }
+      add_sample(c, w.excess, std::move(items));
+      return true;
+    }
+    return false;
+  }
+
+  void attribute_cold(const Slow& w) {
+    const Ev& e = *w.e;
+    ChainAcc& c = chain_for(s_, "cold_start", e.pid, 0, false);
+    note_call(s_, c, w, w.excess, w.excess);
+    c.num["op_" + std::to_string(e.op) + "_calls"] += 1;
+    c.num["op_" + std::to_string(e.op) + "_ns"] += static_cast<double>(w.excess);
+    auto items = std::vector<TimelineItem>{{e.ts, op_layer(e.op), op_name(e.op) + " took " + format_duration_ns(e.dur) +
+                                                                       (w.median > 0 ? " (p50 later " + format_duration_ns(w.median) + ")"
+                                                                                     : " (first call)")}};
+    add_sample(c, w.excess, std::move(items));
+  }
+
+  // A sync that waited for a collective a late rank entered last: the straggler accounting
+  // (group_nccl) already counts this wait against that rank.
+  bool attribute_collective_wait(const Slow& w) {
+    auto lc = last_coll_.find(w.e->tid);
+    if (lc == last_coll_.end() || !is_gpu_wait_op(w.e->op)) return false;
+    auto g = group_of_.find(lc->second);
+    if (g == group_of_.end()) return false;
+    const CollectiveGroup& grp = groups_[g->second];
+    if (!grp.has_straggler || entries_[grp.straggler].pid == w.e->pid) return false;
+    if (grp.last_entry_ns > w.e->end()) return false;
+    ++s_.counters.slow_calls;
+    return true;
+  }
+
+  bool attribute_network(const Slow& w) {
+    const Ev& e = *w.e;
+    // Processes sharing the communicator of this thread's last collective are in the same
+    // boat: a retransmit on any of their sockets stretches the collective for all.
+    std::vector<uint32_t> members{e.pid};
+    int64_t since = w.from - 10'000'000;  // a retransmit shortly before the call counts
+    if (auto lc = last_coll_.find(e.tid); lc != last_coll_.end()) {
+      if (auto g = group_of_.find(lc->second); g != group_of_.end()) {
+        for (size_t m : groups_[g->second].members) {
+          members.push_back(entries_[m].pid);
+          since = std::min(since, entries_[m].ts_ns - 10'000'000);
+        }
+      }
+    }
+    std::vector<const Ev*> hits;
+    auto lo = std::lower_bound(hx_.retransmits.begin(), hx_.retransmits.end(), since,
+                               [](const Ev* x, int64_t t) { return x->ts < t; });
+    for (; lo != hx_.retransmits.end() && (*lo)->ts <= w.to; ++lo)
+      if (std::find(members.begin(), members.end(), (*lo)->pid) != members.end()) hits.push_back(*lo);
+    if (hits.empty()) return false;
+    ChainAcc& c = chain_for(s_, "network", e.pid, e.op, w.gap);
+    note_call(s_, c, w, w.excess, w.excess);
+    auto items = call_frame(s_, w);
+    std::map<std::string, int> seen;
+    for (const Ev* r : hits) {
+      std::string peer = ipv4(r->a[2]) + ":" + std::to_string(r->a[3]);
+      if (!seen[peer]++) {
+        PartyAcc& p = c.peers[peer];
+        p.label = peer;
+        ++p.hits;
+      }
+      c.peers[peer].amount += 1;
+      c.num["retransmits"] += 1;
+      items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer +
+                                         " by " + s_.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
+    }
+    add_sample(c, w.excess, std::move(items));
+    return true;
+  }
+
+  // Which other processes put work on a GPU during [a, b].
+  void other_submitters(uint32_t self, int64_t a, int64_t b, std::vector<std::pair<uint32_t, int64_t>>& out) const {
+    out.clear();
+    for (const auto& [pid, ts] : hx_.submits) {
+      if (pid == self) continue;
+      int64_t n = count_in(ts, a, b);
+      if (n > 0) out.push_back({pid, n});
+    }
+  }
+
+  void note_normal_sync(const Ev& e) {
+    if (hx_.submits.size() < 2 && (hx_.submits.empty() || hx_.submits.count(e.pid))) return;
+    GpuShareAcc& g = s_.gpu_share[e.pid];
+    ++g.normal;
+    std::vector<std::pair<uint32_t, int64_t>> o;
+    other_submitters(e.pid, e.ts, e.end(), o);
+    for (auto& [pid, n] : o) ++g.normal_hits[pid];
+  }
+
+  void attribute_gpu(const Slow& w) {
+    const Ev& e = *w.e;
+    ChainAcc& c = chain_for(s_, "gpu_wait", e.pid, e.op, w.gap);
+    note_call(s_, c, w, w.excess, w.excess);
+    c.num["on_cpu_ns"] += static_cast<double>((w.to - w.from) - w.off.total());
+    c.num["sleep_ns"] += static_cast<double>(w.off.sleeping_ns);
+    GpuShareAcc& g = s_.gpu_share[e.pid];
+    ++g.slow;
+    std::vector<std::pair<uint32_t, int64_t>> o;
+    other_submitters(e.pid, e.ts, e.end(), o);
+    auto items = call_frame(s_, w);
+    for (auto& [pid, n] : o) {
+      ++g.slow_hits[pid];
+      g.slow_launches[pid] += n;
+      items.push_back({e.ts, op_layer(e.op), s_.comm_of(pid) + " (pid " + std::to_string(pid) + ") submits " +
+                                                  std::to_string(n) + " GPU operations during the wait"});
+    }
+    // The work it waits for: this thread's own submissions just before the sync.
+    if (auto it = hx_.submits.find(e.pid); it != hx_.submits.end()) {
+      int64_t n = count_in(it->second, e.ts - 50'000'000, e.ts);
+      c.num["own_submits_before"] += static_cast<double>(n);
+      items.push_back({e.ts, op_layer(e.op), std::to_string(n) + " GPU operations submitted by this process in the 50 ms before"});
+    }
+    add_sample(c, w.excess, std::move(items));
+  }
+
+  void attribute_unknown(const Slow& w) {
+    ChainAcc& c = chain_for(s_, "unknown", w.e->pid, w.e->op, w.gap);
+    note_call(s_, c, w, w.excess, 0);
+    c.num["off_cpu_ns"] += static_cast<double>(w.off.total());
+    add_sample(c, w.excess, call_frame(s_, w));
+  }
+
+  void note_transfer(const Ev& e) {
+    TransferAcc& t = s_.transfers[(uint64_t{e.tid} << 16) | e.op];
+    t.pid = e.pid;
+    t.tid = e.tid;
+    t.op = e.op;
+    ++t.copies;
+    // The part of the copy spent off-CPU for a host reason is that cause's, not the transfer's.
+    OffCpuSummary off = tl_.off_cpu_in(e.tid, e.ts, e.end());
+    t.copy_ns += std::max<int64_t>(0, e.dur - off.runnable_ns - off.uninterruptible_ns);
+    t.bytes += e.a[0];
+    ++t.kinds[e.a[2]];
+    if (e.stack) ++t.stacks[e.stack];
+  }
+
+  void note_alloc(const Ev& e) {
+    auto& v = s_.allocs[e.pid];
+    if (v.size() < 1'000'000) v.push_back({e.ts, e.dur, e.op, e.tid, e.stack});
+  }
+
+ public:
+  static constexpr double kBurstPagesPer100ms = 25'000;  // ≈ 1 GiB/s of 4 KiB pages
+};
+
+}  // namespace
+
+// ---- Correlator --------------------------------------------------------------------------------
+
+Correlator::Correlator(int64_t session_id, CorrelatorOptions options) : s_(std::make_unique<State>()) {
+  s_->session_id = session_id;
+  s_->opt = options;
+}
+
+Correlator::~Correlator() = default;
+
+int64_t Correlator::analyzed_to() const { return s_->analyzed_to; }
+const CorrelatorCounters& Correlator::counters() const { return s_->counters; }
+
+Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
+  State& s = *s_;
+  if (to_ns <= from_ns) return {};
+  if (s.analyzed_to != INT64_MIN && from_ns < s.analyzed_to) from_ns = s.analyzed_to;
+  if (auto r = load_names(s, db); !r) return r;
+  if (s.loaded_to == INT64_MIN) {
+    s.loaded_to = from_ns - s.opt.context_ns;
+    s.window_start = s.loaded_to;
+  }
+  s.analyzed_from = std::min(s.analyzed_from, from_ns);
+  for (int64_t cf = from_ns; cf < to_ns;) {
+    int64_t ct = std::min(to_ns, cf + s.opt.chunk_ns);
+    if (auto r = load_until(s, db, ct + s.opt.context_ns); !r) return r;
+    ChunkAnalyzer(s, cf, ct).run();
+    ++s.counters.chunks;
+    // A collective is seen again only while its entries are in the buffer (context_ns around a chunk).
+    std::erase_if(s.seen_groups, [&](const auto& kv) { return kv.second < ct - 4 * s.opt.context_ns; });
+    s.analyzed_to = ct;
+    int64_t keep = ct - s.opt.context_ns;
+    trim_events_before(s.evbuf, keep);
+    trim_before(s.schedbuf, keep);
+    trim_before(s.wakebuf, keep);
+    cf = ct;
+  }
+  return {};
+}
+
+Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) { return build_chains(*s_, db); }
+
+Result<std::vector<ChainRecord>> diagnose_session(sqlite3* db, int64_t session_id, std::optional<int64_t> from_ns,
+                                                  std::optional<int64_t> to_ns, const CorrelatorOptions& options) {
+  auto scope = resolve_scope(db, session_id, std::nullopt);
+  if (!scope) return scope.error();
+  int64_t from = from_ns.value_or(scope->from_ns);
+  int64_t to = to_ns.value_or(scope->to_ns + 1);
+  Correlator c(session_id, options);
+  if (auto r = c.analyze(db, from, to); !r) return r.error();
+  return c.chains(db);
+}
+
+Result<size_t> diagnose_and_store(const std::string& db_path, std::optional<int64_t> session_id,
+                                  const CorrelatorOptions& options) {
+  std::vector<ChainRecord> chains;
+  int64_t sid = 0;
+  {
+    auto ro = open_read_only(db_path);
+    if (!ro) return ro.error();
+    auto scope = resolve_scope(ro->get(), session_id, std::nullopt);
+    if (!scope) return scope.error();
+    sid = scope->session_id;
+    auto r = diagnose_session(ro->get(), sid, std::nullopt, std::nullopt, options);
+    if (!r) return r.error();
+    chains = std::move(*r);
+  }
+  auto rw = open_for_write(db_path);
+  if (!rw) return rw.error();
+  if (auto r = replace_session_chains(rw->get(), sid, chains); !r) return r.error();
+  close_writer_cleanly(*rw);
+  return chains.size();
+}
+
+// ---- LiveCorrelator ------------------------------------------------------------------------------
+
+LiveCorrelator::LiveCorrelator(int64_t session_id, int64_t session_start_ns, CorrelatorOptions options, int64_t lag_ns)
+    : correlator_(session_id, options), session_id_(session_id), next_from_ns_(session_start_ns), lag_ns_(lag_ns) {}
+
+namespace {
+
+// The newest committed call start of the session: from the event_blocks zone map, else
+// from the last rows by id (events has no ts index).
+Result<std::optional<int64_t>> newest_event_ns(sqlite3* db, int64_t session_id) {
+  auto st = Statement::prepare(db, "SELECT max(max_ts) FROM event_blocks WHERE session_id = ?1");
+  if (!st) return st.error();
+  st->bind(1, session_id);
+  if (st->step() == SQLITE_ROW && !st->col_null(0)) return std::optional<int64_t>(st->col_int(0));
+  auto q = Statement::prepare(db,
+                              "SELECT max(ts_ns) FROM (SELECT ts_ns FROM events WHERE session_id = ?1 "
+                              "ORDER BY id DESC LIMIT 65536)");
+  if (!q) return q.error();
+  q->bind(1, session_id);
+  if (q->step() == SQLITE_ROW && !q->col_null(0)) return std::optional<int64_t>(q->col_int(0));
+  return std::optional<int64_t>();
+}
+
+}  // namespace
+
+Result<std::vector<ChainRecord>> LiveCorrelator::poll(sqlite3* db) {
+  auto q = newest_event_ns(db, session_id_);
+  if (!q) return q.error();
+  if (!*q) return std::vector<ChainRecord>{};
+  int64_t until = **q - lag_ns_;
+  if (until <= next_from_ns_) return std::vector<ChainRecord>{};
+  if (auto r = correlator_.analyze(db, next_from_ns_, until); !r) return r.error();
+  next_from_ns_ = until;
+  return emit_changed(db);
+}
+
+Result<std::vector<ChainRecord>> LiveCorrelator::finish(sqlite3* db) {
+  auto q = newest_event_ns(db, session_id_);
+  if (!q) return q.error();
+  if (*q && **q + 1 > next_from_ns_) {
+    if (auto r = correlator_.analyze(db, next_from_ns_, **q + 1); !r) return r.error();
+    next_from_ns_ = **q + 1;
+  }
+  return emit_changed(db);
+}
+
+Result<std::vector<ChainRecord>> LiveCorrelator::emit_changed(sqlite3* db) {
+  auto all = correlator_.chains(db);
+  if (!all) return all.error();
+  std::vector<ChainRecord> out;
+  for (ChainRecord& c : *all) {
+    // The doc embeds the window and counts, so any new evidence changes its hash.
+    size_t h = std::hash<std::string>{}(c.doc);
+    auto it = std::find_if(emitted_.begin(), emitted_.end(), [&](const auto& p) { return p.first == c.id; });
+    if (it != emitted_.end() && it->second == h) continue;
+    if (it != emitted_.end()) it->second = h;
+    else emitted_.push_back({c.id, h});
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+}  // namespace causeway

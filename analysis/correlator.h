@@ -1,0 +1,101 @@
+// The correlator: turns a session's calls, sched switches, wakeups and host events into
+// causal chains that name the culprit (ARCHITECTURE.md §5, docs/DIAGNOSIS.md).
+//
+// It reads committed data through a read-only connection in time chunks (the ts indexes;
+// never a whole table in memory), keeps a sliding robust baseline per (process, op), and
+// accumulates chains across chunks so the same chain (same id) is updated, not duplicated:
+// after a demo or an import, diagnose_session() runs it over the whole session; during a
+// live trace, LiveCorrelator::poll() runs it on what was committed since the last poll.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/baseline.h"
+#include "common/result.h"
+#include "tracedb/records.h"
+
+namespace causeway {
+
+struct CorrelatorOptions {
+  int64_t chunk_ns = 10'000'000'000;     // calls analyzed per step; the baseline spans two chunks
+  int64_t context_ns = 5'000'000'000;    // sched and host context kept on each side of a chunk
+  int64_t startup_ns = 5'000'000'000;    // after a process's first call: slow calls are cold start
+  int64_t min_stall_ns = 500'000;        // off-CPU time that is a host stall by itself (R, D, or S woken by a sibling)
+  int64_t expensive_alloc_ns = 500'000;  // a device alloc/free this long went to the driver (not the cache)
+  OutlierRule outlier;
+};
+
+struct CorrelatorCounters {
+  uint64_t events = 0;      // rows read from events
+  uint64_t sched_rows = 0;  // rows read from sched
+  uint64_t wakeups = 0;     // rows read from wakeups
+  uint64_t calls = 0;       // calls analyzed
+  uint64_t slow_calls = 0;  // calls (or gaps between calls) attributed to a chain
+  uint64_t chunks = 0;
+};
+
+class Correlator {
+ public:
+  explicit Correlator(int64_t session_id, CorrelatorOptions options = {});
+  ~Correlator();
+  Correlator(const Correlator&) = delete;
+  Correlator& operator=(const Correlator&) = delete;
+
+  // Analyzes the calls that start in [from_ns, to_ns). Successive calls must move forward
+  // (from_ns at or after the previous to_ns); data before from_ns is only context.
+  Result<void> analyze(sqlite3* db, int64_t from_ns, int64_t to_ns);
+
+  // Chains over everything analyzed so far, most severe first. Ids are stable: the same
+  // (session, cause, victim, op) keeps its id as more data is analyzed.
+  Result<std::vector<ChainRecord>> chains(sqlite3* db);
+
+  int64_t analyzed_to() const;
+  const CorrelatorCounters& counters() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> s_;
+};
+
+// Whole-session diagnosis (after a demo or an import): window defaults to the session's data.
+Result<std::vector<ChainRecord>> diagnose_session(sqlite3* read_only_db, int64_t session_id,
+                                                  std::optional<int64_t> from_ns = std::nullopt,
+                                                  std::optional<int64_t> to_ns = std::nullopt,
+                                                  const CorrelatorOptions& options = {});
+
+// Opens db_path read-only, diagnoses the session (default: the latest), then replaces that
+// session's chains in the DB (tracedb/chain_store.h). Returns the number of chains stored.
+Result<size_t> diagnose_and_store(const std::string& db_path, std::optional<int64_t> session_id = std::nullopt,
+                                  const CorrelatorOptions& options = {});
+
+// Incremental diagnosis during `causeway trace`: call poll() every few seconds with a
+// read-only connection to the DB being written; it analyzes what was committed since the
+// last poll (up to the newest event minus `lag_ns`, so calls still in flight or in the
+// writer's queue are not cut off) and returns the chains that are new or changed — push
+// each to StoreWriter::push_meta (chains are INSERT OR REPLACE by id). finish() analyzes the
+// rest at the end of the trace.
+class LiveCorrelator {
+ public:
+  LiveCorrelator(int64_t session_id, int64_t session_start_ns, CorrelatorOptions options = {},
+                 int64_t lag_ns = 3'000'000'000);
+  Result<std::vector<ChainRecord>> poll(sqlite3* read_only_db);
+  Result<std::vector<ChainRecord>> finish(sqlite3* read_only_db);
+  const Correlator& correlator() const { return correlator_; }
+
+ private:
+  Result<std::vector<ChainRecord>> emit_changed(sqlite3* db);
+  Correlator correlator_;
+  int64_t session_id_;
+  int64_t next_from_ns_;
+  int64_t lag_ns_;
+  std::vector<std::pair<std::string, size_t>> emitted_;  // chain id, hash of its last doc
+};
+
+}  // namespace causeway

@@ -1,0 +1,178 @@
+// State shared by the correlator's two halves: correlator.cpp (reading chunks, attributing
+// each slow call) and chain_builder.cpp (turning accumulated evidence into chain documents).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "analysis/baseline.h"
+#include "analysis/correlator.h"
+#include "analysis/thread_timeline.h"
+#include "tracedb/histogram.h"
+
+namespace causeway {
+
+// One row of `events` as the correlator needs it.
+struct Ev {
+  int64_t ts = 0, dur = 0;
+  uint32_t pid = 0, tid = 0;
+  uint16_t op = 0;
+  int32_t cpu = -1;
+  int64_t a[5] = {0, 0, 0, 0, 0};
+  uint64_t stack = 0;
+  int64_t end() const { return ts + dur; }
+};
+
+struct ProcInfo {
+  std::string comm;
+  int64_t ppid = -1;
+};
+
+struct TimelineItem {
+  int64_t ts_ns = 0;
+  std::string layer;  // cuda | driver | nccl | host | io | net | mem
+  std::string what;
+};
+
+// A named party: a process (tid 0) or a thread, or a network peer (label only).
+struct PartyAcc {
+  uint32_t pid = 0, tid = 0;
+  std::string label;
+  int64_t ns = 0;      // time attributed (stolen CPU, overlapping I/O, pages, …)
+  int64_t hits = 0;    // slow calls it appeared in
+  int64_t amount = 0;  // bytes, pages, retransmits
+};
+
+struct ChainAcc {
+  std::string id, cause;
+  bool between_calls = false;  // host stalls between calls rather than inside them
+  uint32_t pid = 0, tid = 0;   // victim (tid: the thread seen most)
+  uint16_t op = 0;
+  int64_t calls = 0, lost_ns = 0, off_ns = 0;  // off_ns: the cause's own time (off-CPU in the state that matters)
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+  std::vector<int64_t> slow_durs;
+  std::map<uint64_t, PartyAcc> culprits;  // key: pid << 32 | tid (tid 0: whole process)
+  std::map<std::string, PartyAcc> peers;  // network peers by "addr:port"
+  std::map<uint64_t, int64_t> stacks;     // stack id -> slow calls
+  std::map<int32_t, int64_t> cpus;        // cpu -> ns (stolen there)
+  std::map<std::string, double> num;      // evidence counters
+  struct Sample {
+    int64_t excess = 0;
+    std::vector<TimelineItem> items;
+  };
+  std::vector<Sample> worst;  // the few slowest calls, for the timeline
+};
+
+struct OpAcc {
+  uint64_t count = 0, slow = 0;
+  uint64_t min = UINT64_MAX, max = 0;
+  LatencyHistogram hist;
+};
+
+struct TransferAcc {
+  uint32_t pid = 0, tid = 0;
+  uint16_t op = 0;
+  int64_t copies = 0, copy_ns = 0, bytes = 0;
+  std::map<int64_t, int64_t> kinds;  // copy kind -> calls
+  std::map<uint64_t, int64_t> stacks;
+};
+
+struct ThreadSpan {
+  uint32_t pid = 0;
+  int64_t first_ns = INT64_MAX, last_end_ns = INT64_MIN;
+};
+
+struct AllocCall {
+  int64_t ts = 0, dur = 0;
+  uint16_t op = 0;
+  uint32_t tid = 0;
+  uint64_t stack = 0;
+};
+
+struct StragglerAcc {
+  int64_t comm = 0;
+  uint32_t pid = 0, tid = 0;
+  int32_t rank = -1;
+  int32_t nranks = 0;
+  uint16_t op = 0;
+  int64_t late = 0, preempted = 0, wait_ns = 0;
+  std::vector<int64_t> lateness;
+  std::map<uint32_t, int64_t> victims_wait;  // pid -> ns waited for this rank
+  std::map<uint64_t, PartyAcc> preempters;   // pid << 32 -> stolen ns
+  std::map<int32_t, int64_t> cpus;
+  int64_t own_runnable_ns = 0, own_sleep_ns = 0, own_d_ns = 0, own_on_cpu_ns = 0;
+  std::vector<TimelineItem> example;
+  int64_t example_lateness = 0;
+  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+};
+
+struct CommAcc {
+  int64_t collectives = 0;
+  std::map<uint32_t, int64_t> entries_by_pid;
+};
+
+struct GpuShareAcc {  // per victim pid: how often other GPU processes submitted work during its syncs
+  int64_t slow = 0, normal = 0;
+  std::map<uint32_t, int64_t> slow_hits, normal_hits;  // other pid -> syncs overlapped
+  std::map<uint32_t, int64_t> slow_launches;           // other pid -> launches inside slow syncs
+};
+
+struct Correlator::State {
+  int64_t session_id = 0;
+  CorrelatorOptions opt;
+  CorrelatorCounters counters;
+  int64_t analyzed_from = INT64_MAX, analyzed_to = INT64_MIN;
+
+  std::vector<Ev> evbuf;
+  std::vector<SchedRow> schedbuf;
+  std::vector<WakeRow> wakebuf;
+  int64_t loaded_to = INT64_MIN;  // buffers hold rows with ts < loaded_to
+  int64_t window_start = INT64_MIN;  // rows before this are never needed
+  int64_t next_id = 0;               // events cursor (rowid)
+  int64_t max_ts_read = INT64_MIN;
+  std::vector<Ev> pending;           // events read ahead of the buffer (ts >= loaded_to)
+  int64_t data_end = INT64_MIN;
+
+  std::unordered_map<uint32_t, ProcInfo> procs;
+  std::unordered_map<uint32_t, std::pair<uint32_t, std::string>> threads;  // tid -> (pid, comm)
+
+  std::unordered_map<uint64_t, std::vector<int64_t>> prev_durs;  // (pid, op) -> previous chunk's durations
+  std::unordered_map<uint64_t, OpAcc> ops;
+  std::unordered_map<uint32_t, int64_t> first_call;  // pid -> first call start
+  std::unordered_map<uint32_t, int64_t> last_end;    // tid -> end of its previous call
+  std::unordered_map<uint32_t, ThreadSpan> spans;    // tid -> activity span
+  std::unordered_set<uint64_t> seen_kinds;           // (pid, op[, kernel]) seen during start-up
+
+  std::map<std::string, ChainAcc> chains;
+  std::map<uint64_t, TransferAcc> transfers;             // (tid, op)
+  std::unordered_map<uint32_t, std::vector<AllocCall>> allocs;  // pid -> expensive alloc/free calls
+  std::map<std::pair<int64_t, uint32_t>, StragglerAcc> stragglers;  // (comm, pid)
+  std::map<int64_t, CommAcc> comms;
+  std::map<uint32_t, GpuShareAcc> gpu_share;
+  std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
+
+  std::string comm_of(uint32_t pid) const;
+  std::string thread_name(uint32_t tid) const;
+  bool is_kernel_thread(uint32_t pid) const;
+};
+
+// Chain documents from the accumulated state (chain_builder.cpp).
+Result<std::vector<ChainRecord>> build_chains(Correlator::State& s, sqlite3* db);
+
+inline uint64_t op_key(uint32_t pid, uint16_t op) { return (uint64_t{pid} << 16) | op; }
+
+// Op families.
+bool is_gpu_wait_op(uint16_t op);      // stream/device/event/context syncs and synchronous copies
+bool is_sync_copy_op(uint16_t op);     // synchronous memcpy variants
+bool is_submit_op(uint16_t op);        // puts work on a GPU queue (launches, async copies, memsets)
+bool is_device_alloc_op(uint16_t op);  // cudaMalloc/cudaFree and driver equivalents
+bool is_collective_op(uint16_t op);    // NCCL collectives with (comm, seq)
+bool is_traced_call_op(uint16_t op);   // CUDA runtime, driver, NCCL
+std::string op_name(uint16_t op);
+const char* op_layer(uint16_t op);
+
+}  // namespace causeway

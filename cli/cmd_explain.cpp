@@ -1,0 +1,207 @@
+// `causeway explain`: the incident report — root cause first, evidence, call site, fix —
+// from the chains the correlator stored (analysis/chains.h reads them; MCP shares it).
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include "analysis/chains.h"
+#include "cli/command.h"
+#include "common/sanitize.h"
+#include "common/units.h"
+#include "tracedb/open.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::cli {
+namespace {
+
+struct ExplainArgs {
+  std::string db;
+  std::string since;
+  std::optional<uint32_t> pid;
+  std::optional<int64_t> session;
+  std::string severity;
+  size_t limit = 10;
+  bool json = false;
+};
+
+using json = nlohmann::json;
+
+int severity_rank(const std::string& s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : s == "LOW" ? 1 : 0; }
+
+// Text from the DB is untrusted (a traced process chose its comm and frames).
+std::string safe(const json& j, const char* key, size_t max = 600) {
+  if (!j.contains(key) || !j[key].is_string()) return "";
+  return sanitize_untrusted(j[key].get<std::string>(), max);
+}
+
+std::string pct(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", v * 100.0);
+  return b;
+}
+
+std::string culprit_line(const json& c) {
+  if (!c.is_object()) return "";
+  std::string s;
+  if (c.contains("peer") && c["peer"].is_string()) s = "peer " + sanitize_untrusted(c["peer"].get<std::string>(), 80);
+  else if (c.contains("comm") && c["comm"].is_string()) s = sanitize_untrusted(c["comm"].get<std::string>(), 64);
+  if (c.contains("pid") && c["pid"].is_number()) s += " (pid " + std::to_string(c["pid"].get<int64_t>());
+  if (c.contains("tid") && c["tid"].is_number()) s += ", tid " + std::to_string(c["tid"].get<int64_t>());
+  if (c.contains("rank") && c["rank"].is_number()) s += ", rank " + std::to_string(c["rank"].get<int64_t>());
+  if (c.contains("pid") && c["pid"].is_number()) s += ")";
+  static const std::pair<const char*, const char*> shares[] = {
+      {"off_cpu_share", "of the stolen CPU time"}, {"wait_share", "of the blocked time"},
+      {"overlap_share", "of the slow calls overlapped"}, {"page_share", "of the pages allocated"},
+      {"late_share", "of the collectives entered last"}, {"share", "of the slow calls"}};
+  for (auto& [k, what] : shares)
+    if (c.contains(k) && c[k].is_number()) {
+      s += ", " + pct(c[k].get<double>()) + " " + what;
+      break;
+    }
+  if (c.contains("preempted_by") && c["preempted_by"].is_object()) {
+    const json& p = c["preempted_by"];
+    s += "; itself preempted by " + safe(p, "comm", 64) +
+         (p.contains("pid") && p["pid"].is_number() ? " (pid " + std::to_string(p["pid"].get<int64_t>()) + ")" : "");
+  }
+  return s;
+}
+
+void render_chain(std::ostream& out, size_t n, const json& c) {
+  out << n << ". [" << safe(c, "severity", 8) << "] " << safe(c, "cause", 40) << ": " << safe(c, "op", 80);
+  if (c.contains("victims") && c["victims"].is_array() && !c["victims"].empty()) {
+    std::string pids;
+    for (const auto& v : c["victims"])
+      if (v.contains("pid") && v["pid"].is_number()) pids += (pids.empty() ? "" : ", ") + std::to_string(v["pid"].get<int64_t>());
+    out << " on " << c["victims"].size() << " waiting rank" << (c["victims"].size() == 1 ? "" : "s") << " (pid " << pids << ")";
+  } else {
+    out << " in " << safe(c, "comm", 64);
+    if (c.contains("pid") && c["pid"].is_number()) out << " (pid " << c["pid"].get<int64_t>() << ")";
+  }
+  out << "\n   Root cause: " << safe(c, "summary", 1000) << "\n";
+  if (c.contains("culprit")) out << "   Culprit:    " << culprit_line(c["culprit"]) << "\n";
+  if (c.contains("evidence") && c["evidence"].is_array() && !c["evidence"].empty()) {
+    out << "   Evidence:\n";
+    size_t shown = 0;
+    for (const auto& e : c["evidence"])
+      if (e.is_string() && shown++ < 8) out << "     - " << sanitize_untrusted(e.get<std::string>(), 400) << "\n";
+  }
+  if (c.contains("timeline") && c["timeline"].is_array() && !c["timeline"].empty()) {
+    const auto& tl = c["timeline"];
+    int64_t t0 = tl[0].value("ts_ns", int64_t{0});
+    out << "   Timeline (from " << format_utc(t0) << "):\n";
+    size_t shown = 0;
+    for (const auto& t : tl) {
+      if (shown++ >= 10) {
+        out << "     … " << tl.size() - 10 << " more in --json\n";
+        break;
+      }
+      char rel[48];
+      std::snprintf(rel, sizeof rel, "%+10.3f ms", static_cast<double>(t.value("ts_ns", int64_t{0}) - t0) / 1e6);
+      out << "     " << rel << "  " << safe(t, "layer", 8) << "  " << safe(t, "what", 300) << "\n";
+    }
+  }
+  if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {
+    const auto& st = c["stack"];
+    // Frames are innermost first: the caller's own line is the last one.
+    out << "   Call site:  " << sanitize_untrusted(st.back().is_string() ? st.back().get<std::string>() : "", 200) << "\n";
+    for (size_t i = st.size() - 1; i-- > 0;)
+      if (st[i].is_string()) out << "               <- " << sanitize_untrusted(st[i].get<std::string>(), 200) << "\n";
+  }
+  std::string fix = safe(c, "recommendation", 800);
+  if (!fix.empty()) out << "   Fix:        " << fix << "\n";
+}
+
+Runner setup(CLI::App& app) {
+  auto a = std::make_shared<ExplainArgs>();
+  add_db_option(app, a->db);
+  app.add_option("--since", a->since, "only chains in the last D of the session's data (500ms, 30s, 5m, 2h)");
+  app.add_option("--pid", a->pid, "only chains where this process is the victim or the culprit");
+  app.add_option("--session", a->session, "session id (default: the latest)");
+  app.add_option("--severity", a->severity, "at least this severe: HIGH, MEDIUM or LOW");
+  app.add_option("--limit", a->limit, "at most N chains (default 10)");
+  app.add_flag("--json", a->json, "one JSON document on stdout: {\"chains\": [...]}");
+  app.footer(
+      "Chains are computed by the correlator during `causeway trace` and after `causeway demo` / `import`.\n"
+      "Each names the cause (cpu_contention, io_contention, memory_pressure, network, nccl_straggler,\n"
+      "gpu_wait, lock_contention, cold_start, allocator, transfer_bound, unknown) and, when the data\n"
+      "shows one, the culprit. See docs/DIAGNOSIS.md.\n\n"
+      "Examples:\n"
+      "  causeway demo incident --db /tmp/d.db && causeway explain --db /tmp/d.db\n"
+      "  causeway explain --since 10m --pid 4821\n"
+      "  causeway explain --json --severity HIGH");
+  return [a] {
+    ChainQuery q;
+    if (!a->since.empty()) {
+      auto d = parse_duration_ns(a->since);
+      if (!d) return report_error("explain", d.error(), a->json);
+      q.since_ns = *d;
+    }
+    q.pid = a->pid;
+    q.session_id = a->session;
+    // load_chains orders within a severity by calls x slow_share; fetch enough to re-rank by
+    // impact (time lost) here before cutting to --limit.
+    const size_t limit = std::max<size_t>(1, a->limit);
+    q.limit = std::max<size_t>(limit, 500);
+    if (!a->severity.empty()) {
+      std::string s = a->severity;
+      std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+      q.min_severity = s;
+    }
+    auto db = open_read_only(a->db);
+    if (!db) return report_error("explain", db.error(), a->json);
+    auto r = load_chains(db->get(), q);
+    if (!r) return report_error("explain", r.error(), a->json);
+    json& doc = *r;
+    // Root cause first: within a severity, the chain that lost the most wall time.
+    auto& chains = doc["chains"];
+    std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
+      int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
+      if (rx != ry) return rx > ry;
+      return x.value("impact", 0.0) > y.value("impact", 0.0);
+    });
+    if (chains.size() > limit) {
+      chains.erase(chains.begin() + static_cast<std::ptrdiff_t>(limit), chains.end());
+      doc["truncated"] = true;
+    }
+    if (a->json) {
+      std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+      return kExitOk;
+    }
+    int64_t sid = doc.value("session_id", int64_t{0});
+    std::string label;
+    if (auto st = Statement::prepare(db->get(), "SELECT source_kind, coalesce(label, '') FROM sessions WHERE id = ?1")) {
+      st->bind(1, sid);
+      if (st->step() == SQLITE_ROW)
+        label = st->col_text(0) + (st->col_text(1).empty() ? "" : " \"" + sanitize_untrusted(st->col_text(1), 80) + "\"");
+    }
+    int64_t from = doc["window"].value("from_ns", int64_t{0}), to = doc["window"].value("to_ns", int64_t{0});
+    std::ostringstream out;
+    out << "Session " << sid << (label.empty() ? "" : " (" + label + ")") << ", " << format_utc(from) << " + "
+        << format_duration_ns(to - from) << ": ";
+    if (chains.empty()) {
+      out << "no causal chains"
+          << (a->pid ? " involving pid " + std::to_string(*a->pid) : std::string())
+          << (q.min_severity ? " at " + *q.min_severity + " or above" : std::string())
+          << ". Nothing slow enough to matter was found with a cause, or the correlator has not run on this session "
+             "yet (it runs during `causeway trace` and after `causeway demo` / `import`).\n";
+      std::cout << out.str();
+      return kExitOk;
+    }
+    size_t total = doc.value("total", chains.size());
+    out << total << " causal chain" << (total == 1 ? "" : "s");
+    if (doc.value("truncated", false)) out << " (showing " << chains.size() << "; --limit N for more)";
+    out << ", most severe first.\n\n";
+    size_t n = 0;
+    for (const auto& c : chains) {
+      render_chain(out, ++n, c);
+      out << "\n";
+    }
+    std::cout << out.str();
+    return kExitOk;
+  };
+}
+
+const Registrar reg{{"explain", "why the GPU job was slow: causal chains that name the culprit", 45, setup}};
+
+}  // namespace
+}  // namespace causeway::cli

@@ -1,0 +1,3 @@
+causeway_test(test_diagnosis LABEL unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_blocks.cpp ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_scenarios.cpp
+  LIBS causeway_analysis causeway_synth)
