@@ -99,7 +99,7 @@ std::string format_utc(int64_t unix_ns) {
   int ms = static_cast<int>((unix_ns % 1000000000) / 1000000);
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[40];
+  char buf[96];  // fits any int fields, so the compiler can prove no truncation
   std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ms);
   return buf;

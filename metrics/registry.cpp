@@ -1,0 +1,95 @@
+#include "metrics/registry.h"
+
+#include <algorithm>
+
+namespace causeway {
+
+namespace {
+size_t bucket_of(int64_t dur_ns) {
+  const double sec = static_cast<double>(std::max<int64_t>(0, dur_ns)) * 1e-9;
+  // The first bound >= the value: "le" is inclusive.
+  auto it = std::lower_bound(kLatencyBucketsSeconds.begin(), kLatencyBucketsSeconds.end(), sec);
+  return static_cast<size_t>(it - kLatencyBucketsSeconds.begin());
+}
+}  // namespace
+
+struct MetricsRegistry::AtomicSeries {
+  std::atomic<uint64_t> calls{0}, errors{0}, sum_ns{0}, over{0};
+  std::array<std::atomic<uint64_t>, kLatencyBucketsSeconds.size()> buckets{};
+};
+
+MetricsRegistry::MetricsRegistry() : by_id_(new std::atomic<AtomicSeries*>[65536]) {
+  for (size_t i = 0; i < 65536; ++i) by_id_[i].store(nullptr, std::memory_order_relaxed);
+}
+
+MetricsRegistry::~MetricsRegistry() {
+  for (size_t i = 0; i < 65536; ++i) delete by_id_[i].load(std::memory_order_relaxed);
+}
+
+void MetricsRegistry::name_op(uint16_t op_id, const std::string& source, const std::string& op) {
+  std::lock_guard lock(mu_);
+  names_[op_id] = {source, op};
+}
+
+void MetricsRegistry::observe(uint16_t op_id, int64_t dur_ns, bool error) {
+  AtomicSeries* s = by_id_[op_id].load(std::memory_order_acquire);
+  if (!s) {
+    auto* fresh = new AtomicSeries();
+    if (by_id_[op_id].compare_exchange_strong(s, fresh, std::memory_order_acq_rel)) s = fresh;
+    else delete fresh;  // another thread installed one first; s now points to it
+  }
+  s->calls.fetch_add(1, std::memory_order_relaxed);
+  if (error) s->errors.fetch_add(1, std::memory_order_relaxed);
+  s->sum_ns.fetch_add(static_cast<uint64_t>(std::max<int64_t>(0, dur_ns)), std::memory_order_relaxed);
+  const size_t idx = bucket_of(dur_ns);
+  if (idx < s->buckets.size()) s->buckets[idx].fetch_add(1, std::memory_order_relaxed);
+  else s->over.fetch_add(1, std::memory_order_relaxed);
+}
+
+void MetricsRegistry::observe_call(const std::string& source, const std::string& op, int64_t dur_ns, bool error) {
+  const uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, dur_ns));
+  const size_t idx = bucket_of(dur_ns);
+  std::lock_guard lock(mu_);
+  OpSeries& s = s_.ops[{source, op}];
+  ++s.calls;
+  if (error) ++s.errors;
+  s.sum_ns += ns;
+  if (idx < s.buckets.size()) ++s.buckets[idx];
+  else ++s.over;
+}
+
+void MetricsRegistry::set_drops(const std::string& reason, uint64_t n) {
+  std::lock_guard lock(mu_);
+  s_.drops[reason] = n;
+}
+
+void MetricsRegistry::set_chains(const std::string& cause, uint64_t n) {
+  std::lock_guard lock(mu_);
+  s_.chains[cause] = n;
+}
+
+MetricsSnapshot MetricsRegistry::snapshot() const {
+  std::lock_guard lock(mu_);
+  MetricsSnapshot out = s_;
+  for (size_t id = 0; id < 65536; ++id) {
+    const AtomicSeries* a = by_id_[id].load(std::memory_order_acquire);
+    if (!a) continue;
+    auto n = names_.find(static_cast<uint16_t>(id));
+    std::pair<std::string, std::string> key =
+        n != names_.end() ? n->second : std::make_pair(std::string("unknown"), "op" + std::to_string(id));
+    OpSeries& o = out.ops[key];  // merges with observe_call's series of the same name
+    o.calls += a->calls.load(std::memory_order_relaxed);
+    o.errors += a->errors.load(std::memory_order_relaxed);
+    o.sum_ns += a->sum_ns.load(std::memory_order_relaxed);
+    o.over += a->over.load(std::memory_order_relaxed);
+    for (size_t b = 0; b < o.buckets.size(); ++b) o.buckets[b] += a->buckets[b].load(std::memory_order_relaxed);
+  }
+  return out;
+}
+
+void MetricsRegistry::count_scrape() {
+  std::lock_guard lock(mu_);
+  ++s_.scrapes;
+}
+
+}  // namespace causeway

@@ -1,0 +1,70 @@
+// In-process metrics of a live trace: per-op call counters and latency histograms, drop
+// counters by reason, chain counts by cause. Thread-safe: the drain thread observes calls
+// while the HTTP thread renders. Rendering is in exposition.h.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace causeway {
+
+// Latency buckets (upper bounds, seconds) from 1 µs to 10 s, about 3 per decade: wide enough
+// for a 2 µs cudaLaunchKernel and a 5 s NCCL hang, few enough to keep series per op cheap.
+inline constexpr std::array<double, 22> kLatencyBucketsSeconds = {
+    1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
+    5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
+
+struct OpSeries {
+  uint64_t calls = 0;
+  uint64_t errors = 0;
+  uint64_t sum_ns = 0;
+  std::array<uint64_t, kLatencyBucketsSeconds.size()> buckets{};  // non-cumulative counts per bucket
+  uint64_t over = 0;  // above the last bound (only in +Inf)
+};
+
+struct MetricsSnapshot {
+  std::map<std::pair<std::string, std::string>, OpSeries> ops;  // (source, op)
+  std::map<std::string, uint64_t> drops;                          // reason -> events lost
+  std::map<std::string, uint64_t> chains;                         // cause -> chains
+  uint64_t scrapes = 0;
+};
+
+class MetricsRegistry {
+ public:
+  MetricsRegistry();
+  ~MetricsRegistry();
+  MetricsRegistry(const MetricsRegistry&) = delete;
+  MetricsRegistry& operator=(const MetricsRegistry&) = delete;
+
+  // One traced call (or host event) of `source` (cuda, driver, nccl, …) and `op`. Takes a
+  // lock and builds a key: fine for occasional events, not for the drain loop (see observe).
+  void observe_call(const std::string& source, const std::string& op, int64_t dur_ns, bool error);
+
+  // Hot path for the drain thread: no lock, no allocation after an op's first call (relaxed
+  // atomics; a scrape may see a call in _count a moment before its bucket). Ops are named
+  // once with name_op (e.g. from tracedb/op_catalog.h); unnamed ids render as op<N>.
+  void name_op(uint16_t op_id, const std::string& source, const std::string& op);
+  void observe(uint16_t op_id, int64_t dur_ns, bool error);
+  // Totals so far (the pipeline's counters are cumulative: last value wins).
+  void set_drops(const std::string& reason, uint64_t n);
+  void set_chains(const std::string& cause, uint64_t n);
+
+  MetricsSnapshot snapshot() const;
+  void count_scrape();
+
+ private:
+  struct AtomicSeries;
+  mutable std::mutex mu_;
+  MetricsSnapshot s_;
+  std::map<uint16_t, std::pair<std::string, std::string>> names_;
+  // One slot per op id, allocated on the op's first call: 64 Ki pointers = 512 KiB.
+  std::unique_ptr<std::atomic<AtomicSeries*>[]> by_id_;
+};
+
+}  // namespace causeway
