@@ -1,0 +1,2 @@
+add_executable(sqlguard_bench ${CMAKE_CURRENT_LIST_DIR}/sqlguard_bench.cpp)
+target_link_libraries(sqlguard_bench PRIVATE causeway_sqlguard causeway_tracedb)
