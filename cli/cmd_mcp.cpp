@@ -1,0 +1,86 @@
+#include <signal.h>
+
+#include <iostream>
+
+#include "cli/command.h"
+#include "mcp/protocol.h"
+#include "mcp/transport_stdio.h"
+#if CAUSEWAY_HAVE_HTTPS
+#include "mcp/transport_https.h"
+#endif
+
+namespace causeway::cli {
+namespace {
+
+struct McpArgs {
+  std::string db;
+  std::string http;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string token_file;
+  std::string allowed_origins;
+  std::string audit_log;
+  std::string state_dir;
+  std::string demo_dir;
+  int rate_per_minute = 600;
+  size_t max_body = 1 << 20;
+  size_t connections = 8;
+};
+
+Runner setup(CLI::App& app) {
+  auto a = std::make_shared<McpArgs>();
+  add_db_option(app, a->db);
+  app.add_option("--http", a->http, "serve Streamable HTTP over TLS 1.3 at https://HOST:PORT/mcp instead of stdio");
+  app.add_option("--tls-cert", a->tls_cert, "PEM certificate (default: a self-signed ECDSA certificate made on first start)");
+  app.add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert");
+  app.add_option("--token-file", a->token_file,
+                 "file holding the bearer token clients must send (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
+  app.add_option("--allow-origin", a->allowed_origins, "comma-separated Origins allowed besides localhost ones");
+  app.add_option("--audit-log", a->audit_log, "append one line per HTTP request here (default: stderr)");
+  app.add_option("--state-dir", a->state_dir, "where the generated certificate lives (default: $XDG_STATE_HOME/causeway)");
+  app.add_option("--demo-dir", a->demo_dir, "scratch folder for run_demo's separate DB (default: a private temp folder)");
+  app.add_option("--rate", a->rate_per_minute, "requests per minute per client before 429")->capture_default_str();
+  app.add_option("--max-body", a->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
+  app.add_option("--connections", a->connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
+  app.footer(
+      "Serves the trace DB read-only to MCP clients (Claude Code, Cursor, ollmcp).\n"
+      "Examples:\n"
+      "  causeway mcp                                   stdio, for a client that starts the server\n"
+      "  claude mcp add causeway -- causeway mcp --db trace.db\n"
+      "  CAUSEWAY_MCP_TOKEN=... causeway mcp --http 127.0.0.1:8443\n"
+      "  causeway mcp --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem --token-file token");
+  return [a] {
+    install_stop_handlers();
+    signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+    mcp::ServerConfig config;
+    config.db_path = a->db;
+    config.self_exe = "/proc/self/exe";
+    config.db_connections = a->connections;
+    config.scratch_dir = a->demo_dir;
+    mcp::Server server(config, mcp::builtin_tools());
+    server.set_log([](const std::string& line) { std::cerr << "causeway mcp: " << line << std::endl; });
+    if (a->http.empty()) return mcp::serve_stdio(server, stop_requested) == 0 ? kExitOk : kExitFailure;
+#if CAUSEWAY_HAVE_HTTPS
+    mcp::HttpsOptions o;
+    o.listen = a->http;
+    o.tls_cert = a->tls_cert;
+    o.tls_key = a->tls_key;
+    o.token_file = a->token_file;
+    o.allowed_origins = a->allowed_origins;
+    o.audit_log = a->audit_log;
+    o.state_dir = a->state_dir;
+    o.rate_per_minute = a->rate_per_minute;
+    o.max_body_bytes = a->max_body;
+    auto r = mcp::serve_https(server, o, stop_requested);
+    if (!r) return report_error("mcp", r.error(), false);
+    return kExitOk;
+#else
+    return report_error("mcp", make_error("usage", "this build has no HTTPS support (cpp-httplib was not found)"), false);
+#endif
+  };
+}
+
+const Registrar reg{{"mcp", "serve the trace DB to MCP clients (stdio or HTTPS)", 60, setup}};
+
+}  // namespace
+}  // namespace causeway::cli

@@ -1,0 +1,44 @@
+#include "mcp/audit_log.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "common/units.h"
+
+namespace causeway::mcp {
+
+Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
+  if (path.empty()) return std::unique_ptr<AuditLog>(new AuditLog(stderr, false));
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) return make_error("usage", "Cannot open the audit log " + path + " for appending.");
+  FILE* f = fdopen(fd, "a");
+  if (!f) {
+    ::close(fd);
+    return make_error("usage", "Cannot open the audit log " + path + ".");
+  }
+  return std::unique_ptr<AuditLog>(new AuditLog(f, true));
+}
+
+AuditLog::~AuditLog() {
+  if (owned_) fclose(f_);
+}
+
+void AuditLog::write(const AuditEntry& e) {
+  int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  nlohmann::json line = {{"time", format_utc(now)}, {"audit", "mcp"},      {"client", e.client},
+                         {"http", e.http_method},   {"status", e.status},  {"ms", static_cast<int64_t>(e.duration_ms * 1000) / 1000.0}};
+  if (!e.rpc_method.empty()) line["method"] = e.rpc_method;
+  if (!e.tool.empty()) line["tool"] = e.tool;
+  if (e.rpc_error) line["rpc_error"] = e.rpc_error;
+  if (e.tool_error) line["tool_error"] = true;
+  std::string text = line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  std::lock_guard lock(mu_);
+  fwrite(text.data(), 1, text.size(), f_);
+  fflush(f_);
+}
+
+}  // namespace causeway::mcp

@@ -1,0 +1,50 @@
+// The MCP server's view of the other modules (analysis, sqlguard, synth). Each function
+// calls the module when it is part of the build (CAUSEWAY_HAVE_*), else a small fallback here,
+// so the server and its tests work while those modules are being written.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/chains.h"
+#include "analysis/stats.h"
+#include "common/result.h"
+#include "mcp/cancel.h"
+
+namespace causeway::mcp {
+
+using json = nlohmann::json;
+
+// INTERFACES.md `stats` shape plus "truncated".
+Result<json> stats_document(sqlite3* db, const StatsQuery& query);
+
+// {"chains": [...]} (INTERFACES.md).
+Result<json> chains_document(sqlite3* db, const ChainQuery& query);
+
+struct SqlLimits {
+  size_t max_rows = 200;
+  size_t max_bytes = 64 * 1024;
+  int timeout_ms = 5000;
+};
+
+// INTERFACES.md `query` shape: {"columns", "rows", "truncated", "elapsed_ms"}. Untrusted SQL
+// from the model: read-only, one statement, guarded. Errors name what to change.
+Result<json> guarded_query(sqlite3* db, const std::string& sql, const SqlLimits& limits, CancelToken& cancel);
+
+// {"objects": [{"name","type","description","columns":[{"name","type","unit","description"}]}]}
+Result<json> schema_document(sqlite3* db);
+
+struct DemoScenario {
+  std::string name;
+  std::string description;
+};
+std::vector<DemoScenario> demo_scenario_list();
+bool demo_available();
+
+// Writes a fresh demo session for `scenario` into db_path (a scratch DB, never the served one).
+Result<json> write_demo(const std::string& db_path, const std::string& scenario, uint64_t seed);
+
+}  // namespace causeway::mcp

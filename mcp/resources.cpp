@@ -1,0 +1,45 @@
+#include "mcp/resources.h"
+
+#include "mcp/backends.h"
+#include "mcp/jsonrpc.h"
+#include "mcp/tools/tools.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::mcp {
+
+using json = nlohmann::json;
+
+json resource_list() {
+  return json::array({
+      {{"uri", "causeway://schema"}, {"name", "schema"}, {"title", "Trace DB schema"},
+       {"description", "Tables, views, columns, units and example queries for run_sql"}, {"mimeType", "application/json"}},
+      {{"uri", "causeway://sessions"}, {"name", "sessions"}, {"title", "Trace sessions"},
+       {"description", "Captures in the served trace DB (live, demo, import)"}, {"mimeType", "application/json"}},
+  });
+}
+
+Result<json> read_resource(const std::string& uri, DbPool& pool, const ServerConfig&) {
+  if (uri != "causeway://schema" && uri != "causeway://sessions")
+    return make_error("unknown_resource", "Unknown resource " + uri + "; available: causeway://schema, causeway://sessions.");
+  auto db = pool.acquire();
+  if (!db) return db.error();
+  json body;
+  if (uri == "causeway://schema") {
+    auto s = schema_document(db->get());
+    if (!s) return s.error();
+    body = std::move(s.value());
+    if (!body.contains("examples")) body["examples"] = tools::example_queries();
+  } else {
+    auto st = Statement::prepare(db->get(),
+                                 "SELECT id, source_kind, label, host, started_ns, stopped_ns FROM sessions ORDER BY id DESC LIMIT 100");
+    if (!st) return st.error();
+    body = {{"sessions", json::array()}};
+    while (st->step() == SQLITE_ROW)
+      body["sessions"].push_back({{"id", st->col_int(0)}, {"source_kind", st->col_text(1)}, {"label", st->col_text(2)},
+                                  {"host", st->col_text(3)}, {"started_ns", st->col_int(4)},
+                                  {"stopped_ns", st->col_null(5) ? json(nullptr) : json(st->col_int(5))}});
+  }
+  return json{{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump_compact(body)}}})}};
+}
+
+}  // namespace causeway::mcp

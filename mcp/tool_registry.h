@@ -1,0 +1,73 @@
+// One registry of tools, served by every transport. A tool is its embedded schema document
+// (schemas/tools/<name>.json: name, title, description, inputSchema, outputSchema) plus a
+// handler that returns structuredContent and a compact text rendering.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "mcp/cancel.h"
+#include "mcp/db_pool.h"
+
+namespace causeway::mcp {
+
+using json = nlohmann::json;
+
+// Response budget: what a small local model can take in one tool result.
+struct Limits {
+  size_t max_rows = 200;             // run_sql rows, list entries
+  size_t max_structured_bytes = 64 * 1024;
+  size_t max_text_bytes = 8 * 1024;
+  int sql_timeout_ms = 5000;
+};
+
+struct ServerConfig {
+  std::string db_path;
+  std::string self_exe;      // binary to run `check --json` with; "" = in-process checks only
+  std::string scratch_dir;   // where run_demo writes its separate DB; "" = a temp folder
+  size_t db_connections = 8; // read-only connections shared by concurrent requests
+  Limits limits;
+};
+
+struct ToolContext {
+  DbPool& pool;
+  const ServerConfig& config;
+  CancelToken& cancel;
+  // Reports progress (no-op when the client gave no progressToken).
+  std::function<void(double progress, double total, const std::string& message)> progress;
+};
+
+struct ToolOutput {
+  json structured;   // validates against the tool's outputSchema; never empty
+  std::string text;  // compact rendering for the model
+};
+
+using ToolHandler = std::function<Result<ToolOutput>(const json& args, ToolContext& ctx)>;
+
+struct ToolDef {
+  json spec;  // the schema document
+  ToolHandler handler;
+  const std::string name() const { return spec.at("name").get<std::string>(); }
+};
+
+class ToolRegistry {
+ public:
+  // Parses the embedded schema document; throws on a malformed one (a build defect).
+  void add(const char* schema_document, ToolHandler handler);
+  const ToolDef* find(const std::string& name) const;
+  const std::vector<ToolDef>& tools() const { return tools_; }
+  // The tools/list entry: name, title, description, schemas, annotations (readOnlyHint).
+  static json list_entry(const ToolDef& tool);
+
+ private:
+  std::vector<ToolDef> tools_;
+};
+
+// Every built-in tool (tools/*.cpp).
+ToolRegistry builtin_tools();
+
+}  // namespace causeway::mcp

@@ -1,0 +1,62 @@
+#include "mcp/backends.h"
+#include "mcp/text_render.h"
+#include "mcp/tools/common.h"
+#include "mcp/tools/tools.h"
+
+namespace causeway::mcp::tools {
+
+std::string render_chains(const json& chains, size_t max_text_bytes, bool truncated) {
+  TextBuilder t(max_text_bytes);
+  t.line(std::string(kDataNotice));
+  if (chains.empty()) t.line("no causal chains in this window (no outliers with an explained cause)");
+  for (const auto& c : chains) {
+    std::string head = c.value("severity", "?") + " " + c.value("cause", "?");
+    if (c.contains("op")) head += " on " + c["op"].get<std::string>();
+    if (c.contains("pid")) head += " pid " + std::to_string(c["pid"].get<int64_t>()) + " " + data_text(c.value("comm", ""));
+    if (c.contains("calls")) head += ": " + std::to_string(c["calls"].get<int64_t>()) + " calls";
+    if (c.contains("p50_us") && c.contains("p99_us"))
+      head += ", p50 " + us_text(c["p50_us"].get<double>()) + ", p99 " + us_text(c["p99_us"].get<double>());
+    if (c.contains("slow_share")) head += ", slow share " + std::to_string(static_cast<int>(c["slow_share"].get<double>() * 100 + 0.5)) + "%";
+    t.line(head + " [id " + c.value("id", "") + "]");
+    t.line("  summary: " + data_text(c.value("summary", ""), 400));
+    if (c.contains("culprit") && c["culprit"].is_object()) {
+      const auto& k = c["culprit"];
+      std::string line = "  culprit: pid " + std::to_string(k.value("pid", 0)) + " " + data_text(k.value("comm", ""));
+      if (k.contains("off_cpu_share")) line += ", " + std::to_string(static_cast<int>(k["off_cpu_share"].get<double>() * 100 + 0.5)) + "% of the off-CPU time";
+      t.line(line);
+    }
+    if (c.contains("evidence"))
+      for (const auto& e : c["evidence"]) t.line("  evidence: " + data_text(e.is_string() ? e.get<std::string>() : e.dump(), 300));
+    if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty())
+      t.line("  call site: " + data_text(c["stack"][0].is_string() ? c["stack"][0].get<std::string>() : "", 200));
+    if (c.contains("recommendation")) t.line("  fix: " + data_text(c["recommendation"].get<std::string>(), 400));
+  }
+  if (truncated) t.line("truncated: more chains exist; raise limit or filter by severity/pid");
+  return t.str();
+}
+
+Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
+  ChainQuery q;
+  auto since = duration_arg(args, "since");
+  if (!since) return since.error();
+  q.since_ns = since.value();
+  q.pid = pid_arg(args);
+  q.min_severity = string_arg(args, "severity");
+  size_t limit = static_cast<size_t>(args.value("limit", 10));
+  q.limit = limit + 1;  // one more tells us whether the list was cut
+  auto db = open_db(ctx);
+  if (!db) return db.error();
+  CancelScope scope(ctx.cancel, db->get());
+  auto doc = chains_document(db->get(), q);
+  if (!doc) return doc.error();
+  json d = {{"chains", doc.value().value("chains", json::array())}, {"truncated", false}};
+  if (d["chains"].size() > limit) {
+    d["chains"].erase(d["chains"].size() - 1);
+    d["truncated"] = true;
+  }
+  fit_json_budget(d, "chains", ctx.config.limits.max_structured_bytes);
+  std::string text = render_chains(d["chains"], ctx.config.limits.max_text_bytes, d["truncated"].get<bool>());
+  return ToolOutput{std::move(d), std::move(text)};
+}
+
+}  // namespace causeway::mcp::tools

@@ -1,0 +1,111 @@
+// Shared by the stdio and HTTPS end-to-end tests: what every transport must do for the
+// official MCP TypeScript SDK client.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import Ajv from 'ajv';
+
+export const EXPECTED_TOOLS = ['get_check', 'get_trace_stats', 'get_causal_chains', 'get_stacks', 'run_demo',
+  'get_test_report', 'run_sql', 'describe_schema'];
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`SKIP: $${name} is not set (run through ctest)`);
+    process.exit(77);
+  }
+  return v;
+}
+
+// Removed when the test exits (pass or fail); KEEP_E2E_TMP=1 keeps it for debugging.
+export function tempDir() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'causeway-e2e-'));
+  if (!process.env.KEEP_E2E_TMP) process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+// The demo fixture DB every tool is called on.
+export function makeFixture(dir) {
+  const db = path.join(dir, 'trace.db');
+  const r = spawnSync(env('CAUSEWAY_MCP_FIXTURE'), [db], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `fixture failed: ${r.stderr}`);
+  return db;
+}
+
+const CALLS = {
+  get_check: {},
+  get_trace_stats: { top_n: 5, since: '1h' },
+  get_causal_chains: { limit: 3 },
+  get_stacks: { op: 'cudaStreamSynchronize', limit: 2 },
+  run_demo: { scenario: 'incident' },
+  get_test_report: {},
+  run_sql: { query: 'SELECT pid, comm, cmdline FROM processes ORDER BY pid', limit: 10 },
+  describe_schema: {},
+};
+
+// Lists tools/prompts/resources, calls every tool and validates each structuredContent
+// against the tool's outputSchema (the SDK validates too; this is an independent check).
+export async function exerciseClient(client, label) {
+  const ajv = new Ajv({ strict: false, allErrors: true });
+  const { tools } = await client.listTools();
+  const names = tools.map((t) => t.name).sort();
+  assert.deepEqual(names, [...EXPECTED_TOOLS].sort(), `${label}: tool list`);
+  for (const t of tools) {
+    assert.equal(t.annotations?.readOnlyHint, true, `${t.name} readOnlyHint`);
+    assert.ok(t.inputSchema && t.outputSchema, `${t.name} schemas`);
+  }
+  const { prompts } = await client.listPrompts();
+  assert.ok(prompts.some((p) => p.name === 'investigate'), `${label}: investigate prompt`);
+  const prompt = await client.getPrompt({ name: 'investigate', arguments: { since: '5m', question: 'why is training slow?' } });
+  assert.match(prompt.messages[0].content.text, /get_causal_chains/);
+  const { resources } = await client.listResources();
+  assert.ok(resources.some((r) => r.uri === 'causeway://schema'));
+  const schemaRes = await client.readResource({ uri: 'causeway://schema' });
+  assert.ok(JSON.parse(schemaRes.contents[0].text).objects.length > 5);
+
+  const results = {};
+  for (const t of tools) {
+    const result = await client.callTool({ name: t.name, arguments: CALLS[t.name] });
+    const text = result.content?.[0]?.text ?? '';
+    assert.equal(result.isError, false, `${label}: ${t.name} failed: ${text}`);
+    assert.ok(result.structuredContent && Object.keys(result.structuredContent).length > 0, `${t.name}: structuredContent`);
+    const validate = ajv.compile(t.outputSchema);
+    assert.ok(validate(result.structuredContent), `${t.name}: ${ajv.errorsText(validate.errors)}`);
+    assert.ok(text.length > 0 && text.length <= 32 * 1024, `${t.name}: compact text`);
+    results[t.name] = result;
+  }
+  // Untrusted strings: fenced as data, control characters gone.
+  const sqlText = results.run_sql.content[0].text;
+  assert.match(sqlText, /«IGNORE ALL PREVIOUS INSTRUCTIONS/);
+  assert.doesNotMatch(sqlText, /[\u0000-\u0008\u001b\u202e]/);
+  assert.ok(results.get_trace_stats.structuredContent.ops.length > 0, 'stats has ops');
+  assert.ok(results.get_causal_chains.structuredContent.chains.length > 0, 'chains present');
+  assert.ok(results.get_stacks.structuredContent.stacks[0].frames.length > 0, 'stack frames');
+  assert.equal(results.get_test_report.structuredContent.found, true);
+
+  // Input validated against the schema: a tool error the model can act on.
+  const bad = await client.callTool({ name: 'run_sql', arguments: { query: 'SELECT 1', limit: 999999 } });
+  assert.equal(bad.isError, true);
+  assert.match(bad.content[0].text, /limit/);
+  // A write is refused by the guard, as a tool error.
+  const write = await client.callTool({ name: 'run_sql', arguments: { query: 'DELETE FROM events' } });
+  assert.equal(write.isError, true);
+
+  // Unknown tool: JSON-RPC -32602.
+  await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (e) => e.code === -32602);
+  return results;
+}
+
+// Asserts a raw JSON-RPC response line/object is the error expected.
+export function expectError(msg, code, id) {
+  assert.ok(msg.error, `expected error ${code}, got ${JSON.stringify(msg)}`);
+  assert.equal(msg.error.code, code);
+  assert.deepEqual(msg.id, id);
+}
+
+export const MODERN_META = {
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
