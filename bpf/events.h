@@ -10,12 +10,7 @@
 
 #ifndef __VMLINUX_H__
 #include <stdint.h>
-typedef uint8_t __u8;
-typedef uint16_t __u16;
-typedef uint32_t __u32;
-typedef uint64_t __u64;
-typedef int32_t __s32;
-typedef int64_t __s64;
+#include <linux/types.h> /* the same __u64 & co. as libbpf headers */
 #endif
 
 enum cw_source {
@@ -129,6 +124,165 @@ struct cw_header {
   __u8 source; /* enum cw_source */
   __u32 flags;
   __u32 _pad0;
+};
+
+/* ---- Payloads (one struct per enum cw_record_kind). Sizes are static_asserted in
+ * collector/event_layout.cpp; keep every field naturally aligned, padding explicit. ---- */
+
+/* How a call's raw arguments are turned into a0..a5 (collector/decode.cpp). The BPF side
+ * only copies registers, stack words and struct bytes as the attach cookie says. */
+enum cw_decode {
+  CW_DC_NONE = 0,
+  CW_DC_ALLOC = 1,        /* (void** out, size_t bytes, ...): *out read on return */
+  CW_DC_FREE = 2,         /* (void* ptr) */
+  CW_DC_COPY = 3,         /* (dst, src, bytes, kind[, stream]) */
+  CW_DC_COPY_2D = 4,      /* (dst, dpitch, src, spitch, width, height | kind, stream on stack) */
+  CW_DC_COPY_PEER = 5,    /* (dst, dst_dev, src, src_dev, bytes[, stream]) */
+  CW_DC_SET = 6,          /* (ptr, value, bytes[, stream]) */
+  CW_DC_LAUNCH_RT = 7,    /* (func, dim3 grid (2 regs), dim3 block (2 regs), args | smem, stream) */
+  CW_DC_LAUNCH_RT_EXC = 8,  /* (const cudaLaunchConfig_t*, func, args): config copied */
+  CW_DC_LAUNCH_DRV = 9,   /* (f, gx, gy, gz, bx, by | bz, smem, stream) */
+  CW_DC_LAUNCH_DRV_EX = 10, /* (const CUlaunchConfig*, f, ...): config copied */
+  CW_DC_STREAM0 = 11,     /* (stream) */
+  CW_DC_STREAM1 = 12,     /* (x, stream): graph launch */
+  CW_DC_EVENT = 13,       /* (event) */
+  CW_DC_DRV_COPY = 14,    /* (dst, src, bytes[, stream]); kind from the cookie's aux byte */
+  CW_DC_NCCL_INIT_RANK = 20, /* (comm* out, nranks, ncclUniqueId by value, rank) */
+  CW_DC_NCCL_INIT_ALL = 21,  /* (comm* out array, ndev, devlist) */
+  CW_DC_NCCL_DESTROY = 22,   /* (comm) */
+  CW_DC_NCCL_REDUCE_LIKE = 23, /* AllReduce/ReduceScatter (s, r, count, dtype, redop, comm | stream) */
+  CW_DC_NCCL_ALL_GATHER = 24,  /* (s, r, count, dtype, comm, stream) */
+  CW_DC_NCCL_BROADCAST = 25,   /* (s, r, count, dtype, root, comm | stream) */
+  CW_DC_NCCL_BCAST = 26,       /* (buf, count, dtype, root, comm, stream) */
+  CW_DC_NCCL_REDUCE = 27,      /* (s, r, count, dtype, redop, root | comm, stream) */
+  CW_DC_NCCL_P2P = 28,         /* (buf, count, dtype, peer, comm, stream) */
+};
+
+/* The 64-bit attach cookie of every uprobe: what the generic entry/return programs do.
+ *   bits  0..15 op (enum cw_op)         16..23 decode class (enum cw_decode)
+ *        24..31 aux (copy kind)         32..35 stack words to copy from sp+8 (0..4)
+ *        36..39 register (1..6) holding a pointer to a 40-byte config struct to copy
+ *        40..43 where the NCCL comm is: 1..6 register, 7 first stack word, 8 second
+ *        44..47 NCCL role (enum cw_nccl_role)   48 read *(u64*)reg1 on success (alloc)
+ */
+enum cw_nccl_role {
+  CW_NCCL_NONE = 0,
+  CW_NCCL_COLL = 1,      /* collective / p2p: per-communicator sequence number += 1 */
+  CW_NCCL_INIT_RANK = 2,
+  CW_NCCL_INIT_ALL = 3,
+  CW_NCCL_DESTROY = 4,
+};
+#define CW_COOKIE_OP(c) ((__u16)((c)&0xffff))
+#define CW_COOKIE_CLASS(c) ((__u8)(((c) >> 16) & 0xff))
+#define CW_COOKIE_AUX(c) ((__u8)(((c) >> 24) & 0xff))
+#define CW_COOKIE_NSTACK(c) ((__u32)(((c) >> 32) & 0xf))
+#define CW_COOKIE_STRUCT_REG(c) ((__u32)(((c) >> 36) & 0xf))
+#define CW_COOKIE_COMM_LOC(c) ((__u32)(((c) >> 40) & 0xf))
+#define CW_COOKIE_NCCL_ROLE(c) ((__u32)(((c) >> 44) & 0xf))
+#define CW_COOKIE_OUT_PTR(c) ((__u32)(((c) >> 48) & 0x1))
+
+#define CW_NREGS 6
+#define CW_NEXTRA 5
+#define CW_STRUCT_BYTES 40 /* copied config struct: fills extra[0..4] */
+
+/* Which extra[] slots hold what (besides stack words / config bytes):
+ * NCCL: extra[2] comm hash, extra[3] rank | nranks << 32 (rank 0xffffffff = unknown),
+ * extra[4] per-communicator sequence number (init: the new comm handle).
+ * ALLOC: extra[4] the pointer written through the out argument. */
+#define CW_X_COMM_HASH 2
+#define CW_X_RANKS 3
+#define CW_X_SEQ 4
+#define CW_X_OUT 4
+
+/* hdr.flags bits */
+#define CW_F_NO_STACK 0x1
+
+/* CW_REC_CALL, sent on return: 152 bytes. hdr.ts_ns is the call's start. */
+struct cw_call_event {
+  struct cw_header hdr;
+  __u64 dur_ns;
+  __s64 ret;           /* rax on return */
+  __u64 regs[CW_NREGS];  /* integer argument registers at entry: rdi rsi rdx rcx r8 r9 */
+  __u64 extra[CW_NEXTRA];
+  __s32 stack_id;      /* user stack in the stack map; < 0: none / failed */
+  __u8 dclass;         /* enum cw_decode */
+  __u8 aux;
+  __u16 _pad1;
+};
+
+/* CW_REC_SWITCH: 104 bytes. prev_state: 0 = preempted while runnable, else TASK_* bits. */
+struct cw_switch_event {
+  struct cw_header hdr;
+  __u32 prev_tid;
+  __u32 prev_pid;
+  __u32 next_tid;
+  __u32 next_pid;
+  __s32 prev_prio;
+  __s32 next_prio;
+  __s64 prev_state;
+  char prev_comm[16];
+  char next_comm[16];
+};
+
+/* CW_REC_WAKEUP: 88 bytes. hdr.pid/tid are the waker (current); tid/pid the woken thread. */
+struct cw_wakeup_event {
+  struct cw_header hdr;
+  __u32 tid;
+  __u32 pid;
+  __s32 target_cpu;
+  __u32 _pad1;
+  char comm[16];   /* the woken thread */
+  char waker_comm[16];
+};
+
+/* CW_REC_PROC: exec / fork / exit of a process: 72 bytes. hdr is the process itself (exec,
+ * exit) or the forking parent thread (fork, with child_pid). */
+struct cw_proc_event {
+  struct cw_header hdr;
+  __u32 ppid;
+  __s32 exit_code;
+  __u32 child_pid;
+  __u32 _pad1;
+  char comm[16];
+};
+
+/* CW_REC_HOST: block request, TCP retransmit, OOM kill, page-allocation aggregate: 96 bytes.
+ * a[] follows the op's arg_names in tracedb/op_catalog.cpp. */
+struct cw_host_event {
+  struct cw_header hdr;
+  __u64 dur_ns;
+  __s64 a[6];
+};
+
+/* Per-CPU counters of everything the BPF side could not record (collector_stats). */
+enum cw_drop {
+  CW_DROP_RING_CALL = 0,     /* call ring full: bpf_ringbuf_reserve failed */
+  CW_DROP_RING_HOST = 1,     /* host ring full */
+  CW_DROP_DEPTH = 2,         /* nesting deeper than CW_MAX_DEPTH on one thread */
+  CW_DROP_UNPAIRED = 3,      /* return without a matching entry */
+  CW_DROP_SLOT = 4,          /* the thread's pairing slot was busy with another live thread */
+  CW_DROP_STACK = 5,         /* bpf_get_stackid failed (event kept, no stack) */
+  CW_DROP_BLOCK_MAP = 6,     /* in-flight block request map full */
+  CW_DROP_PAGE_MAP = 7,      /* page-alloc aggregation map full */
+  CW_DROP_NCCL_MAP = 8,      /* communicator map full */
+  CW_DROP_TRACED_MAP = 9,    /* traced-process map full */
+  CW_DROP__COUNT = 10,
+};
+
+/* Page allocations aggregated in the kernel per process (drained each second). */
+struct cw_page_agg {
+  __u64 pages;
+  __u64 calls;
+  __u32 max_order;
+  __u32 _pad1;
+};
+
+/* NCCL communicator known to the BPF side (keyed by comm handle). */
+struct cw_comm_info {
+  __u64 hash;   /* of the full 128-byte ncclUniqueId (FNV-1a over 16 words) */
+  __u32 rank;
+  __u32 nranks;
+  __u64 seq;
 };
 
 #endif /* CAUSEWAY_EVENTS_H */

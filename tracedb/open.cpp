@@ -92,7 +92,7 @@ Result<DbHandle> open_for_write(const std::string& path) {
                         "PRAGMA journal_mode = WAL;"
                         "PRAGMA synchronous = NORMAL;"
                         "PRAGMA journal_size_limit = 16777216;"
-                        "PRAGMA cache_size = -65536;"
+                        "PRAGMA cache_size = -8192;"
                         "PRAGMA temp_store = MEMORY;");
       !r)
     return make_error("db_open", "cannot configure " + path + ": " + r.error().message);

@@ -1,0 +1,6 @@
+# Collector benchmarks (root): probe cost vs a bare uprobe in the same run, drops at a target
+# rate, RSS. Run: sudo build/bench/probe_cost   (results: docs/bench-collector.md)
+add_executable(probe_cost ${CMAKE_CURRENT_LIST_DIR}/probe_cost.cpp)
+target_link_libraries(probe_cost PRIVATE causeway_collector causeway_bpf_bench_empty ${CMAKE_DL_LIBS})
+set_target_properties(probe_cost PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+add_dependencies(probe_cost cw_fake_cudart)

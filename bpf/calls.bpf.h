@@ -1,0 +1,251 @@
+/* CUDA runtime, CUDA driver and NCCL calls: one generic entry and one generic return program,
+ * attached to every traced function with a cookie saying what to copy (events.h).
+ *
+ * Entry and return are paired per thread in an ARRAY slot indexed by tid & targ_task_mask.
+ * Measured here (bench/probe_cost, thread CPU per call over an empty uprobe+uretprobe):
+ * hash map keyed by tid +460 ns, task-local storage +190 ns, array slot ≈ +40 ns — an array
+ * lookup is inlined by the verifier, no helper call. The slot records its owner tid; when
+ * pid_max ≤ the array size no two live threads share a slot; beyond that, a thread whose slot
+ * is busy with another live call is not traced for that call and the miss is counted
+ * (CW_DROP_SLOT), never silent. */
+#pragma once
+
+#include "maps.bpf.h"
+
+/* Nesting per thread: __cudaLaunchKernel → cudaLaunchKernel → cuLaunchKernel is 3 deep. */
+#define CW_MAX_DEPTH 4
+
+struct cw_frame {
+  __u64 ts;
+  __u64 cookie;
+  __u64 regs[CW_NREGS];
+  __u64 extra[CW_NEXTRA];
+  __s32 stack_id;
+  __u32 _pad;
+};
+
+struct cw_task {
+  __u32 owner; /* tid using this slot */
+  __u32 depth;
+  struct cw_frame f[CW_MAX_DEPTH];
+};
+
+/* 32768 slots × 456 B = 14.3 MiB; the loader sizes it to pid_max rounded up to a power of
+ * two (at most 32768) and sets targ_task_mask = size - 1. */
+const volatile __u32 targ_task_mask = 32767;
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 32768);
+  __type(key, __u32);
+  __type(value, struct cw_task);
+} tasks SEC(".maps");
+
+/* A slot whose owner has been inside a call this long is presumed dead (thread exited
+ * mid-call) and may be taken over. */
+#define CW_STALE_NS (600ULL * 1000000000ULL)
+
+/* NCCL communicators by (process, handle): handles are heap pointers, equal across forked
+ * rank processes. A job has a handful; 4096 covers many jobs on a host. */
+struct cw_comm_key {
+  __u32 tgid;
+  __u32 _pad;
+  __u64 comm;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct cw_comm_key);
+  __type(value, struct cw_comm_info);
+} comms SEC(".maps");
+
+static __always_inline struct cw_comm_key comm_key(__u64 comm) {
+  struct cw_comm_key k = {.tgid = bpf_get_current_pid_tgid() >> 32, ._pad = 0, .comm = comm};
+  return k;
+}
+
+/* Argument register n (1-based) as saved in the frame; ctx offsets must be constant. */
+static __always_inline __u64 saved_reg(const struct cw_frame *fr, __u32 n) {
+  if (n < 1 || n > CW_NREGS) return 0;
+  return fr->regs[n - 1];
+}
+
+/* FNV-1a over the 16 words of an ncclUniqueId: every rank of a communicator gets the same
+ * value, different communicators different ones. */
+static __always_inline __u64 hash_unique_id(__u64 sp) {
+  __u64 w[16];
+  __u64 h = 0xcbf29ce484222325ULL;
+  if (bpf_probe_read_user(w, sizeof(w), (void *)(sp + 8))) return 0;
+#pragma unroll
+  for (int i = 0; i < 16; i++) h = (h ^ w[i]) * 0x100000001b3ULL;
+  return h;
+}
+
+static __always_inline void nccl_entry(struct cw_frame *fr, __u64 cookie, struct pt_regs *ctx) {
+  __u32 role = CW_COOKIE_NCCL_ROLE(cookie);
+  if (role == CW_NCCL_INIT_RANK) {
+    fr->extra[CW_X_COMM_HASH] = hash_unique_id(PT_REGS_SP(ctx));
+    return;
+  }
+  __u32 loc = CW_COOKIE_COMM_LOC(cookie);
+  __u64 comm = loc == 7 ? fr->extra[0] : loc == 8 ? fr->extra[1] : saved_reg(fr, loc);
+  struct cw_comm_key key = comm_key(comm);
+  struct cw_comm_info *ci = bpf_map_lookup_elem(&comms, &key);
+  if (!ci) {
+    /* Created before the trace started: the handle stands in for the id, rank unknown. */
+    fr->extra[CW_X_COMM_HASH] = comm;
+    fr->extra[CW_X_RANKS] = 0xffffffffULL;
+    fr->extra[CW_X_SEQ] = 0;
+    if (role == CW_NCCL_COLL) {
+      struct cw_comm_info ni = {.hash = comm, .rank = 0xffffffff, .nranks = 0, .seq = 1};
+      if (bpf_map_update_elem(&comms, &key, &ni, BPF_NOEXIST) == -7) count_drop(CW_DROP_NCCL_MAP);
+    }
+    return;
+  }
+  fr->extra[CW_X_COMM_HASH] = ci->hash;
+  fr->extra[CW_X_RANKS] = ci->rank | ((__u64)ci->nranks << 32);
+  fr->extra[CW_X_SEQ] = role == CW_NCCL_COLL ? __sync_fetch_and_add(&ci->seq, 1) : ci->seq;
+}
+
+SEC("uprobe")
+int cw_enter(struct pt_regs *ctx) {
+  if (cw_stopped) return 0;
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  if (targ_filter && !is_traced(tgid)) return 0;
+
+  __u32 tid = (__u32)id;
+  __u32 idx = tid & targ_task_mask;
+  struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
+  if (!t) return 0;
+  if (t->owner != tid) {
+    if (t->depth != 0 && bpf_ktime_get_ns() - t->f[0].ts < CW_STALE_NS) {
+      count_drop(CW_DROP_SLOT);
+      return 0;
+    }
+    t->owner = tid;
+    t->depth = 0;
+    mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
+  }
+  __u32 d = t->depth;
+  t->depth = d + 1;
+  if (d >= CW_MAX_DEPTH) {
+    count_drop(CW_DROP_DEPTH);
+    return 0;
+  }
+  struct cw_frame *fr = &t->f[d];
+  fr->cookie = cookie;
+  fr->regs[0] = PT_REGS_PARM1(ctx);
+  fr->regs[1] = PT_REGS_PARM2(ctx);
+  fr->regs[2] = PT_REGS_PARM3(ctx);
+  fr->regs[3] = PT_REGS_PARM4(ctx);
+  fr->regs[4] = PT_REGS_PARM5(ctx);
+  fr->regs[5] = PT_REGS_PARM6(ctx);
+
+  __u32 nstack = CW_COOKIE_NSTACK(cookie);
+  if (nstack) {
+    /* Stack arguments start above the return address. */
+    __u32 n = nstack > 4 ? 4 : nstack;
+    if (bpf_probe_read_user(fr->extra, n * 8, (void *)(PT_REGS_SP(ctx) + 8))) fr->extra[0] = 0;
+  }
+  __u32 sreg = CW_COOKIE_STRUCT_REG(cookie);
+  if (sreg) {
+    if (bpf_probe_read_user(fr->extra, CW_STRUCT_BYTES, (void *)saved_reg(fr, sreg)))
+      __builtin_memset(fr->extra, 0, sizeof(fr->extra));
+  }
+  if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_entry(fr, cookie, ctx);
+
+  fr->stack_id = -1;
+  if (targ_stacks) {
+    long sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+    if (sid < 0) count_drop(CW_DROP_STACK);
+    fr->stack_id = sid;
+  }
+  /* Last, so the time spent above is not charged to the call. */
+  fr->ts = bpf_ktime_get_ns();
+  return 0;
+}
+
+static __always_inline void nccl_return(struct cw_frame *fr, struct cw_call_event *e, __u64 ret) {
+  __u32 role = CW_COOKIE_NCCL_ROLE(fr->cookie);
+  if (role == CW_NCCL_INIT_RANK && ret == 0) {
+    __u64 comm = 0;
+    bpf_probe_read_user(&comm, sizeof(comm), (void *)fr->regs[0]);
+    struct cw_comm_info ci = {
+        .hash = fr->extra[CW_X_COMM_HASH], .rank = (__u32)fr->regs[2], .nranks = (__u32)fr->regs[1], .seq = 0};
+    struct cw_comm_key key = comm_key(comm);
+    if (comm && bpf_map_update_elem(&comms, &key, &ci, BPF_ANY)) count_drop(CW_DROP_NCCL_MAP);
+    e->extra[CW_X_RANKS] = ci.rank | ((__u64)ci.nranks << 32);
+    e->extra[CW_X_OUT] = comm;
+  } else if (role == CW_NCCL_INIT_ALL && ret == 0) {
+    /* One process drives ndev ranks: no unique id, so the hash is derived from the first
+     * handle (shared by all ranks of this communicator, distinct between communicators). */
+    __u64 handles[8] = {};
+    __u32 ndev = (__u32)fr->regs[1];
+    if (ndev > 8) ndev = 8;
+    if (bpf_probe_read_user(handles, sizeof(handles), (void *)fr->regs[0])) return;
+    __u64 h = (handles[0] ^ 0xcbf29ce484222325ULL) * 0x100000001b3ULL;
+    e->extra[CW_X_COMM_HASH] = h;
+#pragma unroll
+    for (__u32 i = 0; i < 8; i++) {
+      if (i >= ndev) break;
+      struct cw_comm_info ci = {.hash = h, .rank = i, .nranks = ndev, .seq = 0};
+      struct cw_comm_key k = comm_key(handles[i]);
+      if (k.comm && bpf_map_update_elem(&comms, &k, &ci, BPF_ANY)) count_drop(CW_DROP_NCCL_MAP);
+    }
+  } else if (role == CW_NCCL_DESTROY) {
+    struct cw_comm_key key = comm_key(fr->regs[0]);
+    bpf_map_delete_elem(&comms, &key);
+  }
+}
+
+SEC("uretprobe")
+int cw_return(struct pt_regs *ctx) {
+  __u64 now = bpf_ktime_get_ns();
+  __u64 cookie = bpf_get_attach_cookie(ctx);
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u32 idx = tid & targ_task_mask;
+  struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
+  /* Not ours: the entry was filtered out (--pid) or its slot was busy (counted there). */
+  if (!t || t->owner != tid) return 0;
+  if (t->depth == 0) {
+    if (!targ_filter) count_drop(CW_DROP_UNPAIRED);
+    return 0;
+  }
+  __u32 d = t->depth - 1;
+  t->depth = d;
+  if (d >= CW_MAX_DEPTH) return 0; /* counted at entry */
+  struct cw_frame *fr = &t->f[d];
+  if (fr->cookie != cookie) {
+    count_drop(CW_DROP_UNPAIRED);
+    return 0;
+  }
+
+  struct cw_call_event *e = bpf_ringbuf_reserve(&rb_calls, sizeof(*e), 0);
+  if (!e) {
+    count_drop(CW_DROP_RING_CALL);
+    return 0;
+  }
+  __u16 op = CW_COOKIE_OP(cookie);
+  __u8 src = op < 200 ? CW_SRC_CUDA : op < 300 ? CW_SRC_DRIVER : CW_SRC_NCCL;
+  /* No cgroup here: it is per process, and the collector fills it from /proc (saves a helper
+   * call on the hottest path). */
+  fill_header_nocg(&e->hdr, fr->ts, op, CW_REC_CALL, src);
+  __u64 ret = PT_REGS_RC(ctx);
+  e->dur_ns = now - fr->ts;
+  e->ret = (__s32)ret; /* every traced API returns a 32-bit status enum */
+  __builtin_memcpy(e->regs, fr->regs, sizeof(e->regs));
+  __builtin_memcpy(e->extra, fr->extra, sizeof(e->extra));
+  e->stack_id = fr->stack_id;
+  e->dclass = CW_COOKIE_CLASS(cookie);
+  e->aux = CW_COOKIE_AUX(cookie);
+  e->_pad1 = 0;
+  if (CW_COOKIE_OUT_PTR(cookie)) {
+    __u64 out = 0;
+    if ((__u32)ret == 0) bpf_probe_read_user(&out, sizeof(out), (void *)fr->regs[0]);
+    e->extra[CW_X_OUT] = out;
+  }
+  if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_return(fr, e, (__u32)ret);
+  bpf_ringbuf_submit(e, wake_flag(&rb_calls, targ_wake_calls));
+  return 0;
+}

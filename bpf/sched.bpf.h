@@ -1,0 +1,65 @@
+/* Context switches and wake-ups touching a traced process: what makes per-thread off-CPU
+ * intervals exact (who ran instead, runnable vs sleeping, who woke the thread). */
+#pragma once
+
+#include "maps.bpf.h"
+
+/* raw_tp/sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
+SEC("raw_tp/sched_switch")
+int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
+  if (cw_stopped) return 0;
+  bool preempt = (bool)ctx->args[0];
+  struct task_struct *prev = (struct task_struct *)ctx->args[1];
+  struct task_struct *next = (struct task_struct *)ctx->args[2];
+  __u32 prev_pid = BPF_CORE_READ(prev, tgid);
+  __u32 next_pid = BPF_CORE_READ(next, tgid);
+  if (!is_traced(prev_pid) && !is_traced(next_pid)) return 0;
+
+  struct cw_switch_event *e = bpf_ringbuf_reserve(&rb_host, sizeof(*e), 0);
+  if (!e) {
+    count_drop(CW_DROP_RING_HOST);
+    return 0;
+  }
+  fill_header(&e->hdr, bpf_ktime_get_ns(), CW_OP_SCHED_SWITCH, CW_REC_SWITCH, CW_SRC_HOST);
+  e->prev_tid = BPF_CORE_READ(prev, pid);
+  e->prev_pid = prev_pid;
+  e->next_tid = BPF_CORE_READ(next, pid);
+  e->next_pid = next_pid;
+  e->prev_prio = BPF_CORE_READ(prev, prio);
+  e->next_prio = BPF_CORE_READ(next, prio);
+  /* A preempted task may already have set a sleeping state; it is still runnable. */
+  e->prev_state = preempt ? 0 : (BPF_CORE_READ(prev, __state) & 0xff);
+  BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
+  BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
+  bpf_ringbuf_submit(e, wake_flag(&rb_host, targ_wake_host));
+  return 0;
+}
+
+/* raw_tp/sched_wakeup(struct task_struct *p): current is the waker. */
+static __always_inline int on_wakeup(struct task_struct *p) {
+  if (cw_stopped) return 0;
+  __u32 pid = BPF_CORE_READ(p, tgid);
+  if (!is_traced(pid)) return 0;
+  struct cw_wakeup_event *e = bpf_ringbuf_reserve(&rb_host, sizeof(*e), 0);
+  if (!e) {
+    count_drop(CW_DROP_RING_HOST);
+    return 0;
+  }
+  fill_header(&e->hdr, bpf_ktime_get_ns(), CW_OP_SCHED_WAKEUP, CW_REC_WAKEUP, CW_SRC_HOST);
+  e->tid = BPF_CORE_READ(p, pid);
+  e->pid = pid;
+  e->target_cpu = BPF_CORE_READ(p, wake_cpu);
+  e->_pad1 = 0;
+  BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
+  bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
+  bpf_ringbuf_submit(e, wake_flag(&rb_host, targ_wake_host));
+  return 0;
+}
+
+SEC("raw_tp/sched_wakeup")
+int cw_sched_wakeup(struct bpf_raw_tracepoint_args *ctx) { return on_wakeup((struct task_struct *)ctx->args[0]); }
+
+SEC("raw_tp/sched_wakeup_new")
+int cw_sched_wakeup_new(struct bpf_raw_tracepoint_args *ctx) {
+  return on_wakeup((struct task_struct *)ctx->args[0]);
+}

@@ -1,0 +1,70 @@
+#include "collector/attacher.h"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "collector/elf_file.h"
+
+namespace causeway::collector {
+
+EntryPlan plan_entry(const std::vector<uint8_t>& code) {
+  EntryPlan p;
+  if (code.size() >= 4 && code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa) p.skip = 4;
+  if (code.size() < p.skip + 2) return p;
+  const uint8_t b0 = code[p.skip], b1 = code[p.skip + 1];
+  const bool push = (b0 >= 0x50 && b0 <= 0x57) || (b0 == 0x41 && b1 >= 0x50 && b1 <= 0x57);
+  const bool nop = b0 == 0x90 || (b0 == 0x0f && b1 == 0x1f) || (b0 == 0x66 && b1 == 0x90);
+  const bool branch = b0 == 0xe8 || b0 == 0xe9 || b0 == 0xeb;
+  p.fast = push || nop || branch;
+  return p;
+}
+
+Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::string& display, LibKind kind) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return make_error("lib_missing", "cannot stat " + path);
+  auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+  if (files_.count(key)) return static_cast<const AttachedLib*>(nullptr);
+  auto elf = ElfFile::load(path);
+  if (!elf) return elf.error();
+  files_.insert(key);
+
+  AttachedLib lib{path, display, kind, (*elf)->build_id(), 0, {}, {}};
+  std::string first_error;
+  for (const ProbeSpec& spec : probe_specs()) {
+    if (spec.lib != kind) continue;
+    auto sym = (*elf)->find(spec.symbol);
+    if (!sym) {
+      lib.missing.emplace_back(spec.symbol);
+      continue;
+    }
+    auto off = (*elf)->vaddr_to_offset(sym->vaddr);
+    if (!off) {
+      lib.missing.emplace_back(spec.symbol);
+      continue;
+    }
+    EntryPlan plan = plan_entry((*elf)->read_bytes(*off, 8));
+    if (!plan.fast) {
+      auto code = (*elf)->read_bytes(*off + plan.skip, 3);
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " (first insn %02x %02x %02x: single-stepped)", code.size() > 0 ? code[0] : 0,
+                    code.size() > 1 ? code[1] : 0, code.size() > 2 ? code[2] : 0);
+      lib.slow.push_back(std::string(spec.symbol) + buf);
+    }
+    const uint64_t cookie = make_cookie(spec);
+    auto r1 = bpf_.attach_uprobe(path, *off + plan.skip, cookie, false);
+    // The return probe is a breakpoint at the entry too (it hijacks the return address), so it
+    // skips endbr64 as well: the stack pointer is unchanged there.
+    auto r2 = r1 ? bpf_.attach_uprobe(path, *off + plan.skip, cookie, true) : Result<void>(r1.error());
+    if (!r1 || !r2) {
+      if (first_error.empty()) first_error = (!r1 ? r1.error() : r2.error()).message;
+      continue;
+    }
+    ++lib.probes;
+  }
+  if (lib.probes == 0 && !first_error.empty()) return make_error("attach", first_error);
+  libs_.push_back(std::move(lib));
+  return &libs_.back();
+}
+
+}  // namespace causeway::collector

@@ -1,0 +1,192 @@
+#include "collector/bpf_loader.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+#include "causeway.skel.h"
+
+namespace causeway::collector {
+namespace {
+
+std::mutex g_log_mu;
+bool g_quiet = true;
+std::string g_last;
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  if (level == LIBBPF_DEBUG) return 0;
+  char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, args);
+  std::lock_guard lock(g_log_mu);
+  g_last = buf;
+  if (!g_quiet) std::fputs(buf, stderr);
+  return 0;
+}
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+uint32_t read_pid_max() {
+  unsigned v = 32768;
+  if (FILE* f = std::fopen("/proc/sys/kernel/pid_max", "r")) {
+    if (std::fscanf(f, "%u", &v) != 1) v = 32768;
+    std::fclose(f);
+  }
+  return v;
+}
+
+}  // namespace
+
+void set_libbpf_quiet(bool quiet) {
+  std::lock_guard lock(g_log_mu);
+  g_quiet = quiet;
+  libbpf_set_print(libbpf_print);
+}
+
+std::string last_libbpf_message() {
+  std::lock_guard lock(g_log_mu);
+  return g_last;
+}
+
+void LinkCloser::operator()(bpf_link* l) const { bpf_link__destroy(l); }
+
+Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
+  libbpf_set_print(libbpf_print);
+  std::unique_ptr<BpfObject> obj(new BpfObject());
+  obj->skel_ = causeway_bpf__open();
+  if (!obj->skel_) return make_error("bpf_open", "cannot open the BPF object: " + errno_text(errno));
+  auto* rodata = obj->skel_->rodata;
+  rodata->targ_filter = o.filter_pids;
+  rodata->targ_stacks = o.stacks;
+  // Wake the consumer once a quarter of a ring is queued (see maps.bpf.h).
+  rodata->targ_wake_calls = o.ring_calls_bytes / 4;
+  rodata->targ_wake_host = o.ring_host_bytes / 4;
+  bpf_map__set_max_entries(obj->skel_->maps.rb_calls, o.ring_calls_bytes);
+  bpf_map__set_max_entries(obj->skel_->maps.rb_host, o.ring_host_bytes);
+  if (!o.stacks) bpf_map__set_max_entries(obj->skel_->maps.stacks, 1);
+  // Pairing slots: one per possible tid when pid_max allows (no sharing), else 32768.
+  uint32_t slots = 1;
+  const uint32_t pid_max = read_pid_max();
+  while (slots < pid_max && slots < 32768) slots <<= 1;
+  bpf_map__set_max_entries(obj->skel_->maps.tasks, slots);
+  rodata->targ_task_mask = slots - 1;
+  if (!o.host_tracepoints) {
+    bpf_program* p = nullptr;
+    bpf_object__for_each_program(p, obj->skel_->obj) {
+      if (p != obj->skel_->progs.cw_enter && p != obj->skel_->progs.cw_return) bpf_program__set_autoload(p, false);
+    }
+  }
+  if (int err = causeway_bpf__load(obj->skel_); err)
+    return make_error("bpf_load", "loading the BPF programs failed (" + errno_text(err) +
+                                      "); run as root or with CAP_BPF+CAP_PERFMON, on a kernel with BTF. libbpf: " +
+                                      last_libbpf_message());
+  obj->ncpus_ = libbpf_num_possible_cpus();
+  if (obj->ncpus_ < 1) obj->ncpus_ = 1;
+  return obj;
+}
+
+BpfObject::~BpfObject() {
+  uprobe_links_.clear();
+  tp_links_.clear();
+  if (skel_) causeway_bpf__destroy(skel_);
+}
+
+void BpfObject::stop_producers() { __atomic_store_n(&skel_->bss->cw_stopped, true, __ATOMIC_RELEASE); }
+
+std::vector<std::string> BpfObject::attach_tracepoints() {
+  struct Tp {
+    bpf_program* prog;
+    const char* name;
+  };
+  const Tp tps[] = {
+      {skel_->progs.cw_sched_switch, "sched_switch"},       {skel_->progs.cw_sched_wakeup, "sched_wakeup"},
+      {skel_->progs.cw_sched_wakeup_new, "sched_wakeup_new"}, {skel_->progs.cw_proc_exec, "sched_process_exec"},
+      {skel_->progs.cw_proc_fork, "sched_process_fork"},     {skel_->progs.cw_proc_exit, "sched_process_exit"},
+      {skel_->progs.cw_block_issue, "block_rq_issue"},       {skel_->progs.cw_block_complete, "block_rq_complete"},
+      {skel_->progs.cw_tcp_retransmit, "tcp_retransmit_skb"}, {skel_->progs.cw_page_alloc, "mm_page_alloc"},
+      {skel_->progs.cw_oom_victim, "mark_victim"},
+  };
+  std::vector<std::string> failed;
+  for (const Tp& tp : tps) {
+    if (!bpf_program__autoload(tp.prog)) continue;
+    bpf_link* l = bpf_program__attach_raw_tracepoint(tp.prog, tp.name);
+    if (!l) {
+      failed.push_back(std::string(tp.name) + " (" + errno_text(errno) + ")");
+      continue;
+    }
+    tp_links_.emplace_back(l);
+  }
+  return failed;
+}
+
+Result<void> BpfObject::attach_uprobe(const std::string& binary, uint64_t offset, uint64_t cookie, bool retprobe) {
+  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
+  bpf_program* prog = retprobe ? skel_->progs.cw_return : skel_->progs.cw_enter;
+  bpf_link* l = bpf_program__attach_uprobe_opts(prog, -1, binary.c_str(), offset, &opts);
+  if (!l) return make_error("attach", "uprobe on " + binary + "+0x" + std::to_string(offset) + ": " + errno_text(errno));
+  uprobe_links_.emplace_back(l);
+  return {};
+}
+
+void BpfObject::trace_pid(uint32_t pid) {
+  uint8_t one = 1;
+  bpf_map__update_elem(skel_->maps.traced, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
+}
+
+void BpfObject::untrace_pid(uint32_t pid) { bpf_map__delete_elem(skel_->maps.traced, &pid, sizeof(pid), 0); }
+
+bool BpfObject::is_traced(uint32_t pid) const {
+  uint8_t v = 0;
+  return bpf_map__lookup_elem(skel_->maps.traced, &pid, sizeof(pid), &v, sizeof(v), 0) == 0;
+}
+
+std::vector<uint64_t> BpfObject::drops() const {
+  std::vector<uint64_t> out(CW_DROP__COUNT, 0);
+  std::vector<uint64_t> percpu(static_cast<size_t>(ncpus_));
+  for (uint32_t k = 0; k < CW_DROP__COUNT; ++k) {
+    if (bpf_map__lookup_elem(skel_->maps.drops, &k, sizeof(k), percpu.data(), percpu.size() * sizeof(uint64_t), 0))
+      continue;
+    for (uint64_t v : percpu) out[k] += v;
+  }
+  return out;
+}
+
+std::vector<uint64_t> BpfObject::stack(int32_t id) const {
+  std::vector<uint64_t> ips(32, 0);  // CW_STACK_DEPTH in maps.bpf.h
+  uint32_t key = static_cast<uint32_t>(id);
+  if (id < 0 || bpf_map__lookup_elem(skel_->maps.stacks, &key, sizeof(key), ips.data(), ips.size() * 8, 0)) return {};
+  while (!ips.empty() && ips.back() == 0) ips.pop_back();
+  return ips;
+}
+
+std::vector<std::pair<uint32_t, cw_page_agg>> BpfObject::drain_page_agg() {
+  std::vector<std::pair<uint32_t, cw_page_agg>> out;
+  int fd = bpf_map__fd(skel_->maps.page_agg);
+  uint32_t key = 0, next = 0;
+  std::vector<uint32_t> keys;
+  uint32_t* prev = nullptr;
+  while (bpf_map_get_next_key(fd, prev, &next) == 0) {
+    keys.push_back(next);
+    key = next;
+    prev = &key;
+  }
+  for (uint32_t k : keys) {
+    cw_page_agg v{};
+    // lookup_and_delete is not supported on hash maps by every kernel; a read then delete
+    // can lose the few pages allocated in between, which an aggregate tolerates.
+    if (bpf_map_lookup_elem(fd, &k, &v) == 0) {
+      bpf_map_delete_elem(fd, &k);
+      out.emplace_back(k, v);
+    }
+  }
+  return out;
+}
+
+int BpfObject::ring_calls_fd() const { return bpf_map__fd(skel_->maps.rb_calls); }
+int BpfObject::ring_host_fd() const { return bpf_map__fd(skel_->maps.rb_host); }
+
+}  // namespace causeway::collector

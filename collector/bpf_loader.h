@@ -1,0 +1,76 @@
+// The loaded causeway BPF object: open → configure (tunables, map sizes) → load → attach, in
+// that order. Owns the skeleton and every link (RAII); tracepoints whose hook is missing on
+// this kernel are skipped with a warning rather than failing the whole load.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bpf/events.h"
+#include "common/result.h"
+
+struct causeway_bpf;
+struct bpf_link;
+struct bpf_map;
+
+namespace causeway::collector {
+
+struct LoaderOptions {
+  bool stacks = true;
+  bool filter_pids = false;        // only processes in the traced map (--pid)
+  uint32_t ring_calls_bytes = 8u << 20;  // power of two, ≥ page size
+  uint32_t ring_host_bytes = 4u << 20;
+  bool host_tracepoints = true;    // sched/proc/io/net/mem
+};
+
+struct LinkCloser {
+  void operator()(bpf_link* l) const;
+};
+using LinkPtr = std::unique_ptr<bpf_link, LinkCloser>;
+
+class BpfObject {
+ public:
+  static Result<std::unique_ptr<BpfObject>> load(const LoaderOptions& options);
+  ~BpfObject();
+  BpfObject(const BpfObject&) = delete;
+  BpfObject& operator=(const BpfObject&) = delete;
+
+  // Attaches the host tracepoints; returns the names that could not attach (warnings).
+  std::vector<std::string> attach_tracepoints();
+  // One uprobe (entry) or uretprobe (return) at a file offset of binary, for every process.
+  Result<void> attach_uprobe(const std::string& binary, uint64_t offset, uint64_t cookie, bool retprobe);
+  size_t uprobe_links() const { return uprobe_links_.size(); }
+  // Tells the programs to ignore new calls and host events (returns of calls already entered
+  // still complete); instant, unlike detaching (each uprobe unregistration waits for RCU).
+  void stop_producers();
+
+  void trace_pid(uint32_t pid);
+  void untrace_pid(uint32_t pid);
+  bool is_traced(uint32_t pid) const;
+
+  // Summed per-CPU drop counters, indexed by enum cw_drop.
+  std::vector<uint64_t> drops() const;
+  // Frames of a user stack id (innermost first); empty when the id is unknown.
+  std::vector<uint64_t> stack(int32_t id) const;
+  // Removes and returns every process's page-allocation aggregate.
+  std::vector<std::pair<uint32_t, cw_page_agg>> drain_page_agg();
+
+  int ring_calls_fd() const;
+  int ring_host_fd() const;
+
+ private:
+  BpfObject() = default;
+  causeway_bpf* skel_ = nullptr;
+  std::vector<LinkPtr> tp_links_;
+  std::vector<LinkPtr> uprobe_links_;
+  int ncpus_ = 1;
+};
+
+// libbpf's messages: warnings go to stderr unless silenced; the last ones are kept for
+// `check` remedies.
+void set_libbpf_quiet(bool quiet);
+std::string last_libbpf_message();
+
+}  // namespace causeway::collector

@@ -1,0 +1,223 @@
+#include "collector/check.h"
+
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "collector/bpf_loader.h"
+#include "collector/discovery.h"
+#include "collector/probe_table.h"
+#include "collector/proc_maps.h"
+#include "collector/selftest_target.h"
+
+namespace causeway::collector {
+namespace fs = std::filesystem;
+
+namespace {
+
+CheckItem pass(std::string name, std::string detail) { return {std::move(name), "PASS", std::move(detail), ""}; }
+CheckItem warn(std::string name, std::string detail, std::string remedy) {
+  return {std::move(name), "WARN", std::move(detail), std::move(remedy)};
+}
+CheckItem fail(std::string name, std::string detail, std::string remedy) {
+  return {std::move(name), "FAIL", std::move(detail), std::move(remedy)};
+}
+
+bool kernel_at_least(int want_major, int want_minor, std::string& release) {
+  struct utsname u {};
+  ::uname(&u);
+  release = u.release;
+  int major = 0, minor = 0;
+  std::sscanf(u.release, "%d.%d", &major, &minor);
+  return major > want_major || (major == want_major && minor >= want_minor);
+}
+
+uint64_t effective_caps() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("CapEff:", 0) == 0) return std::strtoull(line.c_str() + 7, nullptr, 16);
+  return 0;
+}
+
+std::string first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  return line;
+}
+
+}  // namespace
+
+std::string version_from_file_name(const std::string& path) {
+  std::string name(base_name(path));
+  auto i = name.find(".so.");
+  return i == std::string::npos ? std::string() : name.substr(i + 4);
+}
+
+std::vector<std::string> find_library_files() {
+  std::set<std::string> out;
+  auto consider = [&](const fs::path& p) {
+    std::error_code ec;
+    if (!lib_kind_of(p.filename().string()) || !fs::is_regular_file(p, ec)) return;
+    out.insert(fs::canonical(p, ec).string());
+  };
+  auto scan_dir = [&](const fs::path& dir) {
+    std::error_code ec;
+    for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec))
+      consider(it->path());
+  };
+  if (FILE* p = ::popen("ldconfig -p 2>/dev/null", "r")) {
+    char buf[1024];
+    while (std::fgets(buf, sizeof(buf), p)) {
+      std::string line(buf);
+      auto arrow = line.find("=> ");
+      if (arrow == std::string::npos) continue;
+      std::string path = line.substr(arrow + 3);
+      while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) path.pop_back();
+      consider(path);
+    }
+    ::pclose(p);
+  }
+  std::vector<std::string> dirs;
+  if (const char* lp = std::getenv("LD_LIBRARY_PATH")) {
+    std::stringstream ss(lp);
+    std::string d;
+    while (std::getline(ss, d, ':'))
+      if (!d.empty()) dirs.push_back(d);
+  }
+  for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* v = std::getenv(env)) {
+      dirs.push_back(std::string(v) + "/lib64");
+      dirs.push_back(std::string(v) + "/lib");
+    }
+  dirs.push_back("/usr/local/cuda/lib64");  // the toolkit's conventional install location
+  dirs.push_back("/usr/local/cuda/lib");
+  for (const auto& d : dirs) scan_dir(d);
+  return {out.begin(), out.end()};
+}
+
+std::vector<CheckItem> run_checks(const std::string& db_path) {
+  std::vector<CheckItem> items;
+  std::string release;
+  if (kernel_at_least(5, 15, release)) items.push_back(pass("kernel", "Linux " + release));
+  else
+    items.push_back(fail("kernel", "Linux " + release + " is older than 5.15 (BPF cookies, task storage in uprobes)",
+                         "run on a 5.15+ kernel"));
+
+  if (::access("/sys/kernel/btf/vmlinux", R_OK) == 0) items.push_back(pass("btf", "/sys/kernel/btf/vmlinux present"));
+  else items.push_back(fail("btf", "kernel BTF missing", "use a kernel built with CONFIG_DEBUG_INFO_BTF=y"));
+
+  const uint64_t caps = effective_caps();
+  const bool root = ::geteuid() == 0;
+  const bool cap_bpf = caps & (1ull << 39), cap_perfmon = caps & (1ull << 38), cap_admin = caps & (1ull << 21);
+  if (root || cap_admin || (cap_bpf && cap_perfmon))
+    items.push_back(pass("privileges", root ? "running as root" : "CAP_BPF and CAP_PERFMON"));
+  else
+    items.push_back(fail("privileges", "neither root nor CAP_BPF+CAP_PERFMON",
+                         "run with sudo, or: sudo setcap cap_bpf,cap_perfmon,cap_sys_resource+ep $(command -v causeway)"));
+
+  set_libbpf_quiet(true);
+  auto bpf = BpfObject::load(LoaderOptions{});
+  if (!bpf) {
+    items.push_back(fail("bpf_load", bpf.error().message, "see the privileges and btf items above"));
+  } else {
+    items.push_back(pass("bpf_load", "causeway BPF programs loaded (verifier accepted them)"));
+    auto failed = (*bpf)->attach_tracepoints();
+    if (failed.empty()) items.push_back(pass("tracepoints", "sched, process, block, tcp, mm and oom raw tracepoints attach"));
+    else {
+      std::string list;
+      for (const auto& f : failed) list += (list.empty() ? "" : ", ") + f;
+      items.push_back(warn("tracepoints", "not attached: " + list,
+                           "host context for those events will be missing; other events are unaffected"));
+    }
+    auto loc = selftest_call_location();
+    Result<void> up = loc ? (*bpf)->attach_uprobe(loc->binary, loc->offset, 0, false) : Result<void>(loc.error());
+    if (up) up = (*bpf)->attach_uprobe(loc->binary, loc->offset, 0, true);
+    if (up) items.push_back(pass("uprobes", "uprobe and uretprobe attach"));
+    else
+      items.push_back(fail("uprobes", up.error().message,
+                           "the kernel needs CONFIG_UPROBES; in containers, run privileged with the host PID namespace"));
+  }
+
+  struct statfs sf {};
+  if (::statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == 0x74726163 /* TRACEFS_MAGIC */)
+    items.push_back(pass("tracefs", "mounted at /sys/kernel/tracing"));
+  else
+    items.push_back(warn("tracefs", "not mounted (causeway does not need it: raw tracepoints attach without it)",
+                         "for other tools: mount -t tracefs nodev /sys/kernel/tracing"));
+
+  // Libraries: in running processes and on disk.
+  auto running = scan_all();
+  std::map<std::string, std::string> libs;  // path → version
+  for (const auto& f : running) libs[f.path] = version_from_file_name(f.path);
+  for (const auto& p : find_library_files()) libs.emplace(p, version_from_file_name(p));
+  std::set<LibKind> kinds;
+  std::string lib_detail;
+  for (const auto& [path, version] : libs) {
+    kinds.insert(*lib_kind_of(base_name(path)));
+    lib_detail += (lib_detail.empty() ? "" : "; ") + path + (version.empty() ? "" : " (" + version + ")");
+  }
+  if (kinds.count(LibKind::cudart) || kinds.count(LibKind::nccl)) items.push_back(pass("libraries", lib_detail));
+  else
+    items.push_back(warn("libraries", lib_detail.empty() ? "no libcudart/libcuda/libnccl found" : lib_detail,
+                         "they are found in running processes automatically; otherwise pass --lib PATH to trace"));
+
+  std::string driver = first_line("/proc/driver/nvidia/version");
+  if (!driver.empty()) {
+    int gpus = 0;
+    std::error_code ec;
+    for (auto it = fs::directory_iterator("/proc/driver/nvidia/gpus", ec); !ec && it != fs::directory_iterator();
+         it.increment(ec))
+      ++gpus;
+    items.push_back(pass("gpu", std::to_string(gpus) + " GPU(s); " + driver));
+  } else {
+    items.push_back(warn("gpu", "no NVIDIA driver loaded",
+                         "tracing still works (CUDA calls fail fast without a driver); install the driver to run GPU jobs"));
+  }
+
+  std::set<uint32_t> pids;
+  for (const auto& f : running) pids.insert(f.pid);
+  std::string plist;
+  for (uint32_t p : pids) plist += (plist.empty() ? "" : ", ") + std::to_string(p);
+  items.push_back(pass("cuda_processes", pids.empty() ? "none running now (trace attaches when one starts)"
+                                                      : std::to_string(pids.size()) + " running: pid " + plist));
+
+  std::error_code ec;
+  fs::path dir = fs::path(db_path).parent_path();
+  if (dir.empty()) dir = ".";
+  fs::create_directories(dir, ec);
+  const std::string probe = (dir / (".causeway-check-" + std::to_string(::getpid()))).string();
+  if (FILE* f = std::fopen(probe.c_str(), "w")) {
+    std::fclose(f);
+    std::remove(probe.c_str());
+    items.push_back(pass("db", db_path + " is writable"));
+  } else {
+    items.push_back(fail("db", "cannot write in " + dir.string(), "pass --db PATH in a writable folder, or set CAUSEWAY_DB"));
+  }
+  return items;
+}
+
+bool checks_ready(const std::vector<CheckItem>& items) {
+  for (const auto& i : items)
+    if (i.status == "FAIL") return false;
+  return true;
+}
+
+nlohmann::ordered_json checks_to_json(const std::vector<CheckItem>& items) {
+  nlohmann::ordered_json arr = nlohmann::ordered_json::array();
+  for (const auto& i : items)
+    arr.push_back({{"name", i.name}, {"status", i.status}, {"detail", i.detail}, {"remedy", i.remedy}});
+  return {{"ready", checks_ready(items)}, {"checks", arr}};
+}
+
+}  // namespace causeway::collector

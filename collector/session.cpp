@@ -1,0 +1,496 @@
+#include "collector/session.h"
+
+#include <bpf/libbpf.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "bpf/events.h"
+#include "collector/bpf_loader.h"
+#include "collector/clock.h"
+#include "collector/decode.h"
+#include "collector/discovery.h"
+#include "collector/elf_file.h"
+#include "collector/live_stats.h"
+#include "collector/proc_info.h"
+#include "collector/proc_maps.h"
+#include "collector/symbolizer.h"
+#include "tracedb/store_writer.h"
+
+namespace causeway::collector {
+
+const char* drop_counter_name(uint32_t reason) {
+  switch (reason) {
+    case CW_DROP_RING_CALL: return "dropped_ring_calls";
+    case CW_DROP_RING_HOST: return "dropped_ring_host";
+    case CW_DROP_DEPTH: return "dropped_nesting";
+    case CW_DROP_UNPAIRED: return "unpaired_returns";
+    case CW_DROP_SLOT: return "dropped_slot_busy";
+    case CW_DROP_STACK: return "stack_failures";
+    case CW_DROP_BLOCK_MAP: return "dropped_block_map";
+    case CW_DROP_PAGE_MAP: return "dropped_page_map";
+    case CW_DROP_NCCL_MAP: return "dropped_nccl_map";
+    case CW_DROP_TRACED_MAP: return "dropped_traced_map";
+  }
+  return "dropped_other";
+}
+
+namespace {
+
+struct RingBufferCloser {
+  void operator()(ring_buffer* r) const { ring_buffer__free(r); }
+};
+using RingPtr = std::unique_ptr<ring_buffer, RingBufferCloser>;
+
+// libbpf 1.1's ring_buffer__consume keeps going while producers outpace it; the callback
+// bails out after this many records so the loop can do its periodic work (and the other ring).
+constexpr uint64_t kBudgetPerConsume = 16384;
+constexpr int kPollMs = 10;
+
+std::string gpu_summary(std::string& driver) {
+  std::ifstream v("/proc/driver/nvidia/version");
+  std::string line;
+  if (v && std::getline(v, line)) {
+    if (auto i = line.find("Kernel Module"); i != std::string::npos) {
+      std::string rest = line.substr(i + 13);
+      rest.erase(0, rest.find_first_not_of(' '));
+      driver = rest.substr(0, rest.find(' '));
+    }
+  }
+  return {};
+}
+
+class Session {
+ public:
+  Session(const TraceOptions& o, StoreWriter& w, BpfObject& b) : o_(o), writer_(w), bpf_(b), attacher_(b) {}
+
+  Result<void> start();
+  void loop(const std::function<bool()>& stop);
+  TraceSummary finish();
+
+ private:
+  static int on_sample(void* ctx, void* data, size_t size) {
+    auto* s = static_cast<Session*>(ctx);
+    s->handle(data, size);
+    if (++s->round_ >= kBudgetPerConsume) {
+      s->round_ = 0;
+      return -EAGAIN;
+    }
+    return 0;
+  }
+  void handle(const void* data, size_t size);
+  void on_call(const cw_call_event& e);
+  void on_proc(const cw_proc_event& e);
+  void drain(ring_buffer* rb, int max_rounds);
+  void periodic(int64_t now_mono);
+  void emit_page_allocs(int64_t now_mono);
+  void rescan(const std::vector<uint32_t>& only);
+  void ensure_process(uint32_t pid, int64_t ts);
+  void name_thread(uint32_t tid, uint32_t pid, const std::string& comm);
+  uint64_t stack_for(uint32_t pid, int32_t stack_id);
+  void update_counters();
+  bool pid_allowed(uint32_t pid) const;
+  void say(const std::string& msg) {
+    if (o_.verbose) std::cerr << "causeway trace: " << msg << std::endl;
+  }
+
+  const TraceOptions& o_;
+  StoreWriter& writer_;
+  BpfObject& bpf_;
+  Attacher attacher_;
+  Symbolizer symbolizer_;
+  LiveStats stats_;
+  RingPtr calls_rb_, host_rb_;
+  int64_t offset_ = 0;
+  int64_t started_mono_ = 0;
+  uint64_t round_ = 0;
+  uint64_t stack_read_failures_ = 0;
+
+  struct Known {
+    int64_t first_ns = 0;
+    int64_t last_ns = 0;
+    uint64_t cgroup_id = 0;
+  };
+  std::unordered_map<uint32_t, Known> known_;
+  std::set<uint32_t> allowed_;  // --pid and their descendants
+  std::unordered_map<uint32_t, std::string> named_tids_;  // tid → last comm stored
+  std::map<std::pair<uint32_t, int32_t>, uint64_t> stack_cache_;
+  std::vector<std::pair<int64_t, uint32_t>> pending_rescans_;  // (due mono ns, pid)
+  int64_t next_rescan_ = 0, next_second_ = 0, next_offset_ = 0;
+  TraceSummary sum_;
+};
+
+bool Session::pid_allowed(uint32_t pid) const { return o_.pids.empty() || allowed_.count(pid); }
+
+Result<void> Session::start() {
+  offset_ = measure_mono_to_real_offset();
+  started_mono_ = monotonic_ns();
+  for (uint32_t p : o_.pids) {
+    allowed_.insert(p);
+    bpf_.trace_pid(p);
+  }
+  calls_rb_.reset(ring_buffer__new(bpf_.ring_calls_fd(), on_sample, this, nullptr));
+  host_rb_.reset(ring_buffer__new(bpf_.ring_host_fd(), on_sample, this, nullptr));
+  if (!calls_rb_ || !host_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
+
+  for (const std::string& tp : bpf_.attach_tracepoints()) sum_.warnings.push_back("tracepoint not attached: " + tp);
+  for (const auto& w : sum_.warnings) say(w);
+
+  for (const std::string& lib : o_.libs) {
+    auto kind = lib_kind_of(base_name(lib));
+    if (!kind)
+      return make_error("usage", "--lib " + lib + ": cannot tell which library this is (expected a file named "
+                                 "libcudart.so*, libcuda.so* or libnccl.so*)");
+    auto r = attacher_.attach(lib, lib, *kind);
+    if (!r) return r.error();
+    if (*r) {
+      say("attached " + std::to_string((*r)->probes) + " probes to " + lib);
+      for (const auto& slow : (*r)->slow) {
+        say("slow probe: " + slow);
+        sum_.warnings.push_back("slow probe: " + slow);
+      }
+    }
+  }
+  for (const ExtraProbe& x : o_.extra_probes) {
+    auto elf = ElfFile::load(x.binary);
+    if (!elf) return elf.error();
+    EntryPlan plan = plan_entry((*elf)->read_bytes(x.offset, 8));
+    auto cookie = make_cookie(x.spec);
+    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, cookie, false); !r) return r.error();
+    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, cookie, true); !r) return r.error();
+  }
+  rescan(o_.pids);
+  if (!o_.ready_file.empty()) {
+    int fd = ::open(o_.ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) ::close(fd);
+  }
+  if (o_.on_ready) o_.on_ready();
+  const int64_t now = monotonic_ns();
+  next_rescan_ = now + o_.rescan_interval_ns;
+  next_second_ = now + 1'000'000'000;
+  next_offset_ = now + 10'000'000'000;
+  return {};
+}
+
+void Session::rescan(const std::vector<uint32_t>& only) {
+  std::vector<uint32_t> pids = only;
+  if (!o_.pids.empty() && pids.empty()) pids.assign(allowed_.begin(), allowed_.end());
+  for (const FoundLib& f : scan_all(pids)) {
+    if (!pid_allowed(f.pid)) continue;
+    if (!attacher_.attached(f.dev, f.inode)) {
+      auto r = attacher_.attach(f.open_path, f.path, f.kind);
+      if (!r) {
+        sum_.warnings.push_back(r.error().message);
+        say(r.error().message);
+      } else if (*r) {
+        say("attached " + std::to_string((*r)->probes) + " probes to " + f.path + " (found in pid " +
+            std::to_string(f.pid) + ")");
+        for (const auto& s : (*r)->slow) {
+          say("slow probe: " + s);
+          sum_.warnings.push_back("slow probe: " + s);
+        }
+      }
+    }
+    bpf_.trace_pid(f.pid);
+    ensure_process(f.pid, monotonic_ns() + offset_);
+  }
+}
+
+void Session::ensure_process(uint32_t pid, int64_t ts) {
+  auto [it, inserted] = known_.try_emplace(pid, Known{ts, ts});
+  if (!inserted) {
+    it->second.last_ns = std::max(it->second.last_ns, ts);
+    return;
+  }
+  ProcessRecord p = read_process(pid);
+  it->second.cgroup_id = p.cgroup_id;
+  p.first_ns = ts;
+  p.last_ns = ts;
+  writer_.push_meta(p);
+  symbolizer_.snapshot(pid);
+  if (!p.comm.empty()) name_thread(pid, pid, p.comm);
+}
+
+// Stores a thread's name, again whenever it changes (a forked child renames itself with
+// prctl or exec after its first context switch).
+void Session::name_thread(uint32_t tid, uint32_t pid, const std::string& comm) {
+  if (tid == 0) return;
+  auto it = named_tids_.find(tid);
+  if (it != named_tids_.end() && (comm.empty() || it->second == comm)) return;
+  std::string name = comm.empty() ? read_comm(pid, tid) : comm;
+  named_tids_[tid] = name;
+  writer_.push_meta(ThreadRecord{tid, pid, std::move(name)});
+}
+
+uint64_t Session::stack_for(uint32_t pid, int32_t stack_id) {
+  auto key = std::make_pair(pid, stack_id);
+  if (auto it = stack_cache_.find(key); it != stack_cache_.end()) return it->second;
+  std::vector<uint64_t> ips = bpf_.stack(stack_id);
+  if (ips.empty()) {
+    ++stack_read_failures_;  // not cached: the next call with this id tries again
+    return 0;
+  }
+  StackRecord rec;
+  rec.frames = symbolizer_.frames(pid, ips);
+  rec.hash = stack_hash(rec.frames);
+  const uint64_t hash = rec.hash;
+  writer_.push_meta(std::move(rec));
+  stack_cache_[key] = hash;
+  return hash;
+}
+
+void Session::on_call(const cw_call_event& e) {
+  CallRecord c = decode_call(e);
+  c.ts_ns += offset_;
+  ensure_process(c.pid, c.ts_ns + c.dur_ns);
+  c.cgroup_id = known_[c.pid].cgroup_id;  // per process: not read on the probe's hot path
+  if (!named_tids_.count(c.tid)) name_thread(c.tid, c.pid, read_comm(c.pid, c.tid));
+  if (o_.stacks && e.stack_id >= 0) c.stack_hash = stack_for(c.pid, e.stack_id);
+  stats_.add_call(c.op, c.dur_ns, c.ret != 0);
+  ++sum_.calls;
+  writer_.push(c);
+}
+
+void Session::on_proc(const cw_proc_event& e) {
+  CallRecord c = decode_proc(e);
+  c.ts_ns += offset_;
+  const uint32_t pid = e.hdr.pid;
+  switch (e.hdr.op) {
+    case CW_OP_PROC_EXEC:
+      // The loader maps the libraries right after exec; look twice, then the periodic scan.
+      pending_rescans_.push_back({monotonic_ns() + 50'000'000, pid});
+      pending_rescans_.push_back({monotonic_ns() + 300'000'000, pid});
+      if (!known_.count(pid)) return;
+      known_.erase(pid);  // new image: new identity, new maps
+      ensure_process(pid, c.ts_ns);
+      break;
+    case CW_OP_PROC_FORK:
+      if (!o_.pids.empty() && allowed_.count(pid)) allowed_.insert(e.child_pid);
+      ensure_process(e.child_pid, c.ts_ns);
+      break;
+    case CW_OP_PROC_EXIT: {
+      ProcessRecord p;
+      p.pid = pid;
+      p.comm = comm_string(e.comm);
+      p.last_ns = c.ts_ns;
+      p.exit_code = e.exit_code;
+      writer_.push_meta(p);
+      if (auto it = known_.find(pid); it != known_.end()) it->second.last_ns = c.ts_ns;
+      bpf_.untrace_pid(pid);
+      break;
+    }
+  }
+  stats_.add_host(e.hdr.op == CW_OP_PROC_EXEC ? "exec" : e.hdr.op == CW_OP_PROC_FORK ? "fork" : "exit");
+  ++sum_.host_events;
+  writer_.push(c);
+}
+
+void Session::handle(const void* data, size_t size) {
+  auto kind = record_kind(data, size);
+  if (!kind) return;
+  switch (*kind) {
+    case CW_REC_CALL:
+      if (size >= sizeof(cw_call_event)) on_call(*static_cast<const cw_call_event*>(data));
+      break;
+    case CW_REC_SWITCH:
+      if (size >= sizeof(cw_switch_event)) {
+        const auto& e = *static_cast<const cw_switch_event*>(data);
+        SwitchRecord s = decode_switch(e);
+        s.ts_ns += offset_;
+        name_thread(e.prev_tid, e.prev_pid, comm_string(e.prev_comm));
+        name_thread(e.next_tid, e.next_pid, comm_string(e.next_comm));
+        ++sum_.switches;
+        stats_.add_host("sched_switch");
+        writer_.push(s);
+      }
+      break;
+    case CW_REC_WAKEUP:
+      if (size >= sizeof(cw_wakeup_event)) {
+        const auto& e = *static_cast<const cw_wakeup_event*>(data);
+        WakeupRecord w = decode_wakeup(e);
+        w.ts_ns += offset_;
+        name_thread(e.tid, e.pid, comm_string(e.comm));
+        name_thread(e.hdr.tid, e.hdr.pid, comm_string(e.waker_comm));
+        ++sum_.wakeups;
+        stats_.add_host("wakeup");
+        writer_.push(w);
+      }
+      break;
+    case CW_REC_PROC:
+      if (size >= sizeof(cw_proc_event)) on_proc(*static_cast<const cw_proc_event*>(data));
+      break;
+    case CW_REC_HOST:
+      if (size >= sizeof(cw_host_event)) {
+        const auto& e = *static_cast<const cw_host_event*>(data);
+        CallRecord c = decode_host(e);
+        c.ts_ns += offset_;
+        if (c.pid) name_thread(c.tid, c.pid, {});
+        ++sum_.host_events;
+        stats_.add_host(e.hdr.op == CW_OP_BLOCK_RQ ? "block_rq" : e.hdr.op == CW_OP_TCP_RETRANSMIT ? "tcp_retransmit" : "oom_kill");
+        writer_.push(c);
+      }
+      break;
+  }
+}
+
+void Session::drain(ring_buffer* rb, int max_rounds) {
+  for (int i = 0; i < max_rounds; ++i) {
+    round_ = 0;
+    int r = ring_buffer__consume(rb);
+    if (r != -EAGAIN) return;
+  }
+}
+
+void Session::update_counters() {
+  auto drops = bpf_.drops();
+  uint64_t ring = 0;
+  for (uint32_t i = 0; i < drops.size(); ++i) {
+    writer_.set_counter(drop_counter_name(i), static_cast<int64_t>(drops[i]));
+    sum_.counters[drop_counter_name(i)] = drops[i];
+  }
+  ring = drops[CW_DROP_RING_CALL] + drops[CW_DROP_RING_HOST];
+  sum_.dropped_ring = ring;
+  writer_.set_counter("dropped_ring", static_cast<int64_t>(ring));
+  writer_.set_counter("calls_received", static_cast<int64_t>(sum_.calls));
+  writer_.set_counter("stack_read_failures", static_cast<int64_t>(stack_read_failures_));
+  writer_.set_counter("switches_received", static_cast<int64_t>(sum_.switches));
+  writer_.set_counter("wakeups_received", static_cast<int64_t>(sum_.wakeups));
+  writer_.set_counter("host_events_received", static_cast<int64_t>(sum_.host_events));
+  writer_.set_counter("uprobe_links", static_cast<int64_t>(bpf_.uprobe_links()));
+  int64_t slow = 0;
+  for (const auto& lib : attacher_.libs()) slow += static_cast<int64_t>(lib.slow.size());
+  writer_.set_counter("slow_probes", slow);
+  sum_.counters["dropped_ring"] = ring;
+}
+
+// One page_alloc point event per process that allocated since the last drain.
+void Session::emit_page_allocs(int64_t now_mono) {
+  for (const auto& [pid, agg] : bpf_.drain_page_agg()) {
+    CallRecord c;
+    c.ts_ns = now_mono + offset_;
+    c.pid = pid;
+    c.tid = pid;
+    c.op = CW_OP_PAGE_ALLOC;
+    c.a[0] = static_cast<int64_t>(agg.pages);
+    c.a[1] = agg.max_order;
+    writer_.push(c);
+    stats_.add_host("page_alloc");
+  }
+}
+
+void Session::periodic(int64_t now) {
+  if (!pending_rescans_.empty()) {
+    std::vector<uint32_t> due;
+    std::erase_if(pending_rescans_, [&](const auto& p) {
+      if (p.first > now) return false;
+      due.push_back(p.second);
+      return true;
+    });
+    if (!due.empty()) rescan(due);
+  }
+  if (now >= next_rescan_) {
+    rescan({});
+    next_rescan_ = now + o_.rescan_interval_ns;
+  }
+  if (now >= next_offset_) {
+    offset_ = measure_mono_to_real_offset();
+    next_offset_ = now + 10'000'000'000;
+  }
+  if (now >= next_second_) {
+    next_second_ = now + 1'000'000'000;
+    emit_page_allocs(now);
+    update_counters();
+    if (o_.live_table) {
+      std::cerr << "\x1b[H\x1b[2J"
+                << stats_.render(now - started_mono_, sum_.dropped_ring, writer_.counters().dropped_writer, known_.size())
+                << std::flush;
+    }
+  }
+}
+
+void Session::loop(const std::function<bool()>& stop) {
+  const int64_t end = o_.duration_ns > 0 ? started_mono_ + o_.duration_ns : INT64_MAX;
+  while (!stop()) {
+    const int64_t now = monotonic_ns();
+    if (now >= end) break;
+    // Producers submit without wake-ups, so the poll mostly times out: consume either way.
+    round_ = 0;
+    (void)ring_buffer__poll(calls_rb_.get(), kPollMs);
+    drain(calls_rb_.get(), 8);
+    drain(host_rb_.get(), 8);
+    periodic(monotonic_ns());
+  }
+}
+
+TraceSummary Session::finish() {
+  // Stop the producers, let calls in flight for a moment return, then drain everything
+  // queued until both rings are empty. A call still inside the library after that is not
+  // recorded (it never completed during the session).
+  bpf_.stop_producers();
+  drain(calls_rb_.get(), 1 << 20);
+  ::usleep(20'000);
+  drain(calls_rb_.get(), 1 << 20);
+  drain(host_rb_.get(), 1 << 20);
+  emit_page_allocs(monotonic_ns());
+  update_counters();
+  for (const auto& [pid, k] : known_) {
+    ProcessRecord p;
+    p.pid = pid;
+    p.last_ns = k.last_ns;
+    writer_.push_meta(p);
+  }
+  sum_.elapsed_ns = monotonic_ns() - started_mono_;
+  sum_.libs = attacher_.libs();
+  sum_.processes = known_.size();
+  return sum_;
+}
+
+}  // namespace
+
+Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()>& stop) {
+  set_libbpf_quiet(true);
+  LoaderOptions lo;
+  lo.stacks = o.stacks;
+  lo.filter_pids = !o.pids.empty();
+  lo.ring_calls_bytes = o.ring_calls_bytes;
+  lo.ring_host_bytes = o.ring_host_bytes;
+  auto bpf = BpfObject::load(lo);
+  if (!bpf) return bpf.error();
+
+  WriterOptions wo;
+  wo.max_db_bytes = o.max_db_bytes;
+  if (o.writer_queue) wo.queue_capacity = o.writer_queue;
+  auto writer = StoreWriter::open(o.db, wo);
+  if (!writer) return writer.error();
+  SessionInfo info;
+  info.source_kind = "live";
+  info.label = o.label;
+  info.host = host_name();
+  info.kernel = kernel_release();
+  info.gpus = gpu_summary(info.driver_version);
+  info.started_ns = realtime_ns();
+  auto sid = (*writer)->begin_session(info);
+  if (!sid) return sid.error();
+
+  Session s(o, **writer, **bpf);
+  if (auto r = s.start(); !r) {
+    (void)(*writer)->close(realtime_ns());
+    return r.error();
+  }
+  s.loop(stop);
+  TraceSummary sum = s.finish();
+  sum.session_id = *sid;
+  (*writer)->flush();
+  sum.dropped_writer = (*writer)->counters().dropped_writer;
+  if (auto r = (*writer)->close(realtime_ns()); !r) return r.error();
+  return sum;
+}
+
+}  // namespace causeway::collector

@@ -1,0 +1,64 @@
+// One live trace: discover → attach → drain → decode → symbolize → store. Runs on the calling
+// thread until the duration elapses or stop() says so, then drains the rings, flushes the
+// writer and closes the session (SIGINT/SIGTERM: nothing accepted is lost).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "collector/attacher.h"
+#include "common/result.h"
+
+namespace causeway::collector {
+
+// A probe outside the library table (selftest: a function in causeway itself), at a file
+// offset of binary (the function's first byte).
+struct ExtraProbe {
+  std::string binary;
+  uint64_t offset = 0;
+  ProbeSpec spec;
+};
+
+struct TraceOptions {
+  std::string db;
+  std::string label;
+  int64_t duration_ns = 0;            // 0 = until stopped
+  std::vector<uint32_t> pids;         // empty = every process using the libraries
+  std::vector<std::string> libs;      // --lib: attach these files up front
+  bool stacks = true;
+  int64_t max_db_bytes = 0;
+  bool live_table = false;            // redraw the table on stderr each second
+  bool verbose = true;                // attach messages on stderr
+  uint32_t ring_calls_bytes = 8u << 20;
+  uint32_t ring_host_bytes = 4u << 20;
+  size_t writer_queue = 0;            // 0 = the writer's default
+  int64_t rescan_interval_ns = 1'000'000'000;
+  std::string ready_file;             // created once the initial attach is done
+  std::vector<ExtraProbe> extra_probes;
+  std::function<void()> on_ready;
+};
+
+struct TraceSummary {
+  int64_t session_id = 0;
+  int64_t elapsed_ns = 0;
+  uint64_t calls = 0;
+  uint64_t switches = 0;
+  uint64_t wakeups = 0;
+  uint64_t host_events = 0;
+  uint64_t dropped_ring = 0;
+  uint64_t dropped_writer = 0;
+  std::map<std::string, uint64_t> counters;  // everything stored in collector_stats
+  std::vector<AttachedLib> libs;
+  std::vector<std::string> warnings;
+  size_t processes = 0;
+};
+
+Result<TraceSummary> run_trace(const TraceOptions& options, const std::function<bool()>& stop);
+
+// collector_stats names of the BPF drop counters, indexed by enum cw_drop.
+const char* drop_counter_name(uint32_t reason);
+
+}  // namespace causeway::collector

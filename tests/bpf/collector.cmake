@@ -1,0 +1,7 @@
+# Collector tests under real eBPF (root): tests exit 77 (skipped, with the reason) when BPF is
+# unavailable. They drive `causeway trace` against tests/testprogs (fake libcudart/libcuda/
+# libnccl + cw_workload) and, when installed, the real CUDA 13 libcudart.
+causeway_test(test_collector_bpf LABEL bpf TIMEOUT 900
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb)
+add_dependencies(test_collector_bpf causeway causeway_testprogs)

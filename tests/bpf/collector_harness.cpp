@@ -1,0 +1,109 @@
+#include "tests/bpf/collector_harness.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+#include "tracedb/open.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::test {
+
+std::string testprog(const std::string& name) { return build_dir() + "/testprogs/" + name; }
+
+void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+void wait_for_file(const std::string& path, int timeout_ms) {
+  for (int waited = 0; !file_exists(path); waited += 20) {
+    if (waited > timeout_ms) throw std::runtime_error("timed out waiting for " + path);
+    sleep_ms(20);
+  }
+}
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    std::vector<char*> a;
+    for (const auto& s : argv) a.push_back(const_cast<char*>(s.c_str()));
+    a.push_back(nullptr);
+    ::execv(a[0], a.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int wait_exit(pid_t pid) {
+  int st = 0;
+  if (::waitpid(pid, &st, 0) != pid) return -2;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args)
+    : db_(dir.file("trace.db")), ready_(dir.file("trace.ready")), log_(dir.file("trace.log")) {
+  std::vector<std::string> argv{causeway_bin(), "trace", "--db", db_, "--quiet", "--ready-file", ready_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  pid_ = spawn(argv, log_);
+  try {
+    wait_for_file(ready_);
+  } catch (...) {
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_);
+    pid_ = -1;
+    throw std::runtime_error("causeway trace did not get ready: " + read_file(log_));
+  }
+}
+
+Tracer::~Tracer() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_);
+  }
+}
+
+int Tracer::stop(int sig) {
+  ::kill(pid_, sig);
+  int rc = wait_exit(pid_);
+  pid_ = -1;
+  return rc;
+}
+
+std::string Tracer::log() const { return read_file(log_); }
+
+std::vector<std::vector<int64_t>> q_rows(const std::string& db, const std::string& sql) {
+  auto h = open_read_only(db);
+  if (!h) throw std::runtime_error(h.error().message);
+  auto st = Statement::prepare(h->get(), sql);
+  if (!st) throw std::runtime_error(st.error().message + " in " + sql);
+  std::vector<std::vector<int64_t>> rows;
+  while (st->step() == SQLITE_ROW) {
+    std::vector<int64_t> row;
+    for (int i = 0; i < sqlite3_column_count(st->get()); ++i) row.push_back(st->col_int(i));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+int64_t q_int(const std::string& db, const std::string& sql) {
+  auto rows = q_rows(db, sql);
+  return rows.empty() || rows[0].empty() ? -1 : rows[0][0];
+}
+
+std::string q_text(const std::string& db, const std::string& sql) {
+  auto h = open_read_only(db);
+  if (!h) throw std::runtime_error(h.error().message);
+  auto st = Statement::prepare(h->get(), sql);
+  if (!st) throw std::runtime_error(st.error().message);
+  return st->step() == SQLITE_ROW ? st->col_text(0) : std::string();
+}
+
+}  // namespace causeway::test

@@ -1,0 +1,43 @@
+// Helpers for the collector's bpf tests: run `causeway trace` in the background until a
+// signal, run cw_workload, and read numbers back from the trace DB.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tests/support/test_support.h"
+
+namespace causeway::test {
+
+std::string testprog(const std::string& name);  // <build>/testprogs/<name>
+
+class Tracer {
+ public:
+  // Starts `causeway trace --db <dir>/trace.db --quiet --ready-file … args…` and waits until
+  // its probes are attached.
+  Tracer(const TempDir& dir, const std::vector<std::string>& args);
+  ~Tracer();
+  // Sends sig and waits; returns the exit code (-1 when killed by a signal).
+  int stop(int sig = 2);
+  const std::string& db() const { return db_; }
+  std::string log() const;
+
+ private:
+  pid_t pid_ = -1;
+  std::string db_, ready_, log_;
+};
+
+// Starts cw_workload in the background (stdout/stderr to a log file); returns its pid.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
+int wait_exit(pid_t pid);
+void wait_for_file(const std::string& path, int timeout_ms = 20000);
+void sleep_ms(int ms);
+
+int64_t q_int(const std::string& db, const std::string& sql);
+std::vector<std::vector<int64_t>> q_rows(const std::string& db, const std::string& sql);
+std::string q_text(const std::string& db, const std::string& sql);
+
+}  // namespace causeway::test

@@ -1,0 +1,488 @@
+// cw_workload: a CUDA/NCCL-shaped workload for causeway's bpf tests, benchmarks and planted
+// incidents. It dlopen()s libcudart / libcuda / libnccl (the fake ones built next to it, or
+// real ones via --cudart/--cuda/--nccl), so "library loaded after trace start" is natural.
+//
+//   cw_workload --threads 4 --iterations 1000 --latency-us 50 --ops memcpy,launch,stream_sync
+//   cw_workload --nccl-ranks 4 --late-rank 2 --late-ms 20 --nccl-ops allreduce --iterations 50
+//   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-ms 3000 --ops stream_sync --iterations 2000
+//   cw_workload --fsync-every 10 --fsync-bytes 1m --io-dir /var/tmp --ops memcpy
+//   cw_workload --lock-holder-ms 5 --ops stream_sync      (a sibling thread holds the runtime lock)
+//
+// Argument values are fixed so tests can check decoding: dst 0x7f0000001000, stream
+// stream_base+thread, kind 1 (HtoD), grid (4,2,1), block (128,1,1), function 0xdead0000.
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Options {
+  int threads = 1;
+  long iterations = 100;
+  double latency_us = 0;
+  std::vector<std::string> ops{"malloc", "memcpy", "launch", "stream_sync", "free"};
+  std::string cudart, cuda, nccl;
+  uint64_t bytes = 4096;
+  uint64_t stream_base = 0x1000;
+  int pin_cpu = -1;
+  int hog_cpu = -1;
+  long hog_ms = 0;
+  int nccl_ranks = 0;
+  std::vector<std::string> nccl_ops;
+  int late_rank = -1;
+  double late_ms = 0;
+  long fsync_every = 0;
+  uint64_t fsync_bytes = 1 << 20;
+  std::string io_dir = "/tmp";
+  double lock_holder_ms = 0;
+  long start_delay_ms = 0;
+  long after_load_ms = 0;
+  long linger_ms = 0;
+  double rate = 0;  // calls per second per thread; 0 = as fast as possible
+  std::string ready_file, wait_file;
+  bool load_cuda = false;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+uint64_t parse_bytes(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  switch (end && *end ? *end : ' ') {
+    case 'k': case 'K': v *= 1024; break;
+    case 'm': case 'M': v *= 1024 * 1024; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; break;
+  }
+  return static_cast<uint64_t>(v);
+}
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr, "cw_workload: %s (see the header of cw_workload.cpp for flags)\n", why);
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto val = [&]() -> std::string {
+      if (i + 1 >= argc) usage(("missing value for " + a).c_str());
+      return argv[++i];
+    };
+    if (a == "--threads") o.threads = std::stoi(val());
+    else if (a == "--iterations") o.iterations = std::stol(val());
+    else if (a == "--latency-us") o.latency_us = std::stod(val());
+    else if (a == "--ops") o.ops = split(val());
+    else if (a == "--cudart") o.cudart = val();
+    else if (a == "--cuda") o.cuda = val();
+    else if (a == "--nccl") o.nccl = val();
+    else if (a == "--bytes") o.bytes = parse_bytes(val());
+    else if (a == "--stream-base") o.stream_base = std::strtoull(val().c_str(), nullptr, 0);
+    else if (a == "--pin-cpu") o.pin_cpu = std::stoi(val());
+    else if (a == "--hog-cpu") o.hog_cpu = std::stoi(val());
+    else if (a == "--hog-ms") o.hog_ms = std::stol(val());
+    else if (a == "--nccl-ranks") o.nccl_ranks = std::stoi(val());
+    else if (a == "--nccl-ops") o.nccl_ops = split(val());
+    else if (a == "--late-rank") o.late_rank = std::stoi(val());
+    else if (a == "--late-ms") o.late_ms = std::stod(val());
+    else if (a == "--fsync-every") o.fsync_every = std::stol(val());
+    else if (a == "--fsync-bytes") o.fsync_bytes = parse_bytes(val());
+    else if (a == "--io-dir") o.io_dir = val();
+    else if (a == "--lock-holder-ms") o.lock_holder_ms = std::stod(val());
+    else if (a == "--start-delay-ms") o.start_delay_ms = std::stol(val());
+    else if (a == "--after-load-ms") o.after_load_ms = std::stol(val());
+    else if (a == "--linger-ms") o.linger_ms = std::stol(val());
+    else if (a == "--rate") o.rate = std::stod(val());
+    else if (a == "--ready-file") o.ready_file = val();
+    else if (a == "--wait-file") o.wait_file = val();
+    else if (a == "--help" || a == "-h") usage("help");
+    else usage(("unknown flag " + a).c_str());
+  }
+  if (o.nccl_ranks > 0 && o.nccl_ops.empty()) o.nccl_ops = {"allreduce"};
+  for (const auto& op : o.ops)
+    if (op.rfind("cu_", 0) == 0) o.load_cuda = true;
+  return o;
+}
+
+std::string self_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = 0;
+  std::string p(buf);
+  return p.substr(0, p.rfind('/'));
+}
+
+void* open_lib(const std::string& path) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!h) {
+    std::fprintf(stderr, "cw_workload: dlopen %s: %s\n", path.c_str(), dlerror());
+    std::exit(1);
+  }
+  return h;
+}
+
+template <typename F>
+F sym(void* lib, const char* name) {
+  void* p = lib ? dlsym(lib, name) : nullptr;
+  if (!p) {
+    std::fprintf(stderr, "cw_workload: missing symbol %s\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<F>(p);
+}
+
+void set_latency(void* lib, double us) {
+  if (!lib) return;
+  if (auto f = reinterpret_cast<void (*)(uint64_t)>(dlsym(lib, "cwfake_set_latency_ns")))
+    f(static_cast<uint64_t>(us * 1000));
+}
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  sched_setaffinity(0, sizeof(set), &set);
+}
+
+void sleep_ms(double ms) {
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(ms * 1000)));
+}
+
+void touch(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd >= 0) ::close(fd);
+}
+
+struct Dim3 {
+  unsigned x, y, z;
+};
+struct LaunchConfig {
+  Dim3 grid, block;
+  size_t smem;
+  void* stream;
+  void* attrs;
+  unsigned nattrs;
+};
+struct CuLaunchConfig {
+  unsigned gx, gy, gz, bx, by, bz, smem;
+  void* stream;
+  void* attrs;
+  unsigned nattrs;
+};
+struct UniqueId {
+  char internal[128];
+};
+
+using Op = std::function<int(int thread)>;
+
+// The op table: name → one call with the documented fixed arguments.
+std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
+  std::map<std::string, Op> m;
+  void* const dst = reinterpret_cast<void*>(0x7f0000001000ull);
+  static char host_buf[64];
+  const size_t n = o.bytes;
+  auto stream = [&o](int t) { return reinterpret_cast<void*>(o.stream_base ? o.stream_base + t : 0); };
+  const void* fn = reinterpret_cast<const void*>(0xdead0000ull);
+  if (rt) {
+    auto malloc_ = sym<int (*)(void**, size_t)>(rt, "cudaMalloc");
+    auto free_ = sym<int (*)(void*)>(rt, "cudaFree");
+    auto memcpy_ = sym<int (*)(void*, const void*, size_t, int)>(rt, "cudaMemcpy");
+    auto memcpy_async = sym<int (*)(void*, const void*, size_t, int, void*)>(rt, "cudaMemcpyAsync");
+    auto launch = sym<int (*)(const void*, Dim3, Dim3, void**, size_t, void*)>(rt, "cudaLaunchKernel");
+    auto ssync = sym<int (*)(void*)>(rt, "cudaStreamSynchronize");
+    m["malloc"] = [=](int) { void* p = nullptr; return malloc_(&p, n); };
+    m["malloc_fail"] = [=](int) { void* p = nullptr; return malloc_(&p, 1ull << 50); };
+    m["malloc_managed"] = [=](int) {
+      void* p = nullptr;
+      return sym<int (*)(void**, size_t, unsigned)>(rt, "cudaMallocManaged")(&p, n, 1);
+    };
+    m["malloc_host"] = [=](int) { void* p = nullptr; return sym<int (*)(void**, size_t)>(rt, "cudaMallocHost")(&p, n); };
+    m["free"] = [=](int) { return free_(dst); };
+    m["memcpy"] = [=](int) { return memcpy_(dst, host_buf, n, 1); };
+    m["memcpy_async"] = [=](int t) { return memcpy_async(dst, host_buf, n, 1, stream(t)); };
+    m["memcpy_async_ptsz"] = [=](int t) {
+      return sym<int (*)(void*, const void*, size_t, int, void*)>(rt, "cudaMemcpyAsync_ptsz")(dst, host_buf, n, 1, stream(t));
+    };
+    m["memcpy_ptds"] = [=](int) { return sym<int (*)(void*, const void*, size_t, int)>(rt, "cudaMemcpy_ptds")(dst, host_buf, n, 1); };
+    m["memcpy2d"] = [=](int) {
+      return sym<int (*)(void*, size_t, const void*, size_t, size_t, size_t, int)>(rt, "cudaMemcpy2D")(dst, 256, host_buf, 256, 64, 16, 1);
+    };
+    m["memcpy2d_async"] = [=](int t) {
+      return sym<int (*)(void*, size_t, const void*, size_t, size_t, size_t, int, void*)>(rt, "cudaMemcpy2DAsync")(
+          dst, 256, host_buf, 256, 64, 16, 1, stream(t));
+    };
+    m["memcpy_peer"] = [=](int) { return sym<int (*)(void*, int, const void*, int, size_t)>(rt, "cudaMemcpyPeer")(dst, 1, host_buf, 0, n); };
+    m["memcpy_peer_async"] = [=](int t) {
+      return sym<int (*)(void*, int, const void*, int, size_t, void*)>(rt, "cudaMemcpyPeerAsync")(dst, 1, host_buf, 0, n, stream(t));
+    };
+    m["memset"] = [=](int) { return sym<int (*)(void*, int, size_t)>(rt, "cudaMemset")(dst, 0, n); };
+    m["memset_async"] = [=](int t) { return sym<int (*)(void*, int, size_t, void*)>(rt, "cudaMemsetAsync")(dst, 0, n, stream(t)); };
+    m["memset_async_ptsz"] = [=](int t) {
+      return sym<int (*)(void*, int, size_t, void*)>(rt, "cudaMemsetAsync_ptsz")(dst, 0, n, stream(t));
+    };
+    m["launch"] = [=](int t) { return launch(fn, Dim3{4, 2, 1}, Dim3{128, 1, 1}, nullptr, 0, stream(t)); };
+    m["launch_internal"] = [=](int t) {
+      return sym<int (*)(const void*, Dim3, Dim3, void**, size_t, void*)>(rt, "__cudaLaunchKernel")(
+          fn, Dim3{4, 2, 1}, Dim3{128, 1, 1}, nullptr, 0, stream(t));
+    };
+    m["launch_ptsz"] = [=](int t) {
+      return sym<int (*)(const void*, Dim3, Dim3, void**, size_t, void*)>(rt, "cudaLaunchKernel_ptsz")(
+          fn, Dim3{4, 2, 1}, Dim3{128, 1, 1}, nullptr, 0, stream(t));
+    };
+    m["launch_exc"] = [=](int t) {
+      LaunchConfig c{{4, 2, 1}, {128, 1, 1}, 0, stream(t), nullptr, 0};
+      return sym<int (*)(const LaunchConfig*, const void*, void**)>(rt, "cudaLaunchKernelExC")(&c, fn, nullptr);
+    };
+    m["graph_launch"] = [=](int t) { return sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch")(dst, stream(t)); };
+    m["graph_launch_ptsz"] = [=](int t) { return sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch_ptsz")(dst, stream(t)); };
+    m["stream_sync"] = [=](int t) { return ssync(stream(t)); };
+    m["stream_sync_ptsz"] = [=](int t) { return sym<int (*)(void*)>(rt, "cudaStreamSynchronize_ptsz")(stream(t)); };
+    m["device_sync"] = [=](int) { return sym<int (*)()>(rt, "cudaDeviceSynchronize")(); };
+    m["event_sync"] = [=](int) { return sym<int (*)(void*)>(rt, "cudaEventSynchronize")(reinterpret_cast<void*>(0xe0e0)); };
+  }
+  if (drv) {
+    const uint64_t d = 0x7e0000001000ull;
+    m["cu_launch"] = [=](int t) {
+      return sym<int (*)(const void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**)>(
+          drv, "cuLaunchKernel")(fn, 4, 2, 1, 128, 1, 1, 0, stream(t), nullptr, nullptr);
+    };
+    m["cu_launch_ex"] = [=](int t) {
+      CuLaunchConfig c{4, 2, 1, 128, 1, 1, 0, stream(t), nullptr, 0};
+      return sym<int (*)(const CuLaunchConfig*, const void*, void**, void**)>(drv, "cuLaunchKernelEx")(&c, fn, nullptr, nullptr);
+    };
+    m["cu_alloc"] = [=](int) { uint64_t p = 0; return sym<int (*)(uint64_t*, size_t)>(drv, "cuMemAlloc_v2")(&p, n); };
+    m["cu_alloc_managed"] = [=](int) {
+      uint64_t p = 0;
+      return sym<int (*)(uint64_t*, size_t, unsigned)>(drv, "cuMemAllocManaged")(&p, n, 1);
+    };
+    m["cu_free"] = [=](int) { return sym<int (*)(uint64_t)>(drv, "cuMemFree_v2")(d); };
+    m["cu_memcpy"] = [=](int) { return sym<int (*)(uint64_t, uint64_t, size_t)>(drv, "cuMemcpy")(d, d + 4096, n); };
+    m["cu_memcpy_async"] = [=](int t) {
+      return sym<int (*)(uint64_t, uint64_t, size_t, void*)>(drv, "cuMemcpyAsync")(d, d + 4096, n, stream(t));
+    };
+    m["cu_htod"] = [=](int) { return sym<int (*)(uint64_t, const void*, size_t)>(drv, "cuMemcpyHtoD_v2")(d, host_buf, n); };
+    m["cu_htod_async"] = [=](int t) {
+      return sym<int (*)(uint64_t, const void*, size_t, void*)>(drv, "cuMemcpyHtoDAsync_v2")(d, host_buf, n, stream(t));
+    };
+    m["cu_dtoh"] = [=](int) { return sym<int (*)(void*, uint64_t, size_t)>(drv, "cuMemcpyDtoH_v2")(host_buf, d, n); };
+    m["cu_dtoh_async"] = [=](int t) {
+      return sym<int (*)(void*, uint64_t, size_t, void*)>(drv, "cuMemcpyDtoHAsync_v2")(host_buf, d, n, stream(t));
+    };
+    m["cu_dtod"] = [=](int) { return sym<int (*)(uint64_t, uint64_t, size_t)>(drv, "cuMemcpyDtoD_v2")(d, d + 4096, n); };
+    m["cu_dtod_async"] = [=](int t) {
+      return sym<int (*)(uint64_t, uint64_t, size_t, void*)>(drv, "cuMemcpyDtoDAsync_v2")(d, d + 4096, n, stream(t));
+    };
+    m["cu_ctx_sync"] = [=](int) { return sym<int (*)()>(drv, "cuCtxSynchronize")(); };
+    m["cu_stream_sync"] = [=](int t) { return sym<int (*)(void*)>(drv, "cuStreamSynchronize")(stream(t)); };
+    m["cu_graph_launch"] = [=](int t) { return sym<int (*)(void*, void*)>(drv, "cuGraphLaunch")(reinterpret_cast<void*>(d), stream(t)); };
+  }
+  return m;
+}
+
+std::map<std::string, Op> nccl_ops(void* lib, void* comm, const Options& o) {
+  std::map<std::string, Op> m;
+  if (!lib) return m;
+  static char buf[64];
+  const size_t count = o.bytes / 4;
+  auto stream = [&o](int t) { return reinterpret_cast<void*>(o.stream_base ? o.stream_base + t : 0); };
+  // datatype 7 = ncclFloat32, redop 0 = ncclSum
+  m["allreduce"] = [=](int t) {
+    return sym<int (*)(const void*, void*, size_t, int, int, void*, void*)>(lib, "ncclAllReduce")(buf, buf, count, 7, 0, comm, stream(t));
+  };
+  m["allgather"] = [=](int t) {
+    return sym<int (*)(const void*, void*, size_t, int, void*, void*)>(lib, "ncclAllGather")(buf, buf, count, 7, comm, stream(t));
+  };
+  m["reducescatter"] = [=](int t) {
+    return sym<int (*)(const void*, void*, size_t, int, int, void*, void*)>(lib, "ncclReduceScatter")(buf, buf, count, 7, 0, comm,
+                                                                                                    stream(t));
+  };
+  m["broadcast"] = [=](int t) {
+    return sym<int (*)(const void*, void*, size_t, int, int, void*, void*)>(lib, "ncclBroadcast")(buf, buf, count, 7, 0, comm, stream(t));
+  };
+  m["bcast"] = [=](int t) { return sym<int (*)(void*, size_t, int, int, void*, void*)>(lib, "ncclBcast")(buf, count, 7, 0, comm, stream(t)); };
+  m["reduce"] = [=](int t) {
+    return sym<int (*)(const void*, void*, size_t, int, int, int, void*, void*)>(lib, "ncclReduce")(buf, buf, count, 7, 0, 0, comm,
+                                                                                                  stream(t));
+  };
+  m["sendrecv"] = [=](int t) {
+    auto gs = sym<int (*)()>(lib, "ncclGroupStart");
+    auto ge = sym<int (*)()>(lib, "ncclGroupEnd");
+    gs();
+    int r = sym<int (*)(const void*, size_t, int, int, void*, void*)>(lib, "ncclSend")(buf, count, 7, 1, comm, stream(t));
+    r |= sym<int (*)(void*, size_t, int, int, void*, void*)>(lib, "ncclRecv")(buf, count, 7, 1, comm, stream(t));
+    return r | ge();
+  };
+  return m;
+}
+
+void run_hog(int cpu, long ms) {
+  pid_t pid = fork();
+  if (pid != 0) return;
+  prctl(PR_SET_NAME, "cw_hog");
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  pin_to(cpu);
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  volatile uint64_t x = 0;
+  while (std::chrono::steady_clock::now() < end)
+    for (int i = 0; i < 100000; ++i) x = x + i;
+  _exit(0);
+}
+
+void fsync_write(const Options& o, int thread) {
+  std::string path = o.io_dir + "/cw_workload." + std::to_string(getpid()) + "." + std::to_string(thread);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) return;
+  std::vector<char> data(o.fsync_bytes, 'x');
+  if (::write(fd, data.data(), data.size()) < 0) std::perror("write");
+  ::fsync(fd);
+  ::close(fd);
+  ::unlink(path.c_str());
+}
+
+// One process's work: thread loops over the CUDA ops then the NCCL ops, iterations times.
+int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const UniqueId* id) {
+  void* comm = nullptr;
+  if (nccl && !o.nccl_ops.empty()) {
+    int nranks = o.nccl_ranks > 0 ? o.nccl_ranks : 1;
+    UniqueId local{};
+    if (!id) {
+      sym<int (*)(UniqueId*)>(nccl, "ncclGetUniqueId")(&local);
+      id = &local;
+    }
+    int r = sym<int (*)(void**, int, UniqueId, int)>(nccl, "ncclCommInitRank")(&comm, nranks, *id, rank);
+    if (r != 0) std::fprintf(stderr, "cw_workload: ncclCommInitRank failed: %d\n", r);
+  }
+  auto cops = cuda_ops(rt, drv, o);
+  auto nops = nccl_ops(nccl, comm, o);
+  std::vector<std::pair<std::string, Op>> plan;
+  for (const auto& name : o.ops) {
+    auto it = cops.find(name);
+    if (it == cops.end()) usage(("unknown op " + name).c_str());
+    plan.emplace_back(name, it->second);
+  }
+  std::vector<std::pair<std::string, Op>> nplan;
+  for (const auto& name : o.nccl_ops) {
+    auto it = nops.find(name);
+    if (it == nops.end()) usage(("unknown nccl op " + name).c_str());
+    nplan.emplace_back(name, it->second);
+  }
+
+  if (!o.ready_file.empty()) touch(o.ready_file + (o.nccl_ranks > 0 ? "." + std::to_string(rank) : ""));
+  if (!o.wait_file.empty())
+    while (access(o.wait_file.c_str(), F_OK) != 0) sleep_ms(10);
+
+  std::atomic<bool> done{false};
+  std::thread holder;
+  if (o.lock_holder_ms > 0 && rt) {
+    auto serialize = reinterpret_cast<void (*)(int)>(dlsym(rt, "cwfake_set_serialize"));
+    auto hold = reinterpret_cast<void (*)(uint64_t)>(dlsym(rt, "cwfake_hold_lock_ns"));
+    if (serialize && hold) {
+      serialize(1);
+      holder = std::thread([&] {
+        while (!done) {
+          hold(static_cast<uint64_t>(o.lock_holder_ms * 1e6));
+          sleep_ms(o.lock_holder_ms / 4);
+        }
+      });
+    }
+  }
+
+  std::atomic<long> errors{0};
+  auto worker = [&](int t) {
+    if (o.pin_cpu >= 0) pin_to(o.pin_cpu);
+    auto next = std::chrono::steady_clock::now();
+    const auto period = o.rate > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(1e9 / o.rate)) : std::chrono::nanoseconds(0);
+    for (long i = 0; i < o.iterations; ++i) {
+      for (auto& [name, op] : plan) {
+        if (op(t) != 0) ++errors;
+        if (o.rate > 0) {
+          next += period;
+          std::this_thread::sleep_until(next);
+        }
+      }
+      for (auto& [name, op] : nplan) {
+        if (rank == o.late_rank) sleep_ms(o.late_ms);
+        if (op(t) != 0) ++errors;
+      }
+      if (o.fsync_every > 0 && (i + 1) % o.fsync_every == 0) fsync_write(o, t);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 1; t < o.threads; ++t) threads.emplace_back(worker, t);
+  worker(0);
+  for (auto& th : threads) th.join();
+  done = true;
+  if (holder.joinable()) holder.join();
+  if (comm) sym<int (*)(void*)>(nccl, "ncclCommDestroy")(comm);
+  std::printf("pid=%d rank=%d threads=%d iterations=%ld errors=%ld\n", getpid(), rank, o.threads, o.iterations,
+              errors.load());
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = parse(argc, argv);
+  sleep_ms(o.start_delay_ms);
+  const std::string dir = self_dir();
+  bool need_rt = false;
+  for (const auto& op : o.ops)
+    if (op.rfind("cu_", 0) != 0) need_rt = true;
+  void* rt = need_rt ? open_lib(o.cudart.empty() ? dir + "/libcudart.so.13" : o.cudart) : nullptr;
+  void* drv = o.load_cuda ? open_lib(o.cuda.empty() ? dir + "/libcuda.so.1" : o.cuda) : nullptr;
+  void* nccl = !o.nccl_ops.empty() ? open_lib(o.nccl.empty() ? dir + "/libnccl.so.2" : o.nccl) : nullptr;
+  set_latency(rt, o.latency_us);
+  set_latency(drv, o.latency_us);
+  set_latency(nccl, o.latency_us);
+  sleep_ms(o.after_load_ms);
+  if (o.hog_cpu >= 0 && o.hog_ms > 0) run_hog(o.hog_cpu, o.hog_ms);
+
+  int rc = 0;
+  if (o.nccl_ranks > 1) {
+    UniqueId id{};
+    sym<int (*)(UniqueId*)>(nccl, "ncclGetUniqueId")(&id);
+    std::vector<pid_t> kids;
+    for (int r = 0; r < o.nccl_ranks; ++r) {
+      pid_t pid = fork();
+      if (pid == 0) _exit(run_rank(o, rt, drv, nccl, r, &id));
+      kids.push_back(pid);
+    }
+    for (pid_t k : kids) {
+      int st = 0;
+      waitpid(k, &st, 0);
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) rc = 1;
+    }
+  } else {
+    rc = run_rank(o, rt, drv, nccl, 0, nullptr);
+  }
+  while (o.hog_cpu >= 0 && waitpid(-1, nullptr, WNOHANG) >= 0) sleep_ms(10);  // reap the hog
+  sleep_ms(o.linger_ms);
+  return rc;
+}

@@ -1,0 +1,99 @@
+// A stand-in libcudart.so.13: the entry points causeway probes, with the real signatures and
+// a configurable busy-wait instead of a GPU. Built with -fcf-protection so every function
+// starts with endbr64 like distro builds, which the collector must step over.
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fake_common.h"
+
+typedef struct {
+  unsigned x, y, z;
+} dim3;
+typedef struct {
+  dim3 gridDim;
+  dim3 blockDim;
+  size_t dynamicSmemBytes;
+  void* stream;
+  void* attrs;
+  unsigned numAttrs;
+} cudaLaunchConfig_t;
+
+static uint64_t g_latency_ns;
+static uint64_t g_next_ptr = 0x7f0000000000ull;
+
+__attribute__((constructor)) static void init(void) { g_latency_ns = cwfake_env_latency(); }
+
+CWFAKE_EXPORT void cwfake_set_latency_ns(uint64_t ns) { g_latency_ns = ns; }
+
+// Lock contention inside the runtime: with serialize on, every call takes one process-wide
+// lock, and cwfake_hold_lock_ns lets a sibling thread sit on it (sleeping, not spinning).
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static int g_serialize;
+CWFAKE_EXPORT void cwfake_set_serialize(int on) { g_serialize = on; }
+CWFAKE_EXPORT void cwfake_hold_lock_ns(uint64_t ns) {
+  pthread_mutex_lock(&g_lock);
+  struct timespec ts = {(time_t)(ns / 1000000000ull), (long)(ns % 1000000000ull)};
+  nanosleep(&ts, 0);
+  pthread_mutex_unlock(&g_lock);
+}
+static void body(void) {
+  if (g_serialize) pthread_mutex_lock(&g_lock);
+  cwfake_spin_ns(g_latency_ns);
+  if (g_serialize) pthread_mutex_unlock(&g_lock);
+}
+
+// Sizes above 1 TiB fail like an exhausted device: cudaErrorMemoryAllocation = 2.
+static int fake_alloc(void** out, size_t bytes) {
+  body();
+  if (bytes > (1ull << 40)) return 2;
+  *out = (void*)__atomic_fetch_add(&g_next_ptr, (bytes + 0xfff) & ~0xfffull, __ATOMIC_RELAXED);
+  return 0;
+}
+#define SPIN_RET0 \
+  body();       \
+  return 0
+
+CWFAKE_EXPORT int cudaMalloc(void** p, size_t bytes) { return fake_alloc(p, bytes); }
+CWFAKE_EXPORT int cudaMallocManaged(void** p, size_t bytes, unsigned flags) { return fake_alloc(p, bytes); }
+CWFAKE_EXPORT int cudaMallocHost(void** p, size_t bytes) { return fake_alloc(p, bytes); }
+CWFAKE_EXPORT int cudaFree(void* p) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemcpy(void* d, const void* s, size_t n, int kind) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemcpyAsync(void* d, const void* s, size_t n, int kind, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemcpyAsync_ptsz(void* d, const void* s, size_t n, int kind, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemcpy_ptds(void* d, const void* s, size_t n, int kind) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemcpy2D(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, int kind) {
+  SPIN_RET0;
+}
+CWFAKE_EXPORT int cudaMemcpy2DAsync(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, int kind,
+                                    void* st) {
+  SPIN_RET0;
+}
+CWFAKE_EXPORT int cudaMemcpyPeer(void* d, int dd, const void* s, int sd, size_t n) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemcpyPeerAsync(void* d, int dd, const void* s, int sd, size_t n, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemset(void* p, int v, size_t n) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemsetAsync(void* p, int v, size_t n, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaMemsetAsync_ptsz(void* p, int v, size_t n, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem, void* st) {
+  SPIN_RET0;
+}
+CWFAKE_EXPORT int cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** args, size_t smem, void* st) {
+  SPIN_RET0;
+}
+// CUDA 13's <<<>>> lowers to __cudaLaunchKernel, which tail-calls cudaLaunchKernel.
+CWFAKE_EXPORT int __cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem, void* st) {
+  int r = cudaLaunchKernel(f, g, b, args, smem, st);
+  __asm__ volatile("" ::: "memory");
+  return r;
+}
+CWFAKE_EXPORT int cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** args) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaGraphLaunch(void* g, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaGraphLaunch_ptsz(void* g, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaStreamSynchronize(void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaDeviceSynchronize(void) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaEventSynchronize(void* ev) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaGetDeviceCount(int* n) {
+  *n = 1;
+  return 0;
+}

@@ -1,0 +1,24 @@
+# Test programs for the bpf tier (see cw_workload.cpp): fake libcudart.so.13, libcuda.so.1,
+# libnccl.so.2 with the real entry-point names, and the workload that drives them. All land
+# in <build>/testprogs so the workload finds the fakes next to itself.
+set(CW_TESTPROGS_DIR ${PROJECT_BINARY_DIR}/testprogs)
+
+function(causeway_fake_lib target name soversion source)
+  add_library(${target} SHARED ${CMAKE_CURRENT_LIST_DIR}/${source})
+  set_target_properties(${target} PROPERTIES OUTPUT_NAME ${name} SOVERSION ${soversion} C_VISIBILITY_PRESET hidden
+    LIBRARY_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
+  # Frame pointers so user stacks unwind; -O1 keeps each function a real call.
+  target_compile_options(${target} PRIVATE -O1 -fno-omit-frame-pointer ${ARGN})
+  target_link_libraries(${target} PRIVATE Threads::Threads rt)
+endfunction()
+
+# libcudart gets endbr64 at every entry (like distro builds) so the endbr64 skip is tested.
+causeway_fake_lib(cw_fake_cudart cudart 13 fake_cudart.c -fcf-protection=full)
+causeway_fake_lib(cw_fake_cuda cuda 1 fake_cuda.c)
+causeway_fake_lib(cw_fake_nccl nccl 2 fake_nccl.c)
+
+add_executable(cw_workload ${CMAKE_CURRENT_LIST_DIR}/cw_workload.cpp)
+target_compile_options(cw_workload PRIVATE -fno-omit-frame-pointer)
+target_link_libraries(cw_workload PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
+set_target_properties(cw_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
+add_custom_target(causeway_testprogs DEPENDS cw_workload cw_fake_cudart cw_fake_cuda cw_fake_nccl)

@@ -1,0 +1,7 @@
+# Collector unit tests: no privileges, no BPF (decoder, ELF symbols, maps, symbolization).
+causeway_test(test_collector_decode LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_decode.cpp
+  LIBS causeway_collector_core)
+causeway_test(test_collector_elf LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_elf.cpp
+  LIBS causeway_collector_core causeway_collector)
+causeway_test(test_collector_proc LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_proc.cpp
+  LIBS causeway_collector_core)

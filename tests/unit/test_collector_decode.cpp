@@ -1,0 +1,239 @@
+// Decoding of ring-buffer records into writer records: every argument layout of the op
+// catalog, from registers and stack words as the BPF side copies them.
+#include <doctest/doctest.h>
+
+#include <cstring>
+
+#include "bpf/events.h"
+#include "collector/decode.h"
+#include "collector/probe_table.h"
+#include "tracedb/op_catalog.h"
+
+using namespace causeway;
+using namespace causeway::collector;
+
+namespace {
+
+cw_call_event call(uint16_t op, uint8_t dclass, uint8_t aux = 0) {
+  cw_call_event e;
+  std::memset(&e, 0, sizeof(e));
+  e.hdr.ts_ns = 1000;
+  e.hdr.pid = 42;
+  e.hdr.tid = 43;
+  e.hdr.cpu = 1;
+  e.hdr.op = op;
+  e.hdr.kind = CW_REC_CALL;
+  e.dur_ns = 500;
+  e.dclass = dclass;
+  e.aux = aux;
+  e.stack_id = -1;
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("allocation: bytes and the pointer written through the out argument") {
+  auto e = call(CW_OP_CUDA_MALLOC, CW_DC_ALLOC);
+  e.regs[0] = 0x7ffd0000;  // &ptr
+  e.regs[1] = 1 << 20;
+  e.extra[CW_X_OUT] = 0x7f0000000000;
+  e.ret = 0;
+  CallRecord c = decode_call(e);
+  CHECK(c.a[0] == 1 << 20);
+  CHECK(c.a[1] == 0x7f0000000000);
+  CHECK(c.ts_ns == 1000);
+  CHECK(c.dur_ns == 500);
+  CHECK(c.pid == 42);
+  CHECK(c.tid == 43);
+  CHECK(c.op == CW_OP_CUDA_MALLOC);
+}
+
+TEST_CASE("copies: bytes, dst, kind, stream only for async variants") {
+  auto e = call(CW_OP_CUDA_MEMCPY_ASYNC, CW_DC_COPY, kHasStream);
+  e.regs[0] = 0xd000;
+  e.regs[1] = 0x5000;
+  e.regs[2] = 4096;
+  e.regs[3] = 1;
+  e.regs[4] = 0x1234;
+  auto a = decode_call_args(e);
+  CHECK(a[0] == 4096);
+  CHECK(a[1] == 0xd000);
+  CHECK(a[2] == 1);
+  CHECK(a[3] == 0x1234);
+  e.aux = 0;  // cudaMemcpy: r8 is garbage, not a stream
+  CHECK(decode_call_args(e)[3] == 0);
+
+  auto d2 = call(CW_OP_CUDA_MEMCPY_2D_ASYNC, CW_DC_COPY_2D, kHasStream);
+  d2.regs[0] = 0xd000;
+  d2.regs[4] = 64;  // width
+  d2.regs[5] = 16;  // height
+  d2.extra[0] = 2;  // kind (stack)
+  d2.extra[1] = 0x99;
+  a = decode_call_args(d2);
+  CHECK(a[0] == 1024);
+  CHECK(a[2] == 2);
+  CHECK(a[3] == 0x99);
+
+  auto drv = call(CW_OP_CU_MEMCPY_DTOH_ASYNC, CW_DC_DRV_COPY, 2 | kHasStream);
+  drv.regs[0] = 0xa;
+  drv.regs[2] = 77;
+  drv.regs[3] = 0x55;
+  a = decode_call_args(drv);
+  CHECK(a[0] == 77);
+  CHECK(a[1] == 0xa);
+  CHECK(a[2] == 2);
+  CHECK(a[3] == 0x55);
+}
+
+TEST_CASE("runtime launch: dim3 by value in register pairs, stream on the stack") {
+  auto e = call(CW_OP_CUDA_LAUNCH_KERNEL, CW_DC_LAUNCH_RT, kHasStream);
+  e.regs[0] = 0xdead0000;
+  e.regs[1] = 4 | (uint64_t{2} << 32);  // grid x, y
+  e.regs[2] = 1;                         // grid z
+  e.regs[3] = 128 | (uint64_t{1} << 32);
+  e.regs[4] = 1;
+  e.extra[0] = 0;       // sharedMem
+  e.extra[1] = 0x1001;  // stream
+  auto a = decode_call_args(e);
+  CHECK(a[1] == 0xdead0000);
+  CHECK(a[3] == 0x1001);
+  CHECK(a[4] == pack_dim3(4, 2, 1));
+  CHECK(a[5] == pack_dim3(128, 1, 1));
+  CHECK(pack_dim3(4, 2, 1) == (4 | (2ll << 21) | (1ll << 42)));
+}
+
+TEST_CASE("config-struct launches (cudaLaunchKernelExC, cuLaunchKernelEx)") {
+  auto e = call(CW_OP_CUDA_LAUNCH_KERNEL_EXC, CW_DC_LAUNCH_RT_EXC, kHasStream);
+  uint32_t dims[6] = {8, 4, 2, 256, 2, 1};
+  std::memcpy(e.extra, dims, sizeof(dims));
+  uint64_t stream = 0x77;
+  std::memcpy(reinterpret_cast<uint8_t*>(e.extra) + 32, &stream, 8);
+  e.regs[1] = 0xf00;
+  auto a = decode_call_args(e);
+  CHECK(a[1] == 0xf00);
+  CHECK(a[3] == 0x77);
+  CHECK(a[4] == pack_dim3(8, 4, 2));
+  CHECK(a[5] == pack_dim3(256, 2, 1));
+
+  auto d = call(CW_OP_CU_LAUNCH_KERNEL, CW_DC_LAUNCH_DRV, kHasStream);
+  d.regs[0] = 0xf1;
+  d.regs[1] = 3;
+  d.regs[2] = 2;
+  d.regs[3] = 1;
+  d.regs[4] = 64;
+  d.regs[5] = 2;
+  d.extra[0] = 1;     // bz
+  d.extra[1] = 0;     // smem
+  d.extra[2] = 0x42;  // stream
+  a = decode_call_args(d);
+  CHECK(a[4] == pack_dim3(3, 2, 1));
+  CHECK(a[5] == pack_dim3(64, 2, 1));
+  CHECK(a[3] == 0x42);
+}
+
+TEST_CASE("NCCL collectives: count, comm hash, rank, nranks, seq, datatype|redop|peer") {
+  auto e = call(CW_OP_NCCL_ALL_REDUCE, CW_DC_NCCL_REDUCE_LIKE, kHasStream);
+  e.regs[2] = 1024;  // count
+  e.regs[3] = 7;     // float32
+  e.regs[4] = 0;     // sum
+  e.extra[CW_X_COMM_HASH] = 0xabcdef;
+  e.extra[CW_X_RANKS] = 2 | (uint64_t{4} << 32);
+  e.extra[CW_X_SEQ] = 17;
+  auto a = decode_call_args(e);
+  CHECK(a[0] == 1024);
+  CHECK(a[1] == 0xabcdef);
+  CHECK(a[2] == 2);
+  CHECK(a[3] == 4);
+  CHECK(a[4] == 17);
+  CHECK(a[5] == 7);
+
+  auto p = call(CW_OP_NCCL_SEND, CW_DC_NCCL_P2P, kHasStream);
+  p.regs[1] = 10;
+  p.regs[2] = 3;
+  p.regs[3] = 5;  // peer
+  p.extra[CW_X_RANKS] = 0xffffffffull;  // communicator created before the trace
+  a = decode_call_args(p);
+  CHECK(a[0] == 10);
+  CHECK(a[2] == -1);
+  CHECK(a[5] == (3 | (5 << 16)));
+
+  auto r = call(CW_OP_NCCL_REDUCE, CW_DC_NCCL_REDUCE, kHasStream);
+  r.regs[4] = 2;  // max
+  r.regs[5] = 1;  // root
+  r.regs[3] = 9;
+  a = decode_call_args(r);
+  CHECK(a[5] == (9 | (2 << 8) | (1 << 16)));
+
+  auto init = call(CW_OP_NCCL_COMM_INIT_RANK, CW_DC_NCCL_INIT_RANK);
+  init.regs[1] = 8;  // nranks
+  init.regs[2] = 3;  // rank
+  init.extra[CW_X_COMM_HASH] = 0x1234;
+  a = decode_call_args(init);
+  CHECK(a[1] == 0x1234);
+  CHECK(a[2] == 3);
+  CHECK(a[3] == 8);
+}
+
+TEST_CASE("host records") {
+  cw_switch_event s;
+  std::memset(&s, 0, sizeof(s));
+  s.hdr.ts_ns = 5;
+  s.hdr.cpu = 1;
+  s.prev_tid = 10;
+  s.prev_pid = 9;
+  s.prev_state = 0;
+  s.next_tid = 20;
+  s.next_pid = 20;
+  std::strcpy(s.next_comm, "tar");
+  SwitchRecord r = decode_switch(s);
+  CHECK(r.prev_tid == 10);
+  CHECK(r.prev_pid == 9);
+  CHECK(r.prev_state == 0);
+  CHECK(r.next_pid == 20);
+  CHECK(comm_string(s.next_comm) == "tar");
+
+  cw_wakeup_event w;
+  std::memset(&w, 0, sizeof(w));
+  w.hdr.pid = 100;
+  w.hdr.tid = 101;
+  w.tid = 7;
+  w.pid = 6;
+  w.target_cpu = 1;
+  WakeupRecord wr = decode_wakeup(w);
+  CHECK(wr.waker_tid == 101);
+  CHECK(wr.waker_pid == 100);
+  CHECK(wr.tid == 7);
+  CHECK(wr.pid == 6);
+
+  cw_proc_event f;
+  std::memset(&f, 0, sizeof(f));
+  f.hdr.op = CW_OP_PROC_FORK;
+  f.hdr.pid = 50;
+  f.child_pid = 51;
+  CallRecord fr = decode_proc(f);
+  CHECK(fr.pid == 50);
+  CHECK(fr.a[0] == 51);
+}
+
+TEST_CASE("probe table: every op is in the catalog and cookies round-trip") {
+  for (const ProbeSpec& s : probe_specs()) {
+    CAPTURE(s.symbol);
+    REQUIRE(find_op(s.op) != nullptr);
+    uint64_t c = make_cookie(s);
+    CHECK(CW_COOKIE_OP(c) == s.op);
+    CHECK(CW_COOKIE_CLASS(c) == s.dclass);
+    CHECK(CW_COOKIE_AUX(c) == s.aux);
+    CHECK(CW_COOKIE_NSTACK(c) == s.nstack);
+    CHECK(CW_COOKIE_STRUCT_REG(c) == s.struct_reg);
+    CHECK(CW_COOKIE_COMM_LOC(c) == s.comm_loc);
+    CHECK(CW_COOKIE_NCCL_ROLE(c) == s.nccl_role);
+    CHECK(CW_COOKIE_OUT_PTR(c) == (s.out_ptr ? 1u : 0u));
+    CHECK(s.nstack <= 4);
+  }
+  CHECK(lib_kind_of("libcudart.so.13") == LibKind::cudart);
+  CHECK(lib_kind_of("libcudart.so.12.4.127") == LibKind::cudart);
+  CHECK(lib_kind_of("libcuda.so.1") == LibKind::cuda);
+  CHECK(lib_kind_of("libnccl.so.2") == LibKind::nccl);
+  CHECK(!lib_kind_of("libcudnn.so.9"));
+  CHECK(!lib_kind_of("libcublas.so.13"));
+}
