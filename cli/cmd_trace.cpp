@@ -22,6 +22,8 @@ struct TraceArgs {
   std::string ring_size;   // hidden: tests shrink the call ring to force overflow
   std::string ready_file;  // hidden: created once probes are attached
   size_t writer_queue = 0; // hidden
+  std::string metrics;
+  bool no_diagnose = false;
 };
 
 Runner setup(CLI::App& app) {
@@ -34,6 +36,8 @@ Runner setup(CLI::App& app) {
   app.add_option("--max-db", a->max_db, "prune the oldest raw events to keep the DB under SIZE (500m, 10g; 0 = no cap)")
       ->capture_default_str();
   app.add_flag("--quiet", a->quiet, "no live table");
+  app.add_option("--metrics", a->metrics, "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)");
+  app.add_flag("--no-diagnose", a->no_diagnose, "do not run the correlator (live and at the end)");
   app.add_option("--ring-size", a->ring_size, "call ring buffer size (power of two)")->group("");
   app.add_option("--ready-file", a->ready_file, "create this file once probes are attached")->group("");
   app.add_option("--writer-queue", a->writer_queue, "writer queue capacity (records)")->group("");
@@ -45,7 +49,8 @@ Runner setup(CLI::App& app) {
       "  sudo causeway trace --duration 30s            everything CUDA/NCCL on this host for 30 s\n"
       "  sudo causeway trace --pid 4821 --no-stack     one job (and its children), no stacks\n"
       "  sudo causeway trace --lib ./venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12\n"
-      "  sudo causeway trace --max-db 2g --quiet > /dev/null &   long-running capture with a size cap");
+      "  sudo causeway trace --max-db 2g --quiet > /dev/null &   long-running capture with a size cap\n"
+      "  sudo causeway trace --metrics 127.0.0.1:9464   and scrape it from Prometheus");
   return [a]() -> int {
     collector::TraceOptions o;
     o.db = a->db;
@@ -55,6 +60,8 @@ Runner setup(CLI::App& app) {
     o.ready_file = a->ready_file;
     o.writer_queue = a->writer_queue;
     o.label = "trace";
+    o.metrics_addr = a->metrics;
+    o.diagnose = !a->no_diagnose;
     if (!a->duration.empty()) {
       auto d = parse_duration_ns(a->duration);
       if (!d) return report_error("trace", make_error("usage", "--duration: " + d.error().message), false);
@@ -77,7 +84,9 @@ Runner setup(CLI::App& app) {
     std::cerr << "causeway trace: session " << sum->session_id << ": " << sum->calls << " calls, " << sum->switches
               << " context switches, " << sum->wakeups << " wake-ups, " << sum->host_events << " host events from "
               << sum->processes << " processes in " << format_duration_ns(sum->elapsed_ns) << "; dropped ring "
-              << sum->dropped_ring << ", writer " << sum->dropped_writer << " → " << a->db << std::endl;
+              << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains → "
+              << a->db << std::endl;
+    for (const auto& w : sum->warnings) std::cerr << "causeway trace: warning: " << w << std::endl;
     return kExitOk;
   };
 }

@@ -18,7 +18,11 @@
 #include "collector/decode.h"
 #include "collector/discovery.h"
 #include "collector/elf_file.h"
+#include "collector/chain_watcher.h"
 #include "collector/live_stats.h"
+#include "metrics/registry.h"
+#include "metrics/server.h"
+#include "tracedb/op_catalog.h"
 #include "collector/proc_info.h"
 #include "collector/proc_maps.h"
 #include "collector/symbolizer.h"
@@ -69,7 +73,8 @@ std::string gpu_summary(std::string& driver) {
 
 class Session {
  public:
-  Session(const TraceOptions& o, StoreWriter& w, BpfObject& b) : o_(o), writer_(w), bpf_(b), attacher_(b) {}
+  Session(const TraceOptions& o, StoreWriter& w, BpfObject& b, MetricsRegistry* m)
+      : o_(o), writer_(w), bpf_(b), attacher_(b), metrics_(m) {}
 
   Result<void> start();
   void loop(const std::function<bool()>& stop);
@@ -103,6 +108,7 @@ class Session {
 
   const TraceOptions& o_;
   StoreWriter& writer_;
+  MetricsRegistry* metrics_;  // null without --metrics
   BpfObject& bpf_;
   Attacher attacher_;
   Symbolizer symbolizer_;
@@ -254,6 +260,7 @@ void Session::on_call(const cw_call_event& e) {
   if (!named_tids_.count(c.tid)) name_thread(c.tid, c.pid, read_comm(c.pid, c.tid));
   if (o_.stacks && e.stack_id >= 0) c.stack_hash = stack_for(c.pid, e.stack_id);
   stats_.add_call(c.op, c.dur_ns, c.ret != 0);
+  if (metrics_) metrics_->observe(c.op, c.dur_ns, c.ret != 0);
   ++sum_.calls;
   writer_.push(c);
 }
@@ -479,16 +486,51 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   auto sid = (*writer)->begin_session(info);
   if (!sid) return sid.error();
 
-  Session s(o, **writer, **bpf);
+  std::unique_ptr<MetricsRegistry> registry;
+  std::unique_ptr<MetricsServer> metrics_server;
+  if (!o.metrics_addr.empty()) {
+    registry = std::make_unique<MetricsRegistry>();
+    for (const OpInfo& op : op_catalog()) registry->name_op(op.id, std::string(source_name(op.source)), std::string(op.name));
+    auto srv = MetricsServer::start(o.metrics_addr, *registry);
+    if (!srv) {
+      (void)(*writer)->close(realtime_ns());
+      return srv.error();
+    }
+    metrics_server = std::move(*srv);
+  }
+  Session s(o, **writer, **bpf, registry.get());
   if (auto r = s.start(); !r) {
     (void)(*writer)->close(realtime_ns());
     return r.error();
+  }
+  std::unique_ptr<ChainWatcher> watcher;
+  if (o.diagnose) {
+    MetricsRegistry* reg = registry.get();
+    watcher = std::make_unique<ChainWatcher>(o.db, **writer, *sid, info.started_ns, 3'000'000'000,
+                                             [reg](const std::map<std::string, uint64_t>& by_cause) {
+                                               if (reg)
+                                                 for (const auto& [cause, n] : by_cause) reg->set_chains(cause, n);
+                                             });
+    watcher->start();
   }
   s.loop(stop);
   TraceSummary sum = s.finish();
   sum.session_id = *sid;
   (*writer)->flush();
+  if (watcher) {
+    // Everything is committed now: the last analysis sees the whole session.
+    auto n = watcher->finish();
+    if (n) sum.chains = *n;
+    else sum.warnings.push_back("diagnosis at the end of the trace failed: " + n.error().message);
+    (*writer)->flush();
+  }
   sum.dropped_writer = (*writer)->counters().dropped_writer;
+  if (registry) {
+    for (const auto& [name, value] : sum.counters)
+      if (name.rfind("dropped", 0) == 0) registry->set_drops(name, value);
+    registry->set_drops("dropped_writer", sum.dropped_writer);
+    sum.metrics_url = metrics_server->url();
+  }
   if (auto r = (*writer)->close(realtime_ns()); !r) return r.error();
   return sum;
 }

@@ -39,6 +39,8 @@ struct TraceOptions {
   std::string ready_file;             // created once the initial attach is done
   std::vector<ExtraProbe> extra_probes;
   std::function<void()> on_ready;
+  bool diagnose = true;               // run the correlator live and at the end
+  std::string metrics_addr;           // --metrics HOST:PORT: Prometheus exposition
 };
 
 struct TraceSummary {
@@ -54,6 +56,8 @@ struct TraceSummary {
   std::vector<AttachedLib> libs;
   std::vector<std::string> warnings;
   size_t processes = 0;
+  size_t chains = 0;
+  std::string metrics_url;
 };
 
 Result<TraceSummary> run_trace(const TraceOptions& options, const std::function<bool()>& stop);
