@@ -152,7 +152,10 @@ int args_needed(uint16_t op) {
 // wait in s.pending; rows older than what is already analyzed are only context.
 Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
   constexpr int64_t kDisorderNs = 1'000'000'000;
-  constexpr int kBatch = 65536;
+  constexpr int kBatch = 16384;
+  // Read-ahead is also capped by count: at 450k calls/s one second of rows is ~36 MB. Past
+  // the cap, a call returning more than the cap's span late is analyzed only as context.
+  constexpr size_t kPendingBudget = 200'000;
   auto ids = event_ids_for_window(db, s.session_id, s.window_start, INT64_MAX);
   if (!ids) return ids.error();
   if (s.next_id < ids->lo) s.next_id = ids->lo;
@@ -161,7 +164,8 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
                                "FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3");
   if (!st) return st.error();
   sqlite3_stmt* q = st->get();
-  while (!ids->empty() && s.next_id <= ids->hi && s.max_ts_read < until + kDisorderNs) {
+  while (!ids->empty() && s.next_id <= ids->hi && s.max_ts_read < until + kDisorderNs &&
+         (s.pending.size() < kPendingBudget || s.max_ts_read < until)) {
     st->reset();
     st->bind(1, s.next_id);
     st->bind(2, ids->hi);
@@ -255,6 +259,8 @@ void trim_before(V& v, int64_t ts) {
 void trim_events_before(std::vector<Ev>& v, int64_t ts) {
   auto it = std::lower_bound(v.begin(), v.end(), ts, [](const Ev& e, int64_t t) { return e.ts < t; });
   v.erase(v.begin(), it);
+  // A burst of events grows the buffer; give the memory back once the rate drops.
+  if (v.capacity() > 4 * v.size() + 65536) v.shrink_to_fit();
 }
 
 // ---- per-chunk indexes -------------------------------------------------------------------------
@@ -494,8 +500,23 @@ class ChunkAnalyzer {
       if (auto p = s_.prev_durs.find(k); p != s_.prev_durs.end()) all.insert(all.end(), p->second.begin(), p->second.end());
       base_[k] = robust_baseline(all);
     }
-    // Keys with no call in this chunk keep nothing; their next chunk starts afresh.
-    s_.prev_durs = std::move(cur);
+    // The baseline's history: the most recent calls of earlier chunks, at most kHistory per
+    // (process, op). A count rather than a time span, so chunks shortened by a high event
+    // rate (see Correlator::analyze) still give rare ops enough samples. Keys with no call
+    // in this chunk keep nothing; their next chunk starts afresh.
+    constexpr size_t kHistory = 4096;
+    std::unordered_map<uint64_t, std::vector<int64_t>> next;
+    for (auto& [k, v] : cur) {
+      std::vector<int64_t>& h = next[k];
+      if (v.size() < kHistory)
+        if (auto p = s_.prev_durs.find(k); p != s_.prev_durs.end()) {
+          size_t take = std::min(p->second.size(), kHistory - v.size());
+          h.assign(p->second.end() - static_cast<std::ptrdiff_t>(take), p->second.end());
+        }
+      size_t from = v.size() > kHistory ? v.size() - kHistory : 0;
+      h.insert(h.end(), v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
+    }
+    s_.prev_durs = std::move(next);
   }
 
   bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker) const {
@@ -956,15 +977,41 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
     s.window_start = s.loaded_to;
   }
   s.analyzed_from = std::min(s.analyzed_from, from_ns);
+  // Memory: the event buffer holds a chunk plus context on each side, 80 B an event. At
+  // 450k calls/s a 10 s chunk would be ~700 MB, so the chunk shrinks to hold about
+  // kEventBudget events (≈ 12 MiB) once the rate seen so far says it must.
+  constexpr double kEventBudget = 150'000;
+  constexpr int64_t kMinChunkNs = 200'000'000;
+  if (s.events_per_ns == 0) {
+    // Before the first load, the zone map gives the peak rate for free: each writer batch
+    // knows its row count and time span (spans under 10 ms are too short to say much).
+    auto st = Statement::prepare(db,
+                                 "SELECT max((last_id - first_id + 1) * 1.0 / (max_ts - min_ts)) FROM event_blocks "
+                                 "WHERE session_id = ?1 AND max_ts - min_ts >= 10000000");
+    if (!st) return st.error();
+    st->bind(1, s.session_id);
+    if (st->step() == SQLITE_ROW && !st->col_null(0)) s.events_per_ns = st->col_double(0);
+  }
   for (int64_t cf = from_ns; cf < to_ns;) {
-    int64_t ct = std::min(to_ns, cf + s.opt.chunk_ns);
-    if (auto r = load_until(s, db, ct + s.opt.context_ns); !r) return r;
+    int64_t chunk = s.opt.chunk_ns, context = s.opt.context_ns;
+    if (s.events_per_ns > 0) {
+      auto fit = static_cast<int64_t>(kEventBudget / s.events_per_ns);  // ns of data that fit the budget
+      chunk = std::clamp<int64_t>(fit / 2, std::min(kMinChunkNs, s.opt.chunk_ns), s.opt.chunk_ns);
+      context = std::min<int64_t>(s.opt.context_ns, std::max<int64_t>(chunk / 2, kMinChunkNs / 2));
+    }
+    int64_t ct = std::min(to_ns, cf + chunk);
+    uint64_t events_before = s.counters.events;
+    int64_t loaded_before = s.loaded_to;
+    if (auto r = load_until(s, db, ct + context); !r) return r;
+    if (s.loaded_to > loaded_before && s.counters.events > events_before)
+      s.events_per_ns = std::max(s.events_per_ns, static_cast<double>(s.counters.events - events_before) /
+                                                      static_cast<double>(s.loaded_to - loaded_before));
     ChunkAnalyzer(s, cf, ct).run();
     ++s.counters.chunks;
     // A collective is seen again only while its entries are in the buffer (context_ns around a chunk).
     std::erase_if(s.seen_groups, [&](const auto& kv) { return kv.second < ct - 4 * s.opt.context_ns; });
     s.analyzed_to = ct;
-    int64_t keep = ct - s.opt.context_ns;
+    int64_t keep = ct - context;
     trim_events_before(s.evbuf, keep);
     trim_before(s.schedbuf, keep);
     trim_before(s.wakebuf, keep);

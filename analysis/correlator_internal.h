@@ -140,6 +140,7 @@ struct Correlator::State {
   std::unordered_map<uint32_t, ProcInfo> procs;
   std::unordered_map<uint32_t, std::pair<uint32_t, std::string>> threads;  // tid -> (pid, comm)
 
+  double events_per_ns = 0;  // highest event rate loaded so far (sizes chunks to a memory budget)
   std::unordered_map<uint64_t, std::vector<int64_t>> prev_durs;  // (pid, op) -> previous chunk's durations
   std::unordered_map<uint64_t, OpAcc> ops;
   std::unordered_map<uint32_t, int64_t> first_call;  // pid -> first call start
