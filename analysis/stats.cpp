@@ -167,8 +167,10 @@ Result<StatsResult> compute_stats(sqlite3* db, const StatsQuery& query) {
 
   // Whole seconds inside the window that rollups already cover come from rollups; the
   // partial seconds at the edges and the not-yet-rolled-up tail come from raw rows.
-  int64_t sec_lo = ceil_div(s.from_ns, kNsPerSec);
-  int64_t sec_hi = std::min(floor_div(s.to_ns, kNsPerSec), floor_div(s.rolled_up_to_ns, kNsPerSec));
+  // A window edge that is the data's own edge (the session start without --since; the end
+  // of data always) leaves no event outside it in that second, so its rollup is exact too.
+  int64_t sec_lo = query.since_ns ? ceil_div(s.from_ns, kNsPerSec) : floor_div(s.from_ns, kNsPerSec);
+  int64_t sec_hi = std::min(floor_div(s.to_ns, kNsPerSec) + 1, floor_div(s.rolled_up_to_ns, kNsPerSec));
   std::map<Key, Acc> accs;
   if (sec_lo < sec_hi) {
     if (auto r = add_raw(db, s, s.from_ns, sec_lo * kNsPerSec, false, query, accs); !r) return r.error();

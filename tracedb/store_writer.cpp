@@ -516,7 +516,8 @@ Result<void> StoreWriter::flush_rollups(int64_t before_ns) {
     if (rc != SQLITE_DONE) return make_error("db_write", "writing rollups failed: " + sqlite_error_text(db_.get()));
   }
   rollups_.erase(rollups_.begin(), it);
-  int64_t new_mark = cutoff_sec == INT64_MAX ? max_ts_seen_ + 1 : cutoff_sec * kNsPerSec;
+  // After the final flush every second up to the last event's is rolled up.
+  int64_t new_mark = cutoff_sec == INT64_MAX ? (floor_sec(max_ts_seen_) + 1) * kNsPerSec : cutoff_sec * kNsPerSec;
   if (new_mark > rolled_up_to_ns_) {
     rolled_up_to_ns_ = new_mark;
     upd_rolled_.bind(1, rolled_up_to_ns_);
