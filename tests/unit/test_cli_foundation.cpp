@@ -172,10 +172,18 @@ TEST_CASE("readers work on a copy in a folder they cannot write, WAL or not, and
     ::chmod((ro_dir + "/trace.db").c_str(), 0444);
     ::chmod(ro_dir.c_str(), 0555);
     ::chmod(dir.path().c_str(), 0755);
-    // Root ignores permission bits, so run the reader as an unprivileged user when root.
+    // Root ignores permission bits, so run the reader as an unprivileged user when root —
+    // from a copy of the binary in this test's folder, since the build folder may sit under
+    // a directory that user cannot enter.
     std::vector<std::string> argv;
-    if (::geteuid() == 0) argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
-    argv.insert(argv.end(), {test::causeway_bin(), "stats", "--json", "--db", ro_dir + "/trace.db"});
+    std::string bin = test::causeway_bin();
+    if (::geteuid() == 0) {
+      bin = dir.file("causeway-copy");
+      if (!test::file_exists(bin)) std::filesystem::copy_file(test::causeway_bin(), bin);
+      ::chmod(bin.c_str(), 0755);
+      argv = {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"};
+    }
+    argv.insert(argv.end(), {bin, "stats", "--json", "--db", ro_dir + "/trace.db"});
     auto r = test::run_process(argv);
     CHECK(r.exit_code == 0);
     CHECK(r.err == "");
