@@ -473,6 +473,8 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
 
   WriterOptions wo;
   wo.max_db_bytes = o.max_db_bytes;
+  // Live data: readers (explain, MCP) see each 100 ms of it committed.
+  wo.flush_interval_ms = 100;
   if (o.writer_queue) wo.queue_capacity = o.writer_queue;
   auto writer = StoreWriter::open(o.db, wo);
   if (!writer) return writer.error();

@@ -276,8 +276,6 @@ void StoreWriter::run() {
       flush_requested_ = false;
       std::swap(batch, pending_);
       seq = enqueued_seq_;
-      // Keep the producer-side vectors warm: reserve what the last batch needed.
-      pending_.calls.reserve(std::min(batch.calls.capacity(), options_.queue_capacity));
     }
     Result<void> r = write_batch(batch, stopping);
     {
