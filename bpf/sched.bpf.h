@@ -35,7 +35,10 @@ int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   return 0;
 }
 
-/* raw_tp/sched_wakeup(struct task_struct *p): current is the waker. */
+/* raw_tp/sched_waking(struct task_struct *p), in try_to_wake_up(): current is the waker.
+ * Not sched_wakeup: when the wakee's CPU is idle (or in another LLC) the activation is queued
+ * to that CPU and sched_wakeup fires there, from its idle task or IPI, so "current" would be
+ * pid 0 instead of the thread that released the lock. sched_wakeup_new runs in the parent. */
 static __always_inline int on_wakeup(struct task_struct *p) {
   if (cw_stopped) return 0;
   __u32 pid = BPF_CORE_READ(p, tgid);
@@ -56,7 +59,7 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   return 0;
 }
 
-SEC("raw_tp/sched_wakeup")
+SEC("raw_tp/sched_waking")
 int cw_sched_wakeup(struct bpf_raw_tracepoint_args *ctx) { return on_wakeup((struct task_struct *)ctx->args[0]); }
 
 SEC("raw_tp/sched_wakeup_new")

@@ -103,7 +103,7 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
     const char* name;
   };
   const Tp tps[] = {
-      {skel_->progs.cw_sched_switch, "sched_switch"},       {skel_->progs.cw_sched_wakeup, "sched_wakeup"},
+      {skel_->progs.cw_sched_switch, "sched_switch"},       {skel_->progs.cw_sched_wakeup, "sched_waking"},
       {skel_->progs.cw_sched_wakeup_new, "sched_wakeup_new"}, {skel_->progs.cw_proc_exec, "sched_process_exec"},
       {skel_->progs.cw_proc_fork, "sched_process_fork"},     {skel_->progs.cw_proc_exit, "sched_process_exit"},
       {skel_->progs.cw_block_issue, "block_rq_issue"},       {skel_->progs.cw_block_complete, "block_rq_complete"},

@@ -14,6 +14,17 @@
 
 namespace causeway::test {
 
+// Every bpf test needs root, kernel BTF and BPF programs that load (the weak default in
+// tests/support says "nothing needed"; this one makes the test exit 77 with the reason).
+std::string missing_requirement() {
+  if (::geteuid() != 0) return "bpf tests need root (CAP_BPF + CAP_PERFMON)";
+  if (!file_exists("/sys/kernel/btf/vmlinux")) return "kernel BTF (/sys/kernel/btf/vmlinux) missing";
+  auto r = run_causeway({"check", "--json", "--db", "/tmp/causeway-bpf-check.db"});
+  if (r.out.find("\"name\":\"bpf_load\",\"status\":\"PASS\"") == std::string::npos)
+    return "BPF programs do not load here: " + r.out;
+  return "";
+}
+
 std::string testprog(const std::string& name) { return build_dir() + "/testprogs/" + name; }
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }

@@ -12,6 +12,9 @@
 
 namespace causeway::test {
 
+// collector_harness.cpp also defines missing_requirement() (tests/support/test_support.h) for
+// every bpf test: root, kernel BTF, and `causeway check` loading the programs; else exit 77.
+
 std::string testprog(const std::string& name);  // <build>/testprogs/<name>
 
 class Tracer {

@@ -16,15 +16,6 @@
 
 namespace causeway::test {
 
-std::string missing_requirement() {
-  if (::geteuid() != 0) return "bpf tests need root (CAP_BPF + CAP_PERFMON)";
-  if (!file_exists("/sys/kernel/btf/vmlinux")) return "kernel BTF (/sys/kernel/btf/vmlinux) missing";
-  auto r = run_causeway({"check", "--json", "--db", "/tmp/causeway-bpf-check.db"});
-  if (r.out.find("\"name\":\"bpf_load\",\"status\":\"PASS\"") == std::string::npos)
-    return "BPF programs do not load here: " + r.out;
-  return "";
-}
-
 namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }

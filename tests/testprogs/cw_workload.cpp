@@ -5,8 +5,14 @@
 //   cw_workload --threads 4 --iterations 1000 --latency-us 50 --ops memcpy,launch,stream_sync
 //   cw_workload --nccl-ranks 4 --late-rank 2 --late-ms 20 --nccl-ops allreduce --iterations 50
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-ms 3000 --ops stream_sync --iterations 2000
+//   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-delay-ms 100 --hog-ms 2000 --hog-nice -10 --rate 0 --ops stream_sync
 //   cw_workload --fsync-every 10 --fsync-bytes 1m --io-dir /var/tmp --ops memcpy
 //   cw_workload --lock-holder-ms 5 --ops stream_sync      (a sibling thread holds the runtime lock)
+//   cw_workload --lock-holder-ms 5 --lock-gap-ms 45 --ops stream_sync   (held 5 ms of every 50 ms)
+//
+// The hog is a process named cw_hog, forked when the work starts (after --wait-file); it spins
+// --hog-ms after --hog-delay-ms, at nice --hog-nice (below 0 it wins its CPU over the nice-0
+// tasks there). The lock holder is a thread named cw_lock_holder.
 //
 // Argument values are fixed so tests can check decoding: dst 0x7f0000001000, stream
 // stream_base+thread, kind 1 (HtoD), grid (4,2,1), block (128,1,1), function 0xdead0000.
@@ -14,7 +20,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <pthread.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +53,8 @@ struct Options {
   int pin_cpu = -1;
   int hog_cpu = -1;
   long hog_ms = 0;
+  int hog_nice = 0;
+  long hog_delay_ms = 0;
   int nccl_ranks = 0;
   std::vector<std::string> nccl_ops;
   int late_rank = -1;
@@ -53,6 +63,7 @@ struct Options {
   uint64_t fsync_bytes = 1 << 20;
   std::string io_dir = "/tmp";
   double lock_holder_ms = 0;
+  double lock_gap_ms = -1;  // the holder's pause between holds; default lock_holder_ms / 4
   long start_delay_ms = 0;
   long after_load_ms = 0;
   long linger_ms = 0;
@@ -106,6 +117,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--pin-cpu") o.pin_cpu = std::stoi(val());
     else if (a == "--hog-cpu") o.hog_cpu = std::stoi(val());
     else if (a == "--hog-ms") o.hog_ms = std::stol(val());
+    else if (a == "--hog-nice") o.hog_nice = std::stoi(val());
+    else if (a == "--hog-delay-ms") o.hog_delay_ms = std::stol(val());
     else if (a == "--nccl-ranks") o.nccl_ranks = std::stoi(val());
     else if (a == "--nccl-ops") o.nccl_ops = split(val());
     else if (a == "--late-rank") o.late_rank = std::stoi(val());
@@ -114,6 +127,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--fsync-bytes") o.fsync_bytes = parse_bytes(val());
     else if (a == "--io-dir") o.io_dir = val();
     else if (a == "--lock-holder-ms") o.lock_holder_ms = std::stod(val());
+    else if (a == "--lock-gap-ms") o.lock_gap_ms = std::stod(val());
     else if (a == "--start-delay-ms") o.start_delay_ms = std::stol(val());
     else if (a == "--after-load-ms") o.after_load_ms = std::stol(val());
     else if (a == "--linger-ms") o.linger_ms = std::stol(val());
@@ -124,6 +138,7 @@ Options parse(int argc, char** argv) {
     else usage(("unknown flag " + a).c_str());
   }
   if (o.nccl_ranks > 0 && o.nccl_ops.empty()) o.nccl_ops = {"allreduce"};
+  if (o.lock_gap_ms < 0) o.lock_gap_ms = o.lock_holder_ms / 4;
   for (const auto& op : o.ops)
     if (op.rfind("cu_", 0) == 0) o.load_cuda = true;
   return o;
@@ -341,12 +356,14 @@ std::map<std::string, Op> nccl_ops(void* lib, void* comm, const Options& o) {
   return m;
 }
 
-void run_hog(int cpu, long ms) {
+pid_t run_hog(int cpu, long ms, int nice, long delay_ms) {
   pid_t pid = fork();
-  if (pid != 0) return;
+  if (pid != 0) return pid;
   prctl(PR_SET_NAME, "cw_hog");
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   pin_to(cpu);
+  if (nice != 0 && setpriority(PRIO_PROCESS, 0, nice) != 0) std::perror("cw_hog: setpriority");
+  sleep_ms(delay_ms);
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   volatile uint64_t x = 0;
   while (std::chrono::steady_clock::now() < end)
@@ -396,6 +413,9 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
   if (!o.ready_file.empty()) touch(o.ready_file + (o.nccl_ranks > 0 ? "." + std::to_string(rank) : ""));
   if (!o.wait_file.empty())
     while (access(o.wait_file.c_str(), F_OK) != 0) sleep_ms(10);
+  // The hog starts with the work (after --wait-file), from rank 0's process.
+  pid_t hog = -1;
+  if (rank == 0 && o.hog_cpu >= 0 && o.hog_ms > 0) hog = run_hog(o.hog_cpu, o.hog_ms, o.hog_nice, o.hog_delay_ms);
 
   std::atomic<bool> done{false};
   std::thread holder;
@@ -405,9 +425,10 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
     if (serialize && hold) {
       serialize(1);
       holder = std::thread([&] {
+        pthread_setname_np(pthread_self(), "cw_lock_holder");
         while (!done) {
           hold(static_cast<uint64_t>(o.lock_holder_ms * 1e6));
-          sleep_ms(o.lock_holder_ms / 4);
+          sleep_ms(o.lock_gap_ms);
         }
       });
     }
@@ -440,6 +461,7 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
   done = true;
   if (holder.joinable()) holder.join();
   if (comm) sym<int (*)(void*)>(nccl, "ncclCommDestroy")(comm);
+  if (hog > 0) waitpid(hog, nullptr, 0);  // it ends after --hog-delay-ms + --hog-ms
   std::printf("pid=%d rank=%d threads=%d iterations=%ld errors=%ld\n", getpid(), rank, o.threads, o.iterations,
               errors.load());
   std::fflush(stdout);
@@ -462,7 +484,6 @@ int main(int argc, char** argv) {
   set_latency(drv, o.latency_us);
   set_latency(nccl, o.latency_us);
   sleep_ms(o.after_load_ms);
-  if (o.hog_cpu >= 0 && o.hog_ms > 0) run_hog(o.hog_cpu, o.hog_ms);
 
   int rc = 0;
   if (o.nccl_ranks > 1) {
@@ -482,7 +503,6 @@ int main(int argc, char** argv) {
   } else {
     rc = run_rank(o, rt, drv, nccl, 0, nullptr);
   }
-  while (o.hog_cpu >= 0 && waitpid(-1, nullptr, WNOHANG) >= 0) sleep_ms(10);  // reap the hog
   sleep_ms(o.linger_ms);
   return rc;
 }

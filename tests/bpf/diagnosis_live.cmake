@@ -1,0 +1,7 @@
+# Planted incidents under real eBPF, diagnosed end to end (issue #6): cpu_contention (a hog on
+# the workload's CPU), nccl_straggler (a late rank among 4), io_contention (fsync on the
+# calling thread), lock_contention (a sibling thread's mutex). Root + BPF, else skipped (77).
+causeway_test(test_diagnosis_live LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_analysis)
+add_dependencies(test_diagnosis_live causeway causeway_testprogs)
