@@ -1,31 +1,11 @@
 #include "common/sanitize.h"
 
+#include "common/utf8.h"
+
 #include <cstdint>
 
 namespace causeway {
 namespace {
-
-// Decodes one UTF-8 code point at s[i]; returns its length, or 0 when malformed.
-size_t decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t len = 0;
-  if (c < 0x80) { cp = c; return 1; }
-  if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
-  else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
-  else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    unsigned char cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  // Reject overlong encodings and surrogates.
-  if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-      (cp >= 0xD800 && cp <= 0xDFFF))
-    return 0;
-  return len;
-}
 
 // Code points that render as nothing or reorder text: a classic way to hide instructions.
 bool invisible(uint32_t cp) {

@@ -1,5 +1,7 @@
 #include "sqlguard/lexer.h"
 
+#include "common/utf8.h"
+
 #include <cstdint>
 #include <cstdio>
 
@@ -12,26 +14,6 @@ bool is_hex(unsigned char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (
 // SQLite's IdChar in an ASCII build: letters, digits, '_', '$' and every byte >= 0x80.
 bool is_id_start(unsigned char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c >= 0x80; }
 bool is_id_char(unsigned char c) { return is_id_start(c) || is_digit(c) || c == '$'; }
-
-// Decodes one UTF-8 code point; returns its length or 0 when malformed.
-size_t decode_utf8(std::string_view s, size_t i, uint32_t& cp) {
-  unsigned char c = static_cast<unsigned char>(s[i]);
-  size_t len;
-  if (c < 0x80) { cp = c; return 1; }
-  if ((c & 0xE0) == 0xC0) { cp = c & 0x1F; len = 2; }
-  else if ((c & 0xF0) == 0xE0) { cp = c & 0x0F; len = 3; }
-  else if ((c & 0xF8) == 0xF0) { cp = c & 0x07; len = 4; }
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    unsigned char cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
 
 // Unicode whitespace and invisible format characters: a reader sees a gap or nothing where
 // SQLite sees part of an identifier.
