@@ -36,6 +36,24 @@ TraceEventWriter::~TraceEventWriter() {
   if (!finished_) (void)finish();
 }
 
+// The fields every slice and instant event ends with, then the closing brace.
+void TraceEventWriter::put_tail(std::string_view name, std::string_view cat, std::string_view args_json,
+                                std::string_view cname) {
+  put(",\"name\":");
+  put_str(name);
+  put(",\"cat\":");
+  put_str(cat);
+  if (!cname.empty()) {
+    put(",\"cname\":");
+    put_str(cname);
+  }
+  if (!args_json.empty()) {
+    put(",\"args\":");
+    put(args_json);
+  }
+  put("}");
+}
+
 void TraceEventWriter::put(std::string_view s) {
   buf_.append(s);
   if (buf_.size() >= kFlushBytes) flush();
@@ -101,19 +119,7 @@ void TraceEventWriter::slice(uint32_t pid, uint32_t tid, int64_t ts_ns, int64_t 
   put("{\"ph\":\"X\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid));
   put_ts("ts", ts_ns, true);
   put_ts("dur", dur_ns < 0 ? 0 : dur_ns, false);
-  put(",\"name\":");
-  put_str(name);
-  put(",\"cat\":");
-  put_str(cat);
-  if (!cname.empty()) {
-    put(",\"cname\":");
-    put_str(cname);
-  }
-  if (!args_json.empty()) {
-    put(",\"args\":");
-    put(args_json);
-  }
-  put("}");
+  put_tail(name, cat, args_json, cname);
 }
 
 void TraceEventWriter::instant(uint32_t pid, uint32_t tid, int64_t ts_ns, std::string_view name, std::string_view cat,
@@ -121,19 +127,7 @@ void TraceEventWriter::instant(uint32_t pid, uint32_t tid, int64_t ts_ns, std::s
   begin_event();
   put("{\"ph\":\"i\",\"s\":\"t\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(tid));
   put_ts("ts", ts_ns, true);
-  put(",\"name\":");
-  put_str(name);
-  put(",\"cat\":");
-  put_str(cat);
-  if (!cname.empty()) {
-    put(",\"cname\":");
-    put_str(cname);
-  }
-  if (!args_json.empty()) {
-    put(",\"args\":");
-    put(args_json);
-  }
-  put("}");
+  put_tail(name, cat, args_json, cname);
 }
 
 void TraceEventWriter::async_slice(uint32_t pid, uint32_t tid, uint64_t id, int64_t ts_ns, int64_t dur_ns,

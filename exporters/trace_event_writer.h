@@ -53,6 +53,7 @@ class TraceEventWriter {
   void put(std::string_view s);
   void put_ts(const char* key, int64_t ns, bool relative);
   void put_str(std::string_view s);  // JSON string literal, untrusted text sanitized
+  void put_tail(std::string_view name, std::string_view cat, std::string_view args_json, std::string_view cname);
   void flush();
 
   FILE* f_;

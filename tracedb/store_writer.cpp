@@ -163,44 +163,11 @@ Result<uint16_t> StoreWriter::ensure_op(const std::string& source, const std::st
   return static_cast<uint16_t>(id);
 }
 
-bool StoreWriter::push(const CallRecord& r) {
-  std::lock_guard lock(mu_);
-  if (pending_.rows() >= options_.queue_capacity) {
-    ++stats_.dropped_writer;
-    return false;
-  }
-  pending_.calls.push_back(r);
-  ++stats_.accepted;
-  ++enqueued_seq_;
-  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
-  return true;
-}
+bool StoreWriter::push(const CallRecord& r) { return push_or_drop(r, pending_.calls); }
 
-bool StoreWriter::push(const SwitchRecord& r) {
-  std::lock_guard lock(mu_);
-  if (pending_.rows() >= options_.queue_capacity) {
-    ++stats_.dropped_writer;
-    return false;
-  }
-  pending_.switches.push_back(r);
-  ++stats_.accepted;
-  ++enqueued_seq_;
-  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
-  return true;
-}
+bool StoreWriter::push(const SwitchRecord& r) { return push_or_drop(r, pending_.switches); }
 
-bool StoreWriter::push(const WakeupRecord& r) {
-  std::lock_guard lock(mu_);
-  if (pending_.rows() >= options_.queue_capacity) {
-    ++stats_.dropped_writer;
-    return false;
-  }
-  pending_.wakeups.push_back(r);
-  ++stats_.accepted;
-  ++enqueued_seq_;
-  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
-  return true;
-}
+bool StoreWriter::push(const WakeupRecord& r) { return push_or_drop(r, pending_.wakeups); }
 
 size_t StoreWriter::push_calls(std::span<const CallRecord> rs) {
   std::lock_guard lock(mu_);
@@ -212,6 +179,20 @@ size_t StoreWriter::push_calls(std::span<const CallRecord> rs) {
   enqueued_seq_ += n;
   if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
   return n;
+}
+
+template <typename R, typename V>
+bool StoreWriter::push_or_drop(const R& r, V& lane) {
+  std::lock_guard lock(mu_);
+  if (pending_.rows() >= options_.queue_capacity) {
+    ++stats_.dropped_writer;
+    return false;
+  }
+  lane.push_back(r);
+  ++stats_.accepted;
+  ++enqueued_seq_;
+  if (pending_.rows() >= options_.batch_rows) wake_writer_.notify_one();
+  return true;
 }
 
 template <typename R, typename V>

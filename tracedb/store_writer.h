@@ -102,6 +102,8 @@ class StoreWriter {
 
   StoreWriter(DbHandle db, std::string path, WriterOptions options);
   template <typename R, typename V>
+  bool push_or_drop(const R& r, V& lane);
+  template <typename R, typename V>
   void push_waiting(const R& r, V& lane);
   Result<void> prepare_statements();
   void run();
