@@ -146,6 +146,57 @@ int args_needed(uint16_t op) {
   return 0;
 }
 
+constexpr const char* kEventColumnsSql = "id, ts_ns, dur_ns, pid, tid, op_id, cpu, stack_id, a0, a1, a2, a3, a4, session_id";
+
+Ev decode_event_row(sqlite3_stmt* q) {
+  Ev e;
+  e.ts = sqlite3_column_int64(q, 1);
+  e.dur = sqlite3_column_int64(q, 2);
+  e.pid = static_cast<uint32_t>(sqlite3_column_int64(q, 3));
+  e.tid = static_cast<uint32_t>(sqlite3_column_int64(q, 4));
+  e.op = static_cast<uint16_t>(sqlite3_column_int64(q, 5));
+  e.cpu = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : static_cast<int32_t>(sqlite3_column_int64(q, 6));
+  e.stack = static_cast<uint64_t>(sqlite3_column_int64(q, 7));  // NULL reads as 0
+  // Decoding a column costs; most rows are launches, which need only the kernel (a1).
+  int nargs = args_needed(e.op);
+  for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, 8 + i);
+  return e;
+}
+
+// The read-ahead budget cut the scan short of kDisorderNs past `until`: a call that started
+// before `until` but returned (and was written) later may sit further on. The zone map names
+// every block holding a row that started before `until` (min_ts < until); take those rows
+// now and remember their ids so the cursor skips them when it gets there.
+Result<void> take_late_rows(State& s, sqlite3* db, int64_t until) {
+  auto blocks = Statement::prepare(db,
+                                   "SELECT max(first_id, ?2), last_id FROM event_blocks "
+                                   "WHERE session_id = ?1 AND last_id >= ?2 AND min_ts < ?3 ORDER BY first_id");
+  if (!blocks) return blocks.error();
+  blocks->bind(1, s.session_id);
+  blocks->bind(2, s.next_id);
+  blocks->bind(3, until);
+  auto rows = Statement::prepare(db, std::string("SELECT ") + kEventColumnsSql +
+                                         " FROM events WHERE id >= ?1 AND id <= ?2 AND ts_ns < ?3 ORDER BY id");
+  if (!rows) return rows.error();
+  while (blocks->step() == SQLITE_ROW) {
+    rows->reset();
+    rows->bind(1, blocks->col_int(0));
+    rows->bind(2, blocks->col_int(1));
+    rows->bind(3, until);
+    sqlite3_stmt* q = rows->get();
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+      const int64_t id = sqlite3_column_int64(q, 0);
+      if (sqlite3_column_int64(q, 13) != s.session_id || !s.taken_ahead.insert(id).second) continue;
+      Ev e = decode_event_row(q);
+      ++s.counters.events;
+      if (e.ts >= s.window_start) s.pending.push_back(e);
+    }
+    if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
+  }
+  return {};
+}
+
 // Reads events in rowid order with a cursor, so each row is read once. events has no ts
 // index; rows arrive nearly in time order (writer batches), so reading until a row at least
 // kDisorderNs past `until` was seen leaves nothing older unread. Rows at or after `until`
@@ -153,17 +204,19 @@ int args_needed(uint16_t op) {
 Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
   constexpr int64_t kDisorderNs = 1'000'000'000;
   constexpr int kBatch = 16384;
-  // Read-ahead is also capped by count: at 450k calls/s one second of rows is ~36 MB. Past
-  // the cap, a call returning more than the cap's span late is analyzed only as context.
-  constexpr size_t kPendingBudget = 200'000;
+  // Read-ahead is also capped by count (48k rows ≈ 4 MiB; at 500k calls/s a second of rows
+  // would be 40 MB); past the cap, take_late_rows() finds what started before `until`.
+  constexpr size_t kPendingBudget = 48'000;
   auto ids = event_ids_for_window(db, s.session_id, s.window_start, INT64_MAX);
   if (!ids) return ids.error();
   if (s.next_id < ids->lo) s.next_id = ids->lo;
-  auto st = Statement::prepare(db,
-                               "SELECT id, ts_ns, dur_ns, pid, tid, op_id, cpu, stack_id, a0, a1, a2, a3, a4, session_id "
-                               "FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3");
+  auto st = Statement::prepare(db, std::string("SELECT ") + kEventColumnsSql +
+                                       " FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3");
   if (!st) return st.error();
   sqlite3_stmt* q = st->get();
+  // Sized once: a doubling vector would briefly hold 1.5× the budget twice over.
+  if (s.pending.capacity() < kPendingBudget + kBatch) s.pending.reserve(kPendingBudget + kBatch);
+  bool more = false;  // rows past the cursor were left unread
   while (!ids->empty() && s.next_id <= ids->hi && s.max_ts_read < until + kDisorderNs &&
          (s.pending.size() < kPendingBudget || s.max_ts_read < until)) {
     st->reset();
@@ -173,33 +226,32 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
     int rc, n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       ++n;
-      s.next_id = sqlite3_column_int64(q, 0) + 1;
+      const int64_t id = sqlite3_column_int64(q, 0);
+      s.next_id = id + 1;
       // The zone map keeps the cursor inside this session's ids; without one (an old DB) other
       // sessions' rows are skipped here.
       if (sqlite3_column_int64(q, 13) != s.session_id) continue;
-      Ev e;
-      e.ts = sqlite3_column_int64(q, 1);
-      e.dur = sqlite3_column_int64(q, 2);
-      e.pid = static_cast<uint32_t>(sqlite3_column_int64(q, 3));
-      e.tid = static_cast<uint32_t>(sqlite3_column_int64(q, 4));
-      e.op = static_cast<uint16_t>(sqlite3_column_int64(q, 5));
-      e.cpu = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : static_cast<int32_t>(sqlite3_column_int64(q, 6));
-      e.stack = static_cast<uint64_t>(sqlite3_column_int64(q, 7));  // NULL reads as 0
-      // Decoding a column costs; most rows are launches, which need only the kernel (a1).
-      int nargs = args_needed(e.op);
-      for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, 8 + i);
+      if (!s.taken_ahead.empty() && s.taken_ahead.erase(id)) continue;  // taken by take_late_rows
+      Ev e = decode_event_row(q);
       ++s.counters.events;
       s.max_ts_read = std::max(s.max_ts_read, e.ts);
       if (e.ts < s.window_start) continue;
       s.pending.push_back(e);
     }
     if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
-    if (n < kBatch) break;  // caught up with what is committed
+    more = n == kBatch;
+    if (!more) break;  // caught up with what is committed
   }
+  if (more && s.max_ts_read < until + kDisorderNs && s.next_id <= ids->hi)
+    if (auto r = take_late_rows(s, db, until); !r) return r;
   // Move what is due (ts < until) from pending into the ts-sorted buffer.
   auto due = std::partition(s.pending.begin(), s.pending.end(), [&](const Ev& e) { return e.ts < until; });
   if (due != s.pending.begin()) {
     const size_t mid = s.evbuf.size();
+    const size_t n = static_cast<size_t>(due - s.pending.begin());
+    // Grow by a quarter, not the doubling insert() would do: the buffer is the correlator's
+    // largest allocation and its size is already bounded by the chunk budget.
+    if (s.evbuf.capacity() < mid + n) s.evbuf.reserve(mid + n + mid / 4);
     s.evbuf.insert(s.evbuf.end(), s.pending.begin(), due);
     s.pending.erase(s.pending.begin(), due);
     auto by_ts = [](const Ev& a, const Ev& b) { return a.ts < b.ts; };
@@ -211,11 +263,18 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
   return {};
 }
 
-// Appends rows with ts in [s.loaded_to, until) to the buffers (ts order).
+// Appends rows with ts in [s.loaded_to, until) to the buffers (ts order). Sched and wake-up
+// rows are read kSchedAheadNs further: they are few next to calls, and a slow call near the
+// end of a chunk needs its thread's switches over its whole duration, which at high call
+// rates (short chunks and context) would otherwise run past what is loaded.
 Result<void> load_until(State& s, sqlite3* db, int64_t until) {
+  constexpr int64_t kSchedAheadNs = 1'000'000'000;
   if (until <= s.loaded_to) return {};
-  const int64_t from = s.loaded_to;
   if (auto r = load_events_until(s, db, until); !r) return r;
+  s.loaded_to = until;
+  const int64_t from = s.sched_loaded_to == INT64_MIN ? s.window_start : s.sched_loaded_to;
+  until = until > INT64_MAX - kSchedAheadNs ? INT64_MAX : until + kSchedAheadNs;
+  if (until <= from) return {};
   {
     auto st = Statement::prepare(db,
                                  "SELECT ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid FROM sched "
@@ -246,7 +305,7 @@ Result<void> load_until(State& s, sqlite3* db, int64_t until) {
       ++s.counters.wakeups;
     }
   }
-  s.loaded_to = until;
+  s.sched_loaded_to = until;
   return {};
 }
 
@@ -980,8 +1039,8 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   // Memory: the event buffer holds a chunk plus context on each side, 80 B an event. At
   // 450k calls/s a 10 s chunk would be ~700 MB, so the chunk shrinks to hold about
   // kEventBudget events (≈ 12 MiB) once the rate seen so far says it must.
-  constexpr double kEventBudget = 150'000;
-  constexpr int64_t kMinChunkNs = 200'000'000;
+  constexpr double kEventBudget = 60'000;
+  constexpr int64_t kMinChunkNs = 50'000'000;
   if (s.events_per_ns == 0) {
     // Before the first load, the zone map gives the peak rate for free: each writer batch
     // knows its row count and time span (spans under 10 ms are too short to say much).

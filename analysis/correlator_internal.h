@@ -131,10 +131,12 @@ struct Correlator::State {
   std::vector<SchedRow> schedbuf;
   std::vector<WakeRow> wakebuf;
   int64_t loaded_to = INT64_MIN;  // buffers hold rows with ts < loaded_to
+  int64_t sched_loaded_to = INT64_MIN;  // schedbuf / wakebuf: rows with ts < this (ahead of loaded_to)
   int64_t window_start = INT64_MIN;  // rows before this are never needed
   int64_t next_id = 0;               // events cursor (rowid)
   int64_t max_ts_read = INT64_MIN;
   std::vector<Ev> pending;           // events read ahead of the buffer (ts >= loaded_to)
+  std::unordered_set<int64_t> taken_ahead;  // ids past the cursor already read (take_late_rows)
   int64_t data_end = INT64_MIN;
 
   std::unordered_map<uint32_t, ProcInfo> procs;

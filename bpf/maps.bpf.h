@@ -31,18 +31,22 @@ const volatile __u64 targ_wake_host = 1 << 19;
  * RCU-synchronised) detach of every uprobe. */
 volatile bool cw_stopped = false;
 
-/* Calls: 152-byte records. 500k calls/s × 152 B = 76 MB/s; the consumer drains every
- * 10 ms (0.76 MB) or when 1 MiB is queued, so 8 MiB rides out ~100 ms consumer stalls. */
-struct {
-  __uint(type, BPF_MAP_TYPE_RINGBUF);
-  __uint(max_entries, 8 << 20);
-} rb_calls SEC(".maps");
-
-/* Host events (sched, wakeups, process, block, net, mem) go to their own ring so a burst of
- * context switches never costs a CUDA call record. ~100 B × 200k/s = 20 MB/s → 4 MiB. */
+/* Calls: 152-byte records (160 with the ring's header). 500k calls/s = 80 MB/s; the consumer
+ * drains every 10 ms (0.8 MB) or when a quarter is queued, so 4 MiB rides out ~50 ms consumer
+ * stalls. Longer backlogs wait in the writer's queue (104 B a row), not here: user space
+ * maps the ring's data twice, so each ring byte costs two bytes of the collector's RSS.
+ * User space sets the size (collector/bpf_loader.h); this is the default. */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4 << 20);
+} rb_calls SEC(".maps");
+
+/* Host events (sched, wakeups, process, block, net, mem) go to their own ring so a burst of
+ * context switches never costs a CUDA call record. ~100 B × 200k/s = 20 MB/s → 2 MiB is
+ * 100 ms of them. */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 2 << 20);
 } rb_host SEC(".maps");
 
 /* Processes being traced (tgid → 1). Filled by the uprobe path on a thread's first call, by

@@ -20,8 +20,8 @@ namespace causeway::collector {
 struct LoaderOptions {
   bool stacks = true;
   bool filter_pids = false;        // only processes in the traced map (--pid)
-  uint32_t ring_calls_bytes = 8u << 20;  // power of two, ≥ page size
-  uint32_t ring_host_bytes = 4u << 20;
+  uint32_t ring_calls_bytes = 4u << 20;  // power of two, ≥ page size; sizing in bpf/maps.bpf.h
+  uint32_t ring_host_bytes = 2u << 20;
   bool host_tracepoints = true;    // sched/proc/io/net/mem
 };
 

@@ -1,5 +1,8 @@
 #include "collector/chain_watcher.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <iostream>
 #include <vector>
 
@@ -7,6 +10,10 @@
 #include "tracedb/open.h"
 
 namespace causeway::collector {
+
+namespace {
+constexpr int kAnalysisNice = 10;
+}
 
 struct ChainWatcher::Impl {
   std::string db_path;
@@ -60,6 +67,10 @@ struct ChainWatcher::Impl {
   }
 
   void run() {
+    // Capture first: on a busy host the analysis (which can run late) yields its CPU to the
+    // writer and the ring drain (which cannot) rather than taking a fair share from them.
+    // Linux nice is per thread; failing to lower it only costs that preference.
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), kAnalysisNice);
     std::unique_lock lock(mu);
     while (!stop) {
       cv.wait_for(lock, std::chrono::nanoseconds(interval_ns), [&] { return stop; });

@@ -2,9 +2,12 @@
 
 #include <bpf/libbpf.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -54,8 +57,12 @@ struct RingBufferCloser {
 using RingPtr = std::unique_ptr<ring_buffer, RingBufferCloser>;
 
 // libbpf 1.1's ring_buffer__consume keeps going while producers outpace it; the callback
-// bails out after this many records so the loop can do its periodic work (and the other ring).
+// bails out after this many records (or fewer: what the writer's queue has room for) so the
+// loop can do its periodic work (and the other ring).
 constexpr uint64_t kBudgetPerConsume = 16384;
+// Rows of the writer's queue the drain leaves free for what is pushed outside it (one
+// page_alloc summary per allocating process each second), so those are never refused.
+constexpr size_t kQueueReserve = 1024;
 constexpr int kPollMs = 10;
 
 std::string gpu_summary(std::string& driver) {
@@ -74,7 +81,7 @@ std::string gpu_summary(std::string& driver) {
 class Session {
  public:
   Session(const TraceOptions& o, StoreWriter& w, BpfObject& b, MetricsRegistry* m)
-      : o_(o), writer_(w), bpf_(b), attacher_(b), metrics_(m) {}
+      : o_(o), writer_(w), metrics_(m), bpf_(b), attacher_(b) {}
 
   Result<void> start();
   void loop(const std::function<bool()>& stop);
@@ -84,7 +91,7 @@ class Session {
   static int on_sample(void* ctx, void* data, size_t size) {
     auto* s = static_cast<Session*>(ctx);
     s->handle(data, size);
-    if (++s->round_ >= kBudgetPerConsume) {
+    if (++s->round_ >= s->budget_) {
       s->round_ = 0;
       return -EAGAIN;
     }
@@ -93,7 +100,9 @@ class Session {
   void handle(const void* data, size_t size);
   void on_call(const cw_call_event& e);
   void on_proc(const cw_proc_event& e);
-  void drain(ring_buffer* rb, int max_rounds);
+  enum class OnFullQueue { leave_in_ring, drain_anyway };
+  void drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full);
+  bool claim_budget(std::chrono::milliseconds wait);
   void periodic(int64_t now_mono);
   void emit_page_allocs(int64_t now_mono);
   void rescan(const std::vector<uint32_t>& only);
@@ -117,6 +126,7 @@ class Session {
   int64_t offset_ = 0;
   int64_t started_mono_ = 0;
   uint64_t round_ = 0;
+  uint64_t budget_ = kBudgetPerConsume;  // records this consume round may hand the writer
   uint64_t stack_read_failures_ = 0;
 
   struct Known {
@@ -347,8 +357,27 @@ void Session::handle(const void* data, size_t size) {
   }
 }
 
-void Session::drain(ring_buffer* rb, int max_rounds) {
+// Backpressure: a round takes from the ring only what the writer's queue has room for. While
+// the writer catches up, records wait in the kernel's ring (memory already paid for) instead
+// of being refused by a full queue; only a ring that fills up loses records, and BPF counts
+// each one. Returns false when there is no room after `wait`.
+bool Session::claim_budget(std::chrono::milliseconds wait) {
+  auto usable = [this] {
+    size_t room = writer_.room();
+    return room > kQueueReserve ? room - kQueueReserve : 0;
+  };
+  size_t room = usable();
+  if (room == 0 && writer_.wait_for_room(kQueueReserve + kBudgetPerConsume, wait)) room = usable();
+  budget_ = std::min<uint64_t>(kBudgetPerConsume, room);
+  return budget_ > 0;
+}
+
+void Session::drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full) {
   for (int i = 0; i < max_rounds; ++i) {
+    if (!claim_budget(std::chrono::milliseconds(on_full == OnFullQueue::leave_in_ring ? kPollMs : 1000))) {
+      if (on_full == OnFullQueue::leave_in_ring) return;
+      budget_ = kBudgetPerConsume;  // the writer is stuck: take the records, its refusals are counted
+    }
     round_ = 0;
     int r = ring_buffer__consume(rb);
     if (r != -EAGAIN) return;
@@ -428,10 +457,12 @@ void Session::loop(const std::function<bool()>& stop) {
     const int64_t now = monotonic_ns();
     if (now >= end) break;
     // Producers submit without wake-ups, so the poll mostly times out: consume either way.
-    round_ = 0;
-    (void)ring_buffer__poll(calls_rb_.get(), kPollMs);
-    drain(calls_rb_.get(), 8);
-    drain(host_rb_.get(), 8);
+    if (claim_budget(std::chrono::milliseconds(kPollMs))) {
+      round_ = 0;
+      (void)ring_buffer__poll(calls_rb_.get(), kPollMs);
+    }
+    drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring);
     periodic(monotonic_ns());
   }
 }
@@ -441,10 +472,10 @@ TraceSummary Session::finish() {
   // queued until both rings are empty. A call still inside the library after that is not
   // recorded (it never completed during the session).
   bpf_.stop_producers();
-  drain(calls_rb_.get(), 1 << 20);
+  drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   ::usleep(20'000);
-  drain(calls_rb_.get(), 1 << 20);
-  drain(host_rb_.get(), 1 << 20);
+  drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
+  drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   emit_page_allocs(monotonic_ns());
   update_counters();
   for (const auto& [pid, k] : known_) {
@@ -471,6 +502,10 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   auto bpf = BpfObject::load(lo);
   if (!bpf) return bpf.error();
 
+  // The writer is the stage that falls behind first on a busy host; SQLite's allocation
+  // statistics take a global mutex on every malloc and nothing in `trace` reads them (no
+  // heap limit here, unlike sqlguard's connections). Only possible before SQLite's first use.
+  (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
   WriterOptions wo;
   wo.max_db_bytes = o.max_db_bytes;
   // Live data: readers (explain, MCP) see each 100 ms of it committed.

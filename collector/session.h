@@ -32,8 +32,8 @@ struct TraceOptions {
   int64_t max_db_bytes = 0;
   bool live_table = false;            // redraw the table on stderr each second
   bool verbose = true;                // attach messages on stderr
-  uint32_t ring_calls_bytes = 8u << 20;
-  uint32_t ring_host_bytes = 4u << 20;
+  uint32_t ring_calls_bytes = 4u << 20;
+  uint32_t ring_host_bytes = 2u << 20;
   size_t writer_queue = 0;            // 0 = the writer's default
   int64_t rescan_interval_ns = 1'000'000'000;
   std::string ready_file;             // created once the initial attach is done

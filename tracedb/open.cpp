@@ -88,11 +88,13 @@ Result<DbHandle> open_for_write(const std::string& path) {
   // auto_vacuum must be chosen before the first table exists: INCREMENTAL lets --max-db
   // pruning hand pages back to the file system.
   if (fresh) (void)exec_sql(h, "PRAGMA auto_vacuum = INCREMENTAL");
+  // A 4 MiB page cache: the writer appends (events by rowid, sched/wakeups by ts), so it only
+  // needs the right-hand edge of each B-tree; 8 MiB wrote no faster and cost 4 MB of RSS.
   if (auto r = exec_sql(h,
                         "PRAGMA journal_mode = WAL;"
                         "PRAGMA synchronous = NORMAL;"
                         "PRAGMA journal_size_limit = 16777216;"
-                        "PRAGMA cache_size = -8192;"
+                        "PRAGMA cache_size = -4096;"
                         "PRAGMA temp_store = MEMORY;");
       !r)
     return make_error("db_open", "cannot configure " + path + ": " + r.error().message);

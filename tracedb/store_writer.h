@@ -2,11 +2,16 @@
 // threads, drained by one writer thread into batched WAL transactions with prepared
 // statements. Overflow is counted, never silent; close() flushes everything accepted.
 //
-// Sizing: a CallRecord is 96 bytes, so the default 262,144-record queue holds ≈ 25 MiB and
-// ≈ 0.25 s of input at the writer's ~1M rows/s — enough to ride out a checkpoint.
+// Sizing: the capacity counts rows waiting and rows in the transaction being written, and a
+// CallRecord is 104 bytes, so the default 163,840 rows bound the queue at ≈ 16 MiB (in
+// 4096-row chunks, tracedb/record_lane.h, allocated only while used) — ≈ 0.33 s of input at
+// 500k calls/s, enough to ride out WAL checkpoints on a host whose CPUs the workload fills.
+// A live collector that can wait (its events sit in the kernel's ring buffer meanwhile)
+// asks room() before it drains, so a full queue slows the drain instead of dropping.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -21,13 +26,14 @@
 
 #include "common/result.h"
 #include "tracedb/histogram.h"
+#include "tracedb/record_lane.h"
 #include "tracedb/records.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
 
 struct WriterOptions {
-  size_t queue_capacity = 262144;     // records (calls + sched) waiting; beyond: dropped, counted
+  size_t queue_capacity = 163840;     // rows queued or being written; beyond: dropped, counted
   size_t batch_rows = 65536;          // rows per transaction at most
   int64_t flush_interval_ms = 200;    // readers see data at most this late
   int64_t max_db_bytes = 0;           // 0 = unlimited; else prune oldest raw rows to stay under
@@ -40,6 +46,7 @@ struct WriterCounters {
   uint64_t dropped_writer = 0;  // refused because the queue was full
   uint64_t pruned = 0;          // raw rows removed by --max-db
   uint64_t transactions = 0;
+  uint64_t queue_peak = 0;      // most rows queued + in flight at once
 };
 
 class StoreWriter {
@@ -69,6 +76,11 @@ class StoreWriter {
   void push_wait(const SwitchRecord& r);
   void push_wait(const WakeupRecord& r);
 
+  // Rows that can be pushed now without a refusal.
+  size_t room() const;
+  // Waits up to `timeout` for room for `rows` (less if the capacity is smaller); true if there is.
+  bool wait_for_room(size_t rows, std::chrono::milliseconds timeout);
+
   // A pipeline counter stored in collector_stats (e.g. "dropped_ring"); last value wins.
   void set_counter(const std::string& name, int64_t value);
 
@@ -83,11 +95,11 @@ class StoreWriter {
 
  private:
   struct Batch {
-    std::vector<CallRecord> calls;
-    std::vector<SwitchRecord> switches;
-    std::vector<WakeupRecord> wakeups;
+    std::vector<RecordLane<CallRecord>::Chunk> calls;
+    std::vector<RecordLane<SwitchRecord>::Chunk> switches;
+    std::vector<RecordLane<WakeupRecord>::Chunk> wakeups;
     std::vector<MetaRecord> meta;
-    size_t rows() const { return calls.size() + switches.size() + wakeups.size(); }
+    size_t rows = 0;
   };
   struct RollupKey {
     int64_t sec;
@@ -101,13 +113,22 @@ class StoreWriter {
   };
 
   StoreWriter(DbHandle db, std::string path, WriterOptions options);
-  template <typename R, typename V>
-  bool push_or_drop(const R& r, V& lane);
-  template <typename R, typename V>
-  void push_waiting(const R& r, V& lane);
+  template <typename R>
+  bool push_or_drop(const R& r, RecordLane<R>& lane);
+  template <typename R>
+  void push_waiting(const R& r, RecordLane<R>& lane);
+  template <typename R>
+  void accept(const R& r, RecordLane<R>& lane);  // mu_ held, room checked
+  size_t queued_rows() const { return calls_.rows() + switches_.rows() + wakeups_.rows() + inflight_rows_; }
+  Batch take_batch();      // mu_ held
+  void recycle(Batch& b);  // mu_ held
   Result<void> prepare_statements();
   void run();
   Result<void> write_batch(Batch& batch, bool final_flush);
+  // Inserts every row of a context lane; bind(stmt, row) binds it and returns its pid (rollup).
+  template <typename R, typename Bind>
+  int insert_lane(const std::vector<std::vector<R>>& chunks, Statement& s, uint16_t rollup_op, uint64_t& written,
+                  Bind bind);
   void write_meta(const MetaRecord& m);
   void accumulate(uint16_t op, uint32_t pid, int64_t ts_ns, int64_t dur_ns, bool error);
   Result<void> flush_rollups(int64_t before_ns);
@@ -123,7 +144,11 @@ class StoreWriter {
   mutable std::mutex mu_;
   std::condition_variable wake_writer_;
   std::condition_variable batch_done_;
-  Batch pending_;
+  RecordLane<CallRecord> calls_;
+  RecordLane<SwitchRecord> switches_;
+  RecordLane<WakeupRecord> wakeups_;
+  std::vector<MetaRecord> meta_;
+  size_t inflight_rows_ = 0;  // rows of the transaction being written
   uint64_t enqueued_seq_ = 0;   // accepted records + meta, in order
   uint64_t committed_seq_ = 0;
   bool stop_ = false;
@@ -136,7 +161,7 @@ class StoreWriter {
   std::thread thread_;
 
   // Writer-thread state.
-  Statement ins_event_, ins_sched_, ins_wakeup_, ins_rollup_, upsert_process_, upsert_thread_, ins_stack_,
+  Statement ins_event_, ins_events_, ins_sched_, ins_wakeup_, ins_rollup_, upsert_process_, upsert_thread_, ins_stack_,
       upsert_chain_, upsert_counter_, upd_rolled_, ins_block_;
   std::map<RollupKey, RollupAcc> rollups_;
   int64_t max_ts_seen_ = 0;

@@ -252,6 +252,28 @@ TEST_CASE("a tiny ring buffer overflows: every lost call is counted, received + 
   CHECK(recorded + dropped == threads * iters);
 }
 
+TEST_CASE("a writer queue too small for the rate pushes back into the ring: it refuses nothing") {
+  // 2048 rows is ~4 ms of this workload: the drain must keep waiting for the writer, leaving
+  // records in the kernel ring meanwhile. Whatever the ring could not hold is a counted ring
+  // drop; the queue itself never refuses a row.
+  TempDir dir;
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-stack", "--no-diagnose", "--writer-queue", "2048"});
+  const int threads = 2, iters = 50000;
+  pid_t pid = spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops", "stream_sync"}), dir.file("w.log"));
+  REQUIRE(wait_exit(pid) == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  const std::string db = t.db();
+  auto stat = [&](const char* name) {
+    return q_int(db, std::string("SELECT value FROM collector_stats WHERE name = '") + name + "'");
+  };
+  const int64_t recorded = q_int(db, "SELECT count(*) FROM events WHERE op_id = 116 AND pid = " + S(pid));
+  CHECK(stat("dropped_writer") == 0);
+  CHECK(recorded + stat("dropped_ring_calls") == threads * iters);
+  CHECK(stat("writer_queue_peak") > 1000);  // it did fill: the drain waited on it
+  CHECK(stat("writer_queue_peak") <= 2048);
+}
+
 TEST_CASE("host context: preemption by a CPU hog, voluntary sleeps, wake-ups and fsync'ed block I/O") {
   TempDir dir;
   Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-stack"});

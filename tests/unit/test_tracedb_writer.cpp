@@ -87,6 +87,49 @@ TEST_CASE("a full queue refuses records and counts each refusal; nothing is lost
   CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'dropped_ring'") == 17);
 }
 
+TEST_CASE("room() counts rows queued and in flight; a producer that waits for room is never refused") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  // Writes only on its 10 s interval, so nothing leaves the queue until flush().
+  auto w = StoreWriter::open(path, WriterOptions{.queue_capacity = 10'000, .batch_rows = 1'000'000,
+                                                 .flush_interval_ms = 10'000});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  CHECK((*w)->room() == 10'000);
+  for (int64_t i = 0; i < 9'000; ++i) REQUIRE((*w)->push(call_at(i)));
+  CHECK((*w)->room() == 1'000);
+  CHECK_FALSE((*w)->wait_for_room(5'000, std::chrono::milliseconds(50)));  // nobody drains
+  CHECK((*w)->wait_for_room(1'000, std::chrono::milliseconds(0)));
+  // A drain like the collector's: take only what fits, wait for the writer otherwise.
+  std::thread flusher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    (*w)->flush();
+  });
+  CHECK((*w)->wait_for_room(5'000, std::chrono::seconds(10)));
+  flusher.join();
+  CHECK((*w)->room() == 10'000);
+  // Records of several lanes (4096-row chunks) share the one capacity.
+  int64_t taken = 0;
+  for (int64_t i = 0; i < 20'000; ++i) {
+    if ((*w)->room() == 0) (*w)->flush();
+    bool ok = i % 2 ? (*w)->push(call_at(9'000 + i)) : (*w)->push(SwitchRecord{kT0 + i, 0, 1, 1, 120, 0, 2, 2, 120});
+    REQUIRE(ok);
+    ++taken;
+  }
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+  auto c = (*w)->counters();
+  CHECK(c.dropped_writer == 0);
+  CHECK(c.written == 9'000 + taken);
+  CHECK(c.queue_peak == 10'000);
+  CHECK(count(path, "SELECT count(*) FROM events") == 9'000 + 10'000);
+  CHECK(count(path, "SELECT count(*) FROM sched") == 10'000);
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'writer_queue_peak'") == 10'000);
+  // The zone map's id ranges cover every event exactly once (multi-row INSERTs keep ids contiguous).
+  CHECK(count(path, "SELECT sum(last_id - first_id + 1) FROM event_blocks") == 19'000);
+  CHECK(count(path, "SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_blocks b "
+                    "WHERE e.id BETWEEN b.first_id AND b.last_id AND e.ts_ns BETWEEN b.min_ts AND b.max_ts)") == 0);
+}
+
 TEST_CASE("a reader sees committed batches while the writer is still running") {
   TempDir dir;
   std::string path = dir.file("t.db");
