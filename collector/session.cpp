@@ -288,13 +288,22 @@ void Session::on_proc(const cw_proc_event& e) {
       known_.erase(pid);  // new image: new identity, new maps
       ensure_process(pid, c.ts_ns);
       break;
-    case CW_OP_PROC_FORK:
+    case CW_OP_PROC_FORK: {
       if (!o_.pids.empty() && allowed_.count(pid)) allowed_.insert(e.child_pid);
       ensure_process(e.child_pid, c.ts_ns);
+      // The parent is known from the event itself: a short-lived child (an NCCL rank, a
+      // dataloader worker) may be gone from /proc before this is read.
+      ProcessRecord child;
+      child.pid = e.child_pid;
+      child.ppid = pid;
+      child.comm = comm_string(e.comm);
+      writer_.push_meta(child);
       break;
+    }
     case CW_OP_PROC_EXIT: {
       ProcessRecord p;
       p.pid = pid;
+      p.ppid = e.ppid;
       p.comm = comm_string(e.comm);
       p.last_ns = c.ts_ns;
       p.exit_code = e.exit_code;

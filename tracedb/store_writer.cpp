@@ -95,10 +95,12 @@ Result<void> StoreWriter::prepare_statements() {
       {&ins_rollup_,
        "INSERT INTO rollups (session_id, op_id, pid, sec, count, sum_ns, min_ns, max_ns, errors, hist) "
        "VALUES (?,?,?,?,?,?,?,?,?,?)"},
+      // The first parent seen wins: it launched the process; an exit seen after a reparent
+      // names the reaper (init or a subreaper) instead.
       {&upsert_process_,
        "INSERT INTO processes (session_id, pid, ppid, comm, cmdline, exe, cgroup_id, container_id, first_ns, "
        "last_ns, exit_code) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (session_id, pid) DO UPDATE SET "
-       "ppid = coalesce(excluded.ppid, ppid), comm = coalesce(nullif(excluded.comm, ''), comm), "
+       "ppid = coalesce(ppid, excluded.ppid), comm = coalesce(nullif(excluded.comm, ''), comm), "
        "cmdline = coalesce(nullif(excluded.cmdline, ''), cmdline), exe = coalesce(nullif(excluded.exe, ''), exe), "
        "cgroup_id = coalesce(nullif(excluded.cgroup_id, 0), cgroup_id), "
        "container_id = coalesce(nullif(excluded.container_id, ''), container_id), "

@@ -208,6 +208,39 @@ TEST_CASE("--pid traces only that process (and its children): calls and context 
   CHECK(q_int(t.db(), "SELECT count(*) FROM processes WHERE pid = " + S(b)) == 0);
 }
 
+TEST_CASE("--pid follows children forked without exec after the trace started") {
+  // NCCL ranks forked from a launcher (no exec): the BPF fork hook marks each child traced
+  // before it runs, so its first call is already recorded.
+  TempDir dir;
+  const std::string go = dir.file("go");
+  const int iters = 30;
+  pid_t parent = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
+                                 "--fork-wait-file", go}),
+                       dir.file("w.log"));
+  pid_t other = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
+                                "--fork-wait-file", go}),
+                      dir.file("o.log"));
+  sleep_ms(300);  // both have loaded libnccl (discovery finds it in their maps)
+  Tracer t(dir, {"--pid", S(parent), "--no-stack"});
+  { std::ofstream(go.c_str()) << "go"; }
+  REQUIRE(wait_exit(parent) == 0);
+  REQUIRE(wait_exit(other) == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  const std::string db = t.db();
+  auto kids = q_rows(db, "SELECT pid FROM processes WHERE ppid = " + S(parent) + " ORDER BY pid");
+  REQUIRE(kids.size() == 2);
+  for (const auto& k : kids) {
+    CAPTURE(k[0]);
+    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 300 AND pid = " + S(k[0])) == 1);  // ncclCommInitRank
+    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 303 AND pid = " + S(k[0])) == iters);
+  }
+  // The other launcher's ranks are not traced.
+  CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid NOT IN (" + S(parent) + ", " + S(kids[0][0]) + ", " +
+                      S(kids[1][0]) + ") AND op_id < 400") == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE ppid = " + S(other)) == 0);
+}
+
 TEST_CASE("library dlopen()ed after the trace started; process exits mid-trace and keeps its names and symbols") {
   TempDir dir;
   Tracer t(dir, {});

@@ -4,6 +4,7 @@
 //
 //   cw_workload --threads 4 --iterations 1000 --latency-us 50 --ops memcpy,launch,stream_sync
 //   cw_workload --nccl-ranks 4 --late-rank 2 --late-ms 20 --nccl-ops allreduce --iterations 50
+//   cw_workload --nccl-ranks 2 --fork-wait-file F    (ranks forked, without exec, once F exists)
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-ms 3000 --ops stream_sync --iterations 2000
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-delay-ms 100 --hog-ms 2000 --hog-nice -10 --rate 0 --ops stream_sync
 //   cw_workload --fsync-every 10 --fsync-bytes 1m --io-dir /var/tmp --ops memcpy
@@ -69,6 +70,7 @@ struct Options {
   long linger_ms = 0;
   double rate = 0;  // calls per second per thread; 0 = as fast as possible
   std::string ready_file, wait_file;
+  std::string fork_wait_file;  // NCCL ranks: the parent forks them only once this file exists
   bool load_cuda = false;
 };
 
@@ -134,6 +136,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--rate") o.rate = std::stod(val());
     else if (a == "--ready-file") o.ready_file = val();
     else if (a == "--wait-file") o.wait_file = val();
+    else if (a == "--fork-wait-file") o.fork_wait_file = val();
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown flag " + a).c_str());
   }
@@ -491,6 +494,7 @@ int main(int argc, char** argv) {
   if (o.nccl_ranks > 1) {
     UniqueId id{};
     sym<int (*)(UniqueId*)>(nccl, "ncclGetUniqueId")(&id);
+    while (!o.fork_wait_file.empty() && access(o.fork_wait_file.c_str(), F_OK) != 0) sleep_ms(10);
     std::vector<pid_t> kids;
     for (int r = 0; r < o.nccl_ranks; ++r) {
       pid_t pid = fork();
