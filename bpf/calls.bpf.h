@@ -21,7 +21,7 @@ struct cw_frame {
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
   __s32 stack_id;
-  __u32 _pad;
+  __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
 };
 
 struct cw_task {
@@ -118,6 +118,7 @@ int cw_enter(struct pt_regs *ctx) {
   __u32 idx = tid & targ_task_mask;
   struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
   if (!t) return 0;
+  bool first = false;
   if (t->owner != tid) {
     if (t->depth != 0 && bpf_ktime_get_ns() - t->f[0].ts < CW_STALE_NS) {
       count_drop(CW_DROP_SLOT);
@@ -125,7 +126,7 @@ int cw_enter(struct pt_regs *ctx) {
     }
     t->owner = tid;
     t->depth = 0;
-    mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
+    first = mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
   }
   __u32 d = t->depth;
   t->depth = d + 1;
@@ -135,6 +136,7 @@ int cw_enter(struct pt_regs *ctx) {
   }
   struct cw_frame *fr = &t->f[d];
   fr->cookie = cookie;
+  fr->first_of_process = first;
   fr->regs[0] = PT_REGS_PARM1(ctx);
   fr->regs[1] = PT_REGS_PARM2(ctx);
   fr->regs[2] = PT_REGS_PARM3(ctx);
@@ -246,6 +248,9 @@ int cw_return(struct pt_regs *ctx) {
     e->extra[CW_X_OUT] = out;
   }
   if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_return(fr, e, (__u32)ret);
-  bpf_ringbuf_submit(e, wake_flag(&rb_calls, targ_wake_calls));
+  /* A process seen for the first time gets the consumer now, not at its next 10 ms poll: it
+   * snapshots the process's maps for symbolization while the process is still alive (a
+   * short script can be gone before the poll). Once per process. */
+  bpf_ringbuf_submit(e, fr->first_of_process ? BPF_RB_FORCE_WAKEUP : wake_flag(&rb_calls, targ_wake_calls));
   return 0;
 }

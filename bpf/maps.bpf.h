@@ -81,9 +81,12 @@ static __always_inline void count_drop(__u32 reason) {
 
 static __always_inline bool is_traced(__u32 tgid) { return bpf_map_lookup_elem(&traced, &tgid) != 0; }
 
-static __always_inline void mark_traced(__u32 tgid) {
+/* True when tgid was not traced before (its first traced call, or a fork). */
+static __always_inline bool mark_traced(__u32 tgid) {
   __u8 one = 1;
-  if (bpf_map_update_elem(&traced, &tgid, &one, BPF_NOEXIST) == -7 /* -E2BIG: full */) count_drop(CW_DROP_TRACED_MAP);
+  long err = bpf_map_update_elem(&traced, &tgid, &one, BPF_NOEXIST);
+  if (err == -7 /* -E2BIG: full */) count_drop(CW_DROP_TRACED_MAP);
+  return err == 0;
 }
 
 /* Per-CPU submit counter: the fill level is queried on every 64th submit only, because

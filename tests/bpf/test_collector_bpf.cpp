@@ -105,8 +105,9 @@ TEST_CASE("exact per-op counts, decoded args and durations from several threads;
   CAPTURE(stack_failures);
   CHECK(no_stack <= stack_failures);
   CHECK(no_stack * 20 <= 17 * n);  // nearly every call has one
-  CHECK(q_text(db, "SELECT frames FROM stacks WHERE frames LIKE '%cudaMemcpyAsync+0x%' LIMIT 1").find("cw_workload!") !=
-        std::string::npos);
+  const std::string frames = q_text(db, "SELECT frames FROM stacks WHERE frames LIKE '%cudaMemcpyAsync+0x%' LIMIT 1");
+  CAPTURE(frames);
+  CHECK(frames.find("cw_workload!") != std::string::npos);
   // Nothing lost anywhere.
   for (const char* c : {"dropped_ring", "dropped_writer", "unpaired_returns", "dropped_nesting", "dropped_slot_busy"}) {
     CAPTURE(c);
@@ -239,6 +240,30 @@ TEST_CASE("--pid follows children forked without exec after the trace started") 
   CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid NOT IN (" + S(parent) + ", " + S(kids[0][0]) + ", " +
                       S(kids[1][0]) + ") AND op_id < 400") == 0);
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE ppid = " + S(other)) == 0);
+}
+
+TEST_CASE("short-lived processes started back to back keep symbolized stacks") {
+  // Each lives ~5–20 ms, less than the drain's 10 ms poll plus the first symbol load. The
+  // first traced call of a process wakes the drain, which snapshots its maps while it runs.
+  TempDir dir;
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-diagnose"});
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 6; ++i) {
+    pid_t p = spawn(workload({"--iterations", "20", "--latency-us", "100", "--ops", "memcpy,launch"}),
+                    dir.file("w" + S(i) + ".log"));
+    REQUIRE(wait_exit(p) == 0);
+    pids.push_back(p);
+  }
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  const std::string db = t.db();
+  for (pid_t p : pids) {
+    CAPTURE(p);
+    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id < 400 AND pid = " + S(p)) == 40);
+    // Every call's stack names the fake runtime's function and the workload's frames.
+    CHECK(q_int(db, "SELECT count(*) FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.pid = " + S(p) +
+                        " AND s.frames LIKE '%libcudart.so.13!cuda%' AND s.frames LIKE '%cw_workload!%'") == 40);
+  }
 }
 
 TEST_CASE("library dlopen()ed after the trace started; process exits mid-trace and keeps its names and symbols") {
