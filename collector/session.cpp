@@ -62,7 +62,8 @@ using RingPtr = std::unique_ptr<ring_buffer, RingBufferCloser>;
 // loop can do its periodic work (and the other ring).
 constexpr uint64_t kBudgetPerConsume = 16384;
 // Rows of the writer's queue the drain leaves free for what is pushed outside it (one
-// page_alloc summary per allocating process each second), so those are never refused.
+// page_alloc summary per allocating process each second), so those are never refused. At
+// most an eighth of the queue, so a small queue (--writer-queue) still leaves the drain room.
 constexpr size_t kQueueReserve = 1024;
 constexpr int kPollMs = 10;
 
@@ -374,7 +375,8 @@ void Session::handle(const void* data, size_t size) {
 bool Session::claim_budget(std::chrono::milliseconds wait) {
   auto usable = [this] {
     size_t room = writer_.room();
-    return room > kQueueReserve ? room - kQueueReserve : 0;
+    const size_t reserve = std::min(kQueueReserve, writer_.capacity() / 8);
+    return room > reserve ? room - reserve : 0;
   };
   size_t room = usable();
   if (room == 0 && writer_.wait_for_room(kQueueReserve + kBudgetPerConsume, wait)) room = usable();

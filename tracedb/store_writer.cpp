@@ -241,6 +241,7 @@ template <typename R>
 void StoreWriter::push_waiting(const R& r, RecordLane<R>& lane) {
   std::unique_lock lock(mu_);
   if (queued_rows() >= options_.queue_capacity) {
+    room_wanted_ = true;
     wake_writer_.notify_one();
     batch_done_.wait(lock, [&] { return queued_rows() < options_.queue_capacity || stop_ || !thread_.joinable(); });
   }
@@ -262,6 +263,7 @@ bool StoreWriter::wait_for_room(size_t rows, std::chrono::milliseconds timeout) 
   rows = std::min(rows, options_.queue_capacity);
   auto has_room = [&] { return queued_rows() + rows <= options_.queue_capacity; };
   if (has_room()) return true;
+  room_wanted_ = true;
   wake_writer_.notify_one();
   return batch_done_.wait_for(lock, timeout, [&] { return has_room() || stop_ || !thread_.joinable(); }) &&
          has_room();
@@ -324,10 +326,11 @@ void StoreWriter::run() {
     {
       std::unique_lock lock(mu_);
       wake_writer_.wait_for(lock, interval, [&] {
-        return stop_ || flush_requested_ || queued_rows() >= options_.batch_rows;
+        return stop_ || flush_requested_ || room_wanted_ || queued_rows() >= options_.batch_rows;
       });
       stopping = stop_;
       flush_requested_ = false;
+      room_wanted_ = false;
       batch = take_batch();
       seq = enqueued_seq_;
     }

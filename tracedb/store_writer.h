@@ -34,7 +34,7 @@ namespace causeway {
 
 struct WriterOptions {
   size_t queue_capacity = 163840;     // rows queued or being written; beyond: dropped, counted
-  size_t batch_rows = 65536;          // rows per transaction at most
+  size_t batch_rows = 65536;          // a transaction starts once this many rows wait (or a producer waits for room)
   int64_t flush_interval_ms = 200;    // readers see data at most this late
   int64_t max_db_bytes = 0;           // 0 = unlimited; else prune oldest raw rows to stay under
   int64_t rollup_lateness_ns = 2'000'000'000;  // a second is rolled up once data is this far past it
@@ -76,8 +76,9 @@ class StoreWriter {
   void push_wait(const SwitchRecord& r);
   void push_wait(const WakeupRecord& r);
 
-  // Rows that can be pushed now without a refusal.
+  // Rows that can be pushed now without a refusal, out of capacity().
   size_t room() const;
+  size_t capacity() const { return options_.queue_capacity; }
   // Waits up to `timeout` for room for `rows` (less if the capacity is smaller); true if there is.
   bool wait_for_room(size_t rows, std::chrono::milliseconds timeout);
 
@@ -153,6 +154,7 @@ class StoreWriter {
   uint64_t committed_seq_ = 0;
   bool stop_ = false;
   bool flush_requested_ = false;
+  bool room_wanted_ = false;  // a producer waits for room: write now, not at batch_rows / the interval
   std::map<std::string, int64_t> counters_;
   WriterCounters stats_;
   std::string last_error_;

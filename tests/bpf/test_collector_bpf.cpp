@@ -311,11 +311,12 @@ TEST_CASE("a tiny ring buffer overflows: every lost call is counted, received + 
 }
 
 TEST_CASE("a writer queue too small for the rate pushes back into the ring: it refuses nothing") {
-  // 2048 rows is ~4 ms of this workload: the drain must keep waiting for the writer, leaving
+  // 1000 rows is ~2 ms of this workload (and less than the 1024 rows the drain normally keeps
+  // free for page-allocation summaries): the drain must keep waiting for the writer, leaving
   // records in the kernel ring meanwhile. Whatever the ring could not hold is a counted ring
   // drop; the queue itself never refuses a row.
   TempDir dir;
-  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-stack", "--no-diagnose", "--writer-queue", "2048"});
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-stack", "--no-diagnose", "--writer-queue", "1000"});
   const int threads = 2, iters = 50000;
   pid_t pid = spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops", "stream_sync"}), dir.file("w.log"));
   REQUIRE(wait_exit(pid) == 0);
@@ -328,8 +329,9 @@ TEST_CASE("a writer queue too small for the rate pushes back into the ring: it r
   const int64_t recorded = q_int(db, "SELECT count(*) FROM events WHERE op_id = 116 AND pid = " + S(pid));
   CHECK(stat("dropped_writer") == 0);
   CHECK(recorded + stat("dropped_ring_calls") == threads * iters);
-  CHECK(stat("writer_queue_peak") > 1000);  // it did fill: the drain waited on it
-  CHECK(stat("writer_queue_peak") <= 2048);
+  CHECK(stat("writer_queue_peak") > 500);  // it did fill: the drain waited on it
+  CHECK(stat("writer_queue_peak") <= 1000);
+  CHECK(recorded > threads * iters / 2);  // and the drain kept going
 }
 
 TEST_CASE("host context: preemption by a CPU hog, voluntary sleeps, wake-ups and fsync'ed block I/O") {
