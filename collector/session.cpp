@@ -29,6 +29,7 @@
 #include "tracedb/op_catalog.h"
 #include "collector/proc_info.h"
 #include "collector/proc_maps.h"
+#include "collector/stack_resolver.h"
 #include "collector/symbolizer.h"
 #include "tracedb/store_writer.h"
 
@@ -123,6 +124,8 @@ class Session {
   BpfObject& bpf_;
   Attacher attacher_;
   Symbolizer symbolizer_;
+  StackResolver resolver_{symbolizer_, writer_};  // after symbolizer_ and writer_: it uses both
+  std::unordered_set<uint64_t> submitted_stacks_;
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_;
   int64_t offset_ = 0;
@@ -255,11 +258,10 @@ uint64_t Session::stack_for(uint32_t pid, int32_t stack_id) {
     ++stack_read_failures_;  // not cached: the next call with this id tries again
     return 0;
   }
-  StackRecord rec;
-  rec.frames = symbolizer_.frames(pid, ips);
-  rec.hash = stack_hash(rec.frames);
-  const uint64_t hash = rec.hash;
-  writer_.push_meta(std::move(rec));
+  // Locate now (the maps are the process's as it runs); the text comes later, off this thread.
+  std::vector<FrameLoc> locs = symbolizer_.locate(pid, ips);
+  const uint64_t hash = stack_hash(locs);
+  if (submitted_stacks_.insert(hash).second) resolver_.submit(hash, std::move(locs));
   stack_cache_[key] = hash;
   return hash;
 }
@@ -488,6 +490,7 @@ TraceSummary Session::finish() {
   ::usleep(20'000);
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
+  resolver_.finish();  // every stack's frames reach the writer before it flushes
   emit_page_allocs(monotonic_ns());
   update_counters();
   for (const auto& [pid, k] : known_) {

@@ -4,21 +4,75 @@
 
 namespace causeway::collector {
 
+namespace {
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL, kFnvPrime = 0x100000001b3ULL;
+
+void fnv(uint64_t& h, const void* data, size_t n) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<const unsigned char*>(data)[i]) * kFnvPrime;
+}
+
+// SQLite integers are signed: keep it positive and non-zero.
+uint64_t finish_hash(uint64_t h) {
+  h &= 0x7fffffffffffffffULL;
+  return h ? h : 1;
+}
+
+std::string hex(const char* fmt, uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), fmt, static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
 void Symbolizer::snapshot(uint32_t pid) {
   auto maps = read_maps(pid);
   if (!maps.empty()) maps_[pid] = std::move(maps);
 }
 
-std::shared_ptr<const ElfFile> Symbolizer::elf_for(uint32_t pid, const Mapping& m) {
-  const std::string file_key = m.path + ":" + std::to_string(m.inode);
+const Mapping* Symbolizer::mapping_of(uint32_t pid, uint64_t ip) {
+  auto it = maps_.find(pid);
+  const Mapping* m = it == maps_.end() ? nullptr : find_mapping(it->second, ip);
+  if (!m) {
+    snapshot(pid);  // a library loaded since the last snapshot
+    it = maps_.find(pid);
+    m = it == maps_.end() ? nullptr : find_mapping(it->second, ip);
+  }
+  return m;
+}
+
+std::vector<FrameLoc> Symbolizer::locate(uint32_t pid, const std::vector<uint64_t>& ips) {
+  std::vector<FrameLoc> out;
+  out.reserve(ips.size());
+  for (uint64_t ip : ips) {
+    FrameLoc loc;
+    loc.ip = ip;
+    if (const Mapping* m = mapping_of(pid, ip)) {
+      if (!m->path.empty() && m->path[0] == '/') {
+        loc.in_file = true;
+        loc.path = m->path;
+        loc.open_path = "/proc/" + std::to_string(pid) + "/root" + m->path;
+        loc.inode = m->inode;
+        loc.file_off = ip - m->start + m->offset;
+      } else {
+        loc.region = m->path;
+      }
+    }
+    out.push_back(std::move(loc));
+  }
+  return out;
+}
+
+std::shared_ptr<const ElfFile> Symbolizer::elf_for(const FrameLoc& loc) {
+  const std::string file_key = loc.path + ":" + std::to_string(loc.inode);
   if (auto it = key_of_file_.find(file_key); it != key_of_file_.end()) {
     auto e = elf_by_key_.find(it->second);
     return e == elf_by_key_.end() ? nullptr : e->second;
   }
-  // Open through the process's root so containers resolve; fall back to the host path for
-  // processes that are gone.
-  auto elf = ElfFile::load("/proc/" + std::to_string(pid) + "/root" + m.path);
-  if (!elf) elf = ElfFile::load(m.path);
+  // Through the process's root first; the host path for processes that are gone.
+  auto elf = ElfFile::load(loc.open_path);
+  if (!elf) elf = ElfFile::load(loc.path);
   std::shared_ptr<const ElfFile> f = elf ? *elf : nullptr;
   std::string key = f && !f->build_id().empty() ? f->build_id() : file_key;
   key_of_file_[file_key] = key;
@@ -27,45 +81,47 @@ std::shared_ptr<const ElfFile> Symbolizer::elf_for(uint32_t pid, const Mapping& 
   return f;
 }
 
-std::string Symbolizer::frame(uint32_t pid, uint64_t ip) {
-  auto it = maps_.find(pid);
-  const Mapping* m = it == maps_.end() ? nullptr : find_mapping(it->second, ip);
-  if (!m) {
-    snapshot(pid);  // a library loaded since the last snapshot
-    it = maps_.find(pid);
-    m = it == maps_.end() ? nullptr : find_mapping(it->second, ip);
-  }
-  char buf[64];
-  if (!m || m->path.empty() || m->path[0] != '/') {
-    std::snprintf(buf, sizeof(buf), "0x%llx", static_cast<unsigned long long>(ip));
-    return (m && !m->path.empty() ? m->path + "+" : std::string()) + buf;
-  }
-  const std::string module(base_name(m->path));
-  const uint64_t file_off = ip - m->start + m->offset;
-  if (auto elf = elf_for(pid, *m)) {
-    if (auto vaddr = elf->offset_to_vaddr(file_off))
+std::string Symbolizer::resolve(const FrameLoc& loc) {
+  if (!loc.in_file) return (loc.region.empty() ? std::string() : loc.region + "+") + hex("0x%llx", loc.ip);
+  const std::string module(base_name(loc.path));
+  if (auto elf = elf_for(loc))
+    if (auto vaddr = elf->offset_to_vaddr(loc.file_off))
       if (auto sym = elf->symbolize(*vaddr)) return module + "!" + *sym;
-  }
-  std::snprintf(buf, sizeof(buf), "+0x%llx", static_cast<unsigned long long>(file_off));
-  return module + buf;
+  return module + hex("+0x%llx", loc.file_off);
 }
+
+std::string Symbolizer::frame(uint32_t pid, uint64_t ip) { return resolve(locate(pid, {ip}).front()); }
 
 std::vector<std::string> Symbolizer::frames(uint32_t pid, const std::vector<uint64_t>& ips) {
   std::vector<std::string> out;
   out.reserve(ips.size());
-  for (uint64_t ip : ips) out.push_back(frame(pid, ip));
+  for (const FrameLoc& loc : locate(pid, ips)) out.push_back(resolve(loc));
   return out;
 }
 
 uint64_t stack_hash(const std::vector<std::string>& frames) {
-  uint64_t h = 0xcbf29ce484222325ULL;
+  uint64_t h = kFnvOffset;
   for (const auto& f : frames) {
-    for (unsigned char c : f) h = (h ^ c) * 0x100000001b3ULL;
-    h = (h ^ 0xff) * 0x100000001b3ULL;
+    fnv(h, f.data(), f.size());
+    h = (h ^ 0xff) * kFnvPrime;
   }
-  // SQLite integers are signed: keep it positive and non-zero.
-  h &= 0x7fffffffffffffffULL;
-  return h ? h : 1;
+  return finish_hash(h);
+}
+
+uint64_t stack_hash(const std::vector<FrameLoc>& frames) {
+  uint64_t h = kFnvOffset;
+  for (const FrameLoc& f : frames) {
+    if (f.in_file) {
+      fnv(h, f.path.data(), f.path.size());
+      fnv(h, &f.inode, sizeof f.inode);
+      fnv(h, &f.file_off, sizeof f.file_off);
+    } else {
+      fnv(h, f.region.data(), f.region.size());
+      fnv(h, &f.ip, sizeof f.ip);
+    }
+    h = (h ^ 0xff) * kFnvPrime;
+  }
+  return finish_hash(h);
 }
 
 }  // namespace causeway::collector

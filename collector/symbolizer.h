@@ -1,6 +1,12 @@
 // User stacks → frames "module!symbol+0xoff", or "module+0xoff" when no symbol covers the
-// address — never dropped. Maps are snapshotted per process (so a process that exits keeps
-// its symbols: its last snapshot stays); ELF files are cached by build id (else path+inode).
+// address — never dropped. Two halves, so the expensive one can run off the drain thread:
+//   locate()  maps each address to (file, offset) through the process's maps snapshot —
+//             cheap, and it must happen while the process is alive;
+//   resolve() turns a located frame into text, loading the ELF file's symbols on first use
+//             (tens of ms for a large library) — it needs only the file.
+// Maps are snapshotted per process (a process that exits keeps its last snapshot); ELF files
+// are cached by build id (else path+inode). locate() and resolve() touch disjoint state, so
+// one thread may locate while another resolves; frame()/frames() do both on the caller's.
 #pragma once
 
 #include <cstdint>
@@ -15,11 +21,26 @@
 
 namespace causeway::collector {
 
+// One stack address, located. Without a file-backed mapping only `ip` (and `region`, e.g.
+// "[vdso]" or an anonymous JIT area's name) is known.
+struct FrameLoc {
+  uint64_t ip = 0;
+  bool in_file = false;
+  std::string path;       // as mapped in the process
+  std::string open_path;  // through /proc/PID/root, so containers resolve
+  uint64_t inode = 0;
+  uint64_t file_off = 0;
+  std::string region;     // a non-file mapping's name, "" when none
+};
+
 class Symbolizer {
  public:
   // Takes (or refreshes) the maps snapshot of pid; call when a process is discovered.
   void snapshot(uint32_t pid);
   void forget(uint32_t pid) { maps_.erase(pid); }
+
+  std::vector<FrameLoc> locate(uint32_t pid, const std::vector<uint64_t>& ips);
+  std::string resolve(const FrameLoc& loc);
 
   std::string frame(uint32_t pid, uint64_t ip);
   std::vector<std::string> frames(uint32_t pid, const std::vector<uint64_t>& ips);
@@ -27,14 +48,19 @@ class Symbolizer {
   size_t cached_files() const { return elf_by_key_.size(); }
 
  private:
-  std::shared_ptr<const ElfFile> elf_for(uint32_t pid, const Mapping& m);
+  const Mapping* mapping_of(uint32_t pid, uint64_t ip);
+  std::shared_ptr<const ElfFile> elf_for(const FrameLoc& loc);
 
   std::unordered_map<uint32_t, std::vector<Mapping>> maps_;
   std::map<std::string, std::shared_ptr<const ElfFile>> elf_by_key_;  // build id or path:inode
   std::map<std::string, std::string> key_of_file_;                     // path:inode → key
 };
 
-// FNV-1a over the frame strings: the stack's id in the `stacks` table (never 0).
+// FNV-1a over the frame strings (never 0).
 uint64_t stack_hash(const std::vector<std::string>& frames);
+// FNV-1a over the located frames (file, inode, offset; else the address): the stack's id in
+// the `stacks` table, known before the frames are resolved to text (never 0). The same code
+// path in two processes of the same binaries gets the same id.
+uint64_t stack_hash(const std::vector<FrameLoc>& frames);
 
 }  // namespace causeway::collector

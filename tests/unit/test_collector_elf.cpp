@@ -10,7 +10,9 @@
 #include "collector/attacher.h"
 #include "collector/elf_file.h"
 #include "collector/proc_maps.h"
+#include "collector/stack_resolver.h"
 #include "collector/symbolizer.h"
+#include "tracedb/open.h"
 #include "tests/support/test_support.h"
 
 using namespace causeway::collector;
@@ -47,6 +49,49 @@ TEST_CASE("the runtime address of a function symbolizes through the process maps
   CHECK(!s.frame(pid, 0x10).empty());
   auto frames = s.frames(pid, {reinterpret_cast<uint64_t>(&cw_unit_marker_function), 0x10});
   CHECK(frames.size() == 2);
+}
+
+TEST_CASE("locate on one thread, resolve on another: the StackResolver hands the writer the same frames") {
+  Symbolizer s;
+  const auto pid = static_cast<uint32_t>(::getpid());
+  s.snapshot(pid);
+  const std::vector<uint64_t> ips{reinterpret_cast<uint64_t>(&cw_unit_marker_function) + 1, 0x10};
+  auto locs = s.locate(pid, ips);
+  REQUIRE(locs.size() == 2);
+  CHECK(locs[0].in_file);
+  CHECK(!locs[1].in_file);
+  // The id is known before any symbol is loaded, and is the same for the same code path.
+  CHECK(stack_hash(locs) == stack_hash(s.locate(pid, ips)));
+  CHECK(stack_hash(locs) != stack_hash(s.locate(pid, {ips[0]})));
+  const std::vector<std::string> expected = s.frames(pid, ips);
+
+  causeway::test::TempDir dir;
+  const std::string db = dir.file("t.db");
+  auto w = causeway::StoreWriter::open(db);
+  REQUIRE(w.ok());
+  causeway::SessionInfo si;
+  si.source_kind = "live";
+  si.started_ns = 1;
+  REQUIRE((*w)->begin_session(si).ok());
+  const uint64_t id = stack_hash(locs);
+  {
+    Symbolizer fresh;  // nothing cached: resolve() loads the ELF file on the resolver's thread
+    StackResolver r(fresh, **w);
+    r.submit(id, std::move(locs));
+    r.finish();
+  }
+  REQUIRE((*w)->close(2).ok());
+  auto ro = causeway::open_read_only(db);
+  REQUIRE(ro.ok());
+  auto frames = causeway::query_int(ro->get(), ("SELECT json_array_length(frames) FROM stacks WHERE id = " +
+                                                 std::to_string(static_cast<int64_t>(id))).c_str());
+  REQUIRE(frames.ok());
+  CHECK(frames->value_or(-1) == 2);
+  causeway::Statement st = std::move(*causeway::Statement::prepare(ro->get(), "SELECT frames FROM stacks"));
+  REQUIRE(st.step() == SQLITE_ROW);
+  const std::string text = st.col_text(0);
+  CHECK(text.find(expected[0]) != std::string::npos);
+  CHECK(text.find(expected[1]) != std::string::npos);
 }
 
 TEST_CASE("demangled C++ names") {
