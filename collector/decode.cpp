@@ -50,6 +50,18 @@ void fill_nccl(std::array<int64_t, 6>& a, const cw_call_event& e, uint64_t count
   a[5] = int64_t(lo32(dtype) & 0xff) | int64_t(lo32(redop) & 0xff) << 8 | int64_t(lo32(peer) & 0xffffffff) << 16;
 }
 
+// The fields every record kind stored as an event row takes from the common header.
+CallRecord from_header(const cw_header& h) {
+  CallRecord c;
+  c.ts_ns = static_cast<int64_t>(h.ts_ns);
+  c.pid = h.pid;
+  c.tid = h.tid;
+  c.op = h.op;
+  c.cpu = static_cast<int32_t>(h.cpu);
+  c.cgroup_id = h.cgroup_id;
+  return c;
+}
+
 }  // namespace
 
 int64_t pack_dim3(uint64_t x, uint64_t y, uint64_t z) {
@@ -161,16 +173,10 @@ std::array<int64_t, 6> decode_call_args(const cw_call_event& e) {
 }
 
 CallRecord decode_call(const cw_call_event& e) {
-  CallRecord c;
-  c.ts_ns = static_cast<int64_t>(e.hdr.ts_ns);
+  CallRecord c = from_header(e.hdr);
   c.dur_ns = static_cast<int64_t>(e.dur_ns);
-  c.pid = e.hdr.pid;
-  c.tid = e.hdr.tid;
-  c.op = e.hdr.op;
-  c.cpu = static_cast<int32_t>(e.hdr.cpu);
   c.ret = e.ret;
   c.a = decode_call_args(e);
-  c.cgroup_id = e.hdr.cgroup_id;
   return c;
 }
 
@@ -200,26 +206,14 @@ WakeupRecord decode_wakeup(const cw_wakeup_event& e) {
 }
 
 CallRecord decode_host(const cw_host_event& e) {
-  CallRecord c;
-  c.ts_ns = static_cast<int64_t>(e.hdr.ts_ns);
+  CallRecord c = from_header(e.hdr);
   c.dur_ns = static_cast<int64_t>(e.dur_ns);
-  c.pid = e.hdr.pid;
-  c.tid = e.hdr.tid;
-  c.op = e.hdr.op;
-  c.cpu = static_cast<int32_t>(e.hdr.cpu);
   for (int i = 0; i < 6; ++i) c.a[i] = e.a[i];
-  c.cgroup_id = e.hdr.cgroup_id;
   return c;
 }
 
 CallRecord decode_proc(const cw_proc_event& e) {
-  CallRecord c;
-  c.ts_ns = static_cast<int64_t>(e.hdr.ts_ns);
-  c.pid = e.hdr.pid;
-  c.tid = e.hdr.tid;
-  c.op = e.hdr.op;
-  c.cpu = static_cast<int32_t>(e.hdr.cpu);
-  c.cgroup_id = e.hdr.cgroup_id;
+  CallRecord c = from_header(e.hdr);
   switch (e.hdr.op) {
     case CW_OP_PROC_EXEC: c.a[0] = e.ppid; break;
     case CW_OP_PROC_FORK: c.a[0] = e.child_pid; break;

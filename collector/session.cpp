@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <iostream>
 #include <set>
 #include <unordered_map>
@@ -109,7 +110,9 @@ class Session {
   void periodic(int64_t now_mono);
   void emit_page_allocs(int64_t now_mono);
   void rescan(const std::vector<uint32_t>& only);
-  void ensure_process(uint32_t pid, int64_t ts);
+  // ppid: the parent when the event says it (a fork); else /proc says it, if still there.
+  void ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid = std::nullopt);
+  void flush_calls();
   void name_thread(uint32_t tid, uint32_t pid, const std::string& comm);
   uint64_t stack_for(uint32_t pid, int32_t stack_id);
   void update_counters();
@@ -131,6 +134,7 @@ class Session {
   int64_t offset_ = 0;
   int64_t started_mono_ = 0;
   uint64_t round_ = 0;
+  std::vector<CallRecord> call_batch_;  // decoded this round, not yet handed to the writer
   uint64_t budget_ = kBudgetPerConsume;  // records this consume round may hand the writer
   uint64_t stack_read_failures_ = 0;
 
@@ -224,13 +228,14 @@ void Session::rescan(const std::vector<uint32_t>& only) {
   }
 }
 
-void Session::ensure_process(uint32_t pid, int64_t ts) {
+void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid) {
   auto [it, inserted] = known_.try_emplace(pid, Known{ts, ts});
   if (!inserted) {
     it->second.last_ns = std::max(it->second.last_ns, ts);
     return;
   }
   ProcessRecord p = read_process(pid);
+  if (ppid) p.ppid = ppid;
   it->second.cgroup_id = p.cgroup_id;
   p.first_ns = ts;
   p.last_ns = ts;
@@ -276,7 +281,8 @@ void Session::on_call(const cw_call_event& e) {
   stats_.add_call(c.op, c.dur_ns, c.ret != 0);
   if (metrics_) metrics_->observe(c.op, c.dur_ns, c.ret != 0);
   ++sum_.calls;
-  writer_.push(c);
+  // Handed to the writer once per consume round (flush_calls): one lock per round, not per call.
+  call_batch_.push_back(c);
 }
 
 void Session::on_proc(const cw_proc_event& e) {
@@ -294,14 +300,9 @@ void Session::on_proc(const cw_proc_event& e) {
       break;
     case CW_OP_PROC_FORK: {
       if (!o_.pids.empty() && allowed_.count(pid)) allowed_.insert(e.child_pid);
-      ensure_process(e.child_pid, c.ts_ns);
-      // The parent is known from the event itself: a short-lived child (an NCCL rank, a
-      // dataloader worker) may be gone from /proc before this is read.
-      ProcessRecord child;
-      child.pid = e.child_pid;
-      child.ppid = pid;
-      child.comm = comm_string(e.comm);
-      writer_.push_meta(child);
+      // The parent comes from the event: a short-lived child (an NCCL rank, a dataloader
+      // worker) may be gone from /proc before it is read.
+      ensure_process(e.child_pid, c.ts_ns, pid);
       break;
     }
     case CW_OP_PROC_EXIT: {
@@ -394,8 +395,17 @@ void Session::drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full) {
     }
     round_ = 0;
     int r = ring_buffer__consume(rb);
+    flush_calls();
     if (r != -EAGAIN) return;
   }
+}
+
+// The round's budget was claimed from the writer's room, so nothing here is refused unless
+// the writer is stuck at stop (drain_anyway), and then each refusal is counted.
+void Session::flush_calls() {
+  if (call_batch_.empty()) return;
+  writer_.push_calls(call_batch_);
+  call_batch_.clear();
 }
 
 void Session::update_counters() {
@@ -474,6 +484,7 @@ void Session::loop(const std::function<bool()>& stop) {
     if (claim_budget(std::chrono::milliseconds(kPollMs))) {
       round_ = 0;
       (void)ring_buffer__poll(calls_rb_.get(), kPollMs);
+      flush_calls();
     }
     drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
     drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring);
