@@ -4,3 +4,10 @@ add_executable(probe_cost ${CMAKE_CURRENT_LIST_DIR}/probe_cost.cpp)
 target_link_libraries(probe_cost PRIVATE causeway_collector causeway_bpf_bench_empty ${CMAKE_DL_LIBS})
 set_target_properties(probe_cost PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
 add_dependencies(probe_cost cw_fake_cudart)
+
+# What `causeway trace` as shipped costs a traced call, against an empty bpftrace probe and an
+# untraced twin in the same run. Run: sudo build/bench/trace_cost   (results: docs/BENCHMARKS.md)
+add_executable(trace_cost ${CMAKE_CURRENT_LIST_DIR}/trace_cost.cpp)
+target_link_libraries(trace_cost PRIVATE causeway_tracedb PkgConfig::LIBBPF ${CMAKE_DL_LIBS})
+set_target_properties(trace_cost PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bench)
+add_dependencies(trace_cost causeway cw_fake_cudart)

@@ -91,6 +91,12 @@ CWFAKE_EXPORT int cudaGraphLaunch(void* g, void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaGraphLaunch_ptsz(void* g, void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaStreamSynchronize(void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) { SPIN_RET0; }
+// Twins of cudaStreamSynchronize (same code, names causeway never probes) for bench/trace_cost:
+// one carries an empty bpftrace uprobe + uretprobe, the other no probe at all. No endbr64:
+// bpftrace probes a function's first byte, where the kernel would single-step endbr64
+// (~15 µs), while causeway probes the instruction after it.
+CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_probed(void* st) { SPIN_RET0; }
+CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_bare(void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaDeviceSynchronize(void) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaEventSynchronize(void* ev) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaGetDeviceCount(int* n) {

@@ -1,0 +1,365 @@
+// trace_cost: what `causeway trace` as shipped costs a traced call, side by side in one run.
+//
+// Three functions of the fake libcudart.so.13 with the same code, called from this process:
+//   untraced      cwfake_twin_bare        no probe
+//   bare probes   cwfake_twin_probed      an empty bpftrace uprobe + uretprobe
+//   causeway      cudaStreamSynchronize   the real `causeway trace` binary, started with
+//                                         --lib <that library> plus each configuration's flags
+// Per configuration (default: the defaults, then --no-stack): start causeway, then R rounds
+// of N calls of each function (order rotated per round); the figure is the calling thread's
+// CPU time per call (user + kernel: the probes run in the calling thread), median of the
+// rounds. Afterwards the trace DB must hold every traced call (exact counts) and the number
+// of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
+// kernel.bpf_stats_enabled=1 and every BPF program the causeway and bpftrace processes hold
+// is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
+// that pass is reported apart from the cost table).
+//
+//   sudo build/bench/trace_cost [--calls 300000] [--rounds 3] [--config "FLAGS"]... [--bpf-stats]
+//                               [--causeway PATH] [--lib PATH] [--bpftrace PATH] [--keep DIR]
+//
+// Root (eBPF); needs bpftrace. Not part of the test run.
+#include <bpf/bpf.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tracedb/open.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace fs = std::filesystem;
+using namespace causeway;
+
+namespace {
+
+using SyncFn = int (*)(void*);
+
+[[noreturn]] void die(const std::string& msg) {
+  std::fprintf(stderr, "trace_cost: %s\n", msg.c_str());
+  std::exit(1);
+}
+
+int64_t thread_cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+double cpu_ns_per_call(SyncFn fn, long calls) {
+  const int64_t c0 = thread_cpu_ns();
+  for (long i = 0; i < calls; ++i) fn(reinterpret_cast<void*>(0x1000));
+  return double(thread_cpu_ns() - c0) / double(calls);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// A child process (stdout + stderr to log), interrupted and reaped on destruction.
+class Child {
+ public:
+  Child(const std::vector<std::string>& argv, const std::string& log) : log_(log) {
+    pid_ = fork();
+    if (pid_ < 0) die("fork failed");
+    if (pid_ == 0) {
+      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~Child() {
+    if (pid_ > 0) stop();
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  pid_t pid() const { return pid_; }
+  bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  std::string log() const { return read_file(log_); }
+  // SIGINT, then waits; the exit code (-1 when killed by a signal).
+  int stop() {
+    ::kill(pid_, SIGINT);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  std::string log_;
+};
+
+template <typename Pred>
+void wait_until(Pred ready, const Child& c, const char* what) {
+  for (int i = 0; i < 600; ++i) {
+    if (ready()) return;
+    if (!c.alive()) die(std::string(what) + " exited early:\n" + c.log());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  die(std::string(what) + " did not become ready in 30 s:\n" + c.log());
+}
+
+// The BPF programs a process holds open (fdinfo "prog_id:" lines).
+std::vector<uint32_t> prog_ids_of(pid_t pid) {
+  std::vector<uint32_t> ids;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::ifstream in(e.path());
+    for (std::string line; std::getline(in, line);)
+      if (line.rfind("prog_id:", 0) == 0) ids.push_back(static_cast<uint32_t>(std::stoul(line.substr(8))));
+  }
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+struct ProgStat {
+  std::string name;
+  uint64_t runs = 0, ns = 0;
+};
+
+std::map<uint32_t, ProgStat> prog_stats(const std::vector<uint32_t>& ids) {
+  std::map<uint32_t, ProgStat> out;
+  for (uint32_t id : ids) {
+    int fd = bpf_prog_get_fd_by_id(id);
+    if (fd < 0) continue;
+    bpf_prog_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) out[id] = {info.name, info.run_cnt, info.run_time_ns};
+    ::close(fd);
+  }
+  return out;
+}
+
+class BpfStatsOn {
+ public:
+  BpfStatsOn() : before_(read_file("/proc/sys/kernel/bpf_stats_enabled")) { write("1"); }
+  ~BpfStatsOn() { write(before_.empty() ? "0" : before_.substr(0, 1)); }
+
+ private:
+  static void write(const std::string& v) { std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << v; }
+  std::string before_;
+};
+
+struct Funcs {
+  SyncFn untraced, probed, traced;
+};
+
+struct Row {
+  std::string config;
+  double untraced = 0, probed = 0, traced = 0;
+  int64_t made = 0, recorded = 0, with_stack = 0, dropped = 0;
+};
+
+int64_t q_int(sqlite3* db, const std::string& sql) {
+  auto st = Statement::prepare(db, sql);
+  if (!st) die("query failed: " + st.error().message);
+  return st->step() == SQLITE_ROW ? st->col_int(0) : -1;
+}
+
+void print_bpf_stats(const std::map<uint32_t, ProgStat>& a, const std::map<uint32_t, ProgStat>& b, long calls,
+                     const char* who) {
+  for (const auto& [id, s] : b) {
+    auto it = a.find(id);
+    const uint64_t runs = s.runs - (it == a.end() ? 0 : it->second.runs);
+    const uint64_t ns = s.ns - (it == a.end() ? 0 : it->second.ns);
+    if (runs == 0) continue;
+    std::printf("  %-9s %-16s %10llu runs  %7.3f per call  %7.1f ns/run  %7.1f ns per traced call\n", who,
+                s.name.c_str(), (unsigned long long)runs, double(runs) / double(calls), double(ns) / double(runs),
+                double(ns) / double(calls));
+  }
+}
+
+Row measure_config(const std::string& config, const Funcs& f, long calls, int rounds, bool bpf_stats,
+                   const std::string& causeway, const std::string& lib, const std::string& dir, pid_t bpftrace_pid) {
+  const std::string tag = config.empty() ? "defaults" : config;
+  std::string stem = tag;
+  std::replace_if(stem.begin(), stem.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
+  const std::string db = dir + "/trace-" + stem + ".db", ready = dir + "/ready-" + stem;
+  std::vector<std::string> argv = {causeway, "trace", "--db", db, "--quiet", "--lib", lib, "--ready-file", ready};
+  for (const auto& w : split_words(config)) argv.push_back(w);
+  Child cw(argv, dir + "/causeway-" + stem + ".log");
+  wait_until([&] { return fs::exists(ready); }, cw, "causeway trace");
+
+  Row row{tag};
+  // Warm-up: the first calls of the process and of the call site take the one-off paths.
+  const long warm = 20000;
+  for (long i = 0; i < warm; ++i) {
+    f.traced(nullptr);
+    f.probed(nullptr);
+    f.untraced(nullptr);
+  }
+  row.made = warm;
+  std::vector<double> u, p, t;
+  for (int r = 0; r < rounds; ++r) {
+    for (int k = 0; k < 3; ++k) {
+      switch ((k + r) % 3) {
+        case 0: u.push_back(cpu_ns_per_call(f.untraced, calls)); break;
+        case 1: p.push_back(cpu_ns_per_call(f.probed, calls)); break;
+        case 2: t.push_back(cpu_ns_per_call(f.traced, calls)); row.made += calls; break;
+      }
+    }
+  }
+  row.untraced = median(u);
+  row.probed = median(p);
+  row.traced = median(t);
+  if (row.probed < row.untraced + 100) die("the bpftrace probe does not seem to fire (" + std::to_string(row.probed) + " ns)");
+
+  if (bpf_stats) {
+    const auto cw_ids = prog_ids_of(cw.pid()), bt_ids = prog_ids_of(bpftrace_pid);
+    BpfStatsOn on;
+    auto a_cw = prog_stats(cw_ids), a_bt = prog_stats(bt_ids);
+    cpu_ns_per_call(f.traced, calls);
+    cpu_ns_per_call(f.probed, calls);
+    auto b_cw = prog_stats(cw_ids), b_bt = prog_stats(bt_ids);
+    row.made += calls;
+    std::printf("%s: BPF programs' run time (kernel.bpf_stats_enabled=1), %ld calls of each function:\n", tag.c_str(), calls);
+    print_bpf_stats(a_cw, b_cw, calls, "causeway");
+    print_bpf_stats(a_bt, b_bt, calls, "bpftrace");
+  }
+
+  // Let the drain catch up before stopping: the count check below wants every call.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  if (int rc = cw.stop(); rc != 0) die("causeway trace exited " + std::to_string(rc) + ":\n" + cw.log());
+  auto h = open_read_only(db);
+  if (!h) die("cannot open " + db + ": " + h.error().message);
+  const std::string mine = " FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'cudaStreamSynchronize' AND e.pid = " +
+                           std::to_string(getpid());
+  row.recorded = q_int(h->get(), "SELECT count(*)" + mine);
+  row.with_stack = q_int(h->get(), "SELECT count(*)" + mine + " AND e.stack_id IS NOT NULL");
+  row.dropped = q_int(h->get(), "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name LIKE 'dropped%'");
+  return row;
+}
+
+std::string self_dir() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  buf[n > 0 ? n : 0] = 0;
+  return fs::path(buf).parent_path().string();
+}
+
+std::string find_bpftrace() {
+  for (const char* p : {"/usr/bin/bpftrace", "/usr/sbin/bpftrace", "/usr/local/bin/bpftrace"})
+    if (access(p, X_OK) == 0) return p;
+  return {};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  long calls = 300000;
+  int rounds = 3;
+  bool bpf_stats = false;
+  std::vector<std::string> configs;
+  const std::string here = self_dir();
+  std::string causeway = here + "/../causeway", lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
+  std::string keep;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string {
+      if (i + 1 >= argc) die(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--calls") calls = std::atol(next().c_str());
+    else if (a == "--rounds") rounds = std::atoi(next().c_str());
+    else if (a == "--config") configs.push_back(next());
+    else if (a == "--bpf-stats") bpf_stats = true;
+    else if (a == "--causeway") causeway = next();
+    else if (a == "--lib") lib = next();
+    else if (a == "--bpftrace") bpftrace = next();
+    else if (a == "--keep") keep = next();
+    else die("unknown argument " + a + " (see the header of bench/trace_cost.cpp)");
+  }
+  if (configs.empty()) configs = {"", "--no-stack"};
+  if (calls < 1000 || rounds < 1) die("--calls ≥ 1000 and --rounds ≥ 1");
+  if (geteuid() != 0) die("needs root (eBPF)");
+  if (bpftrace.empty()) die("bpftrace not found (apt-get install bpftrace) or pass --bpftrace PATH");
+  causeway = fs::absolute(causeway).string();
+  lib = fs::absolute(lib).string();
+
+  void* h = dlopen(lib.c_str(), RTLD_NOW);
+  if (!h) die(std::string("dlopen: ") + dlerror());
+  Funcs f{reinterpret_cast<SyncFn>(dlsym(h, "cwfake_twin_bare")), reinterpret_cast<SyncFn>(dlsym(h, "cwfake_twin_probed")),
+          reinterpret_cast<SyncFn>(dlsym(h, "cudaStreamSynchronize"))};
+  if (!f.untraced || !f.probed || !f.traced) die(lib + " lacks cudaStreamSynchronize or its twins (the fake libcudart)");
+
+  std::string dir = keep;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/trace-cost-XXXXXX";
+    if (!mkdtemp(tmpl)) die("mkdtemp failed");
+    dir = tmpl;
+  }
+  fs::create_directories(dir);
+
+  const std::string script = "uprobe:" + lib + ":cwfake_twin_probed {} uretprobe:" + lib +
+                             ":cwfake_twin_probed {} BEGIN { printf(\"probes attached\\n\"); }";
+  Child bt({bpftrace, "-e", script}, dir + "/bpftrace.log");
+  wait_until([&] { return bt.log().find("probes attached") != std::string::npos; }, bt, "bpftrace");
+
+  utsname u{};
+  uname(&u);
+  double load[3] = {};
+  getloadavg(load, 3);
+  std::printf("trace_cost: %ld calls × %d rounds per function (median), thread CPU time per call; kernel %s, %u CPUs, "
+              "load %.2f\n",
+              calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
+  std::vector<Row> rows;
+  for (const auto& c : configs) rows.push_back(measure_config(c, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid()));
+  bt.stop();
+
+  std::printf("%-34s %10s %13s %10s %8s %14s\n", "configuration", "untraced", "bare probes", "causeway", "ratio",
+              "probe ratio");
+  for (const Row& r : rows) {
+    std::printf("%-34s %8.3f µs %11.3f µs %8.3f µs %7.2f× %13.2f×\n", ("causeway trace " + r.config).c_str(),
+                r.untraced / 1000, r.probed / 1000, r.traced / 1000, r.traced / r.probed,
+                (r.traced - r.untraced) / (r.probed - r.untraced));
+  }
+  std::printf("(ratio: causeway / bare probes, whole call; probe ratio: the same above the untraced call)\n");
+  bool exact = true;
+  for (const Row& r : rows) {
+    std::printf("%s: %lld calls made, %lld recorded, %lld with a user stack, %lld dropped\n", r.config.c_str(),
+                (long long)r.made, (long long)r.recorded, (long long)r.with_stack, (long long)r.dropped);
+    exact = exact && r.made == r.recorded && r.dropped == 0;
+  }
+  if (keep.empty()) fs::remove_all(dir);
+  if (!exact) die("not every traced call was recorded");
+  return 0;
+}
