@@ -1,6 +1,10 @@
 /* CUDA runtime, CUDA driver and NCCL calls: one generic entry and one generic return program,
  * attached to every traced function with a cookie saying what to copy (events.h).
  *
+ * The entry probe only saves the call (cookie, argument registers, copied stack words or
+ * config struct, timestamp) in the thread's slot; nothing goes to the ring until the return
+ * probe writes the one record of the call.
+ *
  * Entry and return are paired per thread in an ARRAY slot indexed by tid & targ_task_mask.
  * Measured here (bench/probe_cost, thread CPU per call over an empty uprobe+uretprobe):
  * hash map keyed by tid +460 ns, task-local storage +190 ns, array slot ≈ +40 ns — an array
@@ -15,23 +19,94 @@
 /* Nesting per thread: __cudaLaunchKernel → cudaLaunchKernel → cuLaunchKernel is 3 deep. */
 #define CW_MAX_DEPTH 4
 
+/* ============================ User stacks: only where they explain something ============================
+ * Taken by the return probe (call_stack(), its only caller) for a call that
+ *   - is the first of its op from this call site on this thread, so every call site is known
+ *     once (the site is the caller's return address, which the return probe sees as its ip);
+ *   - took at least its (process, op) threshold: user space keeps stack_thresholds from the
+ *     running percentiles (collector/stack_policy.h); a pair without an entry uses
+ *     targ_stack_floor_ns;
+ *   - or began after the thread spent targ_stack_gap_ns outside traced calls (a host stall
+ *     between calls: the correlator's between-calls chains).
+ * A fast call from a known site — nearly every call — costs a few compares; a user stack walk
+ * costs ~0.5 µs. At return the stack starts at the call site (the traced function itself is
+ * the record's op). What this loses, and why chains do not need it: docs/COLLECTOR.md "Stacks".
+ * Another unwinder (Python frames, …) hooks in here, next to bpf_get_stackid. */
+
+/* Call sites already stacked by this thread: (return address | op << 48), 8 sets × 4 ways,
+ * a way picked at random on a miss. A thread calling from more hot sites than fit stacks
+ * some calls again (cost, never a loss). */
+#define CW_SITE_SETS 8
+#define CW_SITE_WAYS 4
+struct cw_stack_state {
+  __u64 last_return; /* when the thread's last outermost traced call returned; 0: none yet */
+  __u64 sites[CW_SITE_SETS * CW_SITE_WAYS];
+};
+
+/* Set by collector/bpf_loader.cpp (defaults there). */
+const volatile __u64 targ_stack_floor_ns = 50000;
+const volatile __u64 targ_stack_gap_ns = 500000;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, struct cw_stack_key);
+  __type(value, __u64);
+} stack_thresholds SEC(".maps");
+
+/* True the first time (as far as the set remembers) this thread calls op from this site. */
+static __always_inline bool new_call_site(struct cw_stack_state *st, __u64 site, __u64 now) {
+  __u32 set = (__u32)((site * 0x9E3779B97F4A7C15ULL) >> 61);
+  __u64 *ways = &st->sites[set * CW_SITE_WAYS];
+#pragma unroll
+  for (int i = 0; i < CW_SITE_WAYS; i++)
+    if (ways[i] == site) return false;
+  ways[now & (CW_SITE_WAYS - 1)] = site;
+  return true;
+}
+
+/* The user stack id of a returning call, or -1 when this call gets none. outermost: not
+ * nested in another traced call of the thread. */
+static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_state *st, __u32 tgid, __u16 op,
+                                        __u64 start, __u64 now, bool outermost) {
+  if (!targ_stacks) return -1;
+  bool after_gap = false;
+  if (outermost) {
+    after_gap = st->last_return && start - st->last_return >= targ_stack_gap_ns;
+    st->last_return = now;
+  }
+  __u64 dur = now - start;
+  __u64 site = PT_REGS_IP(ctx) | ((__u64)op << 48);
+  if (!new_call_site(st, site, now) && !after_gap) {
+    if (dur < targ_stack_floor_ns) return -1;
+    struct cw_stack_key k = {.pid = tgid, .op = op, ._pad = 0};
+    __u64 *threshold = bpf_map_lookup_elem(&stack_thresholds, &k);
+    if (threshold && dur < *threshold) return -1;
+  }
+  long sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+  if (sid < 0) count_drop(CW_DROP_STACK);
+  return sid;
+}
+/* ========================================== end of user stacks ========================================== */
+
 struct cw_frame {
   __u64 ts;
   __u64 cookie;
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
-  __s32 stack_id;
   __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
+  __u32 _pad;
 };
 
 struct cw_task {
   __u32 owner; /* tid using this slot */
   __u32 depth;
   struct cw_frame f[CW_MAX_DEPTH];
+  struct cw_stack_state stack;
 };
 
-/* 32768 slots × 456 B = 14.3 MiB; the loader sizes it to pid_max rounded up to a power of
- * two (at most 32768) and sets targ_task_mask = size - 1. */
+/* 32768 slots × 720 B = 22.5 MiB of kernel memory; the loader sizes it to pid_max rounded up
+ * to a power of two (at most 32768) and sets targ_task_mask = size - 1. */
 const volatile __u32 targ_task_mask = 32767;
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -126,6 +201,7 @@ int cw_enter(struct pt_regs *ctx) {
     }
     t->owner = tid;
     t->depth = 0;
+    __builtin_memset(&t->stack, 0, sizeof(t->stack));
     first = mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
   }
   __u32 d = t->depth;
@@ -156,13 +232,6 @@ int cw_enter(struct pt_regs *ctx) {
       __builtin_memset(fr->extra, 0, sizeof(fr->extra));
   }
   if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_entry(fr, cookie, ctx);
-
-  fr->stack_id = -1;
-  if (targ_stacks) {
-    long sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
-    if (sid < 0) count_drop(CW_DROP_STACK);
-    fr->stack_id = sid;
-  }
   /* Last, so the time spent above is not charged to the call. */
   fr->ts = bpf_ktime_get_ns();
   return 0;
@@ -205,7 +274,8 @@ SEC("uretprobe")
 int cw_return(struct pt_regs *ctx) {
   __u64 now = bpf_ktime_get_ns();
   __u64 cookie = bpf_get_attach_cookie(ctx);
-  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tid = (__u32)id;
   __u32 idx = tid & targ_task_mask;
   struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
   /* Not ours: the entry was filtered out (--pid) or its slot was busy (counted there). */
@@ -223,12 +293,14 @@ int cw_return(struct pt_regs *ctx) {
     return 0;
   }
 
+  __u16 op = CW_COOKIE_OP(cookie);
+  /* Before the reservation: a reserved record holds the consumer back until submitted. */
+  __s32 stack_id = call_stack(ctx, &t->stack, id >> 32, op, fr->ts, now, d == 0);
   struct cw_call_event *e = bpf_ringbuf_reserve(&rb_calls, sizeof(*e), 0);
   if (!e) {
     count_drop(CW_DROP_RING_CALL);
     return 0;
   }
-  __u16 op = CW_COOKIE_OP(cookie);
   __u8 src = op < 200 ? CW_SRC_CUDA : op < 300 ? CW_SRC_DRIVER : CW_SRC_NCCL;
   /* No cgroup here: it is per process, and the collector fills it from /proc (saves a helper
    * call on the hottest path). */
@@ -238,7 +310,7 @@ int cw_return(struct pt_regs *ctx) {
   e->ret = (__s32)ret; /* every traced API returns a 32-bit status enum */
   __builtin_memcpy(e->regs, fr->regs, sizeof(e->regs));
   __builtin_memcpy(e->extra, fr->extra, sizeof(e->extra));
-  e->stack_id = fr->stack_id;
+  e->stack_id = stack_id;
   e->dclass = CW_COOKIE_CLASS(cookie);
   e->aux = CW_COOKIE_AUX(cookie);
   e->_pad1 = 0;

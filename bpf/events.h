@@ -254,6 +254,14 @@ struct cw_host_event {
   __s64 a[6];
 };
 
+/* Key of the stack_thresholds map: user space sets, per (process, op), the duration from
+ * which a call's user stack is taken (bpf/calls.bpf.h "User stacks"). */
+struct cw_stack_key {
+  __u32 pid; /* tgid */
+  __u16 op;  /* enum cw_op */
+  __u16 _pad;
+};
+
 /* Per-CPU counters of everything the BPF side could not record (collector_stats). */
 enum cw_drop {
   CW_DROP_RING_CALL = 0,     /* call ring full: bpf_ringbuf_reserve failed */

@@ -62,12 +62,17 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   auto* rodata = obj->skel_->rodata;
   rodata->targ_filter = o.filter_pids;
   rodata->targ_stacks = o.stacks;
+  rodata->targ_stack_floor_ns = o.stack_floor_ns;
+  rodata->targ_stack_gap_ns = o.stack_gap_ns;
   // Wake the consumer once a quarter of a ring is queued (see maps.bpf.h).
   rodata->targ_wake_calls = o.ring_calls_bytes / 4;
   rodata->targ_wake_host = o.ring_host_bytes / 4;
   bpf_map__set_max_entries(obj->skel_->maps.rb_calls, o.ring_calls_bytes);
   bpf_map__set_max_entries(obj->skel_->maps.rb_host, o.ring_host_bytes);
-  if (!o.stacks) bpf_map__set_max_entries(obj->skel_->maps.stacks, 1);
+  if (!o.stacks) {
+    bpf_map__set_max_entries(obj->skel_->maps.stacks, 1);
+    bpf_map__set_max_entries(obj->skel_->maps.stack_thresholds, 1);
+  }
   // Pairing slots: one per possible tid when pid_max allows (no sharing), else 32768.
   uint32_t slots = 1;
   const uint32_t pid_max = read_pid_max();
@@ -142,6 +147,16 @@ void BpfObject::untrace_pid(uint32_t pid) { bpf_map__delete_elem(skel_->maps.tra
 bool BpfObject::is_traced(uint32_t pid) const {
   uint8_t v = 0;
   return bpf_map__lookup_elem(skel_->maps.traced, &pid, sizeof(pid), &v, sizeof(v), 0) == 0;
+}
+
+void BpfObject::set_stack_threshold(uint32_t pid, uint16_t op, uint64_t ns) {
+  cw_stack_key k{pid, op, 0};
+  bpf_map__update_elem(skel_->maps.stack_thresholds, &k, sizeof(k), &ns, sizeof(ns), BPF_ANY);
+}
+
+void BpfObject::clear_stack_threshold(uint32_t pid, uint16_t op) {
+  cw_stack_key k{pid, op, 0};
+  bpf_map__delete_elem(skel_->maps.stack_thresholds, &k, sizeof(k), 0);
 }
 
 std::vector<uint64_t> BpfObject::drops() const {

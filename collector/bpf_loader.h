@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bpf/events.h"
+#include "collector/stack_policy.h"
 #include "common/result.h"
 
 struct causeway_bpf;
@@ -19,6 +20,9 @@ namespace causeway::collector {
 
 struct LoaderOptions {
   bool stacks = true;
+  // Stack policy (bpf/calls.bpf.h "User stacks"; collector/stack_policy.h).
+  uint64_t stack_floor_ns = StackLimits{}.floor_ns;  // a call this long gets a stack unless its threshold says more
+  uint64_t stack_gap_ns = StackLimits{}.stall_ns;    // so does a call after this long outside traced calls
   bool filter_pids = false;        // only processes in the traced map (--pid)
   uint32_t ring_calls_bytes = 4u << 20;  // power of two, ≥ page size; sizing in bpf/maps.bpf.h
   uint32_t ring_host_bytes = 2u << 20;
@@ -49,6 +53,10 @@ class BpfObject {
   void trace_pid(uint32_t pid);
   void untrace_pid(uint32_t pid);
   bool is_traced(uint32_t pid) const;
+
+  // Per-(process, op) duration from which a returning call's user stack is taken.
+  void set_stack_threshold(uint32_t pid, uint16_t op, uint64_t ns);
+  void clear_stack_threshold(uint32_t pid, uint16_t op);
 
   // Summed per-CPU drop counters, indexed by enum cw_drop.
   std::vector<uint64_t> drops() const;

@@ -21,6 +21,7 @@ static_assert(sizeof(cw_wakeup_event) == 88 && offsetof(cw_wakeup_event, comm) =
 static_assert(sizeof(cw_proc_event) == 72 && offsetof(cw_proc_event, comm) == 56);
 static_assert(sizeof(cw_host_event) == 96 && offsetof(cw_host_event, a) == 48);
 static_assert(sizeof(cw_comm_info) == 24 && sizeof(cw_page_agg) == 24);
+static_assert(sizeof(cw_stack_key) == 8 && offsetof(cw_stack_key, op) == 4);
 
 namespace {
 

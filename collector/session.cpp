@@ -30,6 +30,7 @@
 #include "tracedb/op_catalog.h"
 #include "collector/proc_info.h"
 #include "collector/proc_maps.h"
+#include "collector/stack_policy.h"
 #include "collector/stack_resolver.h"
 #include "collector/symbolizer.h"
 #include "tracedb/store_writer.h"
@@ -129,6 +130,7 @@ class Session {
   Symbolizer symbolizer_;
   StackResolver resolver_{symbolizer_, writer_};  // after symbolizer_ and writer_: it uses both
   std::unordered_set<uint64_t> submitted_stacks_;
+  StackPolicy stack_policy_;
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_;
   int64_t offset_ = 0;
@@ -277,7 +279,10 @@ void Session::on_call(const cw_call_event& e) {
   ensure_process(c.pid, c.ts_ns + c.dur_ns);
   c.cgroup_id = known_[c.pid].cgroup_id;  // per process: not read on the probe's hot path
   if (!named_tids_.count(c.tid)) name_thread(c.tid, c.pid, read_comm(c.pid, c.tid));
-  if (o_.stacks && e.stack_id >= 0) c.stack_hash = stack_for(c.pid, e.stack_id);
+  if (o_.stacks) {
+    if (e.stack_id >= 0) c.stack_hash = stack_for(c.pid, e.stack_id);
+    stack_policy_.observe(c.pid, c.op, static_cast<uint64_t>(std::max<int64_t>(0, c.dur_ns)));
+  }
   stats_.add_call(c.op, c.dur_ns, c.ret != 0);
   if (metrics_) metrics_->observe(c.op, c.dur_ns, c.ret != 0);
   ++sum_.calls;
@@ -315,6 +320,7 @@ void Session::on_proc(const cw_proc_event& e) {
       writer_.push_meta(p);
       if (auto it = known_.find(pid); it != known_.end()) it->second.last_ns = c.ts_ns;
       bpf_.untrace_pid(pid);
+      for (uint16_t op : stack_policy_.forget(pid)) bpf_.clear_stack_threshold(pid, op);
       break;
     }
   }
@@ -466,6 +472,7 @@ void Session::periodic(int64_t now) {
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
     emit_page_allocs(now);
+    for (const auto& u : stack_policy_.updates()) bpf_.set_stack_threshold(u.pid, u.op, u.threshold_ns);
     update_counters();
     if (o_.live_table) {
       std::cerr << "\x1b[H\x1b[2J"
