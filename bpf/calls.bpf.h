@@ -304,7 +304,7 @@ int cw_return(struct pt_regs *ctx) {
   __u8 src = op < 200 ? CW_SRC_CUDA : op < 300 ? CW_SRC_DRIVER : CW_SRC_NCCL;
   /* No cgroup here: it is per process, and the collector fills it from /proc (saves a helper
    * call on the hottest path). */
-  fill_header_nocg(&e->hdr, fr->ts, op, CW_REC_CALL, src);
+  fill_header_nocg(&e->hdr, id, fr->ts, op, CW_REC_CALL, src);
   __u64 ret = PT_REGS_RC(ctx);
   e->dur_ns = now - fr->ts;
   e->ret = (__s32)ret; /* every traced API returns a 32-bit status enum */

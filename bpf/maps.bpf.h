@@ -106,8 +106,8 @@ static __always_inline __u64 wake_flag(void *rb, __u64 threshold) {
   return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= threshold ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
-static __always_inline void fill_header_nocg(struct cw_header *h, __u64 ts, __u16 op, __u8 kind, __u8 source) {
-  __u64 id = bpf_get_current_pid_tgid();
+/* id: bpf_get_current_pid_tgid(), which the caller already has. */
+static __always_inline void fill_header_nocg(struct cw_header *h, __u64 id, __u64 ts, __u16 op, __u8 kind, __u8 source) {
   h->ts_ns = ts;
   h->cgroup_id = 0;
   h->pid = id >> 32;
@@ -121,6 +121,6 @@ static __always_inline void fill_header_nocg(struct cw_header *h, __u64 ts, __u1
 }
 
 static __always_inline void fill_header(struct cw_header *h, __u64 ts, __u16 op, __u8 kind, __u8 source) {
-  fill_header_nocg(h, ts, op, kind, source);
+  fill_header_nocg(h, bpf_get_current_pid_tgid(), ts, op, kind, source);
   h->cgroup_id = bpf_get_current_cgroup_id();
 }

@@ -137,6 +137,17 @@ void check_no_unexplained(const json& chains, pid_t pid) {
     }
 }
 
+// Stacks are taken only where they explain something (docs/COLLECTOR.md "Stacks"), which must
+// include every slow call: with 100 µs calls, anything ≥ 200 µs (2× the median, the outlier
+// rule's least) carries one; and the chain shows the stack of its slow calls.
+void check_slow_calls_stacked(const std::string& db, pid_t pid, const json& chain) {
+  const std::string slow = " FROM events WHERE pid = " + S(pid) + " AND op_id < 400 AND dur_ns >= 200000";
+  CHECK(q_int(db, "SELECT count(*)" + slow) > 0);
+  CHECK(q_int(db, "SELECT count(*)" + slow + " AND stack_id IS NULL") == 0);
+  REQUIRE(chain.contains("stack"));
+  CHECK(!chain["stack"].empty());
+}
+
 void check_strong(const json& c) {
   CHECK(c.value("severity", "") != "LOW");
   CHECK(c.value("severity", "") != "");
@@ -179,6 +190,7 @@ TEST_CASE("cpu_contention: a CPU hog pinned to the workload's CPU is named") {
   CHECK(c["culprit"].value("cpu", -1) == 0);
   CHECK(c["culprit"].value("off_cpu_share", 0.0) > 0.3);
   CHECK(c.value("summary", "").find("cw_hog (pid " + S(hog) + ")") != std::string::npos);
+  check_slow_calls_stacked(t.db, t.pid, c);
 }
 
 TEST_CASE("nccl_straggler: the rank that enters every allreduce late is named") {
@@ -275,6 +287,7 @@ TEST_CASE("io_contention: fsync-heavy writes on the calling thread") {
     if (e.is_string() && e.get<std::string>().find("block requests overlapping the waits") != std::string::npos) requests = true;
   CHECK(requests);
   check_no_unexplained(chains, t.pid);
+  check_slow_calls_stacked(t.db, t.pid, c);
 }
 
 TEST_CASE("lock_contention: a mutex held by a sibling thread is named") {
@@ -303,6 +316,7 @@ TEST_CASE("lock_contention: a mutex held by a sibling thread is named") {
   // (woken, then waiting for the CPU longer than it slept).
   CHECK(c.value("calls", 0) >= 5);
   check_no_unexplained(chains, t.pid);
+  check_slow_calls_stacked(t.db, t.pid, c);
 }
 
 }  // namespace causeway::test

@@ -10,6 +10,9 @@
 //   cw_workload --fsync-every 10 --fsync-bytes 1m --io-dir /var/tmp --ops memcpy
 //   cw_workload --lock-holder-ms 5 --ops stream_sync      (a sibling thread holds the runtime lock)
 //   cw_workload --lock-holder-ms 5 --lock-gap-ms 45 --ops stream_sync   (held 5 ms of every 50 ms)
+//   cw_workload --slow-every 100 --slow-us 2000 --ops stream_sync,stream_sync_alt   (1 iteration in 100 slow)
+//
+// stream_sync_alt calls cudaStreamSynchronize from a second call site (stream + 0x100).
 //
 // The hog is a process named cw_hog, forked when the work starts (after --wait-file); it spins
 // --hog-ms after --hog-delay-ms, at nice --hog-nice (below 0 it wins its CPU over the nice-0
@@ -65,6 +68,8 @@ struct Options {
   std::string io_dir = "/tmp";
   double lock_holder_ms = 0;
   double lock_gap_ms = -1;  // the holder's pause between holds; default lock_holder_ms / 4
+  long slow_every = 0;  // every Nth iteration runs its CUDA ops at --slow-us latency
+  double slow_us = 0;
   long start_delay_ms = 0;
   long after_load_ms = 0;
   long linger_ms = 0;
@@ -130,6 +135,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--io-dir") o.io_dir = val();
     else if (a == "--lock-holder-ms") o.lock_holder_ms = std::stod(val());
     else if (a == "--lock-gap-ms") o.lock_gap_ms = std::stod(val());
+    else if (a == "--slow-every") o.slow_every = std::stol(val());
+    else if (a == "--slow-us") o.slow_us = std::stod(val());
     else if (a == "--start-delay-ms") o.start_delay_ms = std::stol(val());
     else if (a == "--after-load-ms") o.after_load_ms = std::stol(val());
     else if (a == "--linger-ms") o.linger_ms = std::stol(val());
@@ -280,6 +287,11 @@ std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
     m["graph_launch"] = [=](int t) { return sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch")(dst, stream(t)); };
     m["graph_launch_ptsz"] = [=](int t) { return sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch_ptsz")(dst, stream(t)); };
     m["stream_sync"] = [=](int t) { return ssync(stream(t)); };
+    m["stream_sync_alt"] = [=](int t) {
+      int r = ssync(static_cast<char*>(stream(t)) + 0x100);
+      __asm__ volatile("" ::: "memory");  // a real call from here, not a tail call: its own call site
+      return r;
+    };
     m["stream_sync_ptsz"] = [=](int t) { return sym<int (*)(void*)>(rt, "cudaStreamSynchronize_ptsz")(stream(t)); };
     m["device_sync"] = [=](int) { return sym<int (*)()>(rt, "cudaDeviceSynchronize")(); };
     m["event_sync"] = [=](int) { return sym<int (*)(void*)>(rt, "cudaEventSynchronize")(reinterpret_cast<void*>(0xe0e0)); };
@@ -443,6 +455,8 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
     auto next = std::chrono::steady_clock::now();
     const auto period = o.rate > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(1e9 / o.rate)) : std::chrono::nanoseconds(0);
     for (long i = 0; i < o.iterations; ++i) {
+      const bool slow = o.slow_every > 0 && (i + 1) % o.slow_every == 0;
+      if (slow) set_latency(rt, o.slow_us);
       for (auto& [name, op] : plan) {
         if (op(t) != 0) ++errors;
         if (o.rate > 0) {
@@ -452,6 +466,7 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
           if (next - std::chrono::steady_clock::now() > std::chrono::milliseconds(1)) std::this_thread::sleep_until(next);
         }
       }
+      if (slow) set_latency(rt, o.latency_us);
       for (auto& [name, op] : nplan) {
         if (rank == o.late_rank) sleep_ms(o.late_ms);
         if (op(t) != 0) ++errors;
