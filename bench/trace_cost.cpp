@@ -17,6 +17,7 @@
 //   sudo build/bench/trace_cost [--calls 300000] [--rounds 3] [--config "FLAGS"]... [--bpf-stats]
 //                               [--causeway PATH] [--lib PATH] [--bpftrace PATH] [--keep DIR]
 //
+// A --config word {pid} stands for this process's pid (--config "--no-stack --pid {pid}").
 // Root (eBPF); needs bpftrace. Not part of the test run.
 #include <bpf/bpf.h>
 #include <dirent.h>
@@ -215,7 +216,7 @@ Row measure_config(const std::string& config, const Funcs& f, long calls, int ro
   std::replace_if(stem.begin(), stem.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
   const std::string db = dir + "/trace-" + stem + ".db", ready = dir + "/ready-" + stem;
   std::vector<std::string> argv = {causeway, "trace", "--db", db, "--quiet", "--lib", lib, "--ready-file", ready};
-  for (const auto& w : split_words(config)) argv.push_back(w);
+  for (const auto& w : split_words(config)) argv.push_back(w == "{pid}" ? std::to_string(getpid()) : w);
   Child cw(argv, dir + "/causeway-" + stem + ".log");
   wait_until([&] { return fs::exists(ready); }, cw, "causeway trace");
 
