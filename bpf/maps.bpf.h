@@ -19,7 +19,7 @@
 
 /* Tunables, set by collector/loader.cpp before load. */
 const volatile bool targ_filter = false;   /* trace only tgids in `traced` (--pid) */
-const volatile bool targ_stacks = true;    /* user stack per call */
+const volatile bool targ_stacks = true;    /* user stacks where they explain something (calls.bpf.h) */
 /* Submit without waking the consumer until this much is queued: a wake-up per event costs
  * ≈ 2 µs on the producer (3.4 vs 1.37 µs per traced call); the consumer also polls on a
  * 10 ms timer, so latency is bounded either way. */
@@ -89,21 +89,33 @@ static __always_inline bool mark_traced(__u32 tgid) {
   return err == 0;
 }
 
-/* Per-CPU submit counter: the fill level is queried on every 64th submit only, because
+/* Per-CPU wake-up state. The fill level is queried on every 64th submit only, because
  * bpf_ringbuf_query reads the consumer position, a cache line the consumer's CPU keeps
- * writing (a cross-core miss per event otherwise). 64 records ≪ any wake threshold. */
+ * writing (a cross-core miss per event otherwise). 64 records ≪ any wake threshold. A wake-up
+ * is forced at most once per consumer position: a consumer woken and not yet run (a busy
+ * host) gains nothing from another one, and each costs the producer an irq_work (a self-IPI,
+ * a VM exit under virtualization) — every 64th call, for as long as the consumer is starved. */
+struct cw_wake_state {
+  __u64 submits;
+  __u64 forced_cons[2]; /* 1 + the consumer position at the last forced wake-up: calls, host */
+};
 struct {
   __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
   __uint(max_entries, 1);
   __type(key, __u32);
-  __type(value, __u64);
+  __type(value, struct cw_wake_state);
 } submits SEC(".maps");
 
 static __always_inline __u64 wake_flag(void *rb, __u64 threshold) {
   __u32 zero = 0;
-  __u64 *n = bpf_map_lookup_elem(&submits, &zero);
-  if (n && ((*n)++ & 63) != 0) return BPF_RB_NO_WAKEUP;
-  return bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) >= threshold ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
+  struct cw_wake_state *w = bpf_map_lookup_elem(&submits, &zero);
+  if (!w || (w->submits++ & 63) != 0) return BPF_RB_NO_WAKEUP;
+  if (bpf_ringbuf_query(rb, BPF_RB_AVAIL_DATA) < threshold) return BPF_RB_NO_WAKEUP;
+  __u64 cons = bpf_ringbuf_query(rb, BPF_RB_CONS_POS) + 1;
+  __u64 *forced = &w->forced_cons[rb == (void *)&rb_calls ? 0 : 1];
+  if (*forced == cons) return BPF_RB_NO_WAKEUP;
+  *forced = cons;
+  return BPF_RB_FORCE_WAKEUP;
 }
 
 /* id: bpf_get_current_pid_tgid(), which the caller already has. */
