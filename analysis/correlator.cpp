@@ -343,19 +343,23 @@ int64_t count_in(const std::vector<int64_t>& ts, int64_t a, int64_t b) {
 
 // ---- chain accumulation --------------------------------------------------------------------------
 
-ChainAcc& chain_for(State& s, const std::string& cause, uint32_t pid, uint16_t op, bool between) {
-  std::string id = "s" + std::to_string(s.session_id) + "-" + cause + "-" + std::to_string(pid) + (op ? "-" + op_name(op) : std::string()) +
-                   (between ? "-gap" : "");
+// The chain of cause module M for (victim, op, in-call or between calls), created on first use,
+// and its typed evidence.
+template <typename M>
+std::pair<ChainAcc&, typename M::Evidence&> chain_for(State& s, uint32_t pid, uint16_t op, bool between) {
+  std::string id = "s" + std::to_string(s.session_id) + "-" + std::string(M::name) + "-" + std::to_string(pid) +
+                   (op ? "-" + op_name(op) : std::string()) + (between ? "-gap" : "");
   auto [it, fresh] = s.chains.try_emplace(id);
   ChainAcc& c = it->second;
   if (fresh) {
     c.id = id;
-    c.cause = cause;
+    c.cause = M::id;
     c.pid = pid;
     c.op = op;
     c.between_calls = between;
+    c.evidence.template emplace<CallCauses::index_of<M>()>();
   }
-  return c;
+  return {c, std::get<CallCauses::index_of<M>()>(c.evidence)};
 }
 
 void add_party(std::map<uint64_t, PartyAcc>& m, uint32_t pid, uint32_t tid, int64_t ns, int64_t amount = 0) {
@@ -399,7 +403,7 @@ void note_call(State& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause
   c.last_ns = std::max(c.last_ns, w.to);
   if (c.slow_durs.size() < 200000) c.slow_durs.push_back(w.to - w.from);
   if (w.e->stack) ++c.stacks[w.e->stack];
-  c.num["tid_" + std::to_string(w.e->tid)] += 1;
+  ++c.tids[w.e->tid];
 }
 
 std::vector<TimelineItem> call_frame(const State& s, const Slow& w) {
@@ -720,11 +724,11 @@ class ChunkAnalyzer {
     if (w.off.runnable_ns >= w.floor && w.off.runnable_ns >= half) {
       std::vector<RunShare> who;
       std::vector<std::pair<const OffCpuInterval*, int64_t>> ivs;
-      ChainAcc& c = chain_for(s_, "cpu_contention", e.pid, e.op, w.gap);
+      auto [c, ev] = chain_for<CpuContention>(s_, e.pid, e.op, w.gap);
       runnable_culprits(tl_, e.tid, w.from, w.to, who, &c.cpus, &ivs);
       note_call(s_, c, w, w.excess, w.off.runnable_ns);
       for (const RunShare& r : who) add_party(c.culprits, r.pid, 0, r.ns);
-      c.num["preemptions"] += static_cast<double>(ivs.size());
+      ev.preemptions += static_cast<int64_t>(ivs.size());
       auto items = call_frame(s_, w);
       for (auto& [iv, ns] : ivs) {
         bool pre = iv->state == OffCpuState::runnable;
@@ -763,7 +767,7 @@ class ChunkAnalyzer {
         });
       }
       if (!io.empty()) {
-        ChainAcc& c = chain_for(s_, "io_contention", e.pid, e.op, w.gap);
+        auto [c, ev] = chain_for<IoContention>(s_, e.pid, e.op, w.gap);
         note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
         int64_t own_reqs = 0, own_bytes = 0;
         bool other = false;
@@ -771,20 +775,16 @@ class ChunkAnalyzer {
           if (pid == e.pid || s_.is_kernel_thread(pid)) {
             own_reqs += x.first;
             own_bytes += x.second;
-            if (pid != e.pid) c.num["kworker_requests"] += static_cast<double>(x.first);
+            if (pid != e.pid) ev.kworker_requests += x.first;
             continue;
           }
           other = true;
           add_party(c.culprits, pid, 0, 0, x.second);
-          c.culprits[uint64_t{pid} << 32].amount += 0;
-          c.num["other_requests"] += static_cast<double>(x.first);
+          ev.other_requests += x.first;
         }
-        c.num["own_requests"] += static_cast<double>(own_reqs);
-        c.num["own_bytes"] += static_cast<double>(own_bytes);
-        if (!other) {
-          add_party(c.culprits, e.pid, 0, w.off.uninterruptible_ns, own_bytes);
-          c.num["own_io_only"] += 1;
-        }
+        ev.own_requests += own_reqs;
+        ev.own_bytes += own_bytes;
+        if (!other) add_party(c.culprits, e.pid, 0, w.off.uninterruptible_ns, own_bytes);
         auto items = call_frame(s_, w);
         for (const OffCpuInterval* iv : dws)
           items.push_back({iv->from_ns, "host", "thread " + std::to_string(e.tid) + " blocks in D state (uninterruptible) for " +
@@ -812,7 +812,7 @@ class ChunkAnalyzer {
       for (const Ev* o : hx_.ooms)
         if (o->ts >= w.from - 10'000'000'000 && o->ts <= w.to + 10'000'000'000) ooms.push_back(o);
       if (burst_pages > 0 || !ooms.empty()) {
-        ChainAcc& c = chain_for(s_, "memory_pressure", e.pid, e.op, w.gap);
+        auto [c, ev] = chain_for<MemoryPressure>(s_, e.pid, e.op, w.gap);
         note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
         bool other = false;
         for (auto& [pid, n] : pages)
@@ -821,8 +821,7 @@ class ChunkAnalyzer {
             other = true;
           }
         if (!other) add_party(c.culprits, e.pid, 0, 0, pages[e.pid]);
-        c.num["pages_in_window"] += 0;
-        for (auto& [pid, n] : pages) c.num["pages_total"] += static_cast<double>(n);
+        for (auto& [pid, n] : pages) ev.pages_total += n;
         auto items = call_frame(s_, w);
         for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to))
           if (iv.state == OffCpuState::uninterruptible)
@@ -839,21 +838,21 @@ class ChunkAnalyzer {
           items.push_back({w.from, "mem", s_.comm_of(top) + " (pid " + std::to_string(top) + ") allocates " +
                                               std::to_string(topn) + " pages during the call"});
         for (const Ev* o : ooms) {
-          c.num["oom_" + std::to_string(o->a[0])] = static_cast<double>(o->ts);
+          ev.oom_kill_ns[static_cast<uint32_t>(o->a[0])] = o->ts;
           items.push_back({o->ts, "mem", "OOM killer ends " + s_.comm_of(static_cast<uint32_t>(o->a[0])) + " (pid " +
                                              std::to_string(o->a[0]) + ")"});
         }
         add_sample(c, w.excess, std::move(items));
         return true;
       }
-      ChainAcc& c = chain_for(s_, "unknown", e.pid, e.op, w.gap);
+      auto [c, ev] = chain_for<Unknown>(s_, e.pid, e.op, w.gap);
       note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
-      c.num["d_state_no_evidence"] += 1;
+      ++ev.d_state_calls;
       add_sample(c, w.excess, call_frame(s_, w));
       return true;
     }
     if (sibling && sib_ns >= half) {
-      ChainAcc& c = chain_for(s_, "lock_contention", e.pid, e.op, w.gap);
+      ChainAcc& c = chain_for<LockContention>(s_, e.pid, e.op, w.gap).first;
       note_call(s_, c, w, w.excess, sib_ns);
       add_party(c.culprits, e.pid, sib, sib_ns);
       auto items = call_frame(s_, w);
@@ -873,10 +872,11 @@ class ChunkAnalyzer {
 
   void attribute_cold(const Slow& w) {
     const Ev& e = *w.e;
-    ChainAcc& c = chain_for(s_, "cold_start", e.pid, 0, false);
+    auto [c, ev] = chain_for<ColdStart>(s_, e.pid, 0, false);
     note_call(s_, c, w, w.excess, w.excess);
-    c.num["op_" + std::to_string(e.op) + "_calls"] += 1;
-    c.num["op_" + std::to_string(e.op) + "_ns"] += static_cast<double>(w.excess);
+    ColdStart::Evidence::PerOp& per = ev.by_op[e.op];
+    ++per.calls;
+    per.excess_ns += w.excess;
     auto items = std::vector<TimelineItem>{{e.ts, op_layer(e.op), op_name(e.op) + " took " + format_duration_ns(e.dur) +
                                                                        (w.median > 0 ? " (p50 later " + format_duration_ns(w.median) + ")"
                                                                                      : " (first call)")}};
@@ -917,7 +917,7 @@ class ChunkAnalyzer {
     for (; lo != hx_.retransmits.end() && (*lo)->ts <= w.to; ++lo)
       if (std::find(members.begin(), members.end(), (*lo)->pid) != members.end()) hits.push_back(*lo);
     if (hits.empty()) return false;
-    ChainAcc& c = chain_for(s_, "network", e.pid, e.op, w.gap);
+    auto [c, ev] = chain_for<Network>(s_, e.pid, e.op, w.gap);
     note_call(s_, c, w, w.excess, w.excess);
     auto items = call_frame(s_, w);
     std::map<std::string, int> seen;
@@ -929,7 +929,7 @@ class ChunkAnalyzer {
         ++p.hits;
       }
       c.peers[peer].amount += 1;
-      c.num["retransmits"] += 1;
+      ++ev.retransmits;
       items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer +
                                          " by " + s_.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
     }
@@ -958,10 +958,10 @@ class ChunkAnalyzer {
 
   void attribute_gpu(const Slow& w) {
     const Ev& e = *w.e;
-    ChainAcc& c = chain_for(s_, "gpu_wait", e.pid, e.op, w.gap);
+    auto [c, ev] = chain_for<GpuWait>(s_, e.pid, e.op, w.gap);
     note_call(s_, c, w, w.excess, w.excess);
-    c.num["on_cpu_ns"] += static_cast<double>((w.to - w.from) - w.off.total());
-    c.num["sleep_ns"] += static_cast<double>(w.off.sleeping_ns);
+    ev.on_cpu_ns += (w.to - w.from) - w.off.total();
+    ev.sleep_ns += w.off.sleeping_ns;
     GpuShareAcc& g = s_.gpu_share[e.pid];
     ++g.slow;
     std::vector<std::pair<uint32_t, int64_t>> o;
@@ -976,16 +976,16 @@ class ChunkAnalyzer {
     // The work it waits for: this thread's own submissions just before the sync.
     if (auto it = hx_.submits.find(e.pid); it != hx_.submits.end()) {
       int64_t n = count_in(it->second, e.ts - 50'000'000, e.ts);
-      c.num["own_submits_before"] += static_cast<double>(n);
+      ev.own_submits_before += n;
       items.push_back({e.ts, op_layer(e.op), std::to_string(n) + " GPU operations submitted by this process in the 50 ms before"});
     }
     add_sample(c, w.excess, std::move(items));
   }
 
   void attribute_unknown(const Slow& w) {
-    ChainAcc& c = chain_for(s_, "unknown", w.e->pid, w.e->op, w.gap);
+    auto [c, ev] = chain_for<Unknown>(s_, w.e->pid, w.e->op, w.gap);
     note_call(s_, c, w, w.excess, 0);
-    c.num["off_cpu_ns"] += static_cast<double>(w.off.total());
+    ev.off_cpu_ns += w.off.total();
     add_sample(c, w.excess, call_frame(s_, w));
   }
 

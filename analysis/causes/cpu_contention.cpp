@@ -1,0 +1,68 @@
+#include "analysis/causes/cpu_contention.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/chain_view.h"
+#include "common/units.h"
+
+namespace causeway {
+namespace {
+
+struct Cpus {
+  std::string list;
+  int32_t top = -1;
+};
+
+Cpus cpus_of(const ChainAcc& a) {
+  Cpus c;
+  int64_t top_ns = -1;
+  for (auto& [cpu, ns] : a.cpus) {
+    c.list += (c.list.empty() ? "" : ", ") + std::to_string(cpu);
+    if (ns > top_ns) {
+      top_ns = ns;
+      c.top = cpu;
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+Finding CpuContention::explain(const ChainView& v, const Evidence& e) {
+  const ChainAcc& a = v.a;
+  Finding f;
+  int64_t total = 0;
+  for (auto& [k, p] : a.culprits) total += p.ns;
+  const PartyAcc* p = top_party(a.culprits, a.pid, false);
+  const Cpus cpus = cpus_of(a);
+  std::string by = p ? who(v.s, p->pid) : "another task";
+  double share = p && total > 0 ? static_cast<double>(p->ns) / static_cast<double>(total) : 0;
+  f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost +
+              "; the thread was runnable but off-CPU for " + format_duration_ns(a.off_ns) + " " + v.where + ", preempted by " +
+              by + " on CPU " + std::to_string(cpus.top);
+  if (p)
+    f.culprit = {{"pid", p->pid}, {"comm", v.s.comm_of(p->pid)}, {"off_cpu_share", std::round(share * 1000) / 1000},
+                 {"cpu", cpus.top}};
+  f.evidence.push_back("runnable but not running for " + format_duration_ns(a.off_ns) + " " + v.where + " (" +
+                       std::to_string(e.preemptions) + " preemptions / wakeup waits), on CPU " + cpus.list);
+  std::vector<const PartyAcc*> ps;
+  for (auto& [k, q] : a.culprits) ps.push_back(&q);
+  std::sort(ps.begin(), ps.end(), [](auto x, auto y) { return x->ns > y->ns; });
+  for (size_t i = 0; i < ps.size() && i < 3; ++i)
+    f.evidence.push_back(who(v.s, ps[i]->pid) + " ran there for " + format_duration_ns(ps[i]->ns) + " (" +
+                         pct(total ? static_cast<double>(ps[i]->ns) / static_cast<double>(total) : 0) +
+                         " of the stolen time) during " + std::to_string(ps[i]->hits) + " of the slow calls");
+  return f;
+}
+
+std::string CpuContention::fix(const ChainView& v, const Evidence&) {
+  const PartyAcc* p = top_party(v.a.culprits, v.a.pid, false);
+  const std::string cpus = cpus_of(v.a).list;
+  return "Keep " + (p ? v.s.comm_of(p->pid) : std::string("other work")) + " off CPU " + cpus + " while the job runs: pin " +
+         v.s.comm_of(v.a.pid) + " to dedicated cores (taskset -c / a cpuset cgroup) and move " +
+         (p ? v.s.comm_of(p->pid) : std::string("the other task")) +
+         " elsewhere, or run it at nice 19 / SCHED_IDLE so it cannot preempt the training thread.";
+}
+
+}  // namespace causeway

@@ -1,0 +1,22 @@
+// cpu_contention: the thread was runnable but another task held its CPU (preempted, or woken and
+// waiting for the CPU). Culprits: who ran on that CPU meanwhile, by stolen time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "analysis/causes/cause_module.h"
+
+namespace causeway {
+
+struct CpuContention {
+  static constexpr Cause id = Cause::cpu_contention;
+  static constexpr std::string_view name = "cpu_contention";
+  struct Evidence {
+    int64_t preemptions = 0;  // preemptions and wakeup waits inside the slow calls
+  };
+  static Finding explain(const ChainView& v, const Evidence& e);
+  static std::string fix(const ChainView& v, const Evidence& e);
+};
+
+}  // namespace causeway

@@ -1,0 +1,23 @@
+// memory_pressure: D state with no block I/O, during page-allocation bursts or near an OOM kill.
+// Culprit: the process that allocated most pages (and whether the OOM killer ended it).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "analysis/causes/cause_module.h"
+
+namespace causeway {
+
+struct MemoryPressure {
+  static constexpr Cause id = Cause::memory_pressure;
+  static constexpr std::string_view name = "memory_pressure";
+  struct Evidence {
+    int64_t pages_total = 0;                  // pages allocated by anyone during the stalls
+    std::map<uint32_t, int64_t> oom_kill_ns;  // pid ended by the OOM killer -> when
+  };
+  static Finding explain(const ChainView& v, const Evidence& e);
+  static std::string fix(const ChainView& v, const Evidence& e);
+};
+
+}  // namespace causeway

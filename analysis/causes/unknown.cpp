@@ -1,0 +1,24 @@
+#include "analysis/causes/unknown.h"
+
+#include "analysis/chain_view.h"
+
+namespace causeway {
+
+Finding Unknown::explain(const ChainView& v, const Evidence& e) {
+  Finding f;
+  f.summary = v.victim + ": " + std::to_string(v.a.calls) + " slow calls lost " + v.lost +
+              (e.d_state_calls > 0 ? " in D state with no block I/O, page-allocation burst or OOM in the trace"
+                                   : " with no host cause in the trace (no preemption, I/O, lock, memory or network event)") +
+              "; evidence is weak";
+  f.evidence.push_back("outliers against the robust baseline (>= 2x p50 and > p50 + 6 robust sigmas)");
+  f.max_severity = Severity::low;
+  f.min_impact = 0.005;
+  return f;
+}
+
+std::string Unknown::fix(const ChainView&, const Evidence&) {
+  return "Evidence is weak: trace with user stacks enabled and look at the GPU side (Nsight Systems), or widen the trace "
+         "(another process, another host) to find what these calls wait for.";
+}
+
+}  // namespace causeway
