@@ -450,6 +450,22 @@ void runnable_culprits(const ThreadTimelines& tl, uint32_t tid, int64_t a, int64
   std::sort(out.begin(), out.end(), [](const RunShare& x, const RunShare& y) { return x.ns > y.ns; });
 }
 
+// Arbitration between the host causes of one slow call (or gap). Host time explains the call
+// when, all states together (runnable, D, asleep until a sibling woke it), it covers at least
+// half of the time lost; the call then goes to the state with the most time — the evidence
+// decides, not the order of the checks. A state must reach `floor` by itself to be a cause.
+enum class HostClaim : uint8_t { none, runnable, uninterruptible, sibling };
+
+HostClaim host_claim(const Slow& w, int64_t sib_ns) {
+  const int64_t r = w.off.runnable_ns, d = w.off.uninterruptible_ns;
+  if (2 * (r + d + sib_ns) < w.excess) return HostClaim::none;
+  const int64_t top = std::max({r, d, sib_ns});
+  if (top < w.floor) return HostClaim::none;
+  if (r == top) return HostClaim::runnable;
+  if (d == top) return HostClaim::uninterruptible;
+  return HostClaim::sibling;
+}
+
 class ChunkAnalyzer {
  public:
   ChunkAnalyzer(State& s, int64_t cf, int64_t ct) : s_(s), cf_(cf), ct_(ct) {}
@@ -681,6 +697,12 @@ class ChunkAnalyzer {
         note_alloc(e);
         continue;
       }
+      // Not an outlier: the call was examined only for its host stall, and no host cause
+      // claims it, so it is an ordinary call — not a GPU wait or an unknown slowness.
+      if (!outlier) {
+        if (is_gpu_wait_op(e.op)) note_normal_sync(e);
+        continue;
+      }
       if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
       ++oa.slow;
       if (attribute_network(w)) continue;
@@ -720,8 +742,8 @@ class ChunkAnalyzer {
   // off-CPU time inside the interval. False when none explains at least half of the excess.
   bool attribute_host(const Slow& w, bool sibling, uint32_t sib, int64_t sib_ns) {
     const Ev& e = *w.e;
-    const int64_t half = w.excess / 2;
-    if (w.off.runnable_ns >= w.floor && w.off.runnable_ns >= half) {
+    const HostClaim claim = host_claim(w, sibling ? sib_ns : 0);
+    if (claim == HostClaim::runnable) {
       std::vector<RunShare> who;
       std::vector<std::pair<const OffCpuInterval*, int64_t>> ivs;
       auto [c, ev] = chain_for<CpuContention>(s_, e.pid, e.op, w.gap);
@@ -749,7 +771,7 @@ class ChunkAnalyzer {
       add_sample(c, w.excess, std::move(items));
       return true;
     }
-    if (w.off.uninterruptible_ns >= w.floor && w.off.uninterruptible_ns >= half) {
+    if (claim == HostClaim::uninterruptible) {
       // D state: I/O or reclaim. Block requests overlapping the thread's D intervals, by any
       // issuer: reads for a fault or readahead are often issued by a kernel worker.
       std::map<uint32_t, std::pair<int64_t, int64_t>> io;  // pid -> (requests, bytes)
@@ -851,7 +873,7 @@ class ChunkAnalyzer {
       add_sample(c, w.excess, call_frame(s_, w));
       return true;
     }
-    if (sibling && sib_ns >= half) {
+    if (claim == HostClaim::sibling) {
       ChainAcc& c = chain_for<LockContention>(s_, e.pid, e.op, w.gap).first;
       note_call(s_, c, w, w.excess, sib_ns);
       add_party(c.culprits, e.pid, sib, sib_ns);
@@ -959,7 +981,11 @@ class ChunkAnalyzer {
   void attribute_gpu(const Slow& w) {
     const Ev& e = *w.e;
     auto [c, ev] = chain_for<GpuWait>(s_, e.pid, e.op, w.gap);
-    note_call(s_, c, w, w.excess, w.excess);
+    // Time runnable or in D inside the call was a host cause's, never the GPU's: it does not
+    // count as lost to the GPU (it was too little to win the call, see host_claim).
+    const int64_t host = std::min(w.excess, w.off.runnable_ns + w.off.uninterruptible_ns);
+    note_call(s_, c, w, w.excess - host, w.excess - host);
+    ev.host_ns += host;
     ev.on_cpu_ns += (w.to - w.from) - w.off.total();
     ev.sleep_ns += w.off.sleeping_ns;
     GpuShareAcc& g = s_.gpu_share[e.pid];
