@@ -56,42 +56,6 @@ uint32_t main_tid(const ChainAcc& a) {
   return tid;
 }
 
-void build_call_chain(SessionReport& r, const ChainAcc& a) {
-  Doc d;
-  d.id = a.id;
-  d.cause = std::string(cause_name(a.cause));
-  d.pid = a.pid;
-  d.tid = main_tid(a);
-  d.op_id = a.op;
-  d.op = op_name(a.op);
-  d.calls = a.calls;
-  d.lost_ns = a.lost_ns;
-  d.from_ns = a.first_ns;
-  d.to_ns = a.last_ns;
-  d.between = a.between_calls;
-  d.impact = static_cast<double>(a.lost_ns) / static_cast<double>(r.window_ns);
-  d.severity = severity_for(d.impact);
-  d.stack = top_stack(a.stacks);
-  d.timeline = merged_timeline(a);
-  ChainView v{r.s, a, d.op, victim_text(r.s, d), format_duration_ns(a.lost_ns),
-              a.between_calls ? "between CUDA calls (before " + d.op + ")" : "inside " + d.op,
-              a.lost_ns > 0 ? static_cast<double>(a.off_ns) / static_cast<double>(a.lost_ns) : 0, r.window_ns};
-  Finding f = CallCauses::visit(a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
-  d.recommendation = CallCauses::visit(a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
-  if (d.impact < f.min_impact && !f.report_below_min_impact) return;
-  if (f.op) {
-    d.op_id = *f.op;
-    d.op = op_name(*f.op);
-  }
-  if (f.max_severity && severity_rank(d.severity) > static_cast<int>(*f.max_severity)) d.severity = severity_text(*f.max_severity);
-  d.summary = std::move(f.summary);
-  d.culprit = std::move(f.culprit);
-  d.evidence = std::move(f.evidence);
-  d.evidence.push_back(v.lost + " lost in total, " + pct(d.impact) + " of the " + format_duration_ns(r.window_ns) + " analyzed");
-  op_stats(r, d, f.calls_line);
-  emit(r, std::move(d));
-}
-
 }  // namespace
 
 std::string severity_for(double impact) { return impact >= kHigh ? "HIGH" : impact >= kMedium ? "MEDIUM" : "LOW"; }
@@ -157,6 +121,49 @@ std::string who(const Correlator::State& s, uint32_t pid) { return s.comm_of(pid
 
 std::string victim_text(const Correlator::State& s, const Doc& d) {
   return d.op + " in " + s.comm_of(d.pid) + " (pid " + std::to_string(d.pid) + (d.tid ? ", thread " + std::to_string(d.tid) : "") + ")";
+}
+
+Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view cause) {
+  Doc d;
+  d.id = a.id;
+  d.cause = std::string(cause);
+  d.pid = a.pid;
+  d.tid = main_tid(a);
+  d.op_id = a.op;
+  d.op = op_name(a.op);
+  d.calls = a.calls;
+  d.lost_ns = a.lost_ns;
+  d.from_ns = a.first_ns;
+  d.to_ns = a.last_ns;
+  d.between = a.between_calls;
+  d.impact = static_cast<double>(a.lost_ns) / static_cast<double>(r.window_ns);
+  d.severity = severity_for(d.impact);
+  d.stack = top_stack(a.stacks);
+  d.timeline = merged_timeline(a);
+  return d;
+}
+
+ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d) {
+  return ChainView{r.s, a, d.op, victim_text(r.s, d), format_duration_ns(a.lost_ns),
+                   a.between_calls ? "between CUDA calls (before " + d.op + ")" : "inside " + d.op,
+                   a.lost_ns > 0 ? static_cast<double>(a.off_ns) / static_cast<double>(a.lost_ns) : 0, r.window_ns};
+}
+
+void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix) {
+  if (d.impact < f.min_impact && !f.report_below_min_impact && !r.s.published.count(d.id)) return;
+  if (f.op) {
+    d.op_id = *f.op;
+    d.op = op_name(*f.op);
+  }
+  if (f.max_severity && severity_rank(d.severity) > static_cast<int>(*f.max_severity)) d.severity = severity_text(*f.max_severity);
+  d.summary = std::move(f.summary);
+  d.culprit = std::move(f.culprit);
+  d.evidence = std::move(f.evidence);
+  d.recommendation = std::move(fix);
+  d.evidence.push_back(format_duration_ns(d.lost_ns) + " lost in total, " + pct(d.impact) + " of the " +
+                       format_duration_ns(r.window_ns) + " analyzed");
+  op_stats(r, d, f.calls_line);
+  emit(r, std::move(d));
 }
 
 void op_stats(SessionReport& c, Doc& d, bool add_evidence) {
@@ -236,7 +243,7 @@ Result<std::vector<ChainRecord>> build_chains(Correlator::State& s, sqlite3* db)
   // Nothing analyzed yet (an empty session): analyzed_to - analyzed_from would overflow.
   if (s.analyzed_to == INT64_MIN || s.analyzed_to <= s.analyzed_from) return std::vector<ChainRecord>{};
   SessionReport r{s, db, s.analyzed_to - s.analyzed_from, {}};
-  for (auto& [id, a] : s.chains) build_call_chain(r, a);
+  for (auto& [id, a] : s.chains) render_call_chain<CallCauses>(r, a, a.evidence);
   SessionCauses::report_all(r);
   std::stable_sort(r.out.begin(), r.out.end(), [](const auto& a, const auto& b) {
     int ra = severity_rank(a.first.severity), rb = severity_rank(b.first.severity);

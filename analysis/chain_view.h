@@ -53,6 +53,21 @@ void emit(SessionReport& r, Doc d);
 // p50/p99/slow share of the chain's op and the "N of M calls slow" evidence line (first).
 void op_stats(SessionReport& r, Doc& d, bool add_evidence = true);
 
+// A per-call chain rendered by the module of `Registry` whose evidence `ev` holds: the common
+// fields from the accumulated chain, the words from the module (explain + fix).
+Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view cause);
+ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d);
+void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix);
+
+template <typename Registry>
+void render_call_chain(SessionReport& r, const ChainAcc& a, const typename Registry::Evidence& ev) {
+  Doc d = call_chain_doc(r, a, Registry::name(a.cause));
+  const ChainView v = chain_view(r, a, d);
+  Finding f = Registry::visit(ev, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
+  std::string fix = Registry::visit(ev, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
+  finish_call_chain(r, std::move(d), std::move(f), std::move(fix));
+}
+
 std::string severity_for(double impact);
 std::string pct(double share);
 std::string num(double v, int prec = 1);

@@ -1050,6 +1050,7 @@ Correlator::Correlator(int64_t session_id, CorrelatorOptions options) : s_(std::
 Correlator::~Correlator() = default;
 
 int64_t Correlator::analyzed_to() const { return s_->analyzed_to; }
+void Correlator::mark_published(const std::string& chain_id) { s_->published.insert(chain_id); }
 const CorrelatorCounters& Correlator::counters() const { return s_->counters; }
 
 Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
@@ -1196,6 +1197,7 @@ Result<std::vector<ChainRecord>> LiveCorrelator::emit_changed(sqlite3* db) {
     if (it != emitted_.end() && it->second == h) continue;
     if (it != emitted_.end()) it->second = h;
     else emitted_.push_back({c.id, h});
+    correlator_.mark_published(c.id);
     out.push_back(std::move(c));
   }
   return out;

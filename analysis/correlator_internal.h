@@ -161,6 +161,10 @@ struct Correlator::State {
   std::map<uint32_t, GpuShareAcc> gpu_share;
   std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
 
+  // Chains already published by a live trace: rendered on every update even once they fall
+  // under the impact floor, so the stored row follows the evidence instead of freezing.
+  std::unordered_set<std::string> published;
+
   std::string comm_of(uint32_t pid) const;
   std::string thread_name(uint32_t tid) const;
   bool is_kernel_thread(uint32_t pid) const;

@@ -330,3 +330,49 @@ TEST_CASE("a call written far behind its start (past the read-ahead budget) is a
   REQUIRE(live.finish(db->get()).ok());
   CHECK(live.correlator().counters().calls == kFloodCalls + 1);
 }
+
+// A live chain published early keeps following its evidence: when the window grows and its
+// share falls under the impact floor, finish() re-renders it (now LOW, with the whole window)
+// instead of leaving the stored row frozen at the last poll that still reported it.
+TEST_CASE("live chains are updated to the end of the trace, not frozen at their last report") {
+  TempDir dir;
+  const std::string path = dir.file("l.db");
+  Live l(path);
+  const uint32_t kW = 3600, kHog = 3601;
+  l.proc(kW, "cw_workload");
+  l.proc(kHog, "cw_hog");
+  int64_t t = l.t0 + kMs;
+  for (int i = 0; i < 32'000; ++i) {  // 1 ms apart: 32 s; the hog strikes 20 times in the first second
+    const bool hog = i % 50 == 25 && i < 1000;
+    const int64_t dur = hog ? 1'060'000 : 60'000;
+    l.call(kW, kW, CW_OP_CUDA_STREAM_SYNC, t, dur);
+    if (hog) {
+      l.sw(t + 5'000, kW, kW, 0, kHog, kHog);
+      l.sw(t + dur - 3'000, kHog, kHog, 0, kW, kW);
+    }
+    t += std::max<int64_t>(dur + 100'000, kMs);
+  }
+  REQUIRE(l.w->close(t + kSec).ok());
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  LiveCorrelator live(1, l.t0, {}, t - l.t0 - 2 * kSec);  // the first poll sees the first 2 s
+  auto first = live.poll(db->get());
+  REQUIRE(first.ok());
+  INFO(describe(*first));
+  REQUIRE(!first->empty());
+  const ChainRecord published = first->front();
+  CHECK(published.cause == "cpu_contention");
+  CHECK(published.severity != "LOW");
+  auto fin = live.finish(db->get());
+  REQUIRE(fin.ok());
+  INFO(describe(*fin));
+  bool updated = false;
+  for (const auto& c : *fin)
+    if (c.id == published.id) {
+      updated = true;
+      CHECK(c.severity == "LOW");
+      CHECK(c.to_ns >= published.to_ns);
+      CHECK(c.doc != published.doc);
+    }
+  CHECK(updated);
+}
