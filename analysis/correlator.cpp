@@ -435,7 +435,9 @@ void runnable_culprits(const ThreadTimelines& tl, uint32_t tid, int64_t a, int64
     int32_t cpu = iv.state == OffCpuState::runnable ? iv.cpu : (iv.in_cpu >= 0 ? iv.in_cpu : iv.cpu);
     if (cpus) (*cpus)[cpu] += hi - rq;
     if (ivs) ivs->push_back({&iv, hi - rq});
-    tl.who_ran(cpu, rq, hi, tmp);
+    // A lost switch-out: the CPU's records say only who handed the CPU back.
+    if (iv.inferred) tmp.assign(1, RunShare{iv.next_pid, iv.next_tid, hi - rq});
+    else tl.who_ran(cpu, rq, hi, tmp);
     for (const RunShare& r : tmp) {
       if (r.tid == tid) continue;
       bool merged = false;
@@ -454,10 +456,13 @@ void runnable_culprits(const ThreadTimelines& tl, uint32_t tid, int64_t a, int64
 // when, all states together (runnable, D, asleep until a sibling woke it), it covers at least
 // half of the time lost; the call then goes to the state with the most time — the evidence
 // decides, not the order of the checks. A state must reach `floor` by itself to be a cause.
+// The wait for a CPU after waking from D counts for the D cause: on a busy host every wake-up
+// waits, and the I/O wait is what put the thread to sleep.
 enum class HostClaim : uint8_t { none, runnable, uninterruptible, sibling };
 
 HostClaim host_claim(const Slow& w, int64_t sib_ns) {
-  const int64_t r = w.off.runnable_ns, d = w.off.uninterruptible_ns;
+  const int64_t r = w.off.runnable_ns - w.off.runnable_after_d_ns;
+  const int64_t d = w.off.uninterruptible_ns + w.off.runnable_after_d_ns;
   if (2 * (r + d + sib_ns) < w.excess) return HostClaim::none;
   const int64_t top = std::max({r, d, sib_ns});
   if (top < w.floor) return HostClaim::none;
@@ -751,12 +756,20 @@ class ChunkAnalyzer {
       note_call(s_, c, w, w.excess, w.off.runnable_ns);
       for (const RunShare& r : who) add_party(c.culprits, r.pid, 0, r.ns);
       ev.preemptions += static_cast<int64_t>(ivs.size());
+      int64_t inferred = 0;
+      for (auto& [iv, ns] : ivs)
+        if (iv->inferred) inferred += ns;
+      if (inferred > 0) {
+        ev.inferred_ns += inferred;
+        ++ev.inferred_calls;
+      }
       auto items = call_frame(s_, w);
       for (auto& [iv, ns] : ivs) {
         bool pre = iv->state == OffCpuState::runnable;
         int32_t cpu = pre ? iv->cpu : (iv->in_cpu >= 0 ? iv->in_cpu : iv->cpu);
         std::vector<RunShare> on;
-        tl_.who_ran(cpu, pre ? iv->from_ns : iv->runnable_from(), iv->to_ns, on);
+        if (iv->inferred) on.assign(1, RunShare{iv->next_pid, iv->next_tid, ns});
+        else tl_.who_ran(cpu, pre ? iv->from_ns : iv->runnable_from(), iv->to_ns, on);
         std::string ran;
         for (const auto& r : on)
           if (r.tid != e.tid) ran += (ran.empty() ? "" : ", ") + s_.comm_of(r.pid) + " (pid " + std::to_string(r.pid) + ")";

@@ -46,6 +46,10 @@ Finding CpuContention::explain(const ChainView& v, const Evidence& e) {
                  {"cpu", cpus.top}};
   f.evidence.push_back("runnable but not running for " + format_duration_ns(a.off_ns) + " " + v.where + " (" +
                        std::to_string(e.preemptions) + " preemptions / wakeup waits), on CPU " + cpus.list);
+  if (e.inferred_calls > 0)
+    f.evidence.push_back(format_duration_ns(e.inferred_ns) + " of it in " + std::to_string(e.inferred_calls) +
+                         " calls read from the CPU's switch records: the thread's own were lost (ring full), other tasks "
+                         "ran on its CPU while it seemed on-CPU");
   std::vector<const PartyAcc*> ps;
   for (auto& [k, q] : a.culprits) ps.push_back(&q);
   std::sort(ps.begin(), ps.end(), [](auto x, auto y) { return x->ns > y->ns; });

@@ -14,6 +14,10 @@ struct CpuContention {
   static constexpr std::string_view name = "cpu_contention";
   struct Evidence {
     int64_t preemptions = 0;  // preemptions and wakeup waits inside the slow calls
+    // Time the thread's own switch records do not show (lost on a full ring) but its CPU's
+    // records do: other tasks ran there while it seemed on-CPU.
+    int64_t inferred_ns = 0;
+    int64_t inferred_calls = 0;
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
