@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
@@ -30,6 +31,19 @@ Finding ColdStart::explain(const ChainView& v, const Evidence& e) {
 std::string ColdStart::fix(const ChainView&, const Evidence&) {
   return "One-time start-up cost: warm up (a few untimed steps) before measuring, ship cubins for this GPU so nothing is "
          "JIT-compiled, and set CUDA_MODULE_LOADING=LAZY to load kernels on first use.";
+}
+
+void ColdStart::detect(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  auto [c, ev] = chain_for<ColdStart>(cx.s, e.pid, 0, false);
+  note_call(cx.s, c, w, w.excess, w.excess);
+  ColdStart::Evidence::PerOp& per = ev.by_op[e.op];
+  ++per.calls;
+  per.excess_ns += w.excess;
+  auto items = std::vector<TimelineItem>{{e.ts, op_layer(e.op), op_name(e.op) + " took " + format_duration_ns(e.dur) +
+                                                                     (w.median > 0 ? " (p50 later " + format_duration_ns(w.median) + ")"
+                                                                                   : " (first call)")}};
+  add_sample(c, w.excess, std::move(items));
 }
 
 }  // namespace causeway

@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct ColdStart {
   static constexpr Cause id = Cause::cold_start;
   static constexpr std::string_view name = "cold_start";
@@ -20,6 +24,8 @@ struct ColdStart {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  static void detect(ChunkContext& cx, const Slow& w);
 };
 
 }  // namespace causeway

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
@@ -67,6 +68,43 @@ std::string CpuContention::fix(const ChainView& v, const Evidence&) {
          v.s.comm_of(v.a.pid) + " to dedicated cores (taskset -c / a cpuset cgroup) and move " +
          (p ? v.s.comm_of(p->pid) : std::string("the other task")) +
          " elsewhere, or run it at nice 19 / SCHED_IDLE so it cannot preempt the training thread.";
+}
+
+void CpuContention::detect(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  std::vector<RunShare> who;
+  std::vector<std::pair<const OffCpuInterval*, int64_t>> ivs;
+  auto [c, ev] = chain_for<CpuContention>(cx.s, e.pid, e.op, w.gap);
+  runnable_culprits(cx.tl, e.tid, w.from, w.to, who, &c.cpus, &ivs);
+  note_call(cx.s, c, w, w.excess, w.off.runnable_ns);
+  for (const RunShare& r : who) add_party(c.culprits, r.pid, 0, r.ns);
+  ev.preemptions += static_cast<int64_t>(ivs.size());
+  int64_t inferred = 0;
+  for (auto& [iv, ns] : ivs)
+    if (iv->inferred) inferred += ns;
+  if (inferred > 0) {
+    ev.inferred_ns += inferred;
+    ++ev.inferred_calls;
+  }
+  auto items = call_frame(cx.s, w);
+  for (auto& [iv, ns] : ivs) {
+    bool pre = iv->state == OffCpuState::runnable;
+    int32_t cpu = pre ? iv->cpu : (iv->in_cpu >= 0 ? iv->in_cpu : iv->cpu);
+    std::vector<RunShare> on;
+    if (iv->inferred) on.assign(1, RunShare{iv->next_pid, iv->next_tid, ns});
+    else cx.tl.who_ran(cpu, pre ? iv->from_ns : iv->runnable_from(), iv->to_ns, on);
+    std::string ran;
+    for (const auto& r : on)
+      if (r.tid != e.tid) ran += (ran.empty() ? "" : ", ") + cx.s.comm_of(r.pid) + " (pid " + std::to_string(r.pid) + ")";
+    items.push_back({pre ? iv->from_ns : iv->runnable_from(), "host",
+                     pre ? "thread " + std::to_string(e.tid) + " preempted while runnable on CPU " + std::to_string(cpu) +
+                               (ran.empty() ? "" : "; " + ran + " runs")
+                         : "thread " + std::to_string(e.tid) + " woken, waits for CPU " + std::to_string(cpu) +
+                               (ran.empty() ? "" : " held by " + ran)});
+    items.push_back({iv->to_ns, "host", "thread " + std::to_string(e.tid) + " back on CPU " + std::to_string(cpu) +
+                                            " after " + format_duration_ns(ns) + " runnable"});
+  }
+  add_sample(c, w.excess, std::move(items));
 }
 
 }  // namespace causeway

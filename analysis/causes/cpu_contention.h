@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct CpuContention {
   static constexpr Cause id = Cause::cpu_contention;
   static constexpr std::string_view name = "cpu_contention";
@@ -21,6 +25,9 @@ struct CpuContention {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims a slow call whose runnable time won the arbitration (host_claim).
+  static void detect(ChunkContext& cx, const Slow& w);
 };
 
 }  // namespace causeway

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
@@ -68,6 +69,45 @@ std::string GpuWait::fix(const ChainView& v, const Evidence&) {
            "time-slice this one's kernels.";
   return "The host is waiting for the GPU: profile the kernels before this sync (Nsight Systems) — the host side is not the "
          "bottleneck here.";
+}
+
+void GpuWait::detect(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  auto [c, ev] = chain_for<GpuWait>(cx.s, e.pid, e.op, w.gap);
+  // Time runnable or in D inside the call was a host cause's, never the GPU's: it does not
+  // count as lost to the GPU (it was too little to win the call, see host_claim).
+  const int64_t host = std::min(w.excess, w.off.runnable_ns + w.off.uninterruptible_ns);
+  note_call(cx.s, c, w, w.excess - host, w.excess - host);
+  ev.host_ns += host;
+  ev.on_cpu_ns += (w.to - w.from) - w.off.total();
+  ev.sleep_ns += w.off.sleeping_ns;
+  GpuShareAcc& g = cx.s.gpu_share[e.pid];
+  ++g.slow;
+  std::vector<std::pair<uint32_t, int64_t>> o;
+  other_submitters(cx.hx, e.pid, e.ts, e.end(), o);
+  auto items = call_frame(cx.s, w);
+  for (auto& [pid, n] : o) {
+    ++g.slow_hits[pid];
+    g.slow_launches[pid] += n;
+    items.push_back({e.ts, op_layer(e.op), cx.s.comm_of(pid) + " (pid " + std::to_string(pid) + ") submits " +
+                                                std::to_string(n) + " GPU operations during the wait"});
+  }
+  // The work it waits for: this thread's own submissions just before the sync.
+  if (auto it = cx.hx.submits.find(e.pid); it != cx.hx.submits.end()) {
+    int64_t n = count_in(it->second, e.ts - 50'000'000, e.ts);
+    ev.own_submits_before += n;
+    items.push_back({e.ts, op_layer(e.op), std::to_string(n) + " GPU operations submitted by this process in the 50 ms before"});
+  }
+  add_sample(c, w.excess, std::move(items));
+}
+
+void GpuWait::note_normal_sync(ChunkContext& cx, const Ev& e) {
+  if (cx.hx.submits.size() < 2 && (cx.hx.submits.empty() || cx.hx.submits.count(e.pid))) return;
+  GpuShareAcc& g = cx.s.gpu_share[e.pid];
+  ++g.normal;
+  std::vector<std::pair<uint32_t, int64_t>> o;
+  other_submitters(cx.hx, e.pid, e.ts, e.end(), o);
+  for (auto& [pid, n] : o) ++g.normal_hits[pid];
 }
 
 }  // namespace causeway

@@ -10,6 +10,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct GpuWait {
   static constexpr Cause id = Cause::gpu_wait;
   static constexpr std::string_view name = "gpu_wait";
@@ -20,6 +24,13 @@ struct GpuWait {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims an outlier GPU sync or synchronous copy no host cause explains; the host time
+  // inside it is not counted as lost.
+  static void detect(ChunkContext& cx, const Slow& w);
+  // A sync that was not slow: which other processes submitted GPU work during it (the
+  // baseline for the sharing test).
+  static void note_normal_sync(ChunkContext& cx, const Ev& e);
 };
 
 }  // namespace causeway

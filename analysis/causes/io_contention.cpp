@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
@@ -51,6 +52,59 @@ std::string IoContention::fix(const ChainView& v, const Evidence&) {
            "the dataset on local NVMe / in RAM so page faults do not queue behind it.";
   return "Move the writes and fsync off the thread that drives the GPU (a background writer thread or async I/O), "
          "or batch them (fewer fsync calls), so the GPU queue keeps getting work.";
+}
+
+bool IoContention::detect(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  // D state: I/O or reclaim. Block requests overlapping the thread's D intervals, by any
+  // issuer: reads for a fault or readahead are often issued by a kernel worker.
+  std::map<uint32_t, std::pair<int64_t, int64_t>> io;  // pid -> (requests, bytes)
+  std::vector<const Ev*> reqs;
+  std::vector<const OffCpuInterval*> dws;
+  for (const OffCpuInterval& iv : cx.tl.overlapping(e.tid, w.from, w.to)) {
+    if (iv.state != OffCpuState::uninterruptible) continue;
+    dws.push_back(&iv);
+    int64_t a = std::max(iv.from_ns, w.from), b = std::min(iv.runnable_from(), w.to);
+    for_overlapping(cx.hx.blocks, cx.hx.max_block_dur, a, b, [&](const Ev& r) {
+      auto& x = io[r.pid];
+      ++x.first;
+      x.second += r.a[0];
+      if (std::find(reqs.begin(), reqs.end(), &r) == reqs.end()) reqs.push_back(&r);
+    });
+  }
+  if (io.empty()) return false;
+  auto [c, ev] = chain_for<IoContention>(cx.s, e.pid, e.op, w.gap);
+  note_call(cx.s, c, w, w.excess, w.off.uninterruptible_ns);
+  int64_t own_reqs = 0, own_bytes = 0;
+  bool other = false;
+  for (auto& [pid, x] : io) {
+    if (pid == e.pid || cx.s.is_kernel_thread(pid)) {
+      own_reqs += x.first;
+      own_bytes += x.second;
+      if (pid != e.pid) ev.kworker_requests += x.first;
+      continue;
+    }
+    other = true;
+    add_party(c.culprits, pid, 0, 0, x.second);
+    ev.other_requests += x.first;
+  }
+  ev.own_requests += own_reqs;
+  ev.own_bytes += own_bytes;
+  if (!other) add_party(c.culprits, e.pid, 0, w.off.uninterruptible_ns, own_bytes);
+  auto items = call_frame(cx.s, w);
+  for (const OffCpuInterval* iv : dws)
+    items.push_back({iv->from_ns, "host", "thread " + std::to_string(e.tid) + " blocks in D state (uninterruptible) for " +
+                                              format_duration_ns(iv->runnable_from() - iv->from_ns)});
+  std::sort(reqs.begin(), reqs.end(), [](const Ev* x, const Ev* y) { return x->ts < y->ts; });
+  size_t shown = 0;
+  for (const Ev* r : reqs) {
+    if (++shown > 6) break;
+    items.push_back({r->ts, "io", "block request " + format_bytes(r->a[0]) + " on dev " + std::to_string(r->a[1] >> 20) +
+                                      ":" + std::to_string(r->a[1] & 0xFFFFF) + " issued by " + cx.s.comm_of(r->pid) +
+                                      " (pid " + std::to_string(r->pid) + "), " + format_duration_ns(r->dur)});
+  }
+  add_sample(c, w.excess, std::move(items));
+  return true;
 }
 
 }  // namespace causeway

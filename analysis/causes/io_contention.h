@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct IoContention {
   static constexpr Cause id = Cause::io_contention;
   static constexpr std::string_view name = "io_contention";
@@ -19,6 +23,9 @@ struct IoContention {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims a D-state call when block requests overlap its D intervals; false when none do.
+  static bool detect(ChunkContext& cx, const Slow& w);
 };
 
 }  // namespace causeway

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
@@ -36,6 +37,23 @@ std::string LockContention::fix(const ChainView& v, const Evidence&) {
   return "Shorten what " + holder(v, top_party(v.a.culprits, UINT32_MAX, false)) + " does while holding the lock " + v.op +
          " needs, or move that work (e.g. the checkpoint copy) off the lock / to another process, so the "
          "training thread never waits for it.";
+}
+
+void LockContention::detect(ChunkContext& cx, const Slow& w, uint32_t sibling_tid, int64_t sibling_ns) {
+  const Ev& e = *w.e;
+  ChainAcc& c = chain_for<LockContention>(cx.s, e.pid, e.op, w.gap).first;
+  note_call(cx.s, c, w, w.excess, sibling_ns);
+  add_party(c.culprits, e.pid, sibling_tid, sibling_ns);
+  auto items = call_frame(cx.s, w);
+  for (const OffCpuInterval& iv : cx.tl.overlapping(e.tid, w.from, w.to)) {
+    if (iv.state != OffCpuState::sleeping) continue;
+    items.push_back({iv.from_ns, "host", "thread " + std::to_string(e.tid) + " blocks (S, voluntary sleep)"});
+    if (iv.woken)
+      items.push_back({iv.wake_ns, "host", "woken by " + cx.s.thread_name(iv.waker_tid) + " (tid " +
+                                               std::to_string(iv.waker_tid) + ", pid " + std::to_string(iv.waker_pid) +
+                                               ") after " + format_duration_ns(iv.wake_ns - iv.from_ns)});
+  }
+  add_sample(c, w.excess, std::move(items));
 }
 
 }  // namespace causeway

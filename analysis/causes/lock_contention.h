@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct LockContention {
   static constexpr Cause id = Cause::lock_contention;
   static constexpr std::string_view name = "lock_contention";
@@ -17,6 +21,9 @@ struct LockContention {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims a call whose sleep, ended by sibling thread sibling_tid, won the arbitration.
+  static void detect(ChunkContext& cx, const Slow& w, uint32_t sibling_tid, int64_t sibling_ns);
 };
 
 }  // namespace causeway

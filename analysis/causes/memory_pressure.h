@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct MemoryPressure {
   static constexpr Cause id = Cause::memory_pressure;
   static constexpr std::string_view name = "memory_pressure";
@@ -18,6 +22,11 @@ struct MemoryPressure {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims a D-state call with no block I/O when page-allocation bursts overlap it or an OOM
+  // kill is within 10 s; false otherwise.
+  static bool detect(ChunkContext& cx, const Slow& w);
+  static constexpr double kBurstPagesPer100ms = 25'000;  // ≈ 1 GiB/s of 4 KiB pages
 };
 
 }  // namespace causeway

@@ -1,11 +1,22 @@
 #include "analysis/causes/network.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 
 namespace causeway {
 namespace {
+
+std::string ipv4(int64_t a) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", static_cast<unsigned>((a >> 24) & 255), static_cast<unsigned>((a >> 16) & 255),
+                static_cast<unsigned>((a >> 8) & 255), static_cast<unsigned>(a & 255));
+  return b;
+}
+
 
 const PartyAcc* top_peer(const ChainAcc& a) {
   const PartyAcc* p = nullptr;
@@ -37,6 +48,46 @@ std::string Network::fix(const ChainView& v, const Evidence&) {
   return "Check the path to " + (p ? p->label : std::string("the peer node")) +
          ": NIC error counters (ethtool -S), MTU mismatches and switch congestion; use InfiniBand/RoCE (NCCL_IB_HCA) "
          "instead of TCP sockets where available.";
+}
+
+bool Network::detect(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  // Processes sharing the communicator of this thread's last collective are in the same
+  // boat: a retransmit on any of their sockets stretches the collective for all.
+  std::vector<uint32_t> members{e.pid};
+  int64_t since = w.from - 10'000'000;  // a retransmit shortly before the call counts
+  if (auto lc = cx.last_coll.find(e.tid); lc != cx.last_coll.end()) {
+    if (auto g = cx.group_of.find(lc->second); g != cx.group_of.end()) {
+      for (size_t m : cx.groups[g->second].members) {
+        members.push_back(cx.entries[m].pid);
+        since = std::min(since, cx.entries[m].ts_ns - 10'000'000);
+      }
+    }
+  }
+  std::vector<const Ev*> hits;
+  auto lo = std::lower_bound(cx.hx.retransmits.begin(), cx.hx.retransmits.end(), since,
+                             [](const Ev* x, int64_t t) { return x->ts < t; });
+  for (; lo != cx.hx.retransmits.end() && (*lo)->ts <= w.to; ++lo)
+    if (std::find(members.begin(), members.end(), (*lo)->pid) != members.end()) hits.push_back(*lo);
+  if (hits.empty()) return false;
+  auto [c, ev] = chain_for<Network>(cx.s, e.pid, e.op, w.gap);
+  note_call(cx.s, c, w, w.excess, w.excess);
+  auto items = call_frame(cx.s, w);
+  std::map<std::string, int> seen;
+  for (const Ev* r : hits) {
+    std::string peer = ipv4(r->a[2]) + ":" + std::to_string(r->a[3]);
+    if (!seen[peer]++) {
+      PartyAcc& p = c.peers[peer];
+      p.label = peer;
+      ++p.hits;
+    }
+    c.peers[peer].amount += 1;
+    ++ev.retransmits;
+    items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer +
+                                       " by " + cx.s.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
+  }
+  add_sample(c, w.excess, std::move(items));
+  return true;
 }
 
 }  // namespace causeway

@@ -8,6 +8,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct Network {
   static constexpr Cause id = Cause::network;
   static constexpr std::string_view name = "network";
@@ -16,6 +20,9 @@ struct Network {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims an outlier when the process or its communicator's ranks retransmitted during it.
+  static bool detect(ChunkContext& cx, const Slow& w);
 };
 
 }  // namespace causeway

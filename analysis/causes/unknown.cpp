@@ -1,6 +1,7 @@
 #include "analysis/causes/unknown.h"
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 
 namespace causeway {
 
@@ -19,6 +20,21 @@ Finding Unknown::explain(const ChainView& v, const Evidence& e) {
 std::string Unknown::fix(const ChainView&, const Evidence&) {
   return "Evidence is weak: trace with user stacks enabled and look at the GPU side (Nsight Systems), or widen the trace "
          "(another process, another host) to find what these calls wait for.";
+}
+
+void Unknown::detect_d_state(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  auto [c, ev] = chain_for<Unknown>(cx.s, e.pid, e.op, w.gap);
+  note_call(cx.s, c, w, w.excess, w.off.uninterruptible_ns);
+  ++ev.d_state_calls;
+  add_sample(c, w.excess, call_frame(cx.s, w));
+}
+
+void Unknown::detect(ChunkContext& cx, const Slow& w) {
+  auto [c, ev] = chain_for<Unknown>(cx.s, w.e->pid, w.e->op, w.gap);
+  note_call(cx.s, c, w, w.excess, 0);
+  ev.off_cpu_ns += w.off.total();
+  add_sample(c, w.excess, call_frame(cx.s, w));
 }
 
 }  // namespace causeway

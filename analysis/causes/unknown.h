@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
 struct Unknown {
   static constexpr Cause id = Cause::unknown;
   static constexpr std::string_view name = "unknown";
@@ -18,6 +22,11 @@ struct Unknown {
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
+
+  // A D-state call with no I/O or memory evidence.
+  static void detect_d_state(ChunkContext& cx, const Slow& w);
+  // An outlier no other detector claimed.
+  static void detect(ChunkContext& cx, const Slow& w);
 };
 
 }  // namespace causeway
