@@ -19,52 +19,51 @@
 
 namespace causeway {
 
-// ---- op families ---------------------------------------------------------------------------
+// ---- op classes, all derived from the op table (tracedb/op_catalog.h) ----------------------------
+
+namespace {
+
+OpFamily family_of(uint16_t op, bool& blocking) {
+  const OpInfo* o = find_op(op);
+  blocking = o && o->blocking;
+  return o ? o->family : OpFamily::host;
+}
+
+}  // namespace
 
 bool is_gpu_wait_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_STREAM_SYNC: case CW_OP_CUDA_DEVICE_SYNC: case CW_OP_CUDA_EVENT_SYNC:
-    case CW_OP_CUDA_STREAM_SYNC_PTSZ: case CW_OP_CU_CTX_SYNC: case CW_OP_CU_STREAM_SYNC:
-      return true;
-    default: return is_sync_copy_op(op);
-  }
+  bool blocking = false;
+  OpFamily f = family_of(op, blocking);
+  return f == OpFamily::sync || (f == OpFamily::copy && blocking);
 }
 
 bool is_sync_copy_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_MEMCPY: case CW_OP_CUDA_MEMCPY_2D: case CW_OP_CUDA_MEMCPY_PEER: case CW_OP_CUDA_MEMCPY_PTDS:
-    case CW_OP_CU_MEMCPY: case CW_OP_CU_MEMCPY_HTOD: case CW_OP_CU_MEMCPY_DTOH: case CW_OP_CU_MEMCPY_DTOD:
-      return true;
-    default: return false;
-  }
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::copy && blocking;
 }
 
 bool is_submit_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_MEMCPY_ASYNC: case CW_OP_CUDA_MEMCPY_2D_ASYNC: case CW_OP_CUDA_MEMCPY_PEER_ASYNC:
-    case CW_OP_CUDA_MEMSET: case CW_OP_CUDA_MEMSET_ASYNC: case CW_OP_CUDA_LAUNCH_KERNEL:
-    case CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL: case CW_OP_CUDA_LAUNCH_KERNEL_EXC: case CW_OP_CUDA_GRAPH_LAUNCH:
-    case CW_OP_CUDA_MEMCPY_ASYNC_PTSZ: case CW_OP_CUDA_LAUNCH_KERNEL_PTSZ: case CW_OP_CUDA_MEMSET_ASYNC_PTSZ:
-    case CW_OP_CUDA_GRAPH_LAUNCH_PTSZ: case CW_OP_CU_LAUNCH_KERNEL: case CW_OP_CU_LAUNCH_KERNEL_EX:
-    case CW_OP_CU_MEMCPY_ASYNC: case CW_OP_CU_MEMCPY_HTOD_ASYNC: case CW_OP_CU_MEMCPY_DTOH_ASYNC:
-    case CW_OP_CU_MEMCPY_DTOD_ASYNC: case CW_OP_CU_GRAPH_LAUNCH:
-      return true;
-    default: return is_sync_copy_op(op);
+  bool blocking = false;
+  switch (family_of(op, blocking)) {
+    case OpFamily::launch: case OpFamily::graph: case OpFamily::copy: case OpFamily::memset: return true;
+    default: return false;
   }
 }
 
 bool is_device_alloc_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_MALLOC: case CW_OP_CUDA_MALLOC_MANAGED: case CW_OP_CUDA_FREE: case CW_OP_CU_MEM_ALLOC:
-    case CW_OP_CU_MEM_FREE: case CW_OP_CU_MEM_ALLOC_MANAGED:
-      return true;
-    default: return false;
-  }
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::alloc;
 }
 
-bool is_collective_op(uint16_t op) { return op >= CW_OP_NCCL_ALL_REDUCE && op <= CW_OP_NCCL_REDUCE; }
+bool is_collective_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::collective;
+}
 
-bool is_traced_call_op(uint16_t op) { return op >= 100 && op < 400 && op != CW_OP_NCCL_GROUP_START && op != CW_OP_NCCL_GROUP_END; }
+bool is_traced_call_op(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  return o && o->is_call && o->family != OpFamily::host && o->family != OpFamily::group;
+}
 
 std::string op_name(uint16_t op) {
   const OpInfo* o = find_op(op);
@@ -72,13 +71,8 @@ std::string op_name(uint16_t op) {
 }
 
 const char* op_layer(uint16_t op) {
-  if (op < 200) return "cuda";
-  if (op < 300) return "driver";
-  if (op < 400) return "nccl";
-  if (op < 500) return "host";
-  if (op < 600) return "io";
-  if (op < 700) return "net";
-  return "mem";
+  const OpInfo* o = find_op(op);
+  return o ? source_name(o->source).data() : "unknown";
 }
 
 std::string Correlator::State::comm_of(uint32_t pid) const {
@@ -134,10 +128,15 @@ Result<void> load_names(State& s, sqlite3* db) {
 
 // How many of a0..a4 the correlator reads for an op.
 int args_needed(uint16_t op) {
-  if (op >= CW_OP_NCCL_ALL_REDUCE && op <= CW_OP_NCCL_RECV) return 5;  // count, comm, rank, nranks, seq
-  if (op >= 500) return 4;                                            // block, tcp, page_alloc, oom
-  if (is_sync_copy_op(op)) return 3;                                  // bytes, ptr, kind
-  if (is_submit_op(op)) return 2;                                     // a1: kernel function
+  const OpInfo* o = find_op(op);
+  if (!o) return 0;
+  switch (o->family) {
+    case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
+    case OpFamily::host: return o->source >= CW_SRC_IO ? 4 : 0;  // block, tcp, page_alloc, oom
+    default: break;
+  }
+  if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
+  if (is_submit_op(op)) return 2;     // a1: kernel function
   return 0;
 }
 
