@@ -13,6 +13,7 @@
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/chain_store.h"
+#include "tracedb/event_columns.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
@@ -140,20 +141,19 @@ int args_needed(uint16_t op) {
   return 0;
 }
 
-constexpr const char* kEventColumnsSql = "id, ts_ns, dur_ns, pid, tid, op_id, cpu, stack_id, a0, a1, a2, a3, a4, session_id";
-
 Ev decode_event_row(sqlite3_stmt* q) {
+  auto get = [q](EventCol c) { return sqlite3_column_int64(q, col(c)); };
   Ev e;
-  e.ts = sqlite3_column_int64(q, 1);
-  e.dur = sqlite3_column_int64(q, 2);
-  e.pid = static_cast<uint32_t>(sqlite3_column_int64(q, 3));
-  e.tid = static_cast<uint32_t>(sqlite3_column_int64(q, 4));
-  e.op = static_cast<uint16_t>(sqlite3_column_int64(q, 5));
-  e.cpu = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : static_cast<int32_t>(sqlite3_column_int64(q, 6));
-  e.stack = static_cast<uint64_t>(sqlite3_column_int64(q, 7));  // NULL reads as 0
+  e.ts = get(EventCol::ts_ns);
+  e.dur = get(EventCol::dur_ns);
+  e.pid = static_cast<uint32_t>(get(EventCol::pid));
+  e.tid = static_cast<uint32_t>(get(EventCol::tid));
+  e.op = static_cast<uint16_t>(get(EventCol::op_id));
+  e.cpu = sqlite3_column_type(q, col(EventCol::cpu)) == SQLITE_NULL ? -1 : static_cast<int32_t>(get(EventCol::cpu));
+  e.stack = static_cast<uint64_t>(get(EventCol::stack_id));  // NULL reads as 0
   // Decoding a column costs; most rows are launches, which need only the kernel (a1).
   int nargs = args_needed(e.op);
-  for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, 8 + i);
+  for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, arg_col(i));
   return e;
 }
 
@@ -169,7 +169,7 @@ Result<void> take_late_rows(State& s, sqlite3* db, int64_t until) {
   blocks->bind(1, s.session_id);
   blocks->bind(2, s.next_id);
   blocks->bind(3, until);
-  auto rows = Statement::prepare(db, std::string("SELECT ") + kEventColumnsSql +
+  auto rows = Statement::prepare(db, "SELECT " + event_select_list() +
                                          " FROM events WHERE id >= ?1 AND id <= ?2 AND ts_ns < ?3 ORDER BY id");
   if (!rows) return rows.error();
   while (blocks->step() == SQLITE_ROW) {
@@ -180,8 +180,8 @@ Result<void> take_late_rows(State& s, sqlite3* db, int64_t until) {
     sqlite3_stmt* q = rows->get();
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-      const int64_t id = sqlite3_column_int64(q, 0);
-      if (sqlite3_column_int64(q, 13) != s.session_id || !s.taken_ahead.insert(id).second) continue;
+      const int64_t id = sqlite3_column_int64(q, col(EventCol::id));
+      if (sqlite3_column_int64(q, col(EventCol::session_id)) != s.session_id || !s.taken_ahead.insert(id).second) continue;
       Ev e = decode_event_row(q);
       ++s.counters.events;
       if (e.ts >= s.window_start) s.pending.push_back(e);
@@ -204,7 +204,7 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
   auto ids = event_ids_for_window(db, s.session_id, s.window_start, INT64_MAX);
   if (!ids) return ids.error();
   if (s.next_id < ids->lo) s.next_id = ids->lo;
-  auto st = Statement::prepare(db, std::string("SELECT ") + kEventColumnsSql +
+  auto st = Statement::prepare(db, "SELECT " + event_select_list() +
                                        " FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3");
   if (!st) return st.error();
   sqlite3_stmt* q = st->get();
@@ -220,11 +220,11 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
     int rc, n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       ++n;
-      const int64_t id = sqlite3_column_int64(q, 0);
+      const int64_t id = sqlite3_column_int64(q, col(EventCol::id));
       s.next_id = id + 1;
       // The zone map keeps the cursor inside this session's ids; without one (an old DB) other
       // sessions' rows are skipped here.
-      if (sqlite3_column_int64(q, 13) != s.session_id) continue;
+      if (sqlite3_column_int64(q, col(EventCol::session_id)) != s.session_id) continue;
       if (!s.taken_ahead.empty() && s.taken_ahead.erase(id)) continue;  // taken by take_late_rows
       Ev e = decode_event_row(q);
       ++s.counters.events;
