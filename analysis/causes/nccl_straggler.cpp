@@ -7,6 +7,22 @@
 #include "common/units.h"
 
 namespace causeway {
+namespace {
+
+// What the straggler's own thread did before its late entries (culprit.own_cause).
+enum class StragglerOwnCause : uint8_t { cpu_contention, io_wait, sleeping, on_cpu };
+
+const char* own_cause_name(StragglerOwnCause c) {
+  switch (c) {
+    case StragglerOwnCause::cpu_contention: return "cpu_contention";
+    case StragglerOwnCause::io_wait: return "io_wait";
+    case StragglerOwnCause::sleeping: return "sleeping";
+    case StragglerOwnCause::on_cpu: return "on_cpu";
+  }
+  return "on_cpu";
+}
+
+}  // namespace
 
 void NcclStraggler::report(SessionReport& c) {
   Correlator::State& s = c.s;
@@ -47,19 +63,19 @@ void NcclStraggler::report(SessionReport& c) {
     for (auto& [k, p] : a.preempters) pre_total += p.ns;
     std::string rank = "rank " + std::to_string(a.rank) + " (pid " + std::to_string(a.pid) + ")";
     std::string own;
-    std::string own_cause;
+    StragglerOwnCause own_cause;
     if (pre && pre_share >= 0.25) {
-      own_cause = "cpu_contention";
+      own_cause = StragglerOwnCause::cpu_contention;
       own = "; its thread was preempted by " + s.comm_of(pre->pid) + " (pid " + std::to_string(pre->pid) + ") in " +
             pct(pre_share) + " of its late entries";
     } else if (a.own_d_ns > a.own_runnable_ns && a.own_d_ns > a.own_on_cpu_ns / 2) {
-      own_cause = "io_wait";
+      own_cause = StragglerOwnCause::io_wait;
       own = "; its thread was in D state (I/O) before entering";
     } else if (a.own_sleep_ns > a.own_on_cpu_ns) {
-      own_cause = "sleeping";
+      own_cause = StragglerOwnCause::sleeping;
       own = "; its thread slept (S) before entering — it waited on something of its own";
     } else {
-      own_cause = "on_cpu";
+      own_cause = StragglerOwnCause::on_cpu;
       own = "; its thread was on-CPU before entering: its own host work (input pipeline, Python) is slower";
     }
     std::string victims;
@@ -68,8 +84,8 @@ void NcclStraggler::report(SessionReport& c) {
                 format_duration_ns(static_cast<int64_t>(d.p50_us * 1000)) + " after the others (median); the other ranks waited " +
                 format_duration_ns(a.wait_ns) + " in total" + own;
     d.culprit = {{"pid", a.pid}, {"comm", s.comm_of(a.pid)}, {"rank", a.rank}, {"late_share", std::round(late_share * 1000) / 1000},
-                 {"own_cause", own_cause}};
-    if (pre && own_cause == "cpu_contention")
+                 {"own_cause", own_cause_name(own_cause)}};
+    if (pre && own_cause == StragglerOwnCause::cpu_contention)
       d.culprit["preempted_by"] = {{"pid", pre->pid}, {"comm", s.comm_of(pre->pid)},
                                    {"share", std::round(pre_share * 1000) / 1000}};
     d.evidence.push_back("communicator " + hex(a.comm) + ", " + std::to_string(members) + " local ranks (nranks " + std::to_string(a.nranks) + "); collectives matched by (comm, seq)");
@@ -93,9 +109,9 @@ void NcclStraggler::report(SessionReport& c) {
     std::string cpus;
     for (auto& [cpu, ns] : a.cpus) cpus += (cpus.empty() ? "" : ", ") + std::to_string(cpu);
     d.recommendation = "All ranks run at the pace of the slowest: fix " + rank + "'s host" +
-                       (own_cause == "cpu_contention" ? " — keep " + s.comm_of(pre->pid) + " off CPU " + cpus +
+                       (own_cause == StragglerOwnCause::cpu_contention ? " — keep " + s.comm_of(pre->pid) + " off CPU " + cpus +
                                                             " (pin the rank to dedicated cores, run it at nice 19) "
-                                                      : own_cause == "on_cpu" ? " — speed up its input pipeline (more DataLoader workers) "
+                                                      : own_cause == StragglerOwnCause::on_cpu ? " — speed up its input pipeline (more DataLoader workers) "
                                                                               : " — remove what it waits on before the collective ") +
                        "so it enters collectives with the others.";
     emit(c, std::move(d));
