@@ -376,3 +376,23 @@ TEST_CASE("live chains are updated to the end of the trace, not frozen at their 
     }
   CHECK(updated);
 }
+
+// Chains before anything was analyzed (an empty session, a first live poll with no data):
+// no chain, and no arithmetic on the unset window (it used to overflow; the sanitizer build
+// of this test, tests/sanitize, catches a regression).
+TEST_CASE("an empty session gives no chains") {
+  TempDir dir;
+  const std::string path = dir.file("e.db");
+  Live l(path);
+  REQUIRE(l.w->close(l.t0 + kSec).ok());
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  Correlator c(1);
+  auto none = c.chains(db->get());
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  REQUIRE(c.analyze(db->get(), l.t0, l.t0 + kSec).ok());
+  auto after = c.chains(db->get());
+  REQUIRE(after.ok());
+  CHECK(after->empty());
+}
