@@ -6,64 +6,65 @@
 
 #include "analysis/collectives.h"
 #include "analysis/event_window.h"
+#include "analysis/chunk_context.h"
 #include "analysis/correlator_internal.h"
 #include "analysis/session_scope.h"
 #include "bpf/events.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/chain_store.h"
+#include "tracedb/event_columns.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
 
-// ---- op families ---------------------------------------------------------------------------
+// ---- op classes, all derived from the op table (tracedb/op_catalog.h) ----------------------------
+
+namespace {
+
+OpFamily family_of(uint16_t op, bool& blocking) {
+  const OpInfo* o = find_op(op);
+  blocking = o && o->blocking;
+  return o ? o->family : OpFamily::host;
+}
+
+}  // namespace
 
 bool is_gpu_wait_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_STREAM_SYNC: case CW_OP_CUDA_DEVICE_SYNC: case CW_OP_CUDA_EVENT_SYNC:
-    case CW_OP_CUDA_STREAM_SYNC_PTSZ: case CW_OP_CU_CTX_SYNC: case CW_OP_CU_STREAM_SYNC:
-      return true;
-    default: return is_sync_copy_op(op);
-  }
+  bool blocking = false;
+  OpFamily f = family_of(op, blocking);
+  return f == OpFamily::sync || (f == OpFamily::copy && blocking);
 }
 
 bool is_sync_copy_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_MEMCPY: case CW_OP_CUDA_MEMCPY_2D: case CW_OP_CUDA_MEMCPY_PEER: case CW_OP_CUDA_MEMCPY_PTDS:
-    case CW_OP_CU_MEMCPY: case CW_OP_CU_MEMCPY_HTOD: case CW_OP_CU_MEMCPY_DTOH: case CW_OP_CU_MEMCPY_DTOD:
-      return true;
-    default: return false;
-  }
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::copy && blocking;
 }
 
 bool is_submit_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_MEMCPY_ASYNC: case CW_OP_CUDA_MEMCPY_2D_ASYNC: case CW_OP_CUDA_MEMCPY_PEER_ASYNC:
-    case CW_OP_CUDA_MEMSET: case CW_OP_CUDA_MEMSET_ASYNC: case CW_OP_CUDA_LAUNCH_KERNEL:
-    case CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL: case CW_OP_CUDA_LAUNCH_KERNEL_EXC: case CW_OP_CUDA_GRAPH_LAUNCH:
-    case CW_OP_CUDA_MEMCPY_ASYNC_PTSZ: case CW_OP_CUDA_LAUNCH_KERNEL_PTSZ: case CW_OP_CUDA_MEMSET_ASYNC_PTSZ:
-    case CW_OP_CUDA_GRAPH_LAUNCH_PTSZ: case CW_OP_CU_LAUNCH_KERNEL: case CW_OP_CU_LAUNCH_KERNEL_EX:
-    case CW_OP_CU_MEMCPY_ASYNC: case CW_OP_CU_MEMCPY_HTOD_ASYNC: case CW_OP_CU_MEMCPY_DTOH_ASYNC:
-    case CW_OP_CU_MEMCPY_DTOD_ASYNC: case CW_OP_CU_GRAPH_LAUNCH:
-      return true;
-    default: return is_sync_copy_op(op);
+  bool blocking = false;
+  switch (family_of(op, blocking)) {
+    case OpFamily::launch: case OpFamily::graph: case OpFamily::copy: case OpFamily::memset: return true;
+    default: return false;
   }
 }
 
 bool is_device_alloc_op(uint16_t op) {
-  switch (op) {
-    case CW_OP_CUDA_MALLOC: case CW_OP_CUDA_MALLOC_MANAGED: case CW_OP_CUDA_FREE: case CW_OP_CU_MEM_ALLOC:
-    case CW_OP_CU_MEM_FREE: case CW_OP_CU_MEM_ALLOC_MANAGED:
-      return true;
-    default: return false;
-  }
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::alloc;
 }
 
-bool is_collective_op(uint16_t op) { return op >= CW_OP_NCCL_ALL_REDUCE && op <= CW_OP_NCCL_REDUCE; }
+bool is_collective_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::collective;
+}
 
-bool is_traced_call_op(uint16_t op) { return op >= 100 && op < 400 && op != CW_OP_NCCL_GROUP_START && op != CW_OP_NCCL_GROUP_END; }
+bool is_traced_call_op(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  return o && o->is_call && o->family != OpFamily::host && o->family != OpFamily::group;
+}
 
 std::string op_name(uint16_t op) {
   const OpInfo* o = find_op(op);
@@ -71,13 +72,8 @@ std::string op_name(uint16_t op) {
 }
 
 const char* op_layer(uint16_t op) {
-  if (op < 200) return "cuda";
-  if (op < 300) return "driver";
-  if (op < 400) return "nccl";
-  if (op < 500) return "host";
-  if (op < 600) return "io";
-  if (op < 700) return "net";
-  return "mem";
+  const OpInfo* o = find_op(op);
+  return o ? source_name(o->source).data() : "unknown";
 }
 
 std::string Correlator::State::comm_of(uint32_t pid) const {
@@ -114,12 +110,6 @@ namespace {
 
 using State = Correlator::State;
 
-std::string ipv4(int64_t a) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%u.%u.%u.%u", static_cast<unsigned>((a >> 24) & 255), static_cast<unsigned>((a >> 16) & 255),
-                static_cast<unsigned>((a >> 8) & 255), static_cast<unsigned>(a & 255));
-  return b;
-}
 
 // ---- reading ---------------------------------------------------------------------------------
 
@@ -139,27 +129,31 @@ Result<void> load_names(State& s, sqlite3* db) {
 
 // How many of a0..a4 the correlator reads for an op.
 int args_needed(uint16_t op) {
-  if (op >= CW_OP_NCCL_ALL_REDUCE && op <= CW_OP_NCCL_RECV) return 5;  // count, comm, rank, nranks, seq
-  if (op >= 500) return 4;                                            // block, tcp, page_alloc, oom
-  if (is_sync_copy_op(op)) return 3;                                  // bytes, ptr, kind
-  if (is_submit_op(op)) return 2;                                     // a1: kernel function
+  const OpInfo* o = find_op(op);
+  if (!o) return 0;
+  switch (o->family) {
+    case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
+    case OpFamily::host: return o->source >= CW_SRC_IO ? 4 : 0;  // block, tcp, page_alloc, oom
+    default: break;
+  }
+  if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
+  if (is_submit_op(op)) return 2;     // a1: kernel function
   return 0;
 }
 
-constexpr const char* kEventColumnsSql = "id, ts_ns, dur_ns, pid, tid, op_id, cpu, stack_id, a0, a1, a2, a3, a4, session_id";
-
 Ev decode_event_row(sqlite3_stmt* q) {
+  auto get = [q](EventCol c) { return sqlite3_column_int64(q, col(c)); };
   Ev e;
-  e.ts = sqlite3_column_int64(q, 1);
-  e.dur = sqlite3_column_int64(q, 2);
-  e.pid = static_cast<uint32_t>(sqlite3_column_int64(q, 3));
-  e.tid = static_cast<uint32_t>(sqlite3_column_int64(q, 4));
-  e.op = static_cast<uint16_t>(sqlite3_column_int64(q, 5));
-  e.cpu = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : static_cast<int32_t>(sqlite3_column_int64(q, 6));
-  e.stack = static_cast<uint64_t>(sqlite3_column_int64(q, 7));  // NULL reads as 0
+  e.ts = get(EventCol::ts_ns);
+  e.dur = get(EventCol::dur_ns);
+  e.pid = static_cast<uint32_t>(get(EventCol::pid));
+  e.tid = static_cast<uint32_t>(get(EventCol::tid));
+  e.op = static_cast<uint16_t>(get(EventCol::op_id));
+  e.cpu = sqlite3_column_type(q, col(EventCol::cpu)) == SQLITE_NULL ? -1 : static_cast<int32_t>(get(EventCol::cpu));
+  e.stack = static_cast<uint64_t>(get(EventCol::stack_id));  // NULL reads as 0
   // Decoding a column costs; most rows are launches, which need only the kernel (a1).
   int nargs = args_needed(e.op);
-  for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, 8 + i);
+  for (int i = 0; i < nargs; ++i) e.a[i] = sqlite3_column_int64(q, arg_col(i));
   return e;
 }
 
@@ -175,7 +169,7 @@ Result<void> take_late_rows(State& s, sqlite3* db, int64_t until) {
   blocks->bind(1, s.session_id);
   blocks->bind(2, s.next_id);
   blocks->bind(3, until);
-  auto rows = Statement::prepare(db, std::string("SELECT ") + kEventColumnsSql +
+  auto rows = Statement::prepare(db, "SELECT " + event_select_list() +
                                          " FROM events WHERE id >= ?1 AND id <= ?2 AND ts_ns < ?3 ORDER BY id");
   if (!rows) return rows.error();
   while (blocks->step() == SQLITE_ROW) {
@@ -186,8 +180,8 @@ Result<void> take_late_rows(State& s, sqlite3* db, int64_t until) {
     sqlite3_stmt* q = rows->get();
     int rc;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-      const int64_t id = sqlite3_column_int64(q, 0);
-      if (sqlite3_column_int64(q, 13) != s.session_id || !s.taken_ahead.insert(id).second) continue;
+      const int64_t id = sqlite3_column_int64(q, col(EventCol::id));
+      if (sqlite3_column_int64(q, col(EventCol::session_id)) != s.session_id || !s.taken_ahead.insert(id).second) continue;
       Ev e = decode_event_row(q);
       ++s.counters.events;
       if (e.ts >= s.window_start) s.pending.push_back(e);
@@ -210,7 +204,7 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
   auto ids = event_ids_for_window(db, s.session_id, s.window_start, INT64_MAX);
   if (!ids) return ids.error();
   if (s.next_id < ids->lo) s.next_id = ids->lo;
-  auto st = Statement::prepare(db, std::string("SELECT ") + kEventColumnsSql +
+  auto st = Statement::prepare(db, "SELECT " + event_select_list() +
                                        " FROM events WHERE id >= ?1 AND id <= ?2 ORDER BY id LIMIT ?3");
   if (!st) return st.error();
   sqlite3_stmt* q = st->get();
@@ -226,11 +220,11 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
     int rc, n = 0;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
       ++n;
-      const int64_t id = sqlite3_column_int64(q, 0);
+      const int64_t id = sqlite3_column_int64(q, col(EventCol::id));
       s.next_id = id + 1;
       // The zone map keeps the cursor inside this session's ids; without one (an old DB) other
       // sessions' rows are skipped here.
-      if (sqlite3_column_int64(q, 13) != s.session_id) continue;
+      if (sqlite3_column_int64(q, col(EventCol::session_id)) != s.session_id) continue;
       if (!s.taken_ahead.empty() && s.taken_ahead.erase(id)) continue;  // taken by take_late_rows
       Ev e = decode_event_row(q);
       ++s.counters.events;
@@ -324,126 +318,23 @@ void trim_events_before(std::vector<Ev>& v, int64_t ts) {
 
 // ---- per-chunk indexes -------------------------------------------------------------------------
 
-struct HostIndex {
-  std::vector<const Ev*> blocks, retransmits, page_allocs, ooms;
-  int64_t max_block_dur = 0, max_alloc_dur = 0;
-  std::unordered_map<uint32_t, std::vector<int64_t>> submits;  // pid -> submit timestamps
-};
+// Arbitration between the host causes of one slow call (or gap). Host time explains the call
+// when, all states together (runnable, D, asleep until a sibling woke it), it covers at least
+// half of the time lost; the call then goes to the state with the most time — the evidence
+// decides, not the order of the checks. A state must reach `floor` by itself to be a cause.
+// The wait for a CPU after waking from D counts for the D cause: on a busy host every wake-up
+// waits, and the I/O wait is what put the thread to sleep.
+enum class HostClaim : uint8_t { none, runnable, uninterruptible, sibling };
 
-template <typename F>
-void for_overlapping(const std::vector<const Ev*>& v, int64_t max_dur, int64_t a, int64_t b, F f) {
-  auto lo = std::lower_bound(v.begin(), v.end(), a - max_dur, [](const Ev* e, int64_t t) { return e->ts < t; });
-  for (; lo != v.end() && (*lo)->ts < b; ++lo)
-    if ((*lo)->end() > a || ((*lo)->dur == 0 && (*lo)->ts >= a)) f(**lo);
-}
-
-int64_t count_in(const std::vector<int64_t>& ts, int64_t a, int64_t b) {
-  return std::lower_bound(ts.begin(), ts.end(), b) - std::lower_bound(ts.begin(), ts.end(), a);
-}
-
-// ---- chain accumulation --------------------------------------------------------------------------
-
-ChainAcc& chain_for(State& s, const std::string& cause, uint32_t pid, uint16_t op, bool between) {
-  std::string id = "s" + std::to_string(s.session_id) + "-" + cause + "-" + std::to_string(pid) + (op ? "-" + op_name(op) : std::string()) +
-                   (between ? "-gap" : "");
-  auto [it, fresh] = s.chains.try_emplace(id);
-  ChainAcc& c = it->second;
-  if (fresh) {
-    c.id = id;
-    c.cause = cause;
-    c.pid = pid;
-    c.op = op;
-    c.between_calls = between;
-  }
-  return c;
-}
-
-void add_party(std::map<uint64_t, PartyAcc>& m, uint32_t pid, uint32_t tid, int64_t ns, int64_t amount = 0) {
-  PartyAcc& p = m[(uint64_t{pid} << 32) | tid];
-  p.pid = pid;
-  p.tid = tid;
-  p.ns += ns;
-  p.amount += amount;
-  ++p.hits;
-}
-
-void add_sample(ChainAcc& c, int64_t excess, std::vector<TimelineItem> items) {
-  constexpr size_t kKeep = 3;
-  if (c.worst.size() >= kKeep && excess <= c.worst.back().excess) return;
-  c.worst.push_back({excess, std::move(items)});
-  std::sort(c.worst.begin(), c.worst.end(), [](const auto& a, const auto& b) { return a.excess > b.excess; });
-  if (c.worst.size() > kKeep) c.worst.pop_back();
-}
-
-constexpr int64_t kOutlierHostFloorNs = 50'000;
-
-// What we know about one slow call (or gap) before choosing its cause.
-struct Slow {
-  const Ev* e = nullptr;
-  int64_t from = 0, to = 0;  // the interval examined: the call, or the gap before it
-  int64_t excess = 0;        // time lost against the baseline
-  int64_t median = 0;
-  bool gap = false;
-  bool startup = false;
-  int64_t floor = 0;  // least off-CPU time that can be a host cause
-  OffCpuSummary off;
-};
-
-// Accumulates the common part of a slow call into chain c.
-void note_call(State& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns) {
-  ++s.counters.slow_calls;
-  ++c.calls;
-  c.lost_ns += lost;
-  c.off_ns += cause_ns;
-  c.first_ns = std::min(c.first_ns, w.from);
-  c.last_ns = std::max(c.last_ns, w.to);
-  if (c.slow_durs.size() < 200000) c.slow_durs.push_back(w.to - w.from);
-  if (w.e->stack) ++c.stacks[w.e->stack];
-  c.num["tid_" + std::to_string(w.e->tid)] += 1;
-}
-
-std::vector<TimelineItem> call_frame(const State& s, const Slow& w) {
-  std::vector<TimelineItem> items;
-  const Ev& e = *w.e;
-  std::string name = op_name(e.op);
-  if (w.gap) {
-    items.push_back({w.from, "host", "thread " + std::to_string(e.tid) + " returns from its previous call"});
-    items.push_back({w.to, op_layer(e.op),
-                     name + " entered " + format_duration_ns(w.to - w.from) + " later (the GPU queue got no new work meanwhile)"});
-  } else {
-    items.push_back({e.ts, op_layer(e.op),
-                     name + " entered on thread " + std::to_string(e.tid) + (e.cpu >= 0 ? " (CPU " + std::to_string(e.cpu) + ")" : "")});
-    items.push_back({e.end(), op_layer(e.op),
-                     name + " returned after " + format_duration_ns(e.dur) +
-                         (w.median > 0 ? " (p50 " + format_duration_ns(w.median) + ")" : "")});
-  }
-  return items;
-}
-
-// Runnable time of tid inside [a, b] and who ran on its CPU meanwhile (by pid).
-void runnable_culprits(const ThreadTimelines& tl, uint32_t tid, int64_t a, int64_t b, std::vector<RunShare>& out,
-                       std::map<int32_t, int64_t>* cpus, std::vector<std::pair<const OffCpuInterval*, int64_t>>* ivs) {
-  std::vector<RunShare> tmp;
-  for (const OffCpuInterval& iv : tl.overlapping(tid, a, b)) {
-    int64_t lo = std::max(iv.from_ns, a), hi = std::min(iv.to_ns, b);
-    int64_t rq = std::clamp(iv.runnable_from(), lo, hi);
-    if (hi <= rq) continue;
-    int32_t cpu = iv.state == OffCpuState::runnable ? iv.cpu : (iv.in_cpu >= 0 ? iv.in_cpu : iv.cpu);
-    if (cpus) (*cpus)[cpu] += hi - rq;
-    if (ivs) ivs->push_back({&iv, hi - rq});
-    tl.who_ran(cpu, rq, hi, tmp);
-    for (const RunShare& r : tmp) {
-      if (r.tid == tid) continue;
-      bool merged = false;
-      for (auto& o : out)
-        if (o.pid == r.pid) {
-          o.ns += r.ns;
-          merged = true;
-        }
-      if (!merged) out.push_back({r.pid, 0, r.ns});
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const RunShare& x, const RunShare& y) { return x.ns > y.ns; });
+HostClaim host_claim(const Slow& w, int64_t sib_ns) {
+  const int64_t r = w.off.runnable_ns - w.off.runnable_after_d_ns;
+  const int64_t d = w.off.uninterruptible_ns + w.off.runnable_after_d_ns;
+  if (2 * (r + d + sib_ns) < w.excess) return HostClaim::none;
+  const int64_t top = std::max({r, d, sib_ns});
+  if (top < w.floor) return HostClaim::none;
+  if (r == top) return HostClaim::runnable;
+  if (d == top) return HostClaim::uninterruptible;
+  return HostClaim::sibling;
 }
 
 class ChunkAnalyzer {
@@ -594,7 +485,11 @@ class ChunkAnalyzer {
     return ns > 0;
   }
 
+  // The read-only view every detector gets (and the accumulators it writes its claim into).
+  ChunkContext context() { return ChunkContext{s_, tl_, hx_, entries_, groups_, group_of_, last_coll_}; }
+
   void scan_calls() {
+    ChunkContext cx = context();
     auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
     for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it) {
       const Ev& e = *it;
@@ -657,7 +552,7 @@ class ChunkAnalyzer {
       if (is_sync_copy_op(e.op)) note_transfer(e);
       if (!outlier && !stall && !cold) {
         if (is_device_alloc_op(e.op) && e.dur >= s_.opt.expensive_alloc_ns && !startup) note_alloc(e);
-        if (is_gpu_wait_op(e.op)) note_normal_sync(e);
+        if (is_gpu_wait_op(e.op)) GpuWait::note_normal_sync(cx, e);
         continue;
       }
       w.excess = b.usable() ? std::max<int64_t>(0, e.dur - b.median_ns) : e.dur;
@@ -669,7 +564,7 @@ class ChunkAnalyzer {
       if (w.excess <= 0) continue;
       if (attribute_host(w, sibling, sib, sib_ns)) { ++oa.slow; continue; }
       if (cold) {
-        attribute_cold(w);
+        ColdStart::detect(cx, w);
         ++oa.slow;
         continue;
       }
@@ -677,11 +572,17 @@ class ChunkAnalyzer {
         note_alloc(e);
         continue;
       }
+      // Not an outlier: the call was examined only for its host stall, and no host cause
+      // claims it, so it is an ordinary call — not a GPU wait or an unknown slowness.
+      if (!outlier) {
+        if (is_gpu_wait_op(e.op)) GpuWait::note_normal_sync(cx, e);
+        continue;
+      }
       if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
       ++oa.slow;
-      if (attribute_network(w)) continue;
-      if (is_gpu_wait_op(e.op)) attribute_gpu(w);
-      else attribute_unknown(w);
+      if (Network::detect(cx, w)) continue;
+      if (is_gpu_wait_op(e.op)) GpuWait::detect(cx, w);
+      else Unknown::detect(cx, w);
     }
   }
 
@@ -712,176 +613,23 @@ class ChunkAnalyzer {
     attribute_host(w, sibling, sib, sib_ns);
   }
 
-  // cpu_contention, io_contention, memory_pressure, lock_contention — from the thread's own
-  // off-CPU time inside the interval. False when none explains at least half of the excess.
+  // Arbitration among the host causes (host_claim), then the winner's detector claims the call:
+  // cpu_contention, io_contention / memory_pressure / unknown (D), lock_contention. False when
+  // host time does not explain at least half of the excess.
   bool attribute_host(const Slow& w, bool sibling, uint32_t sib, int64_t sib_ns) {
-    const Ev& e = *w.e;
-    const int64_t half = w.excess / 2;
-    if (w.off.runnable_ns >= w.floor && w.off.runnable_ns >= half) {
-      std::vector<RunShare> who;
-      std::vector<std::pair<const OffCpuInterval*, int64_t>> ivs;
-      ChainAcc& c = chain_for(s_, "cpu_contention", e.pid, e.op, w.gap);
-      runnable_culprits(tl_, e.tid, w.from, w.to, who, &c.cpus, &ivs);
-      note_call(s_, c, w, w.excess, w.off.runnable_ns);
-      for (const RunShare& r : who) add_party(c.culprits, r.pid, 0, r.ns);
-      c.num["preemptions"] += static_cast<double>(ivs.size());
-      auto items = call_frame(s_, w);
-      for (auto& [iv, ns] : ivs) {
-        bool pre = iv->state == OffCpuState::runnable;
-        int32_t cpu = pre ? iv->cpu : (iv->in_cpu >= 0 ? iv->in_cpu : iv->cpu);
-        std::vector<RunShare> on;
-        tl_.who_ran(cpu, pre ? iv->from_ns : iv->runnable_from(), iv->to_ns, on);
-        std::string ran;
-        for (const auto& r : on)
-          if (r.tid != e.tid) ran += (ran.empty() ? "" : ", ") + s_.comm_of(r.pid) + " (pid " + std::to_string(r.pid) + ")";
-        items.push_back({pre ? iv->from_ns : iv->runnable_from(), "host",
-                         pre ? "thread " + std::to_string(e.tid) + " preempted while runnable on CPU " + std::to_string(cpu) +
-                                   (ran.empty() ? "" : "; " + ran + " runs")
-                             : "thread " + std::to_string(e.tid) + " woken, waits for CPU " + std::to_string(cpu) +
-                                   (ran.empty() ? "" : " held by " + ran)});
-        items.push_back({iv->to_ns, "host", "thread " + std::to_string(e.tid) + " back on CPU " + std::to_string(cpu) +
-                                                " after " + format_duration_ns(ns) + " runnable"});
-      }
-      add_sample(c, w.excess, std::move(items));
-      return true;
-    }
-    if (w.off.uninterruptible_ns >= w.floor && w.off.uninterruptible_ns >= half) {
-      // D state: I/O or reclaim. Block requests overlapping the thread's D intervals, by any
-      // issuer: reads for a fault or readahead are often issued by a kernel worker.
-      std::map<uint32_t, std::pair<int64_t, int64_t>> io;  // pid -> (requests, bytes)
-      std::vector<const Ev*> reqs;
-      std::vector<const OffCpuInterval*> dws;
-      for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to)) {
-        if (iv.state != OffCpuState::uninterruptible) continue;
-        dws.push_back(&iv);
-        int64_t a = std::max(iv.from_ns, w.from), b = std::min(iv.runnable_from(), w.to);
-        for_overlapping(hx_.blocks, hx_.max_block_dur, a, b, [&](const Ev& r) {
-          auto& x = io[r.pid];
-          ++x.first;
-          x.second += r.a[0];
-          if (std::find(reqs.begin(), reqs.end(), &r) == reqs.end()) reqs.push_back(&r);
-        });
-      }
-      if (!io.empty()) {
-        ChainAcc& c = chain_for(s_, "io_contention", e.pid, e.op, w.gap);
-        note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
-        int64_t own_reqs = 0, own_bytes = 0;
-        bool other = false;
-        for (auto& [pid, x] : io) {
-          if (pid == e.pid || s_.is_kernel_thread(pid)) {
-            own_reqs += x.first;
-            own_bytes += x.second;
-            if (pid != e.pid) c.num["kworker_requests"] += static_cast<double>(x.first);
-            continue;
-          }
-          other = true;
-          add_party(c.culprits, pid, 0, 0, x.second);
-          c.culprits[uint64_t{pid} << 32].amount += 0;
-          c.num["other_requests"] += static_cast<double>(x.first);
-        }
-        c.num["own_requests"] += static_cast<double>(own_reqs);
-        c.num["own_bytes"] += static_cast<double>(own_bytes);
-        if (!other) {
-          add_party(c.culprits, e.pid, 0, w.off.uninterruptible_ns, own_bytes);
-          c.num["own_io_only"] += 1;
-        }
-        auto items = call_frame(s_, w);
-        for (const OffCpuInterval* iv : dws)
-          items.push_back({iv->from_ns, "host", "thread " + std::to_string(e.tid) + " blocks in D state (uninterruptible) for " +
-                                                    format_duration_ns(iv->runnable_from() - iv->from_ns)});
-        std::sort(reqs.begin(), reqs.end(), [](const Ev* x, const Ev* y) { return x->ts < y->ts; });
-        size_t shown = 0;
-        for (const Ev* r : reqs) {
-          if (++shown > 6) break;
-          items.push_back({r->ts, "io", "block request " + format_bytes(r->a[0]) + " on dev " + std::to_string(r->a[1] >> 20) +
-                                            ":" + std::to_string(r->a[1] & 0xFFFFF) + " issued by " + s_.comm_of(r->pid) +
-                                            " (pid " + std::to_string(r->pid) + "), " + format_duration_ns(r->dur)});
-        }
-        add_sample(c, w.excess, std::move(items));
+    ChunkContext cx = context();
+    switch (host_claim(w, sibling ? sib_ns : 0)) {
+      case HostClaim::runnable: CpuContention::detect(cx, w); return true;
+      case HostClaim::uninterruptible:
+        // D state: block I/O overlapping it, else memory reclaim, else no evidence.
+        if (!IoContention::detect(cx, w) && !MemoryPressure::detect(cx, w)) Unknown::detect_d_state(cx, w);
         return true;
-      }
-      // Memory: page-allocation bursts overlapping the call, or an OOM kill near it.
-      std::map<uint32_t, int64_t> pages;
-      int64_t burst_pages = 0;
-      for_overlapping(hx_.page_allocs, hx_.max_alloc_dur, w.from, w.to, [&](const Ev& p) {
-        double per100ms = static_cast<double>(p.a[0]) * 1e8 / static_cast<double>(std::max<int64_t>(p.dur, 1));
-        pages[p.pid] += p.a[0];
-        if (per100ms >= kBurstPagesPer100ms) burst_pages += p.a[0];
-      });
-      std::vector<const Ev*> ooms;
-      for (const Ev* o : hx_.ooms)
-        if (o->ts >= w.from - 10'000'000'000 && o->ts <= w.to + 10'000'000'000) ooms.push_back(o);
-      if (burst_pages > 0 || !ooms.empty()) {
-        ChainAcc& c = chain_for(s_, "memory_pressure", e.pid, e.op, w.gap);
-        note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
-        bool other = false;
-        for (auto& [pid, n] : pages)
-          if (pid != e.pid) {
-            add_party(c.culprits, pid, 0, 0, n);
-            other = true;
-          }
-        if (!other) add_party(c.culprits, e.pid, 0, 0, pages[e.pid]);
-        c.num["pages_in_window"] += 0;
-        for (auto& [pid, n] : pages) c.num["pages_total"] += static_cast<double>(n);
-        auto items = call_frame(s_, w);
-        for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to))
-          if (iv.state == OffCpuState::uninterruptible)
-            items.push_back({iv.from_ns, "host", "thread " + std::to_string(e.tid) + " stalls in D state (reclaim) for " +
-                                                     format_duration_ns(iv.runnable_from() - iv.from_ns)});
-        uint32_t top = 0;
-        int64_t topn = -1;
-        for (auto& [pid, n] : pages)
-          if (pid != e.pid && n > topn) {
-            topn = n;
-            top = pid;
-          }
-        if (topn > 0)
-          items.push_back({w.from, "mem", s_.comm_of(top) + " (pid " + std::to_string(top) + ") allocates " +
-                                              std::to_string(topn) + " pages during the call"});
-        for (const Ev* o : ooms) {
-          c.num["oom_" + std::to_string(o->a[0])] = static_cast<double>(o->ts);
-          items.push_back({o->ts, "mem", "OOM killer ends " + s_.comm_of(static_cast<uint32_t>(o->a[0])) + " (pid " +
-                                             std::to_string(o->a[0]) + ")"});
-        }
-        add_sample(c, w.excess, std::move(items));
-        return true;
-      }
-      ChainAcc& c = chain_for(s_, "unknown", e.pid, e.op, w.gap);
-      note_call(s_, c, w, w.excess, w.off.uninterruptible_ns);
-      c.num["d_state_no_evidence"] += 1;
-      add_sample(c, w.excess, call_frame(s_, w));
-      return true;
-    }
-    if (sibling && sib_ns >= half) {
-      ChainAcc& c = chain_for(s_, "lock_contention", e.pid, e.op, w.gap);
-      note_call(s_, c, w, w.excess, sib_ns);
-      add_party(c.culprits, e.pid, sib, sib_ns);
-      auto items = call_frame(s_, w);
-      for (const OffCpuInterval& iv : tl_.overlapping(e.tid, w.from, w.to)) {
-        if (iv.state != OffCpuState::sleeping) continue;
-        items.push_back({iv.from_ns, "host", "thread " + std::to_string(e.tid) + " blocks (S, voluntary sleep)"});
-        if (iv.woken)
-          items.push_back({iv.wake_ns, "host", "woken by " + s_.thread_name(iv.waker_tid) + " (tid " +
-                                                   std::to_string(iv.waker_tid) + ", pid " + std::to_string(iv.waker_pid) +
-                                                   ") after " + format_duration_ns(iv.wake_ns - iv.from_ns)});
-      }
-      add_sample(c, w.excess, std::move(items));
-      return true;
+      case HostClaim::sibling: LockContention::detect(cx, w, sib, sib_ns); return true;
+      case HostClaim::none: return false;
     }
     return false;
   }
 
-  void attribute_cold(const Slow& w) {
-    const Ev& e = *w.e;
-    ChainAcc& c = chain_for(s_, "cold_start", e.pid, 0, false);
-    note_call(s_, c, w, w.excess, w.excess);
-    c.num["op_" + std::to_string(e.op) + "_calls"] += 1;
-    c.num["op_" + std::to_string(e.op) + "_ns"] += static_cast<double>(w.excess);
-    auto items = std::vector<TimelineItem>{{e.ts, op_layer(e.op), op_name(e.op) + " took " + format_duration_ns(e.dur) +
-                                                                       (w.median > 0 ? " (p50 later " + format_duration_ns(w.median) + ")"
-                                                                                     : " (first call)")}};
-    add_sample(c, w.excess, std::move(items));
-  }
 
   // A sync that waited for a collective a late rank entered last: the straggler accounting
   // (group_nccl) already counts this wait against that rank.
@@ -897,97 +645,11 @@ class ChunkAnalyzer {
     return true;
   }
 
-  bool attribute_network(const Slow& w) {
-    const Ev& e = *w.e;
-    // Processes sharing the communicator of this thread's last collective are in the same
-    // boat: a retransmit on any of their sockets stretches the collective for all.
-    std::vector<uint32_t> members{e.pid};
-    int64_t since = w.from - 10'000'000;  // a retransmit shortly before the call counts
-    if (auto lc = last_coll_.find(e.tid); lc != last_coll_.end()) {
-      if (auto g = group_of_.find(lc->second); g != group_of_.end()) {
-        for (size_t m : groups_[g->second].members) {
-          members.push_back(entries_[m].pid);
-          since = std::min(since, entries_[m].ts_ns - 10'000'000);
-        }
-      }
-    }
-    std::vector<const Ev*> hits;
-    auto lo = std::lower_bound(hx_.retransmits.begin(), hx_.retransmits.end(), since,
-                               [](const Ev* x, int64_t t) { return x->ts < t; });
-    for (; lo != hx_.retransmits.end() && (*lo)->ts <= w.to; ++lo)
-      if (std::find(members.begin(), members.end(), (*lo)->pid) != members.end()) hits.push_back(*lo);
-    if (hits.empty()) return false;
-    ChainAcc& c = chain_for(s_, "network", e.pid, e.op, w.gap);
-    note_call(s_, c, w, w.excess, w.excess);
-    auto items = call_frame(s_, w);
-    std::map<std::string, int> seen;
-    for (const Ev* r : hits) {
-      std::string peer = ipv4(r->a[2]) + ":" + std::to_string(r->a[3]);
-      if (!seen[peer]++) {
-        PartyAcc& p = c.peers[peer];
-        p.label = peer;
-        ++p.hits;
-      }
-      c.peers[peer].amount += 1;
-      c.num["retransmits"] += 1;
-      items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer +
-                                         " by " + s_.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
-    }
-    add_sample(c, w.excess, std::move(items));
-    return true;
-  }
 
   // Which other processes put work on a GPU during [a, b].
-  void other_submitters(uint32_t self, int64_t a, int64_t b, std::vector<std::pair<uint32_t, int64_t>>& out) const {
-    out.clear();
-    for (const auto& [pid, ts] : hx_.submits) {
-      if (pid == self) continue;
-      int64_t n = count_in(ts, a, b);
-      if (n > 0) out.push_back({pid, n});
-    }
-  }
 
-  void note_normal_sync(const Ev& e) {
-    if (hx_.submits.size() < 2 && (hx_.submits.empty() || hx_.submits.count(e.pid))) return;
-    GpuShareAcc& g = s_.gpu_share[e.pid];
-    ++g.normal;
-    std::vector<std::pair<uint32_t, int64_t>> o;
-    other_submitters(e.pid, e.ts, e.end(), o);
-    for (auto& [pid, n] : o) ++g.normal_hits[pid];
-  }
 
-  void attribute_gpu(const Slow& w) {
-    const Ev& e = *w.e;
-    ChainAcc& c = chain_for(s_, "gpu_wait", e.pid, e.op, w.gap);
-    note_call(s_, c, w, w.excess, w.excess);
-    c.num["on_cpu_ns"] += static_cast<double>((w.to - w.from) - w.off.total());
-    c.num["sleep_ns"] += static_cast<double>(w.off.sleeping_ns);
-    GpuShareAcc& g = s_.gpu_share[e.pid];
-    ++g.slow;
-    std::vector<std::pair<uint32_t, int64_t>> o;
-    other_submitters(e.pid, e.ts, e.end(), o);
-    auto items = call_frame(s_, w);
-    for (auto& [pid, n] : o) {
-      ++g.slow_hits[pid];
-      g.slow_launches[pid] += n;
-      items.push_back({e.ts, op_layer(e.op), s_.comm_of(pid) + " (pid " + std::to_string(pid) + ") submits " +
-                                                  std::to_string(n) + " GPU operations during the wait"});
-    }
-    // The work it waits for: this thread's own submissions just before the sync.
-    if (auto it = hx_.submits.find(e.pid); it != hx_.submits.end()) {
-      int64_t n = count_in(it->second, e.ts - 50'000'000, e.ts);
-      c.num["own_submits_before"] += static_cast<double>(n);
-      items.push_back({e.ts, op_layer(e.op), std::to_string(n) + " GPU operations submitted by this process in the 50 ms before"});
-    }
-    add_sample(c, w.excess, std::move(items));
-  }
 
-  void attribute_unknown(const Slow& w) {
-    ChainAcc& c = chain_for(s_, "unknown", w.e->pid, w.e->op, w.gap);
-    note_call(s_, c, w, w.excess, 0);
-    c.num["off_cpu_ns"] += static_cast<double>(w.off.total());
-    add_sample(c, w.excess, call_frame(s_, w));
-  }
 
   void note_transfer(const Ev& e) {
     TransferAcc& t = s_.transfers[(uint64_t{e.tid} << 16) | e.op];
@@ -1008,8 +670,6 @@ class ChunkAnalyzer {
     if (v.size() < 1'000'000) v.push_back({e.ts, e.dur, e.op, e.tid, e.stack});
   }
 
- public:
-  static constexpr double kBurstPagesPer100ms = 25'000;  // ≈ 1 GiB/s of 4 KiB pages
 };
 
 }  // namespace
@@ -1024,6 +684,7 @@ Correlator::Correlator(int64_t session_id, CorrelatorOptions options) : s_(std::
 Correlator::~Correlator() = default;
 
 int64_t Correlator::analyzed_to() const { return s_->analyzed_to; }
+void Correlator::mark_published(const std::string& chain_id) { s_->published.insert(chain_id); }
 const CorrelatorCounters& Correlator::counters() const { return s_->counters; }
 
 Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
@@ -1170,6 +831,7 @@ Result<std::vector<ChainRecord>> LiveCorrelator::emit_changed(sqlite3* db) {
     if (it != emitted_.end() && it->second == h) continue;
     if (it != emitted_.end()) it->second = h;
     else emitted_.push_back({c.id, h});
+    correlator_.mark_published(c.id);
     out.push_back(std::move(c));
   }
   return out;

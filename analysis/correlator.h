@@ -55,6 +55,9 @@ class Correlator {
   // (session, cause, victim, op) keeps its id as more data is analyzed.
   Result<std::vector<ChainRecord>> chains(sqlite3* db);
 
+  // A chain a live trace has stored: later chains() keep rendering it (see State::published).
+  void mark_published(const std::string& chain_id);
+
   int64_t analyzed_to() const;
   const CorrelatorCounters& counters() const;
 

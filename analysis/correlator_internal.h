@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/baseline.h"
+#include "analysis/causes/registry.h"
 #include "analysis/correlator.h"
 #include "analysis/thread_timeline.h"
 #include "tracedb/histogram.h"
@@ -48,7 +49,8 @@ struct PartyAcc {
 };
 
 struct ChainAcc {
-  std::string id, cause;
+  std::string id;
+  Cause cause = Cause::unknown;
   bool between_calls = false;  // host stalls between calls rather than inside them
   uint32_t pid = 0, tid = 0;   // victim (tid: the thread seen most)
   uint16_t op = 0;
@@ -59,7 +61,8 @@ struct ChainAcc {
   std::map<std::string, PartyAcc> peers;  // network peers by "addr:port"
   std::map<uint64_t, int64_t> stacks;     // stack id -> slow calls
   std::map<int32_t, int64_t> cpus;        // cpu -> ns (stolen there)
-  std::map<std::string, double> num;      // evidence counters
+  std::map<uint32_t, int64_t> tids;       // victim thread -> slow calls (the chain reports the main one)
+  CallCauses::Evidence evidence;          // the cause module's typed evidence
   struct Sample {
     int64_t excess = 0;
     std::vector<TimelineItem> items;
@@ -157,6 +160,10 @@ struct Correlator::State {
   std::map<int64_t, CommAcc> comms;
   std::map<uint32_t, GpuShareAcc> gpu_share;
   std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
+
+  // Chains already published by a live trace: rendered on every update even once they fall
+  // under the impact floor, so the stored row follows the evidence instead of freezing.
+  std::unordered_set<std::string> published;
 
   std::string comm_of(uint32_t pid) const;
   std::string thread_name(uint32_t tid) const;

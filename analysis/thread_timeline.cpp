@@ -29,7 +29,7 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
   // Open interval per thread: index into its vector, or absent.
   std::unordered_map<uint32_t, size_t> open;
   for (const SchedRow& r : rows) {
-    by_cpu_[r.cpu].push_back({r.ts_ns, r.next_tid, r.next_pid});
+    auto& cpu_rows = by_cpu_[r.cpu];
     if (r.next_tid != 0) {
       auto it = open.find(r.next_tid);
       if (it != open.end()) {
@@ -37,8 +37,22 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
         iv.to_ns = r.ts_ns;
         iv.in_cpu = r.cpu;
         open.erase(it);
+      } else if (r.prev_tid != r.next_tid && !cpu_rows.empty() && cpu_rows.back().next_tid == r.next_tid) {
+        // Switched back in while never seen leaving, and this CPU's last record put it here:
+        // its switch-out record was lost in between.
+        OffCpuInterval iv;
+        iv.from_ns = cpu_rows.back().ts_ns;
+        iv.to_ns = r.ts_ns;
+        iv.cpu = iv.in_cpu = r.cpu;
+        iv.state = OffCpuState::runnable;
+        iv.next_tid = r.prev_tid;
+        iv.next_pid = r.prev_pid;
+        iv.inferred = true;
+        auto& v = by_tid_[r.next_tid];
+        if (v.empty() || v.back().to_ns <= iv.from_ns) v.push_back(iv);
       }
     }
+    cpu_rows.push_back({r.ts_ns, r.next_tid, r.next_pid});
     if (r.prev_tid != 0) {
       auto& v = by_tid_[r.prev_tid];
       // A switch-out while already out means a record was lost: close the stale interval here.
@@ -67,6 +81,7 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
     --pos;
     if (w.ts_ns > pos->to_ns) continue;
     pos->woken = true;
+    if (pos->inferred) pos->state = OffCpuState::sleeping;  // woken: it had gone to sleep
     pos->waker_tid = w.waker_tid;
     pos->waker_pid = w.waker_pid;
     pos->wake_ns = w.ts_ns;
@@ -97,6 +112,7 @@ OffCpuSummary ThreadTimelines::off_cpu_in(uint32_t tid, int64_t from, int64_t to
     ++s.intervals;
     int64_t rq = std::clamp(iv.runnable_from(), a, b);  // [rq, b) waited for a CPU
     s.runnable_ns += b - rq;
+    if (iv.state == OffCpuState::uninterruptible) s.runnable_after_d_ns += b - rq;
     int64_t ns = rq - a;
     switch (iv.state) {
       case OffCpuState::sleeping: s.sleeping_ns += ns; break;

@@ -42,6 +42,10 @@ struct OffCpuInterval {
   OffCpuState state = OffCpuState::other;
   uint32_t next_tid = 0, next_pid = 0;  // who took the CPU at the switch-out
   bool woken = false;              // a wakeup of T was seen inside the interval
+  // T's switch-out record was lost (a full ring): its CPU ran T, then another task handed the
+  // CPU back to T. The interval spans from the CPU's last record to the switch back; runnable
+  // unless a wakeup of T inside it shows it slept.
+  bool inferred = false;
   uint32_t waker_tid = 0, waker_pid = 0;
   int64_t wake_ns = 0;
   // The part of the interval T spent runnable, waiting for a CPU: all of it when preempted,
@@ -54,6 +58,9 @@ struct OffCpuInterval {
 // sleeping/uninterruptible parts end at the wakeup.
 struct OffCpuSummary {
   int64_t runnable_ns = 0, sleeping_ns = 0, uninterruptible_ns = 0, other_ns = 0;
+  // Of runnable_ns, the wakeup latency that followed a D-state wait: the thread would not have
+  // waited for a CPU had it not blocked on I/O first (arbitration charges it to the D cause).
+  int64_t runnable_after_d_ns = 0;
   int intervals = 0;
   int64_t total() const { return runnable_ns + sleeping_ns + uninterruptible_ns + other_ns; }
 };

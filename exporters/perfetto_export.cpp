@@ -13,6 +13,7 @@
 #include "analysis/thread_timeline.h"
 #include "common/sanitize.h"
 #include "exporters/trace_event_writer.h"
+#include "tracedb/event_columns.h"
 #include "tracedb/open.h"
 
 namespace causeway {
@@ -232,8 +233,8 @@ class Exporter {
     if (!ids) return ids.error();
     if (ids->empty()) return {};
     auto st = Statement::prepare(db_,
-                                 "SELECT ts_ns, dur_ns, pid, tid, op_id, ret, a0, a1, a2, a3, a4, a5, stack_id "
-                                 "FROM events WHERE session_id = ?1 AND id BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 "
+                                 "SELECT " + event_select_list() +
+                                     " FROM events WHERE session_id = ?1 AND id BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 "
                                  "AND (?6 IS NULL OR pid = ?6) ORDER BY id");
     if (!st) return st.error();
     st->bind(1, sc_.session_id);
@@ -246,18 +247,19 @@ class Exporter {
     static const OpDesc kUnknown{"unknown_op", "host", false, std::vector<std::string>(6), false};
     int rc;
     while ((rc = st->step()) == SQLITE_ROW) {
-      const int64_t ts = st->col_int(0), dur = st->col_int(1);
-      const auto pid = static_cast<uint32_t>(st->col_int(2)), tid = static_cast<uint32_t>(st->col_int(3));
-      const auto op = static_cast<uint16_t>(st->col_int(4));
-      const int64_t ret = st->col_int(5);
+      const int64_t ts = st->col_int(col(EventCol::ts_ns)), dur = st->col_int(col(EventCol::dur_ns));
+      const auto pid = static_cast<uint32_t>(st->col_int(col(EventCol::pid)));
+      const auto tid = static_cast<uint32_t>(st->col_int(col(EventCol::tid)));
+      const auto op = static_cast<uint16_t>(st->col_int(col(EventCol::op_id)));
+      const int64_t ret = st->col_int(col(EventCol::ret));
       std::array<int64_t, 6> a{};
       std::array<bool, 6> has{};
       for (int i = 0; i < 6; ++i) {
-        has[i] = !st->col_null(6 + i);
-        a[i] = st->col_int(6 + i);
+        has[i] = !st->col_null(arg_col(i));
+        a[i] = st->col_int(arg_col(i));
       }
       std::optional<int64_t> stack;
-      if (!st->col_null(12)) stack = st->col_int(12);
+      if (!st->col_null(col(EventCol::stack_id))) stack = st->col_int(col(EventCol::stack_id));
       auto oi = ops_.find(op);
       const OpDesc& d = oi != ops_.end() ? oi->second : kUnknown;
       ensure_thread(pid, tid);

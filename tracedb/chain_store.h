@@ -9,8 +9,15 @@
 
 #include "common/result.h"
 #include "tracedb/records.h"
+#include "tracedb/sqlite_handle.h"
 
 namespace causeway {
+
+// The one statement that writes a chain row (INSERT OR REPLACE by id: a live chain updated
+// by a later poll replaces its row), shared by replace_session_chains and the StoreWriter.
+extern const char* const kUpsertChainSql;
+// Binds c to a statement prepared from kUpsertChainSql (created_ns = now_ns).
+void bind_chain(Statement& st, int64_t session_id, int64_t now_ns, const ChainRecord& c);
 
 // In one transaction on a connection opened for writing: deletes the session's chains and
 // inserts these (ids are globally unique: they embed the session id).

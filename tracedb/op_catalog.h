@@ -4,10 +4,27 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <vector>
 
 namespace causeway {
+
+// What an op does, for the diagnosis (analysis/op_classes.h derives its op classes from it).
+enum class OpFamily : uint8_t {
+  sync,        // waits for the GPU: stream/device/event/context synchronize
+  launch,      // puts a kernel on a GPU queue
+  copy,        // memcpy; `blocking` when the host waits for it (the synchronous variants)
+  memset,      // puts a memset on a GPU queue
+  alloc,       // device memory alloc/free (the driver, when the caching allocator misses)
+  host_alloc,  // pinned host memory
+  collective,  // NCCL collective with (comm, seq): grouped across ranks
+  p2p,         // NCCL send/recv
+  graph,       // CUDA graph launch
+  setup,       // NCCL communicator init/destroy
+  group,       // ncclGroupStart/End: brackets, not work
+  host,        // host events: scheduler, process lifecycle, block I/O, TCP, memory
+};
 
 struct OpInfo {
   uint16_t id;
@@ -15,9 +32,13 @@ struct OpInfo {
   std::string_view name;
   bool is_call;            // has a duration (else a point event)
   std::string_view arg_names;
+  OpFamily family = OpFamily::host;
+  bool blocking = false;   // the calling thread waits for the GPU work to finish
 };
 
-const std::vector<OpInfo>& op_catalog();
+inline constexpr uint16_t kMaxOpId = 1024;  // op ids are below this (bpf/events.h)
+
+std::span<const OpInfo> op_catalog();
 const OpInfo* find_op(uint16_t id);
 const OpInfo* find_op(std::string_view name);
 

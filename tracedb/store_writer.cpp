@@ -4,6 +4,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 
+#include "tracedb/chain_store.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 
@@ -111,10 +112,7 @@ Result<void> StoreWriter::prepare_statements() {
        "INSERT INTO threads (session_id, tid, pid, comm) VALUES (?,?,?,?) ON CONFLICT (session_id, tid) DO UPDATE "
        "SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm)"},
       {&ins_stack_, "INSERT OR IGNORE INTO stacks (id, hash, frames) VALUES (?,?,?)"},
-      {&upsert_chain_,
-       "INSERT OR REPLACE INTO chains (id, session_id, created_ns, from_ns, to_ns, severity, cause, pid, comm, op, "
-       "calls, p50_us, p99_us, slow_share, culprit_pid, culprit_comm, culprit_share, summary, doc) "
-       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&upsert_chain_, kUpsertChainSql},
       {&upsert_counter_,
        "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
@@ -522,27 +520,7 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     s.reset();
   } else if (auto* c = std::get_if<ChainRecord>(&m)) {
     Statement& s = upsert_chain_;
-    s.bind(1, c->id);
-    s.bind(2, sid);
-    s.bind(3, now_ns());
-    s.bind(4, c->from_ns);
-    s.bind(5, c->to_ns);
-    s.bind(6, c->severity);
-    s.bind(7, c->cause);
-    if (c->pid) s.bind(8, int64_t{*c->pid});
-    else s.bind_null(8);
-    s.bind(9, c->comm);
-    s.bind(10, c->op);
-    s.bind(11, c->calls);
-    s.bind(12, c->p50_us);
-    s.bind(13, c->p99_us);
-    s.bind(14, c->slow_share);
-    if (c->culprit_pid) s.bind(15, int64_t{*c->culprit_pid});
-    else s.bind_null(15);
-    s.bind(16, c->culprit_comm);
-    s.bind_opt(17, c->culprit_share);
-    s.bind(18, c->summary);
-    s.bind(19, c->doc);
+    bind_chain(s, sid, now_ns(), *c);
     s.step();
     s.reset();
   }

@@ -319,4 +319,23 @@ TEST_CASE("lock_contention: a mutex held by a sibling thread is named") {
   check_slow_calls_stacked(t.db, t.pid, c);
 }
 
+// The baseline: the same workload with nothing planted. No chain of the workload is HIGH,
+// except CPU contention by another process: the host is shared (other builds and tests run
+// beside this one), and when one of them takes the workload's CPU that is a real finding.
+TEST_CASE("quiet baseline: a healthy workload gets no HIGH chain") {
+  TempDir dir;
+  Traced t = trace_workload(dir, {"--rate", "0", "--iterations", "5000", "--latency-us", "100", "--ops", "stream_sync"});
+  json chains = chains_of(t.db);
+  INFO(brief(t.db, chains));
+  MESSAGE("quiet case: workload ran " << t.workload_s << " s, " << chains.size() << " chains");
+  for (const json& c : chains) {
+    if (c.value("pid", 0) != t.pid || c.value("severity", "") != "HIGH") continue;
+    INFO(c.value("summary", ""));
+    CHECK(c.value("cause", "") == "cpu_contention");
+    REQUIRE(c.contains("culprit"));
+    CHECK(c["culprit"].value("pid", 0) != t.pid);
+    MESSAGE("HIGH cpu_contention by another process on the shared host: " << c.value("summary", ""));
+  }
+}
+
 }  // namespace causeway::test

@@ -1,3 +1,4 @@
 causeway_test(test_diagnosis LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_blocks.cpp ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_scenarios.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_arbitration.cpp ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_registry.cpp
   LIBS causeway_analysis causeway_synth)

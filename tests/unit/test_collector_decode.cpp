@@ -218,7 +218,16 @@ TEST_CASE("host records") {
 TEST_CASE("probe table: every op is in the catalog and cookies round-trip") {
   for (const ProbeSpec& s : probe_specs()) {
     CAPTURE(s.symbol);
-    REQUIRE(find_op(s.op) != nullptr);
+    const OpInfo* op = find_op(s.op);
+    REQUIRE(op != nullptr);
+    // The probe table and the op table agree: the symbol is the op's name or a versioned
+    // alias of it (cuMemAlloc_v2, cuLaunchKernel_ptsz), and the library is the op's source.
+    const std::string_view sym = s.symbol;
+    CHECK(sym.substr(0, op->name.size()) == op->name);
+    const std::string_view suffix = sym.substr(op->name.size());
+    CHECK((suffix.empty() || suffix == "_v2" || suffix == "_ptsz"));
+    CHECK(op->source == (s.lib == LibKind::cudart ? CW_SRC_CUDA : s.lib == LibKind::cuda ? CW_SRC_DRIVER : CW_SRC_NCCL));
+    CHECK(op->is_call);
     uint64_t c = make_cookie(s);
     CHECK(CW_COOKIE_OP(c) == s.op);
     CHECK(CW_COOKIE_CLASS(c) == s.dclass);

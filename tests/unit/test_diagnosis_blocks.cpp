@@ -152,3 +152,28 @@ TEST_CASE("NCCL collectives group by (comm, seq) across ranks; the last rank is 
   }
   CHECK(stragglers == 2);
 }
+
+TEST_CASE("off-CPU intervals: a lost switch-out is inferred from the CPU's own records") {
+  ThreadTimelines tl;
+  // CPU 0 runs T (tid 10) from t=100; the switch T -> hog (20) was lost; at t=900 the hog hands
+  // CPU 0 back to T. Another thread (30) on CPU 1 is switched back in without ever running on
+  // CPU 1 before: nothing is inferred for it.
+  std::vector<SchedRow> rows{{100, 0, 0, 0, 0, 10, 10}, {900, 0, 20, 20, 0, 10, 10}, {950, 1, 40, 40, 0, 30, 30}};
+  tl.build(rows, {}, 2000);
+  auto iv = tl.intervals(10);
+  REQUIRE(iv.size() == 1);
+  CHECK(iv[0].inferred);
+  CHECK(iv[0].from_ns == 100);
+  CHECK(iv[0].to_ns == 900);
+  CHECK(iv[0].state == OffCpuState::runnable);
+  CHECK(iv[0].next_pid == 20);
+  CHECK(tl.off_cpu_in(10, 0, 2000).runnable_ns == 800);
+  CHECK(tl.intervals(30).empty());
+
+  // Woken inside the gap: it had gone to sleep, not been preempted.
+  ThreadTimelines tw;
+  tw.build(rows, {{500, 10, 10, 20, 20}}, 2000);
+  REQUIRE(tw.intervals(10).size() == 1);
+  CHECK(tw.intervals(10)[0].state == OffCpuState::sleeping);
+  CHECK(tw.off_cpu_in(10, 0, 2000).runnable_ns == 400);
+}

@@ -14,10 +14,12 @@
 #include "bpf/events.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
+#include "tests/unit/diagnosis_live_session.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"
 
 using namespace causeway;
+using causeway::test::Live;
 using causeway::test::TempDir;
 using json = nlohmann::json;
 
@@ -188,57 +190,6 @@ TEST_CASE("chains round-trip through the DB and `causeway explain` renders them"
   CHECK(json::parse(missing.out)["error"]["code"] == "db_missing");
 }
 
-namespace {
-
-// A session written through the store writer with the shape the live collector produces.
-struct Live {
-  std::unique_ptr<StoreWriter> w;
-  int64_t t0 = 1'790'000'100'000'000'000;
-  explicit Live(const std::string& path) {
-    auto r = StoreWriter::open(path);
-    REQUIRE(r.ok());
-    w = std::move(*r);
-    SessionInfo si;
-    si.source_kind = "live";
-    si.started_ns = t0;
-    REQUIRE(w->begin_session(si).ok());
-  }
-  void proc(uint32_t pid, const std::string& comm, uint32_t ppid = 1) {
-    ProcessRecord p;
-    p.pid = pid;
-    p.ppid = ppid;
-    p.comm = comm;
-    w->push_meta(p);
-    w->push_meta(ThreadRecord{pid, pid, comm});
-  }
-  void call(uint32_t pid, uint32_t tid, uint16_t op, int64_t ts, int64_t dur, std::array<int64_t, 6> a = {}) {
-    CallRecord r;
-    r.ts_ns = ts;
-    r.dur_ns = dur;
-    r.pid = pid;
-    r.tid = tid;
-    r.op = op;
-    r.cpu = 0;
-    r.a = a;
-    w->push_wait(r);
-  }
-  void sw(int64_t ts, uint32_t prev, uint32_t prev_pid, int64_t state, uint32_t next, uint32_t next_pid) {
-    w->push_wait(SwitchRecord{ts, 0, prev, prev_pid, 120, state, next, next_pid, 120});
-  }
-  void wake(int64_t ts, uint32_t tid, uint32_t pid, uint32_t waker, uint32_t waker_pid) {
-    w->push_wait(WakeupRecord{ts, tid, pid, waker, waker_pid, 0});
-  }
-  std::vector<ChainRecord> finish(const std::string& path) {
-    REQUIRE(w->close(t0 + 60 * kSec).ok());
-    auto db = open_read_only(path);
-    REQUIRE(db.ok());
-    auto c = diagnose_session(db->get(), 1);
-    REQUIRE(c.ok());
-    return std::move(*c);
-  }
-};
-
-}  // namespace
 
 void hog_case(int64_t wait) {
   INFO("hog slice " << wait << " ns");
@@ -378,4 +329,70 @@ TEST_CASE("a call written far behind its start (past the read-ahead budget) is a
   REQUIRE(live.poll(db->get()).ok());
   REQUIRE(live.finish(db->get()).ok());
   CHECK(live.correlator().counters().calls == kFloodCalls + 1);
+}
+
+// A live chain published early keeps following its evidence: when the window grows and its
+// share falls under the impact floor, finish() re-renders it (now LOW, with the whole window)
+// instead of leaving the stored row frozen at the last poll that still reported it.
+TEST_CASE("live chains are updated to the end of the trace, not frozen at their last report") {
+  TempDir dir;
+  const std::string path = dir.file("l.db");
+  Live l(path);
+  const uint32_t kW = 3600, kHog = 3601;
+  l.proc(kW, "cw_workload");
+  l.proc(kHog, "cw_hog");
+  int64_t t = l.t0 + kMs;
+  for (int i = 0; i < 32'000; ++i) {  // 1 ms apart: 32 s; the hog strikes 20 times in the first second
+    const bool hog = i % 50 == 25 && i < 1000;
+    const int64_t dur = hog ? 1'060'000 : 60'000;
+    l.call(kW, kW, CW_OP_CUDA_STREAM_SYNC, t, dur);
+    if (hog) {
+      l.sw(t + 5'000, kW, kW, 0, kHog, kHog);
+      l.sw(t + dur - 3'000, kHog, kHog, 0, kW, kW);
+    }
+    t += std::max<int64_t>(dur + 100'000, kMs);
+  }
+  REQUIRE(l.w->close(t + kSec).ok());
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  LiveCorrelator live(1, l.t0, {}, t - l.t0 - 2 * kSec);  // the first poll sees the first 2 s
+  auto first = live.poll(db->get());
+  REQUIRE(first.ok());
+  INFO(describe(*first));
+  REQUIRE(!first->empty());
+  const ChainRecord published = first->front();
+  CHECK(published.cause == "cpu_contention");
+  CHECK(published.severity != "LOW");
+  auto fin = live.finish(db->get());
+  REQUIRE(fin.ok());
+  INFO(describe(*fin));
+  bool updated = false;
+  for (const auto& c : *fin)
+    if (c.id == published.id) {
+      updated = true;
+      CHECK(c.severity == "LOW");
+      CHECK(c.to_ns >= published.to_ns);
+      CHECK(c.doc != published.doc);
+    }
+  CHECK(updated);
+}
+
+// Chains before anything was analyzed (an empty session, a first live poll with no data):
+// no chain, and no arithmetic on the unset window (it used to overflow; the sanitizer build
+// of this test, tests/sanitize, catches a regression).
+TEST_CASE("an empty session gives no chains") {
+  TempDir dir;
+  const std::string path = dir.file("e.db");
+  Live l(path);
+  REQUIRE(l.w->close(l.t0 + kSec).ok());
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  Correlator c(1);
+  auto none = c.chains(db->get());
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  REQUIRE(c.analyze(db->get(), l.t0, l.t0 + kSec).ok());
+  auto after = c.chains(db->get());
+  REQUIRE(after.ok());
+  CHECK(after->empty());
 }

@@ -1,0 +1,36 @@
+// gpu_wait: a sync or synchronous copy that waited for the GPU with no host cause (the thread was
+// on-CPU or asleep, not preempted, not in D). Culprit: another process that submitted GPU work
+// during the slow syncs far more often than during normal ones (it shares the GPU).
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "analysis/causes/cause_module.h"
+
+namespace causeway {
+
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
+struct GpuWait {
+  static constexpr Cause id = Cause::gpu_wait;
+  static constexpr std::string_view name = "gpu_wait";
+  struct Evidence {
+    int64_t on_cpu_ns = 0, sleep_ns = 0;  // inside the calls this cause won
+    int64_t host_ns = 0;                  // runnable or D time inside them: a host cause's, not counted as lost here
+    int64_t own_submits_before = 0;       // this process's GPU submissions in the 50 ms before each call
+  };
+  static Finding explain(const ChainView& v, const Evidence& e);
+  static std::string fix(const ChainView& v, const Evidence& e);
+
+  // Claims an outlier GPU sync or synchronous copy no host cause explains; the host time
+  // inside it is not counted as lost.
+  static void detect(ChunkContext& cx, const Slow& w);
+  // A sync that was not slow: which other processes submitted GPU work during it (the
+  // baseline for the sharing test).
+  static void note_normal_sync(ChunkContext& cx, const Ev& e);
+};
+
+}  // namespace causeway

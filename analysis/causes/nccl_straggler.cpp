@@ -1,0 +1,121 @@
+#include "analysis/causes/session_causes.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "analysis/chain_view.h"
+#include "common/units.h"
+
+namespace causeway {
+namespace {
+
+// What the straggler's own thread did before its late entries (culprit.own_cause).
+enum class StragglerOwnCause : uint8_t { cpu_contention, io_wait, sleeping, on_cpu };
+
+const char* own_cause_name(StragglerOwnCause c) {
+  switch (c) {
+    case StragglerOwnCause::cpu_contention: return "cpu_contention";
+    case StragglerOwnCause::io_wait: return "io_wait";
+    case StragglerOwnCause::sleeping: return "sleeping";
+    case StragglerOwnCause::on_cpu: return "on_cpu";
+  }
+  return "on_cpu";
+}
+
+}  // namespace
+
+void NcclStraggler::report(SessionReport& c) {
+  Correlator::State& s = c.s;
+  for (auto& [key, a] : s.stragglers) {
+    auto cm = s.comms.find(a.comm);
+    if (cm == s.comms.end()) continue;
+    int64_t entered = cm->second.entries_by_pid.count(a.pid) ? cm->second.entries_by_pid.at(a.pid) : 0;
+    size_t members = cm->second.entries_by_pid.size();
+    if (a.late < 3 || entered == 0 || members < 2) continue;
+    double late_share = static_cast<double>(a.late) / static_cast<double>(entered);
+    if (late_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
+    Doc d;
+    d.cause = std::string(name);
+    d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(a.pid) + "-comm" + hex(a.comm);
+    uint32_t victim = 0;
+    int64_t vwait = -1;
+    for (auto& [pid, w] : a.victims_wait)
+      if (w > vwait) {
+        vwait = w;
+        victim = pid;
+      }
+    d.pid = victim;
+    d.op_id = a.op;
+    d.op = op_name(a.op);
+    d.calls = a.late;
+    d.from_ns = a.first_ns;
+    d.to_ns = a.last_ns;
+    d.lost_ns = a.wait_ns / std::max<int64_t>(1, static_cast<int64_t>(a.victims_wait.size()));
+    d.impact = static_cast<double>(d.lost_ns) / static_cast<double>(c.window_ns);
+    d.severity = severity_for(d.impact);
+    d.p50_us = percentile_us(a.lateness, 0.5);
+    d.p99_us = percentile_us(a.lateness, 0.99);
+    d.slow_share = late_share;
+    d.timeline = a.example;
+    double pre_share = a.late ? static_cast<double>(a.preempted) / static_cast<double>(a.late) : 0;
+    const PartyAcc* pre = top_party(a.preempters, a.pid, false);
+    int64_t pre_total = 0;
+    for (auto& [k, p] : a.preempters) pre_total += p.ns;
+    std::string rank = "rank " + std::to_string(a.rank) + " (pid " + std::to_string(a.pid) + ")";
+    std::string own;
+    StragglerOwnCause own_cause;
+    if (pre && pre_share >= 0.25) {
+      own_cause = StragglerOwnCause::cpu_contention;
+      own = "; its thread was preempted by " + s.comm_of(pre->pid) + " (pid " + std::to_string(pre->pid) + ") in " +
+            pct(pre_share) + " of its late entries";
+    } else if (a.own_d_ns > a.own_runnable_ns && a.own_d_ns > a.own_on_cpu_ns / 2) {
+      own_cause = StragglerOwnCause::io_wait;
+      own = "; its thread was in D state (I/O) before entering";
+    } else if (a.own_sleep_ns > a.own_on_cpu_ns) {
+      own_cause = StragglerOwnCause::sleeping;
+      own = "; its thread slept (S) before entering — it waited on something of its own";
+    } else {
+      own_cause = StragglerOwnCause::on_cpu;
+      own = "; its thread was on-CPU before entering: its own host work (input pipeline, Python) is slower";
+    }
+    std::string victims;
+    for (auto& [pid, w] : a.victims_wait) victims += (victims.empty() ? "" : ", ") + std::to_string(pid);
+    d.summary = rank + " entered " + d.op + " last in " + pct(late_share) + " of " + with_commas(entered) + " collectives, " +
+                format_duration_ns(static_cast<int64_t>(d.p50_us * 1000)) + " after the others (median); the other ranks waited " +
+                format_duration_ns(a.wait_ns) + " in total" + own;
+    d.culprit = {{"pid", a.pid}, {"comm", s.comm_of(a.pid)}, {"rank", a.rank}, {"late_share", std::round(late_share * 1000) / 1000},
+                 {"own_cause", own_cause_name(own_cause)}};
+    if (pre && own_cause == StragglerOwnCause::cpu_contention)
+      d.culprit["preempted_by"] = {{"pid", pre->pid}, {"comm", s.comm_of(pre->pid)},
+                                   {"share", std::round(pre_share * 1000) / 1000}};
+    d.evidence.push_back("communicator " + hex(a.comm) + ", " + std::to_string(members) + " local ranks (nranks " + std::to_string(a.nranks) + "); collectives matched by (comm, seq)");
+    d.evidence.push_back(rank + " was last by >= 1 ms in " + with_commas(a.late) + " of " + with_commas(entered) +
+                         " collectives; lateness p50 " + format_duration_ns(static_cast<int64_t>(d.p50_us * 1000)) + ", p99 " +
+                         format_duration_ns(static_cast<int64_t>(d.p99_us * 1000)));
+    d.victims = nlohmann::json::array();
+    for (auto& [pid, w] : a.victims_wait) d.victims.push_back({{"pid", pid}, {"comm", s.comm_of(pid)}, {"wait_us", w / 1000}});
+    for (auto& [pid, w] : a.victims_wait)
+      d.evidence.push_back("pid " + std::to_string(pid) + " (" + s.comm_of(pid) + ") waited " + format_duration_ns(w) +
+                           " for it (shows in its stream sync after the enqueue)");
+    d.evidence.push_back("before its late entries the straggler's thread was runnable-off-CPU " +
+                         format_duration_ns(a.own_runnable_ns) + ", asleep " + format_duration_ns(a.own_sleep_ns) + ", in D " +
+                         format_duration_ns(a.own_d_ns) + ", on-CPU " + format_duration_ns(a.own_on_cpu_ns));
+    if (pre && pre_total > 0)
+      d.evidence.push_back(s.comm_of(pre->pid) + " (pid " + std::to_string(pre->pid) + ") ran on its CPU for " +
+                           format_duration_ns(pre->ns) + " while it was runnable (" +
+                           pct(static_cast<double>(pre->ns) / static_cast<double>(pre_total)) + " of its stolen time)");
+    d.evidence.push_back(format_duration_ns(d.lost_ns) + " lost per waiting rank, " + pct(d.impact) + " of the " +
+                         format_duration_ns(c.window_ns) + " analyzed");
+    std::string cpus;
+    for (auto& [cpu, ns] : a.cpus) cpus += (cpus.empty() ? "" : ", ") + std::to_string(cpu);
+    d.recommendation = "All ranks run at the pace of the slowest: fix " + rank + "'s host" +
+                       (own_cause == StragglerOwnCause::cpu_contention ? " — keep " + s.comm_of(pre->pid) + " off CPU " + cpus +
+                                                            " (pin the rank to dedicated cores, run it at nice 19) "
+                                                      : own_cause == StragglerOwnCause::on_cpu ? " — speed up its input pipeline (more DataLoader workers) "
+                                                                              : " — remove what it waits on before the collective ") +
+                       "so it enters collectives with the others.";
+    emit(c, std::move(d));
+  }
+}
+
+}  // namespace causeway

@@ -1,0 +1,93 @@
+#include "analysis/causes/network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
+
+namespace causeway {
+namespace {
+
+std::string ipv4(int64_t a) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%u.%u.%u.%u", static_cast<unsigned>((a >> 24) & 255), static_cast<unsigned>((a >> 16) & 255),
+                static_cast<unsigned>((a >> 8) & 255), static_cast<unsigned>(a & 255));
+  return b;
+}
+
+
+const PartyAcc* top_peer(const ChainAcc& a) {
+  const PartyAcc* p = nullptr;
+  for (auto& [k, q] : a.peers)
+    if (!p || q.amount > p->amount) p = &q;
+  return p;
+}
+
+}  // namespace
+
+Finding Network::explain(const ChainView& v, const Evidence& e) {
+  const ChainAcc& a = v.a;
+  Finding f;
+  const PartyAcc* p = top_peer(a);
+  double share = p ? static_cast<double>(p->hits) / static_cast<double>(a.calls) : 0;
+  f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + "; TCP retransmits" +
+              (p ? " to " + p->label : std::string()) + " by this job's ranks during " + pct(share) +
+              " of them — the network path, not this host, stretched the collectives";
+  if (p) f.culprit = {{"peer", p->label}, {"retransmits", p->amount}, {"share", std::round(share * 1000) / 1000}};
+  f.evidence.push_back(std::to_string(e.retransmits) +
+                       " TCP retransmits by the communicator's local ranks within the slow calls (from 10 ms before)");
+  f.evidence.push_back(
+      "the calling thread stayed on-CPU or asleep without a host cause: no preemption, D-state or lock wait explains the time");
+  return f;
+}
+
+std::string Network::fix(const ChainView& v, const Evidence&) {
+  const PartyAcc* p = top_peer(v.a);
+  return "Check the path to " + (p ? p->label : std::string("the peer node")) +
+         ": NIC error counters (ethtool -S), MTU mismatches and switch congestion; use InfiniBand/RoCE (NCCL_IB_HCA) "
+         "instead of TCP sockets where available.";
+}
+
+bool Network::detect(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  // Processes sharing the communicator of this thread's last collective are in the same
+  // boat: a retransmit on any of their sockets stretches the collective for all.
+  std::vector<uint32_t> members{e.pid};
+  int64_t since = w.from - 10'000'000;  // a retransmit shortly before the call counts
+  if (auto lc = cx.last_coll.find(e.tid); lc != cx.last_coll.end()) {
+    if (auto g = cx.group_of.find(lc->second); g != cx.group_of.end()) {
+      for (size_t m : cx.groups[g->second].members) {
+        members.push_back(cx.entries[m].pid);
+        since = std::min(since, cx.entries[m].ts_ns - 10'000'000);
+      }
+    }
+  }
+  std::vector<const Ev*> hits;
+  auto lo = std::lower_bound(cx.hx.retransmits.begin(), cx.hx.retransmits.end(), since,
+                             [](const Ev* x, int64_t t) { return x->ts < t; });
+  for (; lo != cx.hx.retransmits.end() && (*lo)->ts <= w.to; ++lo)
+    if (std::find(members.begin(), members.end(), (*lo)->pid) != members.end()) hits.push_back(*lo);
+  if (hits.empty()) return false;
+  auto [c, ev] = chain_for<Network>(cx.s, e.pid, e.op, w.gap);
+  note_call(cx.s, c, w, w.excess, w.excess);
+  auto items = call_frame(cx.s, w);
+  std::map<std::string, int> seen;
+  for (const Ev* r : hits) {
+    std::string peer = ipv4(r->a[2]) + ":" + std::to_string(r->a[3]);
+    if (!seen[peer]++) {
+      PartyAcc& p = c.peers[peer];
+      p.label = peer;
+      ++p.hits;
+    }
+    c.peers[peer].amount += 1;
+    ++ev.retransmits;
+    items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer +
+                                       " by " + cx.s.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
+  }
+  add_sample(c, w.excess, std::move(items));
+  return true;
+}
+
+}  // namespace causeway

@@ -1,0 +1,103 @@
+// The registry of causes: every module, listed once. Adding a cause = its module file(s) under
+// analysis/causes/ + one line in CallCauses (or SessionCauses) below + its Cause enumerator;
+// the compiler then checks the module has typed evidence and both renderers, that no two
+// modules share an id, and that every Cause has a module.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+#include "analysis/causes/cause_module.h"
+#include "analysis/causes/cold_start.h"
+#include "analysis/causes/cpu_contention.h"
+#include "analysis/causes/gpu_wait.h"
+#include "analysis/causes/io_contention.h"
+#include "analysis/causes/lock_contention.h"
+#include "analysis/causes/memory_pressure.h"
+#include "analysis/causes/network.h"
+#include "analysis/causes/session_causes.h"
+#include "analysis/causes/unknown.h"
+
+namespace causeway {
+
+// Per-call causes: each slow call (or host stall between calls) is claimed by one of them and
+// accumulated into a chain whose evidence is that module's Evidence.
+template <CauseModule... M>
+struct CauseRegistry {
+  using Evidence = std::variant<typename M::Evidence...>;
+  static constexpr size_t size = sizeof...(M);
+
+  // The module's evidence alternative, for a chain created for it.
+  template <typename Mod>
+  static constexpr size_t index_of() {
+    constexpr std::array<bool, size> is{std::is_same_v<Mod, M>...};
+    for (size_t i = 0; i < size; ++i)
+      if (is[i]) return i;
+    return size;
+  }
+
+  static constexpr bool unique_ids() {
+    constexpr std::array<Cause, size> ids{M::id...};
+    for (size_t i = 0; i < size; ++i)
+      for (size_t j = i + 1; j < size; ++j)
+        if (ids[i] == ids[j]) return false;
+    return true;
+  }
+  static_assert(unique_ids(), "two cause modules share a Cause id");
+
+  static constexpr bool has(Cause c) { return ((M::id == c) || ...); }
+  static constexpr std::string_view name(Cause c) {
+    std::string_view n;
+    ((M::id == c ? (n = M::name, true) : false) || ...);
+    return n;
+  }
+
+  // Calls the explain()/fix() of the module whose evidence `e` holds.
+  template <typename F>
+  static decltype(auto) visit(const Evidence& e, F&& f) {
+    return visit_at(e, std::forward<F>(f), std::index_sequence_for<M...>{});
+  }
+
+ private:
+  template <typename F, size_t... I>
+  static decltype(auto) visit_at(const Evidence& e, F&& f, std::index_sequence<I...>) {
+    using R = decltype(f.template operator()<std::tuple_element_t<0, std::tuple<M...>>>(std::get<0>(e)));
+    R r{};
+    ((e.index() == I ? (r = f.template operator()<M>(std::get<I>(e)), true) : false) || ...);
+    return r;
+  }
+};
+
+using CallCauses = CauseRegistry<CpuContention, IoContention, MemoryPressure, Network, GpuWait, LockContention, ColdStart, Unknown>;
+
+template <SessionCauseModule... M>
+struct SessionCauseList {
+  static void report_all(SessionReport& r) { (M::report(r), ...); }
+  static constexpr bool has(Cause c) { return ((M::id == c) || ...); }
+  static constexpr std::string_view name(Cause c) {
+    std::string_view n;
+    ((M::id == c ? (n = M::name, true) : false) || ...);
+    return n;
+  }
+};
+
+using SessionCauses = SessionCauseList<NcclStraggler, TransferBound, Allocator>;
+
+// The JSON spelling of a cause (INTERFACES.md `cause`).
+constexpr std::string_view cause_name(Cause c) {
+  return CallCauses::has(c) ? CallCauses::name(c) : SessionCauses::name(c);
+}
+
+constexpr bool every_cause_has_one_module() {
+  for (int i = 0; i < kCauseCount; ++i) {
+    auto c = static_cast<Cause>(i);
+    if (CallCauses::has(c) == SessionCauses::has(c)) return false;
+  }
+  return true;
+}
+static_assert(every_cause_has_one_module(), "each Cause needs exactly one module in CallCauses or SessionCauses");
+
+}  // namespace causeway

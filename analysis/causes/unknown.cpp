@@ -1,0 +1,40 @@
+#include "analysis/causes/unknown.h"
+
+#include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
+
+namespace causeway {
+
+Finding Unknown::explain(const ChainView& v, const Evidence& e) {
+  Finding f;
+  f.summary = v.victim + ": " + std::to_string(v.a.calls) + " slow calls lost " + v.lost +
+              (e.d_state_calls > 0 ? " in D state with no block I/O, page-allocation burst or OOM in the trace"
+                                   : " with no host cause in the trace (no preemption, I/O, lock, memory or network event)") +
+              "; evidence is weak";
+  f.evidence.push_back("outliers against the robust baseline (>= 2x p50 and > p50 + 6 robust sigmas)");
+  f.max_severity = Severity::low;
+  f.min_impact = 0.005;
+  return f;
+}
+
+std::string Unknown::fix(const ChainView&, const Evidence&) {
+  return "Evidence is weak: trace with user stacks enabled and look at the GPU side (Nsight Systems), or widen the trace "
+         "(another process, another host) to find what these calls wait for.";
+}
+
+void Unknown::detect_d_state(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  auto [c, ev] = chain_for<Unknown>(cx.s, e.pid, e.op, w.gap);
+  note_call(cx.s, c, w, w.excess, w.off.uninterruptible_ns);
+  ++ev.d_state_calls;
+  add_sample(c, w.excess, call_frame(cx.s, w));
+}
+
+void Unknown::detect(ChunkContext& cx, const Slow& w) {
+  auto [c, ev] = chain_for<Unknown>(cx.s, w.e->pid, w.e->op, w.gap);
+  note_call(cx.s, c, w, w.excess, 0);
+  ev.off_cpu_ns += w.off.total();
+  add_sample(c, w.excess, call_frame(cx.s, w));
+}
+
+}  // namespace causeway

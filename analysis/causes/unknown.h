@@ -1,0 +1,32 @@
+// unknown: slow calls (outliers against the robust baseline) with no host or GPU cause in the trace.
+// Always LOW: the evidence is weak.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "analysis/causes/cause_module.h"
+
+namespace causeway {
+
+struct ChunkContext;  // analysis/chunk_context.h
+struct Slow;
+struct Ev;
+
+struct Unknown {
+  static constexpr Cause id = Cause::unknown;
+  static constexpr std::string_view name = "unknown";
+  struct Evidence {
+    int64_t d_state_calls = 0;  // calls in D state with no block I/O, allocation burst or OOM to explain it
+    int64_t off_cpu_ns = 0;
+  };
+  static Finding explain(const ChainView& v, const Evidence& e);
+  static std::string fix(const ChainView& v, const Evidence& e);
+
+  // A D-state call with no I/O or memory evidence.
+  static void detect_d_state(ChunkContext& cx, const Slow& w);
+  // An outlier no other detector claimed.
+  static void detect(ChunkContext& cx, const Slow& w);
+};
+
+}  // namespace causeway

@@ -1,0 +1,84 @@
+// What the chain renderers share: the read-only view of one accumulated chain handed to a cause
+// module, the chain document being built, and the number formatting every sentence uses.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/causes/cause_module.h"
+#include "analysis/correlator_internal.h"
+
+namespace causeway {
+
+struct ChainView {
+  const Correlator::State& s;
+  const ChainAcc& a;
+  std::string op;      // name of the chain's op
+  std::string victim;  // "<op> in <comm> (pid P, thread T)"
+  std::string lost;    // the time lost, formatted
+  std::string where;   // "inside <op>" or "between CUDA calls (before <op>)"
+  double cause_share = 0;  // the cause's own time over the time lost
+  int64_t window_ns = 1;
+};
+
+// A chain document before it is serialized (INTERFACES.md shape plus where/lost_us/impact/window).
+struct Doc {
+  std::string id, cause, severity, summary, recommendation;
+  uint32_t pid = 0, tid = 0;
+  std::string op;
+  uint16_t op_id = 0;
+  int64_t calls = 0, lost_ns = 0, from_ns = 0, to_ns = 0;
+  double p50_us = 0, p99_us = 0, slow_share = 0, impact = 0;
+  bool between = false;
+  nlohmann::json culprit;  // null when none
+  nlohmann::json victims;  // nccl_straggler: the ranks that waited [{pid, comm, wait_us}]
+  std::vector<std::string> evidence;
+  std::vector<TimelineItem> timeline;
+  uint64_t stack = 0;
+};
+
+// The chains of one diagnosis being written: session-level causes add theirs through emit().
+struct SessionReport {
+  Correlator::State& s;
+  sqlite3* db;
+  int64_t window_ns;
+  std::vector<std::pair<ChainRecord, double>> out;  // record, impact
+};
+
+void emit(SessionReport& r, Doc d);
+// p50/p99/slow share of the chain's op and the "N of M calls slow" evidence line (first).
+void op_stats(SessionReport& r, Doc& d, bool add_evidence = true);
+
+// A per-call chain rendered by the module of `Registry` whose evidence `ev` holds: the common
+// fields from the accumulated chain, the words from the module (explain + fix).
+Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view cause);
+ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d);
+void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix);
+
+template <typename Registry>
+void render_call_chain(SessionReport& r, const ChainAcc& a, const typename Registry::Evidence& ev) {
+  Doc d = call_chain_doc(r, a, Registry::name(a.cause));
+  const ChainView v = chain_view(r, a, d);
+  Finding f = Registry::visit(ev, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
+  std::string fix = Registry::visit(ev, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
+  finish_call_chain(r, std::move(d), std::move(f), std::move(fix));
+}
+
+std::string severity_for(double impact);
+std::string pct(double share);
+std::string num(double v, int prec = 1);
+std::string with_commas(int64_t v);
+std::string hex(int64_t v);
+double percentile_us(std::vector<int64_t> v, double q);
+uint64_t top_stack(const std::map<uint64_t, int64_t>& m);
+// The party with the most time (or, by_hits, the most slow calls, then amount); exclude_pid
+// UINT32_MAX excludes none; pid 0 (the idle task) only when include_idle.
+const PartyAcc* top_party(const std::map<uint64_t, PartyAcc>& m, uint32_t exclude_pid, bool by_hits, bool include_idle = false);
+std::string who(const Correlator::State& s, uint32_t pid);  // "<comm> (pid P)"
+std::string victim_text(const Correlator::State& s, const Doc& d);  // "<op> in <comm> (pid P, thread T)"
+
+}  // namespace causeway

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Stability of the live diagnosis: runs the planted live incidents (tests/bpf/test_diagnosis_live)
+# N times each while another process keeps one core busy, and prints the tally per incident.
+# Needs root (real eBPF) and a build with test_diagnosis_live.
+#   sudo tests/bpf/loop_live_incidents.sh [N] [BUILD_DIR]      (default 10, build)
+# Exit status 0 only when every run of every incident passed. Logs of failed runs are kept in
+# the folder printed at the end.
+set -u
+N=${1:-10}
+BUILD=${2:-build}
+TEST="$BUILD/tests/test_diagnosis_live"
+[ -x "$TEST" ] || { echo "no $TEST: build it first (ninja -C $BUILD test_diagnosis_live)" >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "needs root (real eBPF)" >&2; exit 2; }
+BUILD=$(cd "$BUILD" && pwd)
+TEST="$BUILD/tests/test_diagnosis_live"
+# What CTest sets for the test (tests/CMakeLists.txt): the binary under test and the build folder.
+export CAUSEWAY_BIN="$BUILD/causeway" CAUSEWAY_BUILD_DIR="$BUILD"
+CASES=("cpu_contention*" "nccl_straggler*" "io_contention*" "quiet baseline*")
+LOGS=$(mktemp -d "${TMPDIR:-/tmp}/causeway-live-loop.XXXXXX")
+
+# The competing load: one busy core for the whole loop.
+yes > /dev/null &
+LOAD=$!
+trap 'kill "$LOAD" 2>/dev/null' EXIT
+
+declare -A pass fail
+for c in "${CASES[@]}"; do pass[$c]=0; fail[$c]=0; done
+for i in $(seq 1 "$N"); do
+  for c in "${CASES[@]}"; do
+    log="$LOGS/run$i-${c%%\**}.log"
+    if "$TEST" -tc="$c" > "$log" 2>&1; then
+      pass[$c]=$((pass[$c] + 1))
+      rm -f "$log"
+    else
+      fail[$c]=$((fail[$c] + 1))
+    fi
+    echo "run $i ${c%%\**}: $([ -f "$log" ] && echo FAIL || echo ok)"
+  done
+done
+rc=0
+echo "tally over $N runs, with one core kept busy (load: $(cat /proc/loadavg)):"
+for c in "${CASES[@]}"; do
+  echo "  ${c%%\**}: ${pass[$c]}/$N right"
+  [ "${fail[$c]}" = 0 ] || rc=1
+done
+echo "logs of failed runs: $LOGS"
+exit $rc
