@@ -11,6 +11,7 @@
 #pragma once
 
 #include "maps.bpf.h"
+#include "python.bpf.h"
 
 /* Nesting per thread: __cudaLaunchKernel → cudaLaunchKernel → cuLaunchKernel is 3 deep. */
 #define CW_MAX_DEPTH 4
@@ -20,6 +21,7 @@ struct cw_frame {
   __u64 cookie;
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
+  __u64 py_stack; /* key in py_stacks, 0: none */
   __s32 stack_id;
   __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
 };
@@ -30,7 +32,7 @@ struct cw_task {
   struct cw_frame f[CW_MAX_DEPTH];
 };
 
-/* 32768 slots × 456 B = 14.3 MiB; the loader sizes it to pid_max rounded up to a power of
+/* 32768 slots × 488 B = 15.3 MiB; the loader sizes it to pid_max rounded up to a power of
  * two (at most 32768) and sets targ_task_mask = size - 1. */
 const volatile __u32 targ_task_mask = 32767;
 struct {
@@ -163,6 +165,7 @@ int cw_enter(struct pt_regs *ctx) {
     if (sid < 0) count_drop(CW_DROP_STACK);
     fr->stack_id = sid;
   }
+  fr->py_stack = targ_stacks ? cw_py_stack() : 0;
   /* Last, so the time spent above is not charged to the call. */
   fr->ts = bpf_ktime_get_ns();
   return 0;
@@ -242,6 +245,7 @@ int cw_return(struct pt_regs *ctx) {
   e->dclass = CW_COOKIE_CLASS(cookie);
   e->aux = CW_COOKIE_AUX(cookie);
   e->_pad1 = 0;
+  e->py_stack = fr->py_stack;
   if (CW_COOKIE_OUT_PTR(cookie)) {
     __u64 out = 0;
     if ((__u32)ret == 0) bpf_probe_read_user(&out, sizeof(out), (void *)fr->regs[0]);
