@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/correlator_internal.h"
+#include "analysis/frames.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/sqlite_handle.h"
@@ -63,8 +64,11 @@ std::vector<std::string> load_stack(sqlite3* db, uint64_t id) {
   if (st->step() != SQLITE_ROW) return frames;
   auto j = json::parse(st->col_text(0), nullptr, false);
   if (!j.is_array()) return frames;
+  std::vector<std::string> raw;
   for (const auto& f : j)
-    if (f.is_string()) frames.push_back(sanitize_untrusted(f.get<std::string>(), 200));
+    if (f.is_string()) raw.push_back(f.get<std::string>());
+  // User frame first (the Python line, else the program's own native frame): the call site.
+  for (const auto& f : user_first_texts(raw)) frames.push_back(sanitize_untrusted(f, 200));
   return frames;
 }
 
