@@ -28,7 +28,8 @@ struct Fd {
 // What detection needs from the interpreter's ELF file: _PyRuntime and Py_Version, as file
 // offsets, and the bytes there.
 struct PyElf {
-  std::optional<uint64_t> runtime_off;
+  bool has_runtime = false;              // the symbol exists (3.7-3.9 keep it in .bss)
+  std::optional<uint64_t> runtime_off;   // in the file's initialised data (3.10+)
   std::optional<uint64_t> version_off;
 };
 
@@ -59,7 +60,10 @@ PyElf scan_elf(int fd) {
       if (!gelf_getsym(d, static_cast<int>(i), &s) || GELF_ST_TYPE(s.st_info) != STT_OBJECT || !s.st_value) continue;
       const char* name = elf_strptr(elf.get(), sh.sh_link, s.st_name);
       if (!name) continue;
-      if (!out.runtime_off && std::strcmp(name, "_PyRuntime") == 0) out.runtime_off = vaddr_to_off(elf.get(), s.st_value);
+      if (!out.has_runtime && std::strcmp(name, "_PyRuntime") == 0) {
+        out.has_runtime = true;
+        out.runtime_off = vaddr_to_off(elf.get(), s.st_value);
+      }
       if (!out.version_off && std::strcmp(name, "Py_Version") == 0) out.version_off = vaddr_to_off(elf.get(), s.st_value);
     }
   }
@@ -99,7 +103,7 @@ PyProcess detect_python(uint32_t pid, const std::vector<Mapping>& maps) {
     Fd fd(open(("/proc/" + std::to_string(pid) + "/root" + m.path).c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.fd < 0) continue;
     const PyElf pe = scan_elf(fd.fd);
-    if (!pe.runtime_off) continue;  // e.g. the python3 launcher of a libpython build
+    if (!pe.has_runtime) continue;  // e.g. the python3 launcher of a libpython build
     out.binary = m.path;
     int minor = minor_from_name(base);
     if (pe.version_off) {
@@ -117,7 +121,9 @@ PyProcess detect_python(uint32_t pid, const std::vector<Mapping>& maps) {
     }
     out.version = "3." + std::to_string(minor);
     std::optional<PyLayout> layout;
-    if (minor >= 13) {
+    if (!pe.runtime_off) {
+      layout = std::nullopt;  // not in the file's data: not a layout the table knows
+    } else if (minor >= 13) {
       const auto dbg = pread_bytes(fd.fd, *pe.runtime_off, 71 * 8);
       layout = py_layout_from_debug_offsets(dbg.data(), dbg.size(), minor);
       if (!layout) {

@@ -17,6 +17,7 @@
 
 #include "analysis/stacks.h"
 #include "tests/bpf/collector_harness.h"
+#include "tests/support/cpython.h"
 
 namespace causeway::test {
 
@@ -66,52 +67,6 @@ int line_of(const std::string& text, const std::string& marker) {
   return 0;
 }
 
-struct Interp {
-  std::string version;  // "3.12"
-  std::string path;
-};
-
-std::string pyenv_root() {
-  if (const char* r = std::getenv("PYENV_ROOT"); r && *r) return r;
-  try {
-    auto p = run_process({"pyenv", "root"});
-    if (p.exit_code == 0 && !p.out.empty()) return p.out.substr(0, p.out.find('\n'));
-  } catch (const std::exception&) {
-    // no pyenv on PATH
-  }
-  if (const char* h = std::getenv("HOME")) return std::string(h) + "/.pyenv";
-  return "";
-}
-
-// One interpreter per binary of CPython 3.10-3.13: PATH (system python3.X, pyenv shims
-// excluded) and every pyenv version.
-std::vector<Interp> find_interpreters() {
-  std::vector<Interp> out;
-  std::set<std::string> seen;
-  auto add = [&](const std::string& version, const fs::path& p) {
-    std::error_code ec;
-    if (!fs::exists(p, ec)) return;
-    const std::string real = fs::canonical(p, ec).string();
-    if (ec || !seen.insert(real).second) return;
-    out.push_back({version, p.string()});
-  };
-  std::stringstream path(std::getenv("PATH") ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(path, dir, ':');) {
-    if (dir.find("pyenv") != std::string::npos) continue;
-    for (int m = 10; m <= 13; ++m) add("3." + std::to_string(m), fs::path(dir) / ("python3." + std::to_string(m)));
-  }
-  const std::string root = pyenv_root();
-  std::error_code ec;
-  if (!root.empty() && fs::is_directory(root + "/versions", ec))
-    for (const auto& e : fs::directory_iterator(root + "/versions", ec)) {
-      static const std::regex re(R"(^3\.(1[0-3])\.\d+$)");
-      std::smatch m;
-      const std::string name = e.path().filename().string();
-      if (std::regex_match(name, m, re)) add("3." + m[1].str(), e.path() / "bin" / ("python3." + m[1].str()));
-    }
-  return out;
-}
-
 std::string real_cudart() {
   const char* home = std::getenv("CUDA_HOME");
   const std::string p = std::string(home && *home ? home : "/usr/local/cuda") + "/lib64/libcudart.so.13";
@@ -123,7 +78,7 @@ std::string real_cudart() {
 
 TEST_CASE("CPython 3.10-3.13: the executing line of each frame of a live CUDA call") {
   const std::string cudart = real_cudart();
-  const auto interps = find_interpreters();
+  const auto interps = find_cpythons(10, 13);
   if (cudart.empty() || interps.empty()) {
     std::printf("SKIPPED: %s\n", cudart.empty() ? "no CUDA 13 libcudart ($CUDA_HOME or /usr/local/cuda)"
                                                  : "no CPython 3.10-3.13 on PATH or under pyenv");
@@ -140,7 +95,7 @@ TEST_CASE("CPython 3.10-3.13: the executing line of each frame of a live CUDA ca
   Tracer t(dir, {"--lib", cudart});
   std::map<std::string, pid_t> pids;  // interpreter path → pid
   std::set<std::string> versions;
-  for (const Interp& in : interps) {
+  for (const CPython& in : interps) {
     pid_t pid = spawn({in.path, dir.file("script.py"), cudart, dir.path()}, dir.file("py.log"));
     REQUIRE(wait_exit(pid) == 0);
     pids[in.path] = pid;
@@ -153,7 +108,7 @@ TEST_CASE("CPython 3.10-3.13: the executing line of each frame of a live CUDA ca
   MESSAGE("interpreters: " << interps.size() << " (versions " << versions.size() << ")");
 
   const std::string script = dir.file("script.py"), module = dir.file("helper_mod.py");
-  for (const Interp& in : interps) {
+  for (const CPython& in : interps) {
     const pid_t pid = pids[in.path];
     CAPTURE(in.path);
     auto has = [&](const std::string& op, const std::string& like) {
