@@ -150,6 +150,14 @@ TEST_CASE("CPython 3.10-3.13: the executing line of each frame of a live CUDA ca
   }
   CHECK(python_first >= 1);  // the same lines in every interpreter: one stack id
   sqlite3_close(h);
+
+  // Perfetto export: the Python frames ride in the slice's args.
+  const std::string out = dir.file("trace.json");
+  REQUIRE(run_causeway({"export", "--format", "perfetto", "--db", db, "-o", out}).exit_code == 0);
+  std::ifstream in(out);
+  const std::string exported((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(exported.find("\"python\":\"" + script + ":" + std::to_string(l_inner) + " (inner) <- " + script + ":" +
+                      std::to_string(l_outer) + " (outer)") != std::string::npos);
 }
 
 }  // namespace causeway::test
