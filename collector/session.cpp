@@ -249,7 +249,7 @@ void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> p
   p.last_ns = ts;
   writer_.push_meta(p);
   symbolizer_.snapshot(pid);
-  if (o_.stacks) detect_python_in(pid);
+  if (o_.stacks && o_.python_frames) detect_python_in(pid);
   if (!p.comm.empty()) name_thread(pid, pid, p.comm);
 }
 
