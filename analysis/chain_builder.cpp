@@ -8,6 +8,7 @@
 
 #include "analysis/causes/registry.h"
 #include "analysis/chain_view.h"
+#include "analysis/frames.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/sqlite_handle.h"
@@ -24,20 +25,6 @@ constexpr double kMedium = 0.01;  // >= 1%
 int severity_rank(const std::string& s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : 1; }
 
 const char* severity_text(Severity s) { return s == Severity::high ? "HIGH" : s == Severity::medium ? "MEDIUM" : "LOW"; }
-
-std::vector<std::string> load_stack(sqlite3* db, uint64_t id) {
-  std::vector<std::string> frames;
-  if (!id) return frames;
-  auto st = Statement::prepare(db, "SELECT frames FROM stacks WHERE id = ?1");
-  if (!st) return frames;
-  st->bind(1, static_cast<int64_t>(id));
-  if (st->step() != SQLITE_ROW) return frames;
-  auto j = json::parse(st->col_text(0), nullptr, false);
-  if (!j.is_array()) return frames;
-  for (const auto& f : j)
-    if (f.is_string()) frames.push_back(sanitize_untrusted(f.get<std::string>(), 200));
-  return frames;
-}
 
 std::vector<TimelineItem> merged_timeline(const ChainAcc& a) {
   std::vector<TimelineItem> t;
@@ -94,6 +81,23 @@ double percentile_us(std::vector<int64_t> v, double q) {
   size_t k = std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) - (q > 0 ? 1 : 0));
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(k), v.end());
   return static_cast<double>(v[k]) / 1000.0;
+}
+
+std::vector<std::string> load_stack(sqlite3* db, uint64_t id) {
+  std::vector<std::string> frames;
+  if (!id) return frames;
+  auto st = Statement::prepare(db, "SELECT frames FROM stacks WHERE id = ?1");
+  if (!st) return frames;
+  st->bind(1, static_cast<int64_t>(id));
+  if (st->step() != SQLITE_ROW) return frames;
+  auto j = json::parse(st->col_text(0), nullptr, false);
+  if (!j.is_array()) return frames;
+  std::vector<std::string> raw;
+  for (const auto& f : j)
+    if (f.is_string()) raw.push_back(f.get<std::string>());
+  // User frame first (the Python line, else the program's own native frame): the call site.
+  for (const auto& f : user_first_texts(raw)) frames.push_back(sanitize_untrusted(f, 200));
+  return frames;
 }
 
 uint64_t top_stack(const std::map<uint64_t, int64_t>& m) {

@@ -79,14 +79,16 @@ Result<StacksResult> top_stacks(sqlite3* db, const StackQuery& q) {
       if (!p.empty()) e.pids.push_back(static_cast<uint32_t>(std::stoul(p)));
     if (!st->col_null(8)) {
       auto frames = nlohmann::json::parse(st->col_text(8), nullptr, false);
+      std::vector<std::string> texts;
       if (frames.is_array())
-        for (const auto& f : frames) {
-          if (e.frames.size() == q.max_frames) {
-            e.frames_cut = true;
-            break;
-          }
-          e.frames.push_back(f.is_string() ? f.get<std::string>() : f.dump());
-        }
+        for (const auto& f : frames) texts.push_back(f.is_string() ? f.get<std::string>() : f.dump());
+      ParsedStack parsed = parse_stack(texts);
+      e.unwind_cut = parsed.cut;
+      e.frames = user_first(std::move(parsed.frames));
+      if (e.frames.size() > q.max_frames) {
+        e.frames.resize(q.max_frames);
+        e.frames_cut = true;
+      }
     }
     out.stacks.push_back(std::move(e));
   }
@@ -102,6 +104,8 @@ Result<StacksResult> top_stacks(sqlite3* db, const StackQuery& q) {
 nlohmann::json stacks_to_json(const StacksResult& r) {
   nlohmann::json stacks = nlohmann::json::array();
   for (const auto& s : r.stacks) {
+    nlohmann::json frames = nlohmann::json::array();
+    for (const Frame& f : s.frames) frames.push_back(frame_to_json(f));
     stacks.push_back({{"stack_id", s.stack_id},
                       {"source", s.source},
                       {"op", s.op},
@@ -111,8 +115,9 @@ nlohmann::json stacks_to_json(const StacksResult& r) {
                       {"max_us", s.max_ns / 1000.0},
                       {"errors", s.errors},
                       {"pids", s.pids},
-                      {"frames", s.frames},
-                      {"frames_cut", s.frames_cut}});
+                      {"frames", frames},
+                      {"frames_cut", s.frames_cut},
+                      {"unwind_cut", s.unwind_cut}});
   }
   return {{"window", {{"from_ns", r.from_ns}, {"to_ns", r.to_ns}}},
           {"session_id", r.session_id},

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/frames.h"
 #include "common/result.h"
 
 namespace causeway {
@@ -32,8 +33,9 @@ struct StackEntry {
   uint64_t max_ns = 0;
   uint64_t errors = 0;
   std::vector<uint32_t> pids;
-  std::vector<std::string> frames;     // innermost first; untrusted (symbols of traced binaries)
-  bool frames_cut = false;
+  std::vector<Frame> frames;           // user frame first, then innermost first; untrusted
+  bool frames_cut = false;             // more than max_frames
+  bool unwind_cut = false;             // the native walk stopped outside mapped code
 };
 
 struct StacksResult {
@@ -49,7 +51,7 @@ struct StacksResult {
 Result<StacksResult> top_stacks(sqlite3* db, const StackQuery& query);
 
 // {"window":{from_ns,to_ns}, "stacks":[{stack_id, source, op, calls, total_us, mean_us, max_us,
-//  errors, pids, frames}], "calls_without_stack": N, "truncated": bool}
+//  errors, pids, frames: [{function, file, line, module, kind}], frames_cut, unwind_cut}], "calls_without_stack": N, "truncated": bool}
 nlohmann::json stacks_to_json(const StacksResult& result);
 
 }  // namespace causeway

@@ -15,6 +15,7 @@
 #pragma once
 
 #include "maps.bpf.h"
+#include "python.bpf.h"
 
 /* Nesting per thread: __cudaLaunchKernel → cudaLaunchKernel → cuLaunchKernel is 3 deep. */
 #define CW_MAX_DEPTH 4
@@ -65,10 +66,12 @@ static __always_inline bool new_call_site(struct cw_stack_state *st, __u64 site,
   return true;
 }
 
-/* The user stack id of a returning call, or -1 when this call gets none. outermost: not
- * nested in another traced call of the thread. */
+/* The user stack id of a returning call, or -1 when this call gets none; *py_stack: the key of
+ * the calling thread's Python frames (bpf/python.bpf.h) taken with it, 0 when none. outermost:
+ * not nested in another traced call of the thread. */
 static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_state *st, __u32 tgid, __u16 op,
-                                        __u64 start, __u64 now, bool outermost) {
+                                        __u64 start, __u64 now, bool outermost, __u64 *py_stack) {
+  *py_stack = 0;
   if (!targ_stacks) return -1;
   bool after_gap = false;
   if (outermost) {
@@ -85,6 +88,8 @@ static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_sta
   }
   long sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
   if (sid < 0) count_drop(CW_DROP_STACK);
+  /* At return the interpreter's current frame is still the caller's: its line made the call. */
+  *py_stack = cw_py_stack();
   return sid;
 }
 /* ========================================== end of user stacks ========================================== */
@@ -295,7 +300,8 @@ int cw_return(struct pt_regs *ctx) {
 
   __u16 op = CW_COOKIE_OP(cookie);
   /* Before the reservation: a reserved record holds the consumer back until submitted. */
-  __s32 stack_id = call_stack(ctx, &t->stack, id >> 32, op, fr->ts, now, d == 0);
+  __u64 py_stack;
+  __s32 stack_id = call_stack(ctx, &t->stack, id >> 32, op, fr->ts, now, d == 0, &py_stack);
   struct cw_call_event *e = bpf_ringbuf_reserve(&rb_calls, sizeof(*e), 0);
   if (!e) {
     count_drop(CW_DROP_RING_CALL);
@@ -314,6 +320,7 @@ int cw_return(struct pt_regs *ctx) {
   e->dclass = CW_COOKIE_CLASS(cookie);
   e->aux = CW_COOKIE_AUX(cookie);
   e->_pad1 = 0;
+  e->py_stack = py_stack;
   if (CW_COOKIE_OUT_PTR(cookie)) {
     __u64 out = 0;
     if ((__u32)ret == 0) bpf_probe_read_user(&out, sizeof(out), (void *)fr->regs[0]);

@@ -197,7 +197,7 @@ enum cw_nccl_role {
 /* hdr.flags bits */
 #define CW_F_NO_STACK 0x1
 
-/* CW_REC_CALL, sent on return: 152 bytes. hdr.ts_ns is the call's start. */
+/* CW_REC_CALL, sent on return: 160 bytes. hdr.ts_ns is the call's start. */
 struct cw_call_event {
   struct cw_header hdr;
   __u64 dur_ns;
@@ -208,6 +208,7 @@ struct cw_call_event {
   __u8 dclass;         /* enum cw_decode */
   __u8 aux;
   __u16 _pad1;
+  __u64 py_stack;      /* key of the Python frames in the py_stacks map; 0: none */
 };
 
 /* CW_REC_SWITCH: 104 bytes. prev_state: 0 = preempted while runnable, else TASK_* bits. */
@@ -260,6 +261,37 @@ struct cw_stack_key {
   __u32 pid; /* tgid */
   __u16 op;  /* enum cw_op */
   __u16 _pad;
+};
+
+/* ---- CPython frames (bpf/python.bpf.h, collector/python_runtime.cpp) ---- */
+
+/* Where the walk starts and the struct offsets it needs, per traced CPython process: filled by
+ * the collector from its version table (docs/COLLECTOR.md "Python frames"). Offsets are bytes;
+ * CW_PY_NONE marks a field the version does not have. */
+#define CW_PY_NONE 0xffff
+struct cw_py_proc {
+  __u64 runtime;          /* address of _PyRuntime in the process */
+  __u16 interp_head;      /* _PyRuntimeState.interpreters.head */
+  __u16 threads_head;     /* PyInterpreterState.threads.head (3.10: tstate_head) */
+  __u16 ts_next;          /* PyThreadState.next */
+  __u16 ts_thread_id;     /* PyThreadState.thread_id (pthread_self(): the thread's fs base) */
+  __u16 ts_frame;         /* 3.10 frame, 3.11/3.12 cframe, 3.13 current_frame */
+  __u16 cframe_frame;     /* _PyCFrame.current_frame (3.11/3.12), else CW_PY_NONE */
+  __u16 fr_previous;      /* frame → caller frame */
+  __u16 fr_code;          /* frame → code object */
+  __u16 fr_instr;         /* 3.10 f_lasti (int), 3.11/3.12 prev_instr, 3.13 instr_ptr */
+  __u16 fr_owner;         /* _PyInterpreterFrame.owner (3.12+: 3 = C-stack shim), else CW_PY_NONE */
+  __u8 instr_is_int;      /* 3.10: f_lasti is a 32-bit index, not a pointer */
+  __u8 _pad[3];
+};
+
+/* One Python stack, innermost first: code object and instruction (pointer, or 3.10 index). */
+#define CW_PY_DEPTH 32
+struct cw_py_stack {
+  __u32 depth;
+  __u32 _pad;
+  __u64 code[CW_PY_DEPTH];
+  __u64 instr[CW_PY_DEPTH];
 };
 
 /* Per-CPU counters of everything the BPF side could not record (collector_stats). */

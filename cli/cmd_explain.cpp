@@ -102,9 +102,9 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
   }
   if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {
     const auto& st = c["stack"];
-    // Frames are innermost first: the caller's own line is the last one.
-    out << "   Call site:  " << sanitize_untrusted(st.back().is_string() ? st.back().get<std::string>() : "", 200) << "\n";
-    for (size_t i = st.size() - 1; i-- > 0;)
+    // The chain's stack reads user frame first (analysis/frames.h): that is the call site.
+    out << "   Call site:  " << sanitize_untrusted(st.front().is_string() ? st.front().get<std::string>() : "", 200) << "\n";
+    for (size_t i = 1; i < st.size(); ++i)
       if (st[i].is_string()) out << "               <- " << sanitize_untrusted(st[i].get<std::string>(), 200) << "\n";
   }
   std::string fix = safe(c, "recommendation", 800);

@@ -17,6 +17,7 @@ struct TraceArgs {
   std::vector<uint32_t> pids;
   std::vector<std::string> libs;
   bool no_stack = false;
+  bool no_python_frames = false;
   std::string max_db = "0";
   bool quiet = false;
   std::string ring_size;   // hidden: tests shrink the call ring to force overflow
@@ -41,6 +42,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--ring-size", a->ring_size, "call ring buffer size (power of two)")->group("");
   app.add_option("--ready-file", a->ready_file, "create this file once probes are attached")->group("");
   app.add_option("--writer-queue", a->writer_queue, "writer queue capacity (records)")->group("");
+  app.add_flag("--no-python-frames", a->no_python_frames, "native stacks only (bench/python_stack_cost.sh)")->group("");
   app.footer(
       "Finds libcudart, libcuda and libnccl in every running process (and in processes that start or\n"
       "dlopen them later), probes them, and records calls with durations and decoded arguments,\n"
@@ -57,6 +59,7 @@ Runner setup(CLI::App& app) {
     o.pids = a->pids;
     o.libs = a->libs;
     o.stacks = !a->no_stack;
+    o.python_frames = !a->no_python_frames;
     o.ready_file = a->ready_file;
     o.writer_queue = a->writer_queue;
     o.label = "trace";

@@ -72,6 +72,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   if (!o.stacks) {
     bpf_map__set_max_entries(obj->skel_->maps.stacks, 1);
     bpf_map__set_max_entries(obj->skel_->maps.stack_thresholds, 1);
+    bpf_map__set_max_entries(obj->skel_->maps.py_stacks, 1);
   }
   // Pairing slots: one per possible tid when pid_max allows (no sharing), else 32768.
   uint32_t slots = 1;
@@ -176,6 +177,19 @@ std::vector<uint64_t> BpfObject::stack(int32_t id) const {
   if (id < 0 || bpf_map__lookup_elem(skel_->maps.stacks, &key, sizeof(key), ips.data(), ips.size() * 8, 0)) return {};
   while (!ips.empty() && ips.back() == 0) ips.pop_back();
   return ips;
+}
+
+void BpfObject::set_python(uint32_t pid, const cw_py_proc& proc) {
+  bpf_map__update_elem(skel_->maps.py_procs, &pid, sizeof(pid), &proc, sizeof(proc), BPF_ANY);
+}
+
+void BpfObject::forget_python(uint32_t pid) { bpf_map__delete_elem(skel_->maps.py_procs, &pid, sizeof(pid), 0); }
+
+std::optional<cw_py_stack> BpfObject::py_stack(uint64_t key) const {
+  cw_py_stack s{};
+  if (!key || bpf_map__lookup_elem(skel_->maps.py_stacks, &key, sizeof(key), &s, sizeof(s), 0)) return std::nullopt;
+  if (s.depth > CW_PY_DEPTH) s.depth = CW_PY_DEPTH;
+  return s;
 }
 
 std::vector<std::pair<uint32_t, cw_page_agg>> BpfObject::drain_page_agg() {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,11 @@ class BpfObject {
   std::vector<uint64_t> drops() const;
   // Frames of a user stack id (innermost first); empty when the id is unknown.
   std::vector<uint64_t> stack(int32_t id) const;
+  // CPython processes the BPF side walks the frames of (bpf/python.bpf.h).
+  void set_python(uint32_t pid, const cw_py_proc& proc);
+  void forget_python(uint32_t pid);
+  // A captured Python stack by its key; nullopt when unknown.
+  std::optional<cw_py_stack> py_stack(uint64_t key) const;
   // Removes and returns every process's page-allocation aggregate.
   std::vector<std::pair<uint32_t, cw_page_agg>> drain_page_agg();
 

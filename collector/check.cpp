@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "collector/discovery.h"
 #include "collector/probe_table.h"
 #include "collector/proc_maps.h"
+#include "collector/python_runtime.h"
 #include "collector/selftest_target.h"
 
 namespace causeway::collector {
@@ -54,6 +56,24 @@ std::string first_line(const std::string& path) {
   std::string line;
   std::getline(in, line);
   return line;
+}
+
+// Python frames: which interpreters of the running CUDA processes are read, and which are not
+// (a version outside the offset table is never read with guessed offsets).
+std::optional<CheckItem> python_check(const std::set<uint32_t>& pids) {
+  std::string ok, bad;
+  for (uint32_t pid : pids) {
+    const PyProcess p = detect_python(pid, read_maps(pid));
+    if (p.status == PyStatus::supported)
+      ok += (ok.empty() ? "" : "; ") + ("pid " + std::to_string(pid) + " CPython " + p.version);
+    else if (p.status == PyStatus::unsupported)
+      bad += (bad.empty() ? "" : "; ") + ("pid " + std::to_string(pid) + ": " + p.why);
+  }
+  if (!bad.empty())
+    return warn("python", "Python frames not recorded for " + bad + (ok.empty() ? "" : " (recorded for " + ok + ")"),
+                "run the job on CPython 3.10-3.13; its native frames and calls are traced either way");
+  if (!ok.empty()) return pass("python", "Python frames recorded for " + ok);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -191,6 +211,7 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
   for (uint32_t p : pids) plist += (plist.empty() ? "" : ", ") + std::to_string(p);
   items.push_back(pass("cuda_processes", pids.empty() ? "none running now (trace attaches when one starts)"
                                                       : std::to_string(pids.size()) + " running: pid " + plist));
+  if (auto py = python_check(pids)) items.push_back(std::move(*py));
 
   std::error_code ec;
   fs::path dir = fs::path(db_path).parent_path();

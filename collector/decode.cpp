@@ -11,7 +11,9 @@ namespace causeway::collector {
 static_assert(sizeof(cw_header) == 40);
 static_assert(offsetof(cw_header, cgroup_id) == 8 && offsetof(cw_header, pid) == 16 && offsetof(cw_header, op) == 28 &&
               offsetof(cw_header, kind) == 30 && offsetof(cw_header, flags) == 32);
-static_assert(sizeof(cw_call_event) == 152);
+static_assert(sizeof(cw_call_event) == 160 && offsetof(cw_call_event, py_stack) == 152);
+static_assert(sizeof(cw_py_proc) == 32 && offsetof(cw_py_proc, instr_is_int) == 28);
+static_assert(sizeof(cw_py_stack) == 8 + 16 * CW_PY_DEPTH && offsetof(cw_py_stack, instr) == 8 + 8 * CW_PY_DEPTH);
 static_assert(offsetof(cw_call_event, dur_ns) == 40 && offsetof(cw_call_event, regs) == 56 &&
               offsetof(cw_call_event, extra) == 104 && offsetof(cw_call_event, stack_id) == 144 &&
               offsetof(cw_call_event, dclass) == 148);

@@ -13,7 +13,9 @@
 #include <fstream>
 #include <optional>
 #include <iostream>
+#include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -31,6 +33,7 @@
 #include "collector/proc_info.h"
 #include "collector/proc_maps.h"
 #include "collector/stack_policy.h"
+#include "collector/python_runtime.h"
 #include "collector/stack_resolver.h"
 #include "collector/symbolizer.h"
 #include "tracedb/store_writer.h"
@@ -115,7 +118,9 @@ class Session {
   void ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid = std::nullopt);
   void flush_calls();
   void name_thread(uint32_t tid, uint32_t pid, const std::string& comm);
-  uint64_t stack_for(uint32_t pid, int32_t stack_id);
+  uint64_t stack_for(uint32_t pid, int32_t stack_id, uint64_t py_key);
+  void detect_python_in(uint32_t pid);
+  void forget_python(uint32_t pid);
   void update_counters();
   bool pid_allowed(uint32_t pid) const;
   void say(const std::string& msg) {
@@ -148,7 +153,10 @@ class Session {
   std::unordered_map<uint32_t, Known> known_;
   std::set<uint32_t> allowed_;  // --pid and their descendants
   std::unordered_map<uint32_t, std::string> named_tids_;  // tid → last comm stored
-  std::map<std::pair<uint32_t, int32_t>, uint64_t> stack_cache_;
+  std::map<std::tuple<uint32_t, int32_t, uint64_t>, uint64_t> stack_cache_;  // (pid, stack id, py key)
+  std::unordered_map<uint32_t, PyLayout> py_layouts_;  // CPython processes whose frames are read
+  PyCodeReader py_reader_;
+  uint64_t python_unsupported_ = 0;
   std::vector<std::pair<int64_t, uint32_t>> pending_rescans_;  // (due mono ns, pid)
   int64_t next_rescan_ = 0, next_second_ = 0, next_offset_ = 0;
   TraceSummary sum_;
@@ -243,7 +251,28 @@ void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> p
   p.last_ns = ts;
   writer_.push_meta(p);
   symbolizer_.snapshot(pid);
+  if (o_.stacks && o_.python_frames) detect_python_in(pid);
   if (!p.comm.empty()) name_thread(pid, pid, p.comm);
+}
+
+void Session::detect_python_in(uint32_t pid) {
+  PyProcess py = detect_python(pid, read_maps(pid));
+  if (py.status == PyStatus::unsupported) {
+    ++python_unsupported_;
+    std::cerr << "causeway trace: pid " << pid << ": " << py.why << "; its Python frames are not read" << std::endl;
+    return;
+  }
+  if (py.status != PyStatus::supported) return;
+  say("pid " + std::to_string(pid) + ": CPython " + py.version + " (" + py.binary + "), offsets from " +
+      py.layout.source);
+  bpf_.set_python(pid, py.layout.proc);
+  py_layouts_[pid] = std::move(py.layout);
+}
+
+void Session::forget_python(uint32_t pid) {
+  if (!py_layouts_.erase(pid)) return;
+  bpf_.forget_python(pid);
+  py_reader_.forget(pid);
 }
 
 // Stores a thread's name, again whenever it changes (a forked child renames itself with
@@ -257,16 +286,29 @@ void Session::name_thread(uint32_t tid, uint32_t pid, const std::string& comm) {
   writer_.push_meta(ThreadRecord{tid, pid, std::move(name)});
 }
 
-uint64_t Session::stack_for(uint32_t pid, int32_t stack_id) {
-  auto key = std::make_pair(pid, stack_id);
+uint64_t Session::stack_for(uint32_t pid, int32_t stack_id, uint64_t py_key) {
+  auto key = std::make_tuple(pid, stack_id, py_key);
   if (auto it = stack_cache_.find(key); it != stack_cache_.end()) return it->second;
-  std::vector<uint64_t> ips = bpf_.stack(stack_id);
-  if (ips.empty()) {
+  std::vector<uint64_t> ips = stack_id >= 0 ? bpf_.stack(stack_id) : std::vector<uint64_t>{};
+  std::optional<cw_py_stack> py;
+  auto layout = py_layouts_.find(pid);
+  if (py_key && layout != py_layouts_.end()) py = bpf_.py_stack(py_key);
+  if (ips.empty() && !py) {
     ++stack_read_failures_;  // not cached: the next call with this id tries again
     return 0;
   }
   // Locate now (the maps are the process's as it runs); the text comes later, off this thread.
+  // Python frames are read from the live process now too (cached per code object): a short
+  // script may be gone by the time the resolver gets to them.
   std::vector<FrameLoc> locs = symbolizer_.locate(pid, ips);
+  if (py)
+    for (uint32_t i = 0; i < py->depth; ++i) {
+      FrameLoc loc;
+      loc.kind = FrameLoc::Kind::python;
+      if (auto f = py_reader_.frame(pid, layout->second, py->code[i], py->instr[i])) loc.py = std::move(*f);
+      else loc.py = PyFrame{"<unreadable>", "?", 0};
+      locs.push_back(std::move(loc));
+    }
   const uint64_t hash = stack_hash(locs);
   if (submitted_stacks_.insert(hash).second) resolver_.submit(hash, std::move(locs));
   stack_cache_[key] = hash;
@@ -280,7 +322,7 @@ void Session::on_call(const cw_call_event& e) {
   c.cgroup_id = known_[c.pid].cgroup_id;  // per process: not read on the probe's hot path
   if (!named_tids_.count(c.tid)) name_thread(c.tid, c.pid, read_comm(c.pid, c.tid));
   if (o_.stacks) {
-    if (e.stack_id >= 0) c.stack_hash = stack_for(c.pid, e.stack_id);
+    if (e.stack_id >= 0 || e.py_stack) c.stack_hash = stack_for(c.pid, e.stack_id, e.py_stack);
     stack_policy_.observe(c.pid, c.op, static_cast<uint64_t>(std::max<int64_t>(0, c.dur_ns)));
   }
   stats_.add_call(c.op, c.dur_ns, c.ret != 0);
@@ -301,6 +343,7 @@ void Session::on_proc(const cw_proc_event& e) {
       pending_rescans_.push_back({monotonic_ns() + 300'000'000, pid});
       if (!known_.count(pid)) return;
       known_.erase(pid);  // new image: new identity, new maps
+      forget_python(pid);
       ensure_process(pid, c.ts_ns);
       break;
     case CW_OP_PROC_FORK: {
@@ -321,6 +364,7 @@ void Session::on_proc(const cw_proc_event& e) {
       if (auto it = known_.find(pid); it != known_.end()) it->second.last_ns = c.ts_ns;
       bpf_.untrace_pid(pid);
       for (uint16_t op : stack_policy_.forget(pid)) bpf_.clear_stack_threshold(pid, op);
+      forget_python(pid);
       break;
     }
   }
@@ -426,6 +470,7 @@ void Session::update_counters() {
   writer_.set_counter("dropped_ring", static_cast<int64_t>(ring));
   writer_.set_counter("calls_received", static_cast<int64_t>(sum_.calls));
   writer_.set_counter("stack_read_failures", static_cast<int64_t>(stack_read_failures_));
+  writer_.set_counter("python_unsupported", static_cast<int64_t>(python_unsupported_));
   writer_.set_counter("switches_received", static_cast<int64_t>(sum_.switches));
   writer_.set_counter("wakeups_received", static_cast<int64_t>(sum_.wakeups));
   writer_.set_counter("host_events_received", static_cast<int64_t>(sum_.host_events));

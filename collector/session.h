@@ -29,6 +29,7 @@ struct TraceOptions {
   std::vector<uint32_t> pids;         // empty = every process using the libraries
   std::vector<std::string> libs;      // --lib: attach these files up front
   bool stacks = true;
+  bool python_frames = true;          // with stacks: Python frames of CPython 3.10-3.13 callers
   int64_t max_db_bytes = 0;
   bool live_table = false;            // redraw the table on stderr each second
   bool verbose = true;                // attach messages on stderr

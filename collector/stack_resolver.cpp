@@ -34,8 +34,7 @@ void StackResolver::run() {
     lock.unlock();
     StackRecord rec;
     rec.hash = hash;
-    rec.frames.reserve(locs.size());
-    for (const FrameLoc& loc : locs) rec.frames.push_back(symbolizer_.resolve(loc));
+    rec.frames = symbolizer_.resolve_stack(locs);
     writer_.push_meta(std::move(rec));
     lock.lock();
   }

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/stack_text.h"
+
 namespace causeway::collector {
 
 namespace {
@@ -48,16 +50,24 @@ std::vector<FrameLoc> Symbolizer::locate(uint32_t pid, const std::vector<uint64_
   for (uint64_t ip : ips) {
     FrameLoc loc;
     loc.ip = ip;
-    if (const Mapping* m = mapping_of(pid, ip)) {
-      if (!m->path.empty() && m->path[0] == '/') {
-        loc.in_file = true;
-        loc.path = m->path;
-        loc.open_path = "/proc/" + std::to_string(pid) + "/root" + m->path;
-        loc.inode = m->inode;
-        loc.file_off = ip - m->start + m->offset;
-      } else {
-        loc.region = m->path;
-      }
+    const Mapping* m = mapping_of(pid, ip);
+    const bool code = m && m->exec && (m->path[0] == '/' || m->path == "[vdso]" || m->path == "[vsyscall]");
+    if (!code) {
+      // A frame-pointer walk through code built without frame pointers reads a stack or heap
+      // word as the next return address: everything from here on is made up.
+      FrameLoc cut;
+      cut.kind = FrameLoc::Kind::cut;
+      out.push_back(std::move(cut));
+      break;
+    }
+    if (m->path[0] == '/') {
+      loc.in_file = true;
+      loc.path = m->path;
+      loc.open_path = "/proc/" + std::to_string(pid) + "/root" + m->path;
+      loc.inode = m->inode;
+      loc.file_off = ip - m->start + m->offset;
+    } else {
+      loc.region = m->path;
     }
     out.push_back(std::move(loc));
   }
@@ -82,12 +92,33 @@ std::shared_ptr<const ElfFile> Symbolizer::elf_for(const FrameLoc& loc) {
 }
 
 std::string Symbolizer::resolve(const FrameLoc& loc) {
+  if (loc.kind == FrameLoc::Kind::cut) return std::string(kStackCutMarker);
+  if (loc.kind == FrameLoc::Kind::python) return python_frame_text(loc.py.file, loc.py.line, loc.py.function);
   if (!loc.in_file) return (loc.region.empty() ? std::string() : loc.region + "+") + hex("0x%llx", loc.ip);
   const std::string module(base_name(loc.path));
   if (auto elf = elf_for(loc))
     if (auto vaddr = elf->offset_to_vaddr(loc.file_off))
       if (auto sym = elf->symbolize(*vaddr)) return module + "!" + *sym;
   return module + hex("+0x%llx", loc.file_off);
+}
+
+std::vector<std::string> Symbolizer::resolve_stack(const std::vector<FrameLoc>& locs) {
+  std::vector<std::string> native, python;
+  bool cut = false;
+  for (const FrameLoc& loc : locs) {
+    if (loc.kind == FrameLoc::Kind::python) python.push_back(resolve(loc));
+    else if (loc.kind == FrameLoc::Kind::cut) cut = true;
+    else native.push_back(resolve(loc));
+  }
+  size_t at = native.size();
+  for (size_t i = 0; i < native.size(); ++i)
+    if (native[i].find("!_PyEval_EvalFrame") != std::string::npos) {
+      at = i;
+      break;
+    }
+  native.insert(native.begin() + static_cast<std::ptrdiff_t>(at), python.begin(), python.end());
+  if (cut) native.emplace_back(kStackCutMarker);
+  return native;
 }
 
 std::string Symbolizer::frame(uint32_t pid, uint64_t ip) { return resolve(locate(pid, {ip}).front()); }
@@ -111,7 +142,13 @@ uint64_t stack_hash(const std::vector<std::string>& frames) {
 uint64_t stack_hash(const std::vector<FrameLoc>& frames) {
   uint64_t h = kFnvOffset;
   for (const FrameLoc& f : frames) {
-    if (f.in_file) {
+    if (f.kind == FrameLoc::Kind::python) {
+      fnv(h, f.py.file.data(), f.py.file.size());
+      fnv(h, f.py.function.data(), f.py.function.size());
+      fnv(h, &f.py.line, sizeof f.py.line);
+    } else if (f.kind == FrameLoc::Kind::cut) {
+      fnv(h, "cut", 3);
+    } else if (f.in_file) {
       fnv(h, f.path.data(), f.path.size());
       fnv(h, &f.inode, sizeof f.inode);
       fnv(h, &f.file_off, sizeof f.file_off);

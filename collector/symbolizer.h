@@ -18,12 +18,18 @@
 
 #include "collector/elf_file.h"
 #include "collector/proc_maps.h"
+#include "collector/python_runtime.h"
 
 namespace causeway::collector {
 
 // One stack address, located. Without a file-backed mapping only `ip` (and `region`, e.g.
 // "[vdso]" or an anonymous JIT area's name) is known.
+// A Python frame (python) carries its already-read file, function and line; `cut` is the mark
+// that the native walk stopped (common/stack_text.h).
 struct FrameLoc {
+  enum class Kind { native, python, cut };
+  Kind kind = Kind::native;
+  PyFrame py;
   uint64_t ip = 0;
   bool in_file = false;
   std::string path;       // as mapped in the process
@@ -39,8 +45,13 @@ class Symbolizer {
   void snapshot(uint32_t pid);
   void forget(uint32_t pid) { maps_.erase(pid); }
 
+  // The native walk is cut at the first address outside file-backed code ([stack], heap,
+  // anonymous memory, unmapped): it ends with a Kind::cut mark instead of a made-up frame.
   std::vector<FrameLoc> locate(uint32_t pid, const std::vector<uint64_t>& ips);
   std::string resolve(const FrameLoc& loc);
+  // A whole stack to text. Python frames go where the interpreter's eval loop is in the
+  // native frames (the first _PyEval_EvalFrame* frame), else where the native walk ended.
+  std::vector<std::string> resolve_stack(const std::vector<FrameLoc>& locs);
 
   std::string frame(uint32_t pid, uint64_t ip);
   std::vector<std::string> frames(uint32_t pid, const std::vector<uint64_t>& ips);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/event_window.h"
+#include "analysis/frames.h"
 #include "analysis/session_scope.h"
 #include "analysis/thread_timeline.h"
 #include "common/sanitize.h"
@@ -78,6 +79,7 @@ class Exporter {
 
  private:
   sqlite3* db_;
+  std::unordered_map<int64_t, std::string> python_stacks_;  // stack id → its Python frames
   const ExportOptions& o_;
   SessionScope sc_;
   std::unique_ptr<TraceEventWriter> w_;
@@ -202,8 +204,30 @@ class Exporter {
       }
     }
     if (ret) args["ret"] = ret;
-    if (stack) args["stack_id"] = std::to_string(*stack);
+    if (stack) {
+      args["stack_id"] = std::to_string(*stack);
+      if (const std::string& py = python_stack(*stack); !py.empty()) args["python"] = py;
+    }
     return args;
+  }
+
+  // The Python frames of a stack, innermost first ("train.py:142 (step) <- train.py:201 (main)"),
+  // "" when it has none; looked up once per stack.
+  const std::string& python_stack(int64_t id) {
+    auto [it, inserted] = python_stacks_.try_emplace(id);
+    if (!inserted) return it->second;
+    auto st = Statement::prepare(db_, "SELECT frames FROM stacks WHERE id = ?1");
+    if (!st) return it->second;
+    st->bind(1, id);
+    if (st->step() != SQLITE_ROW) return it->second;
+    const json j = json::parse(st->col_text(0), nullptr, false);
+    if (!j.is_array()) return it->second;
+    std::vector<std::string> texts;
+    for (const auto& f : j)
+      if (f.is_string()) texts.push_back(f.get<std::string>());
+    for (const Frame& f : parse_stack(texts).frames)
+      if (f.kind == FrameKind::python) it->second += (it->second.empty() ? "" : " <- ") + sanitize_untrusted(f.text, 200);
+    return it->second;
   }
 
   void collective(const OpDesc& d, uint32_t pid, uint32_t tid, int64_t ts, int64_t dur, const std::array<int64_t, 6>& a) {

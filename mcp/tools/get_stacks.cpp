@@ -1,3 +1,4 @@
+#include "analysis/frames.h"
 #include "analysis/stacks.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
@@ -31,7 +32,7 @@ Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
            std::to_string(s["calls"].get<int64_t>()) + " calls, total " + us_text(s["total_us"].get<double>()) + ", mean " +
            us_text(s["mean_us"].get<double>()) + ", max " + us_text(s["max_us"].get<double>()));
     int i = 0;
-    for (const auto& f : s["frames"]) t.line("  #" + std::to_string(i++) + " " + data_text(f.get<std::string>(), 200));
+    for (const auto& f : s["frames"]) t.line("  #" + std::to_string(i++) + " " + data_text(frame_json_text(f), 200));
   }
   if (d["calls_without_stack"].get<int64_t>() > 0)
     t.line(std::to_string(d["calls_without_stack"].get<int64_t>()) + " matching calls carry no stack");

@@ -7,3 +7,5 @@ causeway_test(test_collector_proc LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/t
   LIBS causeway_collector_core)
 causeway_test(test_collector_stack_policy LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_stack_policy.cpp
   LIBS causeway_collector_core)
+causeway_test(test_python_runtime LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python_runtime.cpp
+  LIBS causeway_collector_core causeway_analysis)

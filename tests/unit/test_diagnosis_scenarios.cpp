@@ -91,7 +91,7 @@ void check_scenario(const ScenarioInfo& info, uint64_t seed) {
   if (info.name == "incident") {
     CHECK(doc["culprit"]["cpu"] == 3);
     CHECK(doc["culprit"]["off_cpu_share"].get<double>() > 0.9);
-    CHECK(doc["stack"].back() == "train.py:142 (train_step: loss.item())");
+    CHECK(doc["stack"].front() == "train.py:142 (train_step: loss.item())");
   }
   if (info.name == "oom") CHECK(doc["culprit"]["oom_killed"] == true);
   if (info.name == "io-stall") CHECK(doc["culprit"]["own_io"] == false);

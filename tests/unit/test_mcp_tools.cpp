@@ -55,7 +55,10 @@ TEST_CASE("tools: results carry the numbers of the fixture") {
   json stacks = call_tool(s, "get_stacks", {{"op", "cudaStreamSynchronize"}})["result"]["structuredContent"];
   REQUIRE(stacks["stacks"].size() == 1);
   CHECK(stacks["stacks"][0]["calls"] == 200);
-  CHECK(stacks["stacks"][0]["frames"][1] == "train.py:142 (train_step)");
+  // User frame first, as an object (analysis/frames.h).
+  CHECK(stacks["stacks"][0]["frames"][0] ==
+        json{{"function", "train_step"}, {"file", "train.py"}, {"line", 142}, {"module", "train"}, {"kind", "python"}});
+  CHECK(stacks["stacks"][0]["frames"][1]["kind"] == "native");
   json launches = call_tool(s, "get_stacks", {{"op", "cudaLaunchKernel"}})["result"]["structuredContent"];
   CHECK(launches["stacks"].empty());
   CHECK(launches["calls_without_stack"] == 200);
