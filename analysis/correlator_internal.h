@@ -39,13 +39,12 @@ struct TimelineItem {
   std::string what;
 };
 
-// A named party: a process (tid 0) or a thread, or a network peer (label only).
+// A named party: a process (tid 0) or a thread.
 struct PartyAcc {
   uint32_t pid = 0, tid = 0;
-  std::string label;
   int64_t ns = 0;      // time attributed (stolen CPU, overlapping I/O, pages, …)
   int64_t hits = 0;    // slow calls it appeared in
-  int64_t amount = 0;  // bytes, pages, retransmits
+  int64_t amount = 0;  // bytes, pages
 };
 
 struct ChainAcc {
@@ -58,7 +57,6 @@ struct ChainAcc {
   int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
   std::vector<int64_t> slow_durs;
   std::map<uint64_t, PartyAcc> culprits;  // key: pid << 32 | tid (tid 0: whole process)
-  std::map<std::string, PartyAcc> peers;  // network peers by "addr:port"
   std::map<uint64_t, int64_t> stacks;     // stack id -> slow calls
   std::map<int32_t, int64_t> cpus;        // cpu -> ns (stolen there)
   std::map<uint32_t, int64_t> tids;       // victim thread -> slow calls (the chain reports the main one)

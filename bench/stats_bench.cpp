@@ -13,6 +13,7 @@
 
 #include "analysis/stats.h"
 #include "synth/scenarios.h"
+#include "tracedb/event_columns.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 
@@ -29,8 +30,11 @@ struct Exact {
 
 std::map<std::pair<int64_t, int64_t>, Exact> raw_scan(sqlite3* db) {
   std::map<std::pair<int64_t, int64_t>, std::vector<int64_t>> durs;
-  auto st = Statement::prepare(db, "SELECT op_id, pid, dur_ns FROM events WHERE session_id = (SELECT max(id) FROM sessions)");
-  while (st->step() == SQLITE_ROW) durs[{st->col_int(0), st->col_int(1)}].push_back(st->col_int(2));
+  constexpr EventColumns<3> kCols{{EventCol::op_id, EventCol::pid, EventCol::dur_ns}};
+  auto st = Statement::prepare(db, "SELECT " + kCols.sql() + " FROM events WHERE session_id = (SELECT max(id) FROM sessions)");
+  while (st->step() == SQLITE_ROW)
+    durs[{st->col_int(kCols.at(EventCol::op_id)), st->col_int(kCols.at(EventCol::pid))}].push_back(
+        st->col_int(kCols.at(EventCol::dur_ns)));
   std::map<std::pair<int64_t, int64_t>, Exact> out;
   for (auto& [k, v] : durs) {
     std::sort(v.begin(), v.end());

@@ -19,6 +19,26 @@ constexpr int col(EventCol c) { return static_cast<int>(c); }
 // Generic argument i (0..5) of a row.
 constexpr int arg_col(int i) { return col(EventCol::a0) + i; }
 
+// A subset of the columns, selected and read by name: sql() is the SELECT list, at(c) the
+// index of column c in it (-1 when not selected).
+template <size_t N>
+struct EventColumns {
+  std::array<EventCol, N> cols;
+  std::string sql() const {
+    std::string s;
+    for (EventCol c : cols) {
+      if (!s.empty()) s += ", ";
+      s += kEventColNames[static_cast<size_t>(c)];
+    }
+    return s;
+  }
+  constexpr int at(EventCol c) const {
+    for (size_t i = 0; i < N; ++i)
+      if (cols[i] == c) return static_cast<int>(i);
+    return -1;
+  }
+};
+
 // "id, session_id, ts_ns, …": every column, in EventCol order.
 inline std::string event_select_list() {
   std::string s;

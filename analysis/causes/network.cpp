@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "analysis/chain_view.h"
 #include "analysis/chunk_context.h"
@@ -18,10 +19,13 @@ std::string ipv4(int64_t a) {
 }
 
 
-const PartyAcc* top_peer(const ChainAcc& a) {
-  const PartyAcc* p = nullptr;
-  for (auto& [k, q] : a.peers)
-    if (!p || q.amount > p->amount) p = &q;
+std::string peer_label(const std::pair<int64_t, int64_t>& peer) { return ipv4(peer.first) + ":" + std::to_string(peer.second); }
+
+// The peer with the most retransmits, or null.
+const std::pair<const std::pair<int64_t, int64_t>, Network::Evidence::Peer>* top_peer(const Network::Evidence& e) {
+  const std::pair<const std::pair<int64_t, int64_t>, Network::Evidence::Peer>* p = nullptr;
+  for (const auto& kv : e.peers)
+    if (!p || kv.second.retransmits > p->second.retransmits) p = &kv;
   return p;
 }
 
@@ -30,12 +34,14 @@ const PartyAcc* top_peer(const ChainAcc& a) {
 Finding Network::explain(const ChainView& v, const Evidence& e) {
   const ChainAcc& a = v.a;
   Finding f;
-  const PartyAcc* p = top_peer(a);
-  double share = p ? static_cast<double>(p->hits) / static_cast<double>(a.calls) : 0;
+  const auto* p = top_peer(e);
+  double share = p ? static_cast<double>(p->second.calls) / static_cast<double>(a.calls) : 0;
   f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + "; TCP retransmits" +
-              (p ? " to " + p->label : std::string()) + " by this job's ranks during " + pct(share) +
+              (p ? " to " + peer_label(p->first) : std::string()) + " by this job's ranks during " + pct(share) +
               " of them — the network path, not this host, stretched the collectives";
-  if (p) f.culprit = {{"peer", p->label}, {"retransmits", p->amount}, {"share", std::round(share * 1000) / 1000}};
+  if (p)
+    f.culprit = {{"peer", peer_label(p->first)}, {"retransmits", p->second.retransmits},
+                 {"share", std::round(share * 1000) / 1000}};
   f.evidence.push_back(std::to_string(e.retransmits) +
                        " TCP retransmits by the communicator's local ranks within the slow calls (from 10 ms before)");
   f.evidence.push_back(
@@ -43,9 +49,9 @@ Finding Network::explain(const ChainView& v, const Evidence& e) {
   return f;
 }
 
-std::string Network::fix(const ChainView& v, const Evidence&) {
-  const PartyAcc* p = top_peer(v.a);
-  return "Check the path to " + (p ? p->label : std::string("the peer node")) +
+std::string Network::fix(const ChainView&, const Evidence& e) {
+  const auto* p = top_peer(e);
+  return "Check the path to " + (p ? peer_label(p->first) : std::string("the peer node")) +
          ": NIC error counters (ethtool -S), MTU mismatches and switch congestion; use InfiniBand/RoCE (NCCL_IB_HCA) "
          "instead of TCP sockets where available.";
 }
@@ -73,17 +79,14 @@ bool Network::detect(ChunkContext& cx, const Slow& w) {
   auto [c, ev] = chain_for<Network>(cx.s, e.pid, e.op, w.gap);
   note_call(cx.s, c, w, w.excess, w.excess);
   auto items = call_frame(cx.s, w);
-  std::map<std::string, int> seen;
+  std::set<std::pair<int64_t, int64_t>> seen;  // peers already counted for this call
   for (const Ev* r : hits) {
-    std::string peer = ipv4(r->a[2]) + ":" + std::to_string(r->a[3]);
-    if (!seen[peer]++) {
-      PartyAcc& p = c.peers[peer];
-      p.label = peer;
-      ++p.hits;
-    }
-    c.peers[peer].amount += 1;
+    const std::pair<int64_t, int64_t> peer{r->a[2], r->a[3]};
+    Evidence::Peer& p = ev.peers[peer];
+    if (seen.insert(peer).second) ++p.calls;
+    ++p.retransmits;
     ++ev.retransmits;
-    items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer +
+    items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer_label(peer) +
                                        " by " + cx.s.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
   }
   add_sample(c, w.excess, std::move(items));

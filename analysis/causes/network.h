@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <utility>
 
 #include "analysis/causes/cause_module.h"
 
@@ -17,6 +18,11 @@ struct Network {
   static constexpr std::string_view name = "network";
   struct Evidence {
     int64_t retransmits = 0;  // by the communicator's local ranks within the slow calls
+    struct Peer {
+      int64_t calls = 0;        // slow calls it had retransmits in
+      int64_t retransmits = 0;
+    };
+    std::map<std::pair<int64_t, int64_t>, Peer> peers;  // (IPv4 address, port) -> retransmits to it
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
