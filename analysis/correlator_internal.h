@@ -11,6 +11,7 @@
 
 #include "analysis/baseline.h"
 #include "analysis/correlator.h"
+#include "analysis/rank_inference.h"
 #include "analysis/thread_timeline.h"
 #include "tracedb/histogram.h"
 
@@ -157,6 +158,7 @@ struct Correlator::State {
   std::map<int64_t, CommAcc> comms;
   std::map<uint32_t, GpuShareAcc> gpu_share;
   std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
+  RankInference ranks;  // launcher ranks of processes whose ncclCommInitRank was not traced
 
   std::string comm_of(uint32_t pid) const;
   std::string thread_name(uint32_t tid) const;
