@@ -262,6 +262,16 @@ double us(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 double round_us(uint64_t ns) { return static_cast<double>(static_cast<int64_t>(ns)) / 1000.0; }
 }  // namespace
 
+namespace {
+// Host identity strings came from the traced host (hostname, CPU model, GPU names).
+nlohmann::json sanitized(nlohmann::json j) {
+  if (j.is_string()) return sanitize_untrusted(j.get<std::string>(), 128);
+  if (j.is_structured())
+    for (auto& v : j) v = sanitized(std::move(v));
+  return j;
+}
+}  // namespace
+
 nlohmann::json stats_to_json(const StatsResult& stats) {
   nlohmann::json ops = nlohmann::json::array();
   for (const OpStats& o : stats.ops) {
@@ -286,9 +296,9 @@ nlohmann::json stats_to_json(const StatsResult& stats) {
           {"host", host},
           {"dropped", {{"ring", stats.dropped_ring}, {"writer", stats.dropped_writer}}},
           {"truncated", stats.truncated},
-          {"system", stats.system}};
-  if (!stats.systems.is_null()) doc["systems"] = stats.systems;
-  if (!stats.by_host.is_null()) doc["ops_by_host"] = stats.by_host;
+          {"system", sanitized(stats.system)}};
+  if (!stats.systems.is_null()) doc["systems"] = sanitized(stats.systems);
+  if (!stats.by_host.is_null()) doc["ops_by_host"] = sanitized(stats.by_host);
   return doc;
 }
 

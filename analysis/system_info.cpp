@@ -1,5 +1,6 @@
 #include "analysis/system_info.h"
 
+#include "common/sanitize.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -65,6 +66,39 @@ Result<std::vector<HostSpan>> load_merged_hosts(sqlite3* db, int64_t session_id)
     out.push_back(std::move(h));
   }
   return out;
+}
+
+namespace {
+
+std::string describe(const nlohmann::json& sys) {
+  auto text = [&](const char* k) { return sys.contains(k) && sys[k].is_string() ? sanitize_untrusted(sys[k].get<std::string>(), 80) : std::string(); };
+  std::string out = "host " + (text("hostname").empty() ? std::string("(unknown)") : text("hostname"));
+  if (sys.value("synthetic", false)) out += " (synthetic demo host)";
+  out += ":";
+  if (!text("kernel").empty()) out += " kernel " + text("kernel") + ",";
+  if (sys.contains("cpus") && sys["cpus"].is_number_integer() && sys["cpus"].get<int64_t>() > 0)
+    out += " " + std::to_string(sys["cpus"].get<int64_t>()) + " CPUs" + (text("cpu_model").empty() ? "" : " (" + text("cpu_model") + ")") + ",";
+  if (sys.contains("memory_mb") && sys["memory_mb"].is_number_integer() && sys["memory_mb"].get<int64_t>() > 0)
+    out += " " + std::to_string(sys["memory_mb"].get<int64_t>() / 1024) + " GiB,";
+  const size_t gpus = sys.contains("gpus") && sys["gpus"].is_array() ? sys["gpus"].size() : 0;
+  out += " " + std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s");
+  if (!text("driver").empty()) out += " (driver " + text("driver") + ")";
+  else if (!text("driver_reason").empty()) out += " (driver: none — " + text("driver_reason") + ")";
+  return out;
+}
+
+}  // namespace
+
+std::string system_line(sqlite3* db, int64_t session_id) {
+  auto hosts = load_merged_hosts(db, session_id);
+  if (hosts && !hosts->empty()) {
+    std::string out = "Merged session of " + std::to_string(hosts->size()) + " hosts: ";
+    for (size_t i = 0; i < hosts->size(); ++i) out += (i ? "; " : "") + describe((*hosts)[i].system);
+    return out;
+  }
+  auto sys = load_session_system(db, session_id);
+  if (!sys) return "System: unknown (" + sys.error().message + ")";
+  return "System: " + describe(*sys);
 }
 
 Result<HostOfPid> HostOfPid::load(sqlite3* db, int64_t session_id) {

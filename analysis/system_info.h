@@ -24,6 +24,10 @@ struct HostSpan {
 // the row has, with null for what was not recorded.
 Result<nlohmann::json> load_session_system(sqlite3* db, int64_t session_id);
 
+// One line for people: "host gpu-node-01: kernel 6.8.0, 64 CPUs (model), 512 GiB, 8 GPUs
+// (driver 550.54.15)"; a merged session lists its hosts. Untrusted text is sanitized.
+std::string system_line(sqlite3* db, int64_t session_id);
+
 // A merged session's hosts (empty for an ordinary session).
 Result<std::vector<HostSpan>> load_merged_hosts(sqlite3* db, int64_t session_id);
 

@@ -128,7 +128,7 @@ GpuScan scan_gpus() {
   GpuScan s;
   if (scan_nvml(s) || scan_procfs(s)) return s;
   if (s.reason.empty())
-    s.reason = "no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded and /proc/driver/nvidia/gpus does not exist";
+    s.reason = "no NVIDIA driver (no libnvidia-ml.so.1, no /proc/driver/nvidia/gpus)";
   return s;
 }
 

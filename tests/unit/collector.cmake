@@ -5,3 +5,5 @@ causeway_test(test_collector_elf LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/te
   LIBS causeway_collector_core causeway_collector)
 causeway_test(test_collector_proc LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_proc.cpp
   LIBS causeway_collector_core)
+causeway_test(test_collector_launcher_env LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_launcher_env.cpp
+  LIBS causeway_collector_core)
