@@ -7,10 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "tracedb/open.h"
 #include "tracedb/schema.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -62,6 +62,26 @@ Result<void> attach_source(sqlite3* db, const std::string& path) {
   if (auto r = exec_sql(db, "ATTACH DATABASE '" + quoted + "' AS src"); !r)
     return make_error("db_open", path + ": " + r.error().message);
   return {};
+}
+
+// Readers refuse an older schema (open_read_only); merge reads it as it is instead.
+Result<int> input_version(const std::string& path) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(uri_of(path).c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr);
+  DbHandle db(raw);
+  if (rc != SQLITE_OK) return make_error("db_open", path + ": " + (raw ? sqlite3_errmsg(raw) : "cannot open"));
+  auto app = query_int(db.get(), "PRAGMA application_id");
+  if (!app) return make_error("db_corrupt", path + ": " + app.error().message);
+  if (app->value_or(0) != kApplicationId)
+    return make_error("db_foreign", path + " is not a causeway trace DB (application_id " + std::to_string(app->value_or(0)) + ")");
+  auto v = query_int(db.get(), "PRAGMA user_version");
+  if (!v) return v.error();
+  const int version = static_cast<int>(v->value_or(0));
+  if (version > latest_schema_version())
+    return make_error("db_too_new", path + " has trace DB schema version " + std::to_string(version) +
+                                        ", newer than this causeway supports (" + std::to_string(latest_schema_version()) +
+                                        "): upgrade causeway");
+  return version;
 }
 
 std::set<std::string> columns(sqlite3* db, const std::string& schema, const std::string& table) {
@@ -231,9 +251,9 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
   std::map<std::string, std::string> seen_sha;
   for (const std::string& in : inputs) {
     if (!fs::is_regular_file(in, ec)) return make_error("db_missing", in + ": no such trace DB");
-    // Checks the input (a causeway DB, not newer than this binary) without writing it.
-    auto ro = open_read_only(in);
-    if (!ro) return make_error(ro.error().code, in + ": " + ro.error().message);
+    // A causeway DB not newer than this binary; an older one is migrated in the copy.
+    auto version = input_version(in);
+    if (!version) return version.error();
     auto sha = sha256_file(in);
     if (!sha) return sha.error();
     if (auto it = seen_sha.find(*sha); it != seen_sha.end())
@@ -243,8 +263,7 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
     MergeInputSummary s;
     s.path = in;
     s.sha256 = *sha;
-    auto v = query_int(ro->get(), "PRAGMA user_version");
-    s.schema_version = v ? static_cast<int>(v->value_or(0)) : 0;
+    s.schema_version = *version;
     out.inputs.push_back(s);
   }
 
@@ -276,8 +295,14 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
   for (MergeInputSummary& s : out.inputs) {
     if (auto r = attach_source(db.get(), s.path); !r) return r.error();
     auto ss = latest_session(db.get(), s.path);
+    Result<std::optional<int64_t>> already = std::optional<int64_t>(0);
+    if (ss && !columns(db.get(), "src", "merged_hosts").empty())
+      already = query_int(db.get(), "SELECT count(*) FROM src.merged_hosts WHERE session_id = " + std::to_string(ss->id));
     (void)exec_sql(db.get(), "DETACH DATABASE src");
     if (!ss) return ss.error();
+    if (already && already->value_or(0) > 0)
+      return make_error("merge_usage", s.path + " is itself a merged DB: merge the hosts' own DBs (its merged_hosts "
+                                                "table names them)");
     const std::string key = ss->host + "|" + ss->boot_id + "|" + std::to_string(ss->started_ns);
     if (auto it = seen_session.find(key); it != seen_session.end())
       return make_error("merge_duplicate", s.path + " holds the same session as " + it->second + " (host " + ss->host +
