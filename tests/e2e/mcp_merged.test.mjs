@@ -66,7 +66,7 @@ await client.connect(transport);
   console.log('ok - get_causal_chains on a merged DB: straggler and tar named with host and host pid');
 }
 {
-  const r = await client.callTool({ name: 'run_sql', arguments: { sql: 'SELECT host_index, source_file FROM merged_hosts ORDER BY host_index' } });
+  const r = await client.callTool({ name: 'run_sql', arguments: { query: 'SELECT host_index, source_file FROM merged_hosts ORDER BY host_index' } });
   assert.ok(!r.isError, JSON.stringify(r.content));
   assert.deepEqual(r.structuredContent.rows, [[1, 'node-a.db'], [2, 'node-b.db']]);
   console.log('ok - run_sql sees merged_hosts');
