@@ -4,6 +4,7 @@
 #include <cinttypes>
 #include <functional>
 
+#include "analysis/chain_hosts.h"
 #include "analysis/collectives.h"
 #include "analysis/event_window.h"
 #include "analysis/chunk_context.h"
@@ -119,6 +120,7 @@ Result<void> load_names(State& s, sqlite3* db) {
   p->bind(1, s.session_id);
   while (p->step() == SQLITE_ROW)
     s.procs[static_cast<uint32_t>(p->col_int(0))] = ProcInfo{p->col_text(1), p->col_null(2) ? -1 : p->col_int(2)};
+  if (auto r = s.ranks.load(db, s.session_id); !r) return r.error();
   auto t = Statement::prepare(db, "SELECT tid, pid, comm FROM threads WHERE session_id = ?1");
   if (!t) return t.error();
   t->bind(1, s.session_id);
@@ -369,9 +371,11 @@ class ChunkAnalyzer {
         case CW_OP_OOM_KILL: hx_.ooms.push_back(&e); break;
         default:
           if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
-          if (is_collective_op(e.op))
+          if (is_collective_op(e.op)) {
             entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
                                 e.op, e.ts});
+            s_.ranks.resolve(entries_.back());  // a rank whose init was not traced (analysis/rank_inference.h)
+          }
       }
     }
   }
@@ -740,7 +744,12 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   return {};
 }
 
-Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) { return build_chains(*s_, db); }
+Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) {
+  auto chains = build_chains(*s_, db);
+  if (!chains) return chains;
+  if (auto r = annotate_hosts_and_ranks(*chains, db, *s_); !r) return r.error();  // analysis/chain_hosts.h
+  return chains;
+}
 
 Result<std::vector<ChainRecord>> diagnose_session(sqlite3* db, int64_t session_id, std::optional<int64_t> from_ns,
                                                   std::optional<int64_t> to_ns, const CorrelatorOptions& options) {

@@ -12,6 +12,7 @@
 #include "analysis/baseline.h"
 #include "analysis/causes/registry.h"
 #include "analysis/correlator.h"
+#include "analysis/rank_inference.h"
 #include "analysis/thread_timeline.h"
 #include "tracedb/histogram.h"
 
@@ -158,6 +159,7 @@ struct Correlator::State {
   std::map<int64_t, CommAcc> comms;
   std::map<uint32_t, GpuShareAcc> gpu_share;
   std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
+  RankInference ranks;  // launcher ranks of processes whose ncclCommInitRank was not traced
 
   // Chains already published by a live trace: rendered on every update even once they fall
   // under the impact floor, so the stored row follows the evidence instead of freezing.

@@ -1,5 +1,7 @@
 #include "analysis/stats.h"
 
+#include "analysis/system_info.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -156,6 +158,33 @@ void load_drops(sqlite3* db, int64_t session_id, StatsResult& out) {
   }
 }
 
+// A merged session (causeway merge): one system per host and the calls of each host.
+Result<void> add_host_breakdown(sqlite3* db, int64_t session_id, StatsResult& out) {
+  auto hosts = HostOfPid::load(db, session_id);
+  if (!hosts) return hosts.error();
+  if (!hosts->merged()) return {};
+  out.systems = nlohmann::json::array();
+  std::map<int64_t, nlohmann::json> per;  // by pid_base: two hosts may share a name
+  for (const HostSpan& h : hosts->spans()) {
+    out.systems.push_back(h.system);
+    per[h.pid_base] = {{"host", h.host}, {"pid_base", h.pid_base}, {"calls", 0}, {"errors", 0}, {"total_us", 0.0},
+                       {"ops", nlohmann::json::array()}};
+  }
+  for (const OpStats& o : out.ops) {
+    nlohmann::json& h = per[o.pid - hosts->host_pid(o.pid)];
+    h["host"] = hosts->host(o.pid);
+    h["calls"] = h.value("calls", uint64_t{0}) + o.count;
+    h["errors"] = h.value("errors", uint64_t{0}) + o.errors;
+    h["total_us"] = h.value("total_us", 0.0) + static_cast<double>(o.total_ns) / 1000.0;
+    h["ops"].push_back({{"op", o.op}, {"pid", o.pid}, {"host_pid", hosts->host_pid(o.pid)}, {"count", o.count}});
+  }
+  out.by_host = nlohmann::json::array();
+  for (auto& [name, h] : per) out.by_host.push_back(std::move(h));
+  // The merged session's own system names no single host.
+  if (out.system.is_object()) out.system["hosts"] = out.systems.size();
+  return {};
+}
+
 }  // namespace
 
 Result<StatsResult> compute_stats(sqlite3* db, const StatsQuery& query) {
@@ -184,6 +213,8 @@ Result<StatsResult> compute_stats(sqlite3* db, const StatsQuery& query) {
   out.session_id = s.session_id;
   out.from_ns = s.from_ns;
   out.to_ns = s.to_ns;
+  if (auto sys = load_session_system(db, s.session_id); sys) out.system = std::move(*sys);
+  else return sys.error();
   auto comms = load_comms(db, s.session_id);
   std::map<std::string, uint64_t> host;
   for (auto& [key, a] : accs) {
@@ -221,6 +252,7 @@ Result<StatsResult> compute_stats(sqlite3* db, const StatsQuery& query) {
   for (auto& [name, count] : host) out.host.push_back(HostCount{name, count});
   std::sort(out.host.begin(), out.host.end(), [](const HostCount& a, const HostCount& b) { return a.count > b.count; });
   load_drops(db, s.session_id, out);
+  if (auto r = add_host_breakdown(db, s.session_id, out); !r) return r.error();
   return out;
 }
 
@@ -228,6 +260,16 @@ namespace {
 double us(uint64_t ns) { return static_cast<double>(ns) / 1000.0; }
 // Rounds to 0.001 µs (1 ns) so JSON stays compact without losing precision.
 double round_us(uint64_t ns) { return static_cast<double>(static_cast<int64_t>(ns)) / 1000.0; }
+}  // namespace
+
+namespace {
+// Host identity strings came from the traced host (hostname, CPU model, GPU names).
+nlohmann::json sanitized(nlohmann::json j) {
+  if (j.is_string()) return sanitize_untrusted(j.get<std::string>(), 128);
+  if (j.is_structured())
+    for (auto& v : j) v = sanitized(std::move(v));
+  return j;
+}
 }  // namespace
 
 nlohmann::json stats_to_json(const StatsResult& stats) {
@@ -248,12 +290,16 @@ nlohmann::json stats_to_json(const StatsResult& stats) {
   nlohmann::json host = nlohmann::json::array();
   for (const HostCount& h : stats.host) host.push_back({{"event", h.event}, {"count", h.count}});
   (void)us;
-  return {{"session_id", stats.session_id},
+  nlohmann::json doc = {{"session_id", stats.session_id},
           {"window", {{"from_ns", stats.from_ns}, {"to_ns", stats.to_ns}}},
           {"ops", ops},
           {"host", host},
           {"dropped", {{"ring", stats.dropped_ring}, {"writer", stats.dropped_writer}}},
-          {"truncated", stats.truncated}};
+          {"truncated", stats.truncated},
+          {"system", sanitized(stats.system)}};
+  if (!stats.systems.is_null()) doc["systems"] = sanitized(stats.systems);
+  if (!stats.by_host.is_null()) doc["ops_by_host"] = sanitized(stats.by_host);
+  return doc;
 }
 
 std::string stats_to_table(const StatsResult& stats) {

@@ -49,6 +49,9 @@ struct StatsResult {
   uint64_t dropped_ring = 0;
   uint64_t dropped_writer = 0;
   bool truncated = false;          // top_n cut the list
+  nlohmann::json system;           // the host the session ran on (docs/TRACEDB.md "System identity")
+  nlohmann::json systems;          // a merged DB: one per host; else null
+  nlohmann::json by_host;          // a merged DB: calls per host in the window; else null
 };
 
 // Fails with "no_data" when the DB holds no session (or not the one asked for).

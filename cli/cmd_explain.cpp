@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "analysis/chains.h"
+#include "analysis/system_info.h"
 #include "cli/command.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -164,6 +165,7 @@ Runner setup(CLI::App& app) {
       doc["truncated"] = true;
     }
     if (a->json) {
+      if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;
       std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
       return kExitOk;
     }
@@ -176,6 +178,7 @@ Runner setup(CLI::App& app) {
     }
     int64_t from = doc["window"].value("from_ns", int64_t{0}), to = doc["window"].value("to_ns", int64_t{0});
     std::ostringstream out;
+    out << system_line(db->get(), sid) << "\n";
     out << "Session " << sid << (label.empty() ? "" : " (" + label + ")") << ", " << format_utc(from) << " + "
         << format_duration_ns(to - from) << ": ";
     if (chains.empty()) {

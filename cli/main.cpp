@@ -1,6 +1,7 @@
 // causeway: one binary, subcommands registered by cli/cmd_*.cpp.
 #include <exception>
 #include <iostream>
+#include <string>
 
 #include "cli/command.h"
 
@@ -24,6 +25,19 @@ int main(int argc, char** argv) {
   for (const Command& c : commands()) {
     CLI::App* sub = app.add_subcommand(c.name, c.summary);
     runners.emplace_back(sub, c.setup(*sub));
+  }
+  // CLI11 reports a word that names no subcommand as "A subcommand is required", which reads
+  // as if none was given: name it and list the real ones.
+  bool known = argc < 2 || argv[1][0] == '-';
+  std::string names;
+  for (const Command& c : commands()) {
+    names += (names.empty() ? "" : ", ") + c.name;
+    known = known || c.name == argv[1];
+  }
+  if (!known) {
+    std::cerr << "causeway: unknown command '" << argv[1] << "'; commands: " << names
+              << "\nRun 'causeway --help' for what each does." << std::endl;
+    return kExitUsage;
   }
   try {
     app.parse(argc, argv);

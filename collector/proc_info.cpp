@@ -8,6 +8,8 @@
 #include <regex>
 #include <sstream>
 
+#include "collector/launcher_env.h"
+
 namespace causeway::collector {
 namespace {
 
@@ -52,9 +54,11 @@ ProcessRecord read_process(uint32_t pid) {
   // cgroup v2: the id BPF's bpf_get_current_cgroup_id returns is the inode of the folder.
   if (auto i = cg.find("0::"); i != std::string::npos) {
     std::string rel = cg.substr(i + 3, cg.find('\n', i) - i - 3);
+    p.cgroup_path = rel;
     struct stat st {};
     if (::stat(("/sys/fs/cgroup" + rel).c_str(), &st) == 0) p.cgroup_id = st.st_ino;
   }
+  p.launcher_rank = read_launcher_rank(pid);
   return p;
 }
 

@@ -27,6 +27,7 @@
 #include "collector/elf_file.h"
 #include "collector/chain_watcher.h"
 #include "collector/live_stats.h"
+#include "collector/system_identity.h"
 #include "metrics/registry.h"
 #include "metrics/server.h"
 #include "tracedb/op_catalog.h"
@@ -72,19 +73,6 @@ constexpr uint64_t kBudgetPerConsume = 16384;
 // most an eighth of the queue, so a small queue (--writer-queue) still leaves the drain room.
 constexpr size_t kQueueReserve = 1024;
 constexpr int kPollMs = 10;
-
-std::string gpu_summary(std::string& driver) {
-  std::ifstream v("/proc/driver/nvidia/version");
-  std::string line;
-  if (v && std::getline(v, line)) {
-    if (auto i = line.find("Kernel Module"); i != std::string::npos) {
-      std::string rest = line.substr(i + 13);
-      rest.erase(0, rest.find_first_not_of(' '));
-      driver = rest.substr(0, rest.find(' '));
-    }
-  }
-  return {};
-}
 
 class Session {
  public:
@@ -599,9 +587,7 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   SessionInfo info;
   info.source_kind = "live";
   info.label = o.label;
-  info.host = host_name();
-  info.kernel = kernel_release();
-  info.gpus = gpu_summary(info.driver_version);
+  fill_system_identity(info);
   info.started_ns = realtime_ns();
   auto sid = (*writer)->begin_session(info);
   if (!sid) return sid.error();

@@ -284,3 +284,56 @@ INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('v_sched', '', '', 'Context switches with thread names; prev_state R means preempted (CPU contention)'),
  ('v_op_seconds', '', '', 'Per-second aggregates from rollups; cheap over hours of data'),
  ('v_chains', '', '', 'Diagnosed causal chains, one line each');
+
+-- @migration 3
+-- Host identity (docs/TRACEDB.md "System identity"): the session row keeps the host it ran
+-- on. `system` is the JSON document of stats' `system` object (hostname, kernel, cpus,
+-- cpu_model, memory_mb, boot_id, clock, gpus, driver, driver_reason); boot_id and
+-- clock_offset_ns (CLOCK_REALTIME - CLOCK_MONOTONIC at session start) are columns too so a
+-- merge can tell hosts and reboots apart and line timelines up with SQL alone.
+ALTER TABLE sessions ADD COLUMN system TEXT;
+ALTER TABLE sessions ADD COLUMN boot_id TEXT;
+ALTER TABLE sessions ADD COLUMN clock_offset_ns INTEGER;
+-- Where a process runs and, for a distributed job's rank, which rank it is and how that was
+-- learned: 'init' (its ncclCommInitRank was traced) or the launcher variable read from its
+-- environment at discovery (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID).
+ALTER TABLE processes ADD COLUMN cgroup_path TEXT;
+ALTER TABLE processes ADD COLUMN rank INTEGER;
+ALTER TABLE processes ADD COLUMN world_size INTEGER;
+ALTER TABLE processes ADD COLUMN local_rank INTEGER;
+ALTER TABLE processes ADD COLUMN rank_source TEXT;
+ALTER TABLE processes ADD COLUMN job_id TEXT;  -- launcher's job identity (torchrun run id, SLURM job, MASTER_ADDR:PORT)
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('sessions', 'host', '', 'Hostname of the machine the session ran on (demo sessions: a synthetic name)'),
+ ('sessions', 'system', 'json', 'Host identity: hostname, kernel, cpus, cpu_model, memory_mb, boot_id, gpus, driver (null with driver_reason when no NVIDIA driver)'),
+ ('sessions', 'boot_id', '', 'Kernel boot id of the host (/proc/sys/kernel/random/boot_id)'),
+ ('sessions', 'clock_offset_ns', 'ns', 'CLOCK_REALTIME - CLOCK_MONOTONIC at session start; timestamps are already Unix ns'),
+ ('processes', 'cgroup_path', '', 'cgroup v2 path of the process (untrusted text)'),
+ ('processes', 'rank', '', 'Rank of the process in its distributed job, when known'),
+ ('processes', 'rank_source', '', 'How rank was learned: init (ncclCommInitRank traced) or the environment variable read (RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID)'),
+ ('processes', 'job_id', '', 'Launcher job identity shared by the ranks of one job (untrusted text)');
+
+-- A session made by `causeway merge` (docs/FLEET.md): one row per host it combines. The
+-- merged session's pids, tids and CPUs are the host's own plus pid_base / cpu_base, so a
+-- process of host k is pid_base <= pid < pid_base + 10000000 and never collides with another
+-- host's (pids repeat across hosts).
+CREATE TABLE merged_hosts (
+  session_id        INTEGER NOT NULL,  -- the merged session
+  host_index        INTEGER NOT NULL,
+  host              TEXT,
+  boot_id           TEXT,
+  clock_offset_ns   INTEGER,
+  system            TEXT,              -- the source session's system document
+  source_file       TEXT NOT NULL,     -- file name of the input DB (no folder)
+  source_sha256     TEXT NOT NULL,     -- of the input file: merging one input twice is refused
+  source_session_id INTEGER NOT NULL,
+  source_started_ns INTEGER NOT NULL,
+  pid_base          INTEGER NOT NULL,
+  cpu_base          INTEGER NOT NULL,
+  PRIMARY KEY (session_id, host_index)
+) WITHOUT ROWID;
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('merged_hosts', '', '', 'Hosts combined by causeway merge: a process of host k has pid_base <= pid < pid_base + 10000000 (its own pid is pid - pid_base); CPUs likewise with cpu_base'),
+ ('merged_hosts', 'clock_offset_ns', 'ns', 'That host''s CLOCK_REALTIME - CLOCK_MONOTONIC at its session start');

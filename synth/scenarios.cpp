@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 
 #include <chrono>
+#include <nlohmann/json.hpp>
 
 #include "synth/scenario.h"
 #include "tracedb/store_writer.h"
@@ -106,6 +107,16 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
   info.driver_version = "synthetic";
   info.cuda_version = "13.0";
   info.started_ns = t0;
+  // The demo host is made up: say so rather than pass this machine's identity off as the
+  // traced host (kernel is this machine's, the GPU is the scenario's).
+  info.system = nlohmann::json{{"hostname", info.host},
+                               {"kernel", info.kernel},
+                               {"cpus", 0},
+                               {"gpus", nlohmann::json::array({{{"index", 0}, {"name", "NVIDIA H100 80GB HBM3 (synthetic)"}}})},
+                               {"driver", nullptr},
+                               {"driver_reason", "synthetic demo session: no real host or driver was traced"},
+                               {"synthetic", true}}
+                    .dump();
   auto sid = (*writer)->begin_session(info);
   if (!sid) return sid.error();
 

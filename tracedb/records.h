@@ -46,6 +46,15 @@ struct WakeupRecord {
   int32_t target_cpu = -1;
 };
 
+// A distributed job's rank as its launcher set it in the process's environment.
+struct LauncherRank {
+  int32_t rank = -1;
+  int32_t world_size = 0;
+  std::optional<int32_t> local_rank;
+  std::string source;  // the variable it came from: RANK, OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID
+  std::string job_id;  // launcher's job identity, "" when none was set
+};
+
 struct ProcessRecord {
   uint32_t pid = 0;
   std::optional<uint32_t> ppid;
@@ -57,6 +66,8 @@ struct ProcessRecord {
   int64_t first_ns = 0;
   int64_t last_ns = 0;
   std::optional<int64_t> exit_code;
+  std::string cgroup_path;
+  std::optional<LauncherRank> launcher_rank;
 };
 
 struct ThreadRecord {
@@ -103,6 +114,9 @@ struct SessionInfo {
   std::string driver_version;
   std::string cuda_version;
   int64_t started_ns = 0;
+  std::string system;                    // JSON document (collector/system_identity.h), "" = none
+  std::string boot_id;
+  std::optional<int64_t> clock_offset_ns;  // realtime - monotonic at start (live sessions)
 };
 
 }  // namespace causeway

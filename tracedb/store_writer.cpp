@@ -100,14 +100,19 @@ Result<void> StoreWriter::prepare_statements() {
       // names the reaper (init or a subreaper) instead.
       {&upsert_process_,
        "INSERT INTO processes (session_id, pid, ppid, comm, cmdline, exe, cgroup_id, container_id, first_ns, "
-       "last_ns, exit_code) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (session_id, pid) DO UPDATE SET "
+       "last_ns, exit_code, cgroup_path, rank, world_size, local_rank, rank_source, job_id) "
+       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (session_id, pid) DO UPDATE SET "
        "ppid = coalesce(ppid, excluded.ppid), comm = coalesce(nullif(excluded.comm, ''), comm), "
        "cmdline = coalesce(nullif(excluded.cmdline, ''), cmdline), exe = coalesce(nullif(excluded.exe, ''), exe), "
        "cgroup_id = coalesce(nullif(excluded.cgroup_id, 0), cgroup_id), "
        "container_id = coalesce(nullif(excluded.container_id, ''), container_id), "
        "first_ns = min(coalesce(first_ns, excluded.first_ns), coalesce(excluded.first_ns, first_ns)), "
        "last_ns = max(coalesce(last_ns, excluded.last_ns), coalesce(excluded.last_ns, last_ns)), "
-       "exit_code = coalesce(excluded.exit_code, exit_code)"},
+       "exit_code = coalesce(excluded.exit_code, exit_code), "
+       "cgroup_path = coalesce(nullif(excluded.cgroup_path, ''), cgroup_path), "
+       "rank = coalesce(excluded.rank, rank), world_size = coalesce(excluded.world_size, world_size), "
+       "local_rank = coalesce(excluded.local_rank, local_rank), rank_source = coalesce(excluded.rank_source, rank_source), "
+       "job_id = coalesce(excluded.job_id, job_id)"},
       {&upsert_thread_,
        "INSERT INTO threads (session_id, tid, pid, comm) VALUES (?,?,?,?) ON CONFLICT (session_id, tid) DO UPDATE "
        "SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm)"},
@@ -135,7 +140,8 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
   if (auto r = exec_sql(h, "BEGIN IMMEDIATE"); !r) return r.error();
   auto ins = Statement::prepare(h,
                                 "INSERT INTO sessions (source_kind, label, host, kernel, gpus, driver_version, "
-                                "cuda_version, tool_version, started_ns) VALUES (?,?,?,?,?,?,?,?,?)");
+                                "cuda_version, tool_version, started_ns, system, boot_id, clock_offset_ns) "
+                                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!ins) return ins.error();
   ins->bind(1, info.source_kind);
   ins->bind(2, info.label);
@@ -146,6 +152,12 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
   ins->bind(7, info.cuda_version);
   ins->bind(8, std::string_view(CAUSEWAY_VERSION));
   ins->bind(9, info.started_ns);
+  if (info.system.empty()) ins->bind_null(10);
+  else ins->bind(10, info.system);
+  if (info.boot_id.empty()) ins->bind_null(11);
+  else ins->bind(11, info.boot_id);
+  if (info.clock_offset_ns) ins->bind(12, *info.clock_offset_ns);
+  else ins->bind_null(12);
   if (ins->step() != SQLITE_DONE) {
     std::string e = sqlite_error_text(h);
     (void)exec_sql(h, "ROLLBACK");
@@ -501,6 +513,18 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     if (p->last_ns) s.bind(10, p->last_ns);
     else s.bind_null(10);
     s.bind_opt(11, p->exit_code);
+    if (p->cgroup_path.empty()) s.bind_null(12);
+    else s.bind(12, p->cgroup_path);
+    if (const auto& r = p->launcher_rank) {
+      s.bind(13, int64_t{r->rank});
+      s.bind(14, int64_t{r->world_size});
+      if (r->local_rank) s.bind(15, int64_t{*r->local_rank});
+      else s.bind_null(15);
+      s.bind(16, r->source);
+      s.bind(17, r->job_id);
+    } else {
+      for (int i = 13; i <= 17; ++i) s.bind_null(i);
+    }
     s.step();
     s.reset();
   } else if (auto* t = std::get_if<ThreadRecord>(&m)) {

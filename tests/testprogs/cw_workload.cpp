@@ -5,6 +5,7 @@
 //   cw_workload --threads 4 --iterations 1000 --latency-us 50 --ops memcpy,launch,stream_sync
 //   cw_workload --nccl-ranks 4 --late-rank 2 --late-ms 20 --nccl-ops allreduce --iterations 50
 //   cw_workload --nccl-ranks 2 --fork-wait-file F    (ranks forked, without exec, once F exists)
+//   RANK=2 WORLD_SIZE=4 cw_workload --nccl-job J --nccl-ops allreduce   (one rank of job J per process)
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-ms 3000 --ops stream_sync --iterations 2000
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-delay-ms 100 --hog-ms 2000 --hog-nice -10 --rate 0 --ops stream_sync
 //   cw_workload --fsync-every 10 --fsync-bytes 1m --io-dir /var/tmp --ops memcpy
@@ -76,6 +77,7 @@ struct Options {
   double rate = 0;  // calls per second per thread; 0 = as fast as possible
   std::string ready_file, wait_file;
   std::string fork_wait_file;  // NCCL ranks: the parent forks them only once this file exists
+  std::string nccl_job;        // this process is one rank of a job: RANK/WORLD_SIZE from the environment
   bool load_cuda = false;
 };
 
@@ -144,6 +146,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--ready-file") o.ready_file = val();
     else if (a == "--wait-file") o.wait_file = val();
     else if (a == "--fork-wait-file") o.fork_wait_file = val();
+    else if (a == "--nccl-job") o.nccl_job = val();
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown flag " + a).c_str());
   }
@@ -506,7 +509,20 @@ int main(int argc, char** argv) {
   sleep_ms(o.after_load_ms);
 
   int rc = 0;
-  if (o.nccl_ranks > 1) {
+  if (!o.nccl_job.empty()) {
+    // One rank per process, as torchrun starts them: the ranks share a unique id derived
+    // from the job name instead of a broadcast one.
+    const char* r = std::getenv("RANK");
+    const char* w = std::getenv("WORLD_SIZE");
+    if (!r || !w) usage("--nccl-job needs RANK and WORLD_SIZE in the environment");
+    Options one = o;
+    one.nccl_ranks = std::atoi(w);
+    UniqueId id{};
+    uint64_t h = 1469598103934665603ULL;
+    for (unsigned char c : o.nccl_job) h = (h ^ c) * 1099511628211ULL;
+    std::memcpy(id.internal, &h, sizeof(h));
+    rc = run_rank(one, rt, drv, nccl, std::atoi(r), &id);
+  } else if (o.nccl_ranks > 1) {
     UniqueId id{};
     sym<int (*)(UniqueId*)>(nccl, "ncclGetUniqueId")(&id);
     while (!o.fork_wait_file.empty() && access(o.fork_wait_file.c_str(), F_OK) != 0) sleep_ms(10);

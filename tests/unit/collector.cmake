@@ -9,3 +9,5 @@ causeway_test(test_collector_stack_policy LABEL unit SOURCES ${CMAKE_CURRENT_LIS
   LIBS causeway_collector_core)
 causeway_test(test_python_runtime LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python_runtime.cpp
   LIBS causeway_collector_core causeway_analysis)
+causeway_test(test_collector_launcher_env LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_launcher_env.cpp
+  LIBS causeway_collector_core)

@@ -1,0 +1,19 @@
+// Names hosts in chain documents: every culprit gains `host` (the session's host; in a merged
+// session the host its pid belongs to, with `host_pid`, its pid there). An nccl_straggler
+// chain also says how the late rank's rank was learned and, in a merged session, which hosts
+// the waiting ranks are on — the cross-host straggler of docs/FLEET.md.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <vector>
+
+#include "analysis/correlator_internal.h"
+#include "common/result.h"
+#include "tracedb/records.h"
+
+namespace causeway {
+
+Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const Correlator::State& s);
+
+}  // namespace causeway

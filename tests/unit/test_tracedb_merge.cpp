@@ -1,0 +1,116 @@
+// `causeway merge` on real SQLite files: hosts' sessions combined without collisions, an older
+// schema migrated in the copy, inputs untouched, and the refusals (same DB twice, a merged DB,
+// a newer schema, an existing output) leave nothing behind.
+#include <doctest/doctest.h>
+#include <sqlite3.h>
+
+#include <filesystem>
+
+#include "tests/support/test_support.h"
+#include "tracedb/merge.h"
+#include "tracedb/schema.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway {
+namespace {
+
+using test::TempDir;
+using test::read_file;
+
+DbHandle open_rw(const std::string& path) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+  return DbHandle(raw);
+}
+
+int64_t q(const std::string& path, const std::string& sql) {
+  DbHandle db = open_rw(path);
+  auto v = query_int(db.get(), sql);
+  REQUIRE(v);
+  return v->value_or(-1);
+}
+
+// A host's DB at schema `version` with one session, two processes (pids 100 and 200, which
+// repeat on every host), three events and a context switch on CPU 1.
+void make_host(const std::string& path, const std::string& host, int version, int64_t t0) {
+  DbHandle db = open_rw(path);
+  REQUIRE(migrate(db.get(), version));
+  const std::string T = std::to_string(t0);
+  REQUIRE(exec_sql(db.get(),
+                   "INSERT INTO ops (id, source, name, kind) VALUES (1, 'cuda', 'cudaMalloc', 'call');"
+                   "INSERT INTO sessions (source_kind, host, tool_version, started_ns, stopped_ns) VALUES ('live', '" + host +
+                       "', 'x', " + T + ", " + T + " + 3000);"
+                       "INSERT INTO processes (session_id, pid, comm) VALUES (1, 100, 'python3'), (1, 200, 'tar');"
+                       "INSERT INTO events (session_id, ts_ns, dur_ns, pid, tid, op_id, cpu) VALUES "
+                       "(1, " + T + ", 10, 100, 100, 1, 1), (1, " + T + " + 1000, 10, 100, 101, 1, 1), (1, " + T +
+                       " + 2000, 10, 200, 200, 1, 0);"
+                       "INSERT INTO event_blocks VALUES (1, 1, 3, " + T + ", " + T + " + 2000, " + T + " + 2010);"
+                       "INSERT INTO sched (session_id, ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid) "
+                       "VALUES (1, " + T + " + 5, 1, 100, 100, 0, 0, 0);")
+              .ok());
+}
+
+}  // namespace
+
+TEST_CASE("two hosts merge into one session: pids shifted per host, counts add up, inputs untouched") {
+  TempDir dir;
+  const std::string a = dir.file("a.db"), b = dir.file("b.db"), out = dir.file("m.db");
+  make_host(a, "node-a", latest_schema_version(), 1'000'000);
+  make_host(b, "node-b", 2, 1'000'500);  // an older schema: migrated in the copy
+  const std::string bytes_a = read_file(a), bytes_b = read_file(b);
+
+  auto m = merge_trace_dbs(out, {a, b});
+  REQUIRE_MESSAGE(m, (m ? std::string() : m.error().message));
+  CHECK(read_file(a) == bytes_a);
+  CHECK(read_file(b) == bytes_b);
+  CHECK(m->events == 6);
+  CHECK(m->inputs[1].schema_version == 2);
+  bool migrated_note = false;
+  for (const auto& n : m->notes) migrated_note = migrated_note || n.find("migrated in the copy") != std::string::npos;
+  CHECK(migrated_note);
+
+  CHECK(q(out, "PRAGMA user_version") == latest_schema_version());
+  CHECK(q(out, "SELECT count(*) FROM sessions") == 1);
+  CHECK(q(out, "SELECT count(*) FROM events") == 6);
+  CHECK(q(out, "SELECT count(*) FROM processes") == 4);
+  CHECK(q(out, "SELECT count(*) FROM processes WHERE pid IN (10000100, 10000200, 20000100, 20000200)") == 4);
+  CHECK(q(out, "SELECT count(*) FROM events WHERE tid = 20000101 AND cpu = 20001") == 1);
+  // Idle (pid 0) stays 0; CPUs are per host.
+  CHECK(q(out, "SELECT count(*) FROM sched WHERE next_pid = 0 AND cpu IN (10001, 20001)") == 2);
+  // Events in time order across hosts, with a zone map covering all of them.
+  CHECK(q(out, "SELECT count(*) FROM events e1 JOIN events e2 ON e2.id = e1.id + 1 WHERE e2.ts_ns < e1.ts_ns") == 0);
+  CHECK(q(out, "SELECT sum(last_id - first_id + 1) FROM event_blocks") == 6);
+  CHECK(q(out, "SELECT count(*) FROM merged_hosts WHERE host IN ('node-a', 'node-b')") == 2);
+}
+
+TEST_CASE("refusals leave no output: same DB twice, a merged DB, a newer schema, an existing output") {
+  TempDir dir;
+  const std::string a = dir.file("a.db"), b = dir.file("b.db"), out = dir.file("m.db");
+  make_host(a, "node-a", latest_schema_version(), 1'000'000);
+  make_host(b, "node-b", latest_schema_version(), 2'000'000);
+  std::filesystem::copy_file(a, dir.file("copy.db"));
+
+  auto twice = merge_trace_dbs(out, {a, dir.file("copy.db")});
+  REQUIRE_FALSE(twice);
+  CHECK(twice.error().code == "merge_usage");
+  CHECK(twice.error().message.find("same DB") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+  CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
+
+  REQUIRE(merge_trace_dbs(out, {a, b}));
+  auto exists = merge_trace_dbs(out, {a, b});
+  REQUIRE_FALSE(exists);
+  CHECK(exists.error().message.find("exists") != std::string::npos);
+  auto nested = merge_trace_dbs(dir.file("m2.db"), {out, b});
+  REQUIRE_FALSE(nested);
+  CHECK(nested.error().message.find("itself a merged DB") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("m2.db")));
+
+  { DbHandle db = open_rw(b); REQUIRE(exec_sql(db.get(), "PRAGMA user_version = 99").ok()); }
+  auto newer = merge_trace_dbs(dir.file("m3.db"), {a, b});
+  REQUIRE_FALSE(newer);
+  CHECK(newer.error().code == "db_too_new");
+  CHECK_FALSE(std::filesystem::exists(dir.file("m3.db")));
+}
+
+}  // namespace causeway
