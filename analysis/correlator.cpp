@@ -374,10 +374,11 @@ class ChunkAnalyzer {
           if (is_collective_op(e.op)) {
             entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
                                 e.op, e.ts});
-            s_.ranks.resolve(entries_.back());  // a rank whose init was not traced (analysis/rank_inference.h)
+            s_.ranks.resolve(entries_.back(), e.end());  // a rank whose init was not traced (analysis/rank_inference.h)
           }
       }
     }
+    s_.ranks.align(entries_);
   }
 
   void group_nccl() {

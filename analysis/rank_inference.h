@@ -13,6 +13,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "analysis/collectives.h"
 #include "common/result.h"
@@ -25,8 +26,17 @@ class RankInference {
   Result<void> load(sqlite3* db, int64_t session_id);
 
   // For an entry with rank -1 whose process has a launcher rank: sets rank, nranks and the
-  // job communicator's id (comm). Returns whether it did.
-  bool resolve(CollectiveEntry& e);
+  // job communicator's id (comm). Returns whether it did. end_ns: when the call returned.
+  bool resolve(CollectiveEntry& e, int64_t end_ns);
+
+  // After the chunk's entries are resolved: shifts each rank's sequence so the n-th
+  // collective is the same across ranks even when a rank was inside a collective when its
+  // probes went live (its first traced call is then the next one). Ranks of a collective
+  // leave it together, so a rank's calls are matched to the job's by their return times.
+  void align(std::vector<CollectiveEntry>& entries);
+
+  // Tests: a launcher rank without a DB.
+  void set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id);
 
   // The variable the rank of pid came from ("" when not inferred).
   std::string source(uint32_t pid) const;
@@ -39,6 +49,10 @@ class RankInference {
   std::unordered_map<uint32_t, Launcher> procs_;
   std::map<std::pair<uint32_t, int64_t>, int64_t> comm_of_handle_;  // (pid, handle) -> job communicator id
   std::unordered_map<uint32_t, int> handles_seen_;                  // pid -> communicators numbered so far
+  using StreamKey = std::pair<uint32_t, int64_t>;                    // (pid, job communicator)
+  std::map<std::pair<StreamKey, int64_t>, int64_t> pending_;         // (stream, traced seq) -> return time, this chunk
+  std::map<StreamKey, int64_t> offset_;                              // aligned streams: seq shift
+  std::map<int64_t, std::map<int64_t, int64_t>> history_;            // communicator -> aligned seq -> a return time
 };
 
 }  // namespace causeway

@@ -1,0 +1,66 @@
+// Launcher ranks put into one communicator, and sequences aligned by return times when a rank
+// was inside a collective when its probes went live (its first traced call is the next one).
+#include <doctest/doctest.h>
+
+#include <vector>
+
+#include "analysis/collectives.h"
+#include "analysis/rank_inference.h"
+
+namespace causeway {
+
+TEST_CASE("a rank that missed the first collective is aligned; the late rank is the straggler") {
+  // 4 ranks, a blocking collective every 10 ms; rank 2 enters each 3 ms after the others and
+  // all leave together at 10k ms + 3.2 ms. Ranks 0, 1, 3 were inside collective 0 when the
+  // probes went live: their traced sequence starts at collective 1 (traced seq 0).
+  RankInference ri;
+  for (uint32_t r = 0; r < 4; ++r) ri.set_launcher(100 + r, static_cast<int32_t>(r), 4, "RANK", "job");
+  std::vector<CollectiveEntry> entries;
+  for (int k = 0; k < 40; ++k) {
+    const int64_t t = k * 10'000'000;
+    for (uint32_t r = 0; r < 4; ++r) {
+      const bool late = r == 2;
+      if (!late && k == 0) continue;
+      CollectiveEntry e;
+      e.comm = 0x7f00 + r;  // the handle: a pointer, different in every process
+      e.seq = late ? k : k - 1;
+      e.pid = e.tid = 100 + r;
+      e.op = 1;
+      e.ts_ns = t + (late ? 3'000'000 : 0) + r * 1000;
+      entries.push_back(e);
+      const int64_t end = t + 3'200'000 + r * 500;
+      CHECK(ri.resolve(entries.back(), end));
+    }
+  }
+  ri.align(entries);
+  for (const auto& e : entries) CHECK(e.rank == static_cast<int32_t>(e.pid - 100));
+  auto groups = group_collectives(entries);
+  int with_straggler = 0;
+  for (const auto& g : groups) {
+    if (g.members.size() != 4) continue;
+    REQUIRE(g.has_straggler);
+    CHECK(entries[g.straggler].pid == 102);
+    ++with_straggler;
+  }
+  CHECK(with_straggler == 39);
+}
+
+TEST_CASE("entries with a traced init, or of processes without a launcher rank, are left alone") {
+  RankInference ri;
+  ri.set_launcher(7, 1, 2, "RANK", "");
+  CollectiveEntry known;
+  known.pid = 7;
+  known.rank = 0;
+  known.comm = 55;
+  CHECK_FALSE(ri.resolve(known, 0));
+  CHECK(known.comm == 55);
+  CollectiveEntry stranger;
+  stranger.pid = 8;
+  stranger.comm = 66;
+  CHECK_FALSE(ri.resolve(stranger, 0));
+  CHECK(stranger.rank == -1);
+  CHECK(ri.source(7) == "RANK");
+  CHECK(ri.source(8).empty());
+}
+
+}  // namespace causeway
