@@ -3,7 +3,7 @@
 //   bare      no probe
 //   empty     empty uprobe + uretprobe (the kernel's fixed cost; the floor)
 //   traced    causeway's programs with the full pipeline draining into a DB, no stacks
-//   stacks    the same with user stacks
+//   stacks    the same with user stacks on (taken only where they explain something: docs/COLLECTOR.md)
 // then a rate test (--rate calls/s for --seconds) reporting drops, and the collector's RSS.
 //
 //   sudo build/bench/probe_cost [--calls 200000] [--rate 500000] [--seconds 5] [--lib PATH]

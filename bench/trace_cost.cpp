@@ -358,12 +358,14 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     std::printf("%s: %lld calls made, %lld recorded, %lld with a user stack, %lld counted as dropped (ring full)\n",
                 r.config.c_str(), (long long)r.made, (long long)r.recorded, (long long)r.with_stack, (long long)r.dropped);
-    exact = exact && r.made == r.recorded + r.dropped;
+    // The drop counter is host-wide: calls of other processes traced meanwhile (discovery
+    // probes every libcudart on the host) may add to it, never to the calls recorded here.
+    exact = exact && r.recorded <= r.made && r.made <= r.recorded + r.dropped;
   }
   if (keep.empty()) fs::remove_all(dir);
   // The calls run flat out (over 1M/s), past the rate the collector is sized for (0 drops at
   // 500k calls/s: bench/trace_rate.sh); a busy host may fill the ring then. What must hold
   // is the accounting: every call recorded or counted.
-  if (!exact) die("calls made ≠ recorded + counted drops");
+  if (!exact) die("calls lost without being counted as dropped");
   return 0;
 }
