@@ -41,6 +41,7 @@
 #define CW_SITE_WAYS 4
 struct cw_stack_state {
   __u64 last_return; /* when the thread's last outermost traced call returned; 0: none yet */
+  __u64 site_gen;    /* cw_site_gen when sites[] was last valid */
   __u64 sites[CW_SITE_SETS * CW_SITE_WAYS];
 };
 
@@ -55,8 +56,18 @@ struct {
   __type(value, __u64);
 } stack_thresholds SEC(".maps");
 
+/* Bumped by the collector when it starts reading a process's Python frames: the calls already
+ * stacked there carried none, so every thread forgets its known sites and stacks each once more
+ * (a module's first call often comes before the collector has seen the process). */
+volatile __u64 cw_site_gen = 0;
+
 /* True the first time (as far as the set remembers) this thread calls op from this site. */
 static __always_inline bool new_call_site(struct cw_stack_state *st, __u64 site, __u64 now) {
+  __u64 gen = cw_site_gen;
+  if (st->site_gen != gen) {
+    __builtin_memset(st->sites, 0, sizeof(st->sites));
+    st->site_gen = gen;
+  }
   __u32 set = (__u32)((site * 0x9E3779B97F4A7C15ULL) >> 61);
   __u64 *ways = &st->sites[set * CW_SITE_WAYS];
 #pragma unroll
@@ -110,7 +121,7 @@ struct cw_task {
   struct cw_stack_state stack;
 };
 
-/* 32768 slots × 720 B = 22.5 MiB of kernel memory; the loader sizes it to pid_max rounded up
+/* 32768 slots × 728 B = 22.8 MiB of kernel memory; the loader sizes it to pid_max rounded up
  * to a power of two (at most 32768) and sets targ_task_mask = size - 1. */
 const volatile __u32 targ_task_mask = 32767;
 struct {

@@ -180,6 +180,8 @@ std::vector<uint64_t> BpfObject::stack(int32_t id) const {
 }
 
 void BpfObject::set_python(uint32_t pid, const cw_py_proc& proc) {
+  // Sites already stacked in this process carried no Python frames: stack each once more.
+  __atomic_fetch_add(&skel_->bss->cw_site_gen, 1, __ATOMIC_RELEASE);
   bpf_map__update_elem(skel_->maps.py_procs, &pid, sizeof(pid), &proc, sizeof(proc), BPF_ANY);
 }
 
