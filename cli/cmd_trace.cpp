@@ -4,7 +4,6 @@
 
 #include <iostream>
 
-#include "common/db_path.h"
 #include "cli/command.h"
 #include "collector/session.h"
 #include "common/units.h"
@@ -82,11 +81,6 @@ Runner setup(CLI::App& app) {
     }
     o.live_table = !a->quiet && ::isatty(STDERR_FILENO);
     o.verbose = !a->quiet;
-    if (!a->quiet) {
-      const auto user = sudo_invoking_user();
-      std::cerr << "causeway trace: writing " << a->db << (user ? " (for " + user->name + ", who ran sudo)" : "")
-                << std::endl;
-    }
     install_stop_handlers();
     auto sum = collector::run_trace(o, [] { return stop_requested(); });
     if (!sum) return report_error("trace", sum.error(), false);

@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "collector/bpf_loader.h"
-#include "common/db_path.h"
 #include "collector/discovery.h"
 #include "collector/probe_table.h"
 #include "collector/proc_maps.h"
@@ -127,33 +126,6 @@ std::vector<std::string> find_library_files() {
   return {out.begin(), out.end()};
 }
 
-namespace {
-
-// The DB `trace` would write, checked without creating anything: its owner (the invoking user
-// under sudo) and whether the folder can take it.
-CheckItem db_check(const std::string& db_path) {
-  const auto user = sudo_invoking_user();
-  const uid_t owner = user ? user->uid : ::geteuid();
-  const std::string for_whom = user ? " (owned by " + user->name + ", who ran sudo)" : "";
-  struct stat st{};
-  if (::stat(db_path.c_str(), &st) == 0) {
-    if (st.st_uid != owner)
-      return fail("db", db_path + " belongs to uid " + std::to_string(st.st_uid) + ", not to the user trace writes for",
-                  "pass --db with a path of your own, or set CAUSEWAY_DB");
-    return pass("db", "trace writes " + db_path + for_whom);
-  }
-  fs::path dir = fs::path(db_path).parent_path();
-  std::error_code ec;
-  while (!dir.empty() && !fs::exists(dir, ec) && dir != dir.parent_path()) dir = dir.parent_path();
-  if (dir.empty()) dir = ".";
-  if (::access(dir.c_str(), W_OK) != 0)
-    return fail("db", "trace would write " + db_path + ", but " + dir.string() + " is not writable",
-                "pass --db PATH in a writable folder, or set CAUSEWAY_DB");
-  return pass("db", "trace will create " + db_path + for_whom);
-}
-
-}  // namespace
-
 std::vector<CheckItem> run_checks(const std::string& db_path) {
   std::vector<CheckItem> items;
   std::string release;
@@ -241,7 +213,18 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                                                       : std::to_string(pids.size()) + " running: pid " + plist));
   if (auto py = python_check(pids)) items.push_back(std::move(*py));
 
-  items.push_back(db_check(db_path));
+  std::error_code ec;
+  fs::path dir = fs::path(db_path).parent_path();
+  if (dir.empty()) dir = ".";
+  fs::create_directories(dir, ec);
+  const std::string probe = (dir / (".causeway-check-" + std::to_string(::getpid()))).string();
+  if (FILE* f = std::fopen(probe.c_str(), "w")) {
+    std::fclose(f);
+    std::remove(probe.c_str());
+    items.push_back(pass("db", db_path + " is writable"));
+  } else {
+    items.push_back(fail("db", "cannot write in " + dir.string(), "pass --db PATH in a writable folder, or set CAUSEWAY_DB"));
+  }
   return items;
 }
 

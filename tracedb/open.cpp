@@ -7,7 +7,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "common/db_path.h"
 #include "tracedb/schema.h"
 
 namespace causeway {
@@ -76,9 +75,11 @@ std::string uri_escape(const std::string& path) {
 }  // namespace
 
 Result<DbHandle> open_for_write(const std::string& path) {
-  if (auto r = prepare_db_file(path); !r) return r.error();
-  struct stat st {};
-  const bool fresh = ::stat(path.c_str(), &st) == 0 && st.st_size == 0;  // prepare_db_file made it empty
+  std::error_code ec;
+  auto parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  if (ec) return make_error("db_open", "cannot create folder " + parent.string() + ": " + ec.message());
+  bool fresh = !file_exists(path);
   auto db = open_with(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
   sqlite3* h = db->get();

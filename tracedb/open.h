@@ -9,9 +9,8 @@
 
 namespace causeway {
 
-// Creates parent folders and the DB if needed (owned by the invoking user under sudo:
-// prepare_db_file), enables WAL, applies migrations. Fails with "db_too_new", "db_foreign",
-// "db_corrupt", "db_owner" or "db_open".
+// Creates parent folders and the DB if needed, enables WAL, applies migrations.
+// Fails with "db_too_new", "db_foreign", "db_corrupt" or "db_open".
 Result<DbHandle> open_for_write(const std::string& path);
 
 // Opens read-only. When the DB is in WAL mode in a folder we cannot write (no -shm can be
