@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "common/db_path.h"
 #include "collector/session.h"
 #include "common/units.h"
 
@@ -78,6 +79,8 @@ Runner setup(CLI::App& app) {
     }
     o.live_table = !a->quiet && ::isatty(STDERR_FILENO);
     o.verbose = !a->quiet;
+    const auto inv = sudo_invoker();
+    std::cerr << "causeway trace: writing " << a->db << (inv ? " (owned by " + inv->name + ")" : "") << std::endl;
     install_stop_handlers();
     auto sum = collector::run_trace(o, [] { return stop_requested(); });
     if (!sum) return report_error("trace", sum.error(), false);
