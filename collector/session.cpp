@@ -149,6 +149,7 @@ class Session {
   std::map<std::pair<uint32_t, int32_t>, uint64_t> stack_cache_;
   std::vector<std::pair<int64_t, uint32_t>> pending_rescans_;  // (due mono ns, pid)
   int64_t next_rescan_ = 0, next_second_ = 0, next_offset_ = 0;
+  bool write_error_reported_ = false;
   TraceSummary sum_;
 };
 
@@ -465,6 +466,14 @@ void Session::periodic(int64_t now) {
   }
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
+    // A full disk or a failed write must not go unnoticed until the user stops the trace.
+    if (!write_error_reported_) {
+      if (std::string err = writer_.last_error(); !err.empty()) {
+        write_error_reported_ = true;
+        std::cerr << "causeway trace: cannot write " << o_.db << ": " << err
+                  << "; events are being lost: free space (or pass --max-db) and restart the trace" << std::endl;
+      }
+    }
     emit_page_allocs(now);
     update_counters();
     if (o_.live_table) {
