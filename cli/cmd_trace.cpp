@@ -61,6 +61,7 @@ Runner setup(CLI::App& app) {
     o.ready_file = a->ready_file;
     o.writer_queue = a->writer_queue;
     o.label = "trace";
+    o.detach_after_return = true;
     o.metrics_addr = a->metrics;
     o.diagnose = !a->no_diagnose;
     if (!a->duration.empty()) {

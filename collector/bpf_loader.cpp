@@ -91,6 +91,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
     return make_error("bpf_load", "loading the BPF programs failed (" + errno_text(err) +
                                       "); run as root or with CAP_BPF+CAP_PERFMON, on a kernel with BTF. libbpf: " +
                                       last_libbpf_message());
+  obj->detach_after_return_ = o.detach_after_return;
   obj->ncpus_ = libbpf_num_possible_cpus();
   if (obj->ncpus_ < 1) obj->ncpus_ = 1;
   return obj;
@@ -141,7 +142,7 @@ BpfObject::~BpfObject() {
   std::vector<int> fds;
   for (const auto& l : uprobe_links_)
     if (int fd = bpf_link__fd(l.get()); fd >= 0) fds.push_back(fd);
-  const int done = fds.empty() ? -1 : hand_off_last_close(std::move(fds));
+  const int done = fds.empty() || !detach_after_return_ ? -1 : hand_off_last_close(std::move(fds));
   uprobe_links_.clear();
   if (done >= 0) ::close(done);
   tp_links_.clear();

@@ -534,6 +534,7 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   lo.filter_pids = !o.pids.empty();
   lo.ring_calls_bytes = o.ring_calls_bytes;
   lo.ring_host_bytes = o.ring_host_bytes;
+  lo.detach_after_return = o.detach_after_return;
   auto bpf = BpfObject::load(lo);
   if (!bpf) return bpf.error();
 

@@ -28,6 +28,7 @@ struct TraceOptions {
   int64_t duration_ns = 0;            // 0 = until stopped
   std::vector<uint32_t> pids;         // empty = every process using the libraries
   std::vector<std::string> libs;      // --lib: attach these files up front
+  bool detach_after_return = false;   // see LoaderOptions: only for a process that exits next
   bool stacks = true;
   int64_t max_db_bytes = 0;
   bool live_table = false;            // redraw the table on stderr each second
