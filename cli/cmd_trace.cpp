@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "common/db_path.h"
 #include "collector/session.h"
 #include "common/units.h"
 
@@ -63,6 +64,7 @@ Runner setup(CLI::App& app) {
     o.ready_file = a->ready_file;
     o.writer_queue = a->writer_queue;
     o.label = "trace";
+    o.detach_after_return = true;
     o.metrics_addr = a->metrics;
     o.diagnose = !a->no_diagnose;
     if (!a->duration.empty()) {
@@ -81,6 +83,8 @@ Runner setup(CLI::App& app) {
     }
     o.live_table = !a->quiet && ::isatty(STDERR_FILENO);
     o.verbose = !a->quiet;
+    const auto inv = sudo_invoker();
+    std::cerr << "causeway trace: writing " << a->db << (inv ? " (owned by " + inv->name + ")" : "") << std::endl;
     install_stop_handlers();
     auto sum = collector::run_trace(o, [] { return stop_requested(); });
     if (!sum) return report_error("trace", sum.error(), false);

@@ -28,6 +28,10 @@ struct LoaderOptions {
   uint32_t ring_calls_bytes = 4u << 20;  // power of two, ≥ page size; sizing in bpf/maps.bpf.h
   uint32_t ring_host_bytes = 2u << 20;
   bool host_tracepoints = true;    // sched/proc/io/net/mem
+  // The process exits right after teardown (the CLI): uprobes detach in a grandchild after
+  // we return, not on our exit path (docs/COLLECTOR.md, "Stop"). Off for in-process callers
+  // that trace again next, so one session's detach never overlaps the next one.
+  bool detach_after_return = false;
 };
 
 struct LinkCloser {
@@ -80,6 +84,7 @@ class BpfObject {
   std::vector<LinkPtr> tp_links_;
   std::vector<LinkPtr> uprobe_links_;
   int ncpus_ = 1;
+  bool detach_after_return_ = false;
 };
 
 // libbpf's messages: warnings go to stderr unless silenced; the last ones are kept for

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "collector/bpf_loader.h"
+#include "common/db_path.h"
 #include "collector/discovery.h"
 #include "collector/probe_table.h"
 #include "collector/proc_maps.h"
@@ -213,18 +214,20 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                                                       : std::to_string(pids.size()) + " running: pid " + plist));
   if (auto py = python_check(pids)) items.push_back(std::move(*py));
 
-  std::error_code ec;
+  // Probe without creating anything: under sudo a folder made here would belong to root.
   fs::path dir = fs::path(db_path).parent_path();
   if (dir.empty()) dir = ".";
-  fs::create_directories(dir, ec);
-  const std::string probe = (dir / (".causeway-check-" + std::to_string(::getpid()))).string();
-  if (FILE* f = std::fopen(probe.c_str(), "w")) {
-    std::fclose(f);
-    std::remove(probe.c_str());
-    items.push_back(pass("db", db_path + " is writable"));
-  } else {
+  struct stat st {};
+  while (::stat(dir.c_str(), &st) != 0 && dir.has_parent_path() && dir != dir.parent_path()) dir = dir.parent_path();
+  const auto inv = sudo_invoker();
+  const std::string owner = inv ? " (files owned by " + inv->name + ")" : "";
+  if (::stat(db_path.c_str(), &st) == 0 && st.st_uid != ::geteuid() && !(inv && st.st_uid == inv->uid))
+    items.push_back(fail("db", db_path + " belongs to another user; trace refuses to write into it",
+                         "pass --db PATH of your own, or set CAUSEWAY_DB"));
+  else if (::access(dir.c_str(), W_OK) == 0)
+    items.push_back(pass("db", "trace writes " + db_path + owner));
+  else
     items.push_back(fail("db", "cannot write in " + dir.string(), "pass --db PATH in a writable folder, or set CAUSEWAY_DB"));
-  }
   return items;
 }
 

@@ -147,6 +147,7 @@ class Session {
   uint64_t python_unsupported_ = 0;
   std::vector<std::pair<int64_t, uint32_t>> pending_rescans_;  // (due mono ns, pid)
   int64_t next_rescan_ = 0, next_second_ = 0, next_offset_ = 0;
+  bool write_error_reported_ = false;
   TraceSummary sum_;
 };
 
@@ -504,6 +505,14 @@ void Session::periodic(int64_t now) {
   }
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
+    // A full disk or a failed write must not go unnoticed until the user stops the trace.
+    if (!write_error_reported_) {
+      if (std::string err = writer_.last_error(); !err.empty()) {
+        write_error_reported_ = true;
+        std::cerr << "causeway trace: cannot write " << o_.db << ": " << err
+                  << "; events are being lost: free space (or pass --max-db) and restart the trace" << std::endl;
+      }
+    }
     emit_page_allocs(now);
     for (const auto& u : stack_policy_.updates()) bpf_.set_stack_threshold(u.pid, u.op, u.threshold_ns);
     update_counters();
@@ -565,6 +574,7 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   lo.filter_pids = !o.pids.empty();
   lo.ring_calls_bytes = o.ring_calls_bytes;
   lo.ring_host_bytes = o.ring_host_bytes;
+  lo.detach_after_return = o.detach_after_return;
   auto bpf = BpfObject::load(lo);
   if (!bpf) return bpf.error();
 

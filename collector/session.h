@@ -28,6 +28,7 @@ struct TraceOptions {
   int64_t duration_ns = 0;            // 0 = until stopped
   std::vector<uint32_t> pids;         // empty = every process using the libraries
   std::vector<std::string> libs;      // --lib: attach these files up front
+  bool detach_after_return = false;   // see LoaderOptions: only for a process that exits next
   bool stacks = true;
   bool python_frames = true;          // with stacks: Python frames of CPython 3.10-3.13 callers
   int64_t max_db_bytes = 0;

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The main job without a GPU: install, build, write the `incident` demo into the default
-# trace DB, then explain it.
+# The main job without a GPU: install the build dependencies, build only the `causeway`
+# binary (tests build in run-tests.sh), install it (/usr/local as root, else ~/.local), write
+# the `incident` demo into the default trace DB and explain it with the installed binary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
-./scripts/build.sh
-./build/causeway demo incident
-if ./build/causeway explain --help >/dev/null 2>&1; then
-  ./build/causeway explain
-else
-  ./build/causeway stats
-fi
+build_dir=${BUILD_DIR:-build}
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+ninja -C "$build_dir" -j"$(nproc)" causeway
+if [ "$(id -u)" -eq 0 ]; then prefix=${PREFIX:-/usr/local}; else prefix=${PREFIX:-$HOME/.local}; fi
+cmake --install "$build_dir" --prefix "$prefix" >/dev/null
+echo "installed $prefix/bin/causeway"
+"$prefix/bin/causeway" demo incident
+"$prefix/bin/causeway" explain

@@ -1,12 +1,16 @@
 #include "tracedb/open.h"
 
+#include <fcntl.h>
+#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
+#include "common/db_path.h"
 #include "tracedb/schema.h"
 
 namespace causeway {
@@ -72,14 +76,62 @@ std::string uri_escape(const std::string& path) {
   return out;
 }
 
+std::string user_name(uid_t uid) {
+  std::vector<char> buf(16384);
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return pw.pw_name;
+  return "uid " + std::to_string(uid);
+}
+
+// Makes the missing folders (0700) and the DB file (0600) before SQLite opens it. Under sudo
+// they belong to the invoking user when the nearest existing folder is theirs (the default
+// path, or any --db in their own tree); SQLite running as root gives -wal/-shm the owner of
+// the DB file. A DB owned by someone other than us or the sudo invoker is refused: writing
+// into it would silently take over another user's file.
+Result<void> prepare_db_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  const auto inv = sudo_invoker();
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (st.st_uid != ::geteuid() && !(inv && st.st_uid == inv->uid))
+      return make_error("db_owner", path + " belongs to " + user_name(st.st_uid) +
+                                        ", not to you: refusing to write into another user's trace DB; pass --db PATH "
+                                        "of your own, or run as that user");
+    return {};
+  }
+  fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) parent = ".";
+  std::vector<fs::path> missing;
+  fs::path existing = parent;
+  while (::stat(existing.c_str(), &st) != 0 && existing.has_parent_path() && existing != existing.parent_path()) {
+    missing.push_back(existing);
+    existing = existing.parent_path();
+  }
+  const bool for_invoker = inv && ::stat(existing.c_str(), &st) == 0 && st.st_uid == inv->uid;
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
+      return make_error("db_open", "cannot create folder " + it->string() + ": " + std::strerror(errno));
+    if (for_invoker && ::chown(it->c_str(), inv->uid, inv->gid) != 0)
+      return make_error("db_open", "cannot give " + it->string() + " to " + inv->name + ": " + std::strerror(errno));
+  }
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == EEXIST) return prepare_db_files(path);  // another writer made it meanwhile: check its owner
+    return make_error("db_open", "cannot create " + path + ": " + std::strerror(errno));
+  }
+  int rc = for_invoker ? ::fchown(fd, inv->uid, inv->gid) : 0;
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) return make_error("db_open", "cannot give " + path + " to " + inv->name + ": " + std::strerror(err));
+  return {};
+}
+
 }  // namespace
 
 Result<DbHandle> open_for_write(const std::string& path) {
-  std::error_code ec;
-  auto parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  if (ec) return make_error("db_open", "cannot create folder " + parent.string() + ": " + ec.message());
   bool fresh = !file_exists(path);
+  if (auto r = prepare_db_files(path); !r) return r.error();
   auto db = open_with(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
   sqlite3* h = db->get();
