@@ -59,6 +59,19 @@ void json_error(httplib::Response& res, int status, int code, const std::string&
   res.set_content(make_error_response(nullptr, RpcError{code, message, nullptr}), "application/json");
 }
 
+std::optional<std::string> trimmed_header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  std::string v = req.get_header_value(name);
+  // RFC 9110 §5.5: optional whitespace around a field value is not part of it.
+  size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
+}
+
+RequestHeaders routing_headers(const httplib::Request& req) {
+  return RequestHeaders{trimmed_header(req, "MCP-Protocol-Version"), trimmed_header(req, "Mcp-Method"),
+                        trimmed_header(req, "Mcp-Name")};
+}
+
 bool wants_progress(const std::string& body) {
   if (body.find("progressToken") == std::string::npos) return false;
   json doc = json::parse(body, nullptr, false);
@@ -197,23 +210,13 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       json_error(res, 415, kInvalidRequest, "Content-Type must be application/json");
       return;
     }
-    if (req.has_header("MCP-Protocol-Version")) {
-      const auto& sup = supported_versions();
-      std::string v = req.get_header_value("MCP-Protocol-Version");
-      if (std::find(sup.begin(), sup.end(), v) == sup.end()) {
-        res.status = 400;
-        res.set_content(make_error_response(nullptr, RpcError{kUnsupportedProtocolVersion, "Unsupported MCP-Protocol-Version: " + v,
-                                                     json{{"supported", sup}, {"requested", v}}}),
-                        "application/json");
-        return;
-      }
-    }
     const std::string scope = req.remote_addr;
+    const RequestHeaders headers = routing_headers(req);
     if (wants_progress(req.body) && lower(req.get_header_value("Accept")).find("text/event-stream") != std::string::npos) {
       // Progress streams as SSE on this response; the result is the last event.
       std::string body = req.body;
       res.set_header("Cache-Control", "no-store");
-      res.set_chunked_content_provider("text/event-stream", [&server, body, scope](size_t, httplib::DataSink& sink) {
+      res.set_chunked_content_provider("text/event-stream", [&server, body, scope, headers](size_t, httplib::DataSink& sink) {
         auto send = [&sink](const std::string& line) {
           std::string event = "event: message\ndata: " + line + "\n\n";
           sink.write(event.data(), event.size());
@@ -221,6 +224,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
         Exchange ex;
         ex.scope = scope;
         ex.answer_cancelled = true;
+        ex.headers = headers;
         ex.notify = send;
         auto reply = server.handle(body, ex);
         t_facts.rpc_method = ex.method;
@@ -236,6 +240,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     Exchange ex;
     ex.scope = scope;
     ex.answer_cancelled = true;
+    ex.headers = headers;
     auto reply = server.handle(req.body, ex);
     t_facts.rpc_method = ex.method;
     t_facts.tool = ex.tool;
@@ -245,7 +250,9 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       res.status = 202;  // notification or client response: accepted, no body
       return;
     }
-    res.status = (ex.rpc_error == kParseError || ex.rpc_error == kInvalidRequest || ex.rpc_error == kUnsupportedProtocolVersion) ? 400 : 200;
+    // 2026-07-28 maps refusals onto HTTP statuses; legacy clients read every answer from a 200
+    // (a 404 means "session expired" to them).
+    res.status = ex.bad_request ? 400 : (ex.modern && ex.rpc_error == kMethodNotFound) ? 404 : 200;
     res.set_content(*reply, "application/json");
   });
 

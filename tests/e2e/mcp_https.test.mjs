@@ -63,18 +63,34 @@ try {
   console.log('ok - GET/DELETE 405, notification 202, bad version header 400, parse error 400, body limit 413');
 
   // 4. Modern era (2026-07-28): no handshake, _meta on each request.
+  const modern = (method, name) => ({ ...auth, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
+    ...(name ? { 'Mcp-Name': name } : {}) });
   const disc = await (await post({ jsonrpc: '2.0', id: 3, method: 'server/discover', params: { _meta: MODERN_META } },
-    { ...auth, 'MCP-Protocol-Version': '2026-07-28' })).json();
+    modern('server/discover'))).json();
   assert.ok(disc.result.supportedVersions.includes('2026-07-28'));
   const call = await (await post({ jsonrpc: '2.0', id: 4, method: 'tools/call',
     params: { name: 'get_causal_chains', arguments: { limit: 1 }, _meta: MODERN_META } },
-    { ...auth, 'MCP-Protocol-Version': '2026-07-28' })).json();
+    modern('tools/call', 'get_causal_chains'))).json();
   assert.equal(call.result.resultType, 'complete');
   assert.equal(call.result.structuredContent.chains.length, 1);
   const unsupported = await post({ jsonrpc: '2.0', id: 5, method: 'tools/list',
     params: { _meta: { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } }, auth);
   assert.equal((await unsupported.json()).error.code, -32022);
-  console.log('ok - modern era: server/discover, stateless tools/call, -32022');
+  // Refusals echo the request id and map onto HTTP statuses.
+  const refused = async (body, headers, status, code) => {
+    const r = await post(body, headers);
+    const j = await r.json();
+    assert.equal(r.status, status, JSON.stringify(j));
+    assert.equal(j.error.code, code);
+    assert.equal(j.id, body.id);
+  };
+  await refused({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, modern('tools/list'), 400, -32602);
+  await refused({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: MODERN_META } }, modern('prompts/list'), 400, -32020);
+  await refused({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'get_check', _meta: MODERN_META } },
+    modern('tools/call', 'run_sql'), 400, -32020);
+  await refused({ jsonrpc: '2.0', id: 10, method: 'initialize', params: { _meta: MODERN_META } }, modern('initialize'), 404, -32601);
+  await refused({ jsonrpc: '2.0', id: 11, method: 'ping', params: { _meta: MODERN_META } }, modern('ping'), 404, -32601);
+  console.log('ok - modern era: server/discover, stateless tools/call, -32022; missing _meta 400/-32602, header mismatch 400/-32020, initialize/ping 404/-32601, ids echoed');
 
   // 5. Progress streams as SSE when the client asks for it.
   const sse = await post({ jsonrpc: '2.0', id: 6, method: 'tools/call',
