@@ -5,9 +5,7 @@
 #include "cli/command.h"
 #include "mcp/protocol.h"
 #include "mcp/transport_stdio.h"
-#if CAUSEWAY_HAVE_HTTPS
 #include "mcp/transport_https.h"
-#endif
 
 namespace causeway::cli {
 namespace {
@@ -60,7 +58,6 @@ Runner setup(CLI::App& app) {
     mcp::Server server(config, mcp::builtin_tools());
     server.set_log([](const std::string& line) { std::cerr << "causeway mcp: " << line << std::endl; });
     if (a->http.empty()) return mcp::serve_stdio(server, stop_requested) == 0 ? kExitOk : kExitFailure;
-#if CAUSEWAY_HAVE_HTTPS
     mcp::HttpsOptions o;
     o.listen = a->http;
     o.tls_cert = a->tls_cert;
@@ -74,9 +71,6 @@ Runner setup(CLI::App& app) {
     auto r = mcp::serve_https(server, o, stop_requested);
     if (!r) return report_error("mcp", r.error(), false);
     return kExitOk;
-#else
-    return report_error("mcp", make_error("usage", "this build has no HTTPS support (cpp-httplib was not found)"), false);
-#endif
   };
 }
 

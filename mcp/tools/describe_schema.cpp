@@ -27,7 +27,7 @@ json example_queries() {
   });
 }
 
-Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
   auto db = open_db(ctx);
   if (!db) return db.error();
   auto r = schema_document(db->get());
@@ -66,3 +66,5 @@ Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(describe_schema, causeway::mcp::tools::describe_schema)

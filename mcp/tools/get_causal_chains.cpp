@@ -35,7 +35,7 @@ std::string render_chains(const json& chains, size_t max_text_bytes, bool trunca
   return t.str();
 }
 
-Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
   ChainQuery q;
   auto since = duration_arg(args, "since");
   if (!since) return since.error();
@@ -60,3 +60,5 @@ Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_causal_chains, causeway::mcp::tools::get_causal_chains)

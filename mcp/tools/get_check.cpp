@@ -4,7 +4,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
+static Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
   json doc = probe_readiness(ctx.config.self_exe, ctx.config.db_path);
   TextBuilder t(ctx.config.limits.max_text_bytes);
   t.line(std::string("ready: ") + (doc["ready"].get<bool>() ? "yes" : "NO") + " (from " + doc["source"].get<std::string>() + ")");
@@ -18,3 +18,5 @@ Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_check, causeway::mcp::tools::get_check)

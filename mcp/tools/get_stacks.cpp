@@ -5,7 +5,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   StackQuery q;
   auto since = duration_arg(args, "since");
   if (!since) return since.error();
@@ -40,3 +40,5 @@ Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_stacks, causeway::mcp::tools::get_stacks)

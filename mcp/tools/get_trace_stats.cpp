@@ -6,7 +6,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
   StatsQuery q;
   auto since = duration_arg(args, "since");
   if (!since) return since.error();
@@ -47,3 +47,5 @@ Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_trace_stats, causeway::mcp::tools::get_trace_stats)

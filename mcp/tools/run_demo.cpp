@@ -32,10 +32,8 @@ Result<std::string> scratch_path(const ServerConfig& cfg, const std::string& sce
 
 }  // namespace
 
-Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
   std::string scenario = args.value("scenario", "incident");
-  if (!demo_available())
-    return make_error("demo_unavailable", "This build has no demo generator; query the served trace DB with get_trace_stats instead.");
   std::string names;
   bool known = false;
   for (const auto& s : demo_scenario_list()) {
@@ -83,3 +81,5 @@ Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(run_demo, causeway::mcp::tools::run_demo)

@@ -5,7 +5,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
   SqlLimits limits;
   limits.max_rows = std::min<size_t>(static_cast<size_t>(args.value("limit", 100)), ctx.config.limits.max_rows * 5);
   limits.max_bytes = ctx.config.limits.max_structured_bytes;
@@ -40,3 +40,5 @@ Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(run_sql, causeway::mcp::tools::run_sql)

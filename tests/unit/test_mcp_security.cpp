@@ -7,9 +7,7 @@
 #include "mcp/rate_limit.h"
 #include "mcp/tls_cert.h"
 #include "tests/support/test_support.h"
-#if CAUSEWAY_HAVE_HTTPS
 #include "mcp/transport_https.h"
-#endif
 
 using namespace causeway;
 using namespace causeway::mcp;
@@ -72,7 +70,6 @@ TEST_CASE("tls: a generated self-signed certificate is reused, key 0600") {
   CHECK_FALSE(ensure_tls_material("", "", dir.path()).ok());  // refuses a readable key
 }
 
-#if CAUSEWAY_HAVE_HTTPS
 TEST_CASE("https: Origin allow-list") {
   CHECK(origin_allowed("http://localhost:3000", ""));
   CHECK(origin_allowed("https://127.0.0.1", ""));
@@ -83,9 +80,7 @@ TEST_CASE("https: Origin allow-list") {
   CHECK(origin_allowed("https://app.example", "https://other.example, https://app.example"));
   CHECK_FALSE(origin_allowed("null", ""));
 }
-#endif
 
-#if CAUSEWAY_HAVE_HTTPS
 TEST_CASE("https: Host names accepted on a loopback listener") {
   CHECK(localhost_name("localhost"));
   CHECK(localhost_name("127.0.0.1:8443"));
@@ -94,4 +89,3 @@ TEST_CASE("https: Host names accepted on a loopback listener") {
   CHECK_FALSE(localhost_name("127.0.0.1.evil.com"));
   CHECK_FALSE(localhost_name(""));
 }
-#endif
