@@ -139,3 +139,22 @@ TEST_CASE("tools: run_demo writes a scratch DB, never the served one") {
   json refused = call_tool(same, "run_demo", {{"scenario", "incident"}})["result"];
   CHECK(refused["isError"] == true);
 }
+
+TEST_CASE("tools: get_check reports the DB being served, not the default one") {
+  TempDir dir;
+  std::string db = write_mcp_fixture(dir.path());
+  auto s = make_mcp_server(db, dir.file("demo"));
+  json r = call_tool(s, "get_check", json::object());
+  const json& d = r["result"]["structuredContent"]["db"];
+  CHECK(d["path"] == db);
+  CHECK(d["readable"] == true);
+  CHECK(d["schema_version"] == d["latest_schema_version"]);
+  CHECK(d["sessions"].get<int64_t>() >= 1);
+  CHECK(d["latest_session_id"].get<int64_t>() >= 1);
+  CHECK(r["result"]["content"][0]["text"].get<std::string>().find("served DB: ") != std::string::npos);
+
+  auto missing = make_mcp_server(dir.file("absent.db"), dir.file("demo2"));
+  json m = call_tool(missing, "get_check", json::object());
+  CHECK(m["result"]["structuredContent"]["db"]["path"] == dir.file("absent.db"));
+  CHECK(m["result"]["structuredContent"]["db"]["readable"] == false);
+}
