@@ -37,7 +37,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--audit-log", a->audit_log, "append one line per HTTP request here (default: stderr)");
   app.add_option("--state-dir", a->state_dir, "where the generated certificate lives (default: $XDG_STATE_HOME/causeway)");
   app.add_option("--demo-dir", a->demo_dir, "scratch folder for run_demo's separate DB (default: a private temp folder)");
-  app.add_option("--rate", a->rate_per_minute, "requests per minute per client before 429")->capture_default_str();
+  app.add_option("--rate", a->rate_per_minute, "requests per minute per client (one bearer token from one address) before 429")->capture_default_str();
   app.add_option("--max-body", a->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   app.add_option("--connections", a->connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
   app.footer(

@@ -123,6 +123,9 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   auto audit = AuditLog::open(options.audit_log);
   if (!audit) return audit.error();
   RateLimiter limiter(options.rate_per_minute);
+  // Failed authentication gets its own budget per address, so guessing tokens is slow and
+  // cannot drain a real user's bucket.
+  RateLimiter auth_failures(options.rate_per_minute);
 
   const std::string cert_path = tls->cert_path, key_path = tls->key_path;
   std::string tls_error;
@@ -151,17 +154,17 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   svr.set_keep_alive_timeout(10);
   svr.set_keep_alive_max_count(1000);
 
-  const std::string bearer = token->value;
+  const std::vector<std::string> tokens = token->all;
   const std::string allowed = options.allowed_origins;
   const bool loopback = loopback_address(where->first);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     t_facts = RequestFacts{Clock::now(), "", "", 0, false};
-    if (!limiter.allow(req.remote_addr)) {
+    auto too_many = [&res] {
       res.set_header("Retry-After", "1");
       res.set_header("Connection", "close");
       json_error(res, 429, kInvalidRequest, "Too many requests: slow down (per-client rate limit)");
       return httplib::Server::HandlerResponse::Handled;
-    }
+    };
     // A browser page on another site must not reach a local server (DNS rebinding).
     // Bound to loopback, only loopback names may appear in Host (DNS rebinding again).
     if (loopback && !localhost_name(req.get_header_value("Host"))) {
@@ -174,12 +177,15 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       json_error(res, 403, kInvalidRequest, "Forbidden: Origin not allowed");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!bearer_matches(req.get_header_value("Authorization"), bearer)) {
+    auto who = matching_token(req.get_header_value("Authorization"), tokens);
+    if (!who) {
+      if (!auth_failures.allow(req.remote_addr)) return too_many();
       res.set_header("WWW-Authenticate", "Bearer realm=\"causeway\"");
       res.set_header("Connection", "close");
       json_error(res, 401, kInvalidRequest, "Unauthorized: send Authorization: Bearer <token>");
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (!limiter.allow("token " + std::to_string(*who) + " from " + req.remote_addr)) return too_many();
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -269,7 +275,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   if (token->origin == "generated")
     std::cerr << "causeway mcp: no --token-file or $" << kTokenEnv << "; generated bearer token: " << token->value << "\n";
   else
-    std::cerr << "causeway mcp: bearer token from " << token->origin << "\n";
+    std::cerr << "causeway mcp: bearer token" << (token->all.size() > 1 ? "s (" + std::to_string(token->all.size()) + ")" : std::string()) << " from " << token->origin << "\n";
   // Last, so whoever waits for this line has seen the ones above.
   std::cerr << "causeway mcp: serving https://" << shown << ":" << port << "/mcp (TLS 1.3 only)" << std::endl;
   if (options.on_listening) options.on_listening(port);

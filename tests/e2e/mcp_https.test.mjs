@@ -1,6 +1,7 @@
 // `causeway mcp --http` (Streamable HTTP over TLS 1.3), driven by the official MCP TypeScript
 // SDK client, plus the security edges: bearer token, Origin, TLS version, limits, audit log.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -129,20 +130,32 @@ try {
   assert.equal(code, 0);
 }
 
-// 8. Rate limit: 429 beyond the per-client budget.
+// 8. Rate limit: 429 beyond the per-client budget, a client being one bearer token from one
+// address: a second user's token behind the same (proxy) address keeps its own budget, and
+// wrong tokens neither pass nor spend it.
 {
-  const s = await startServer(bin, [...base, '--rate', '5']);
+  const second = crypto.randomBytes(32).toString('hex');
+  const multi = path.join(dir, 'tokens');
+  fs.writeFileSync(multi, `# one token per user\n${token}\n\n${second}\n`, { mode: 0o600 });
+  const s = await startServer(bin, ['mcp', '--db', db, '--http', '127.0.0.1:0', '--tls-cert', cert, '--tls-key', key,
+    '--token-file', multi, '--rate', '5']);
   const f = fetchWithCa(ca);
-  const statuses = [];
-  for (let i = 0; i < 10; i++) {
-    const r = await f(`https://127.0.0.1:${s.port}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...auth },
+  const ping = async (bearer, i) => {
+    const r = await f(`https://127.0.0.1:${s.port}/mcp`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${bearer}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'ping' }) });
-    statuses.push(r.status);
     await r.arrayBuffer();
-  }
+    return r.status;
+  };
+  const first = [], other = [], wrong = [];
+  for (let i = 0; i < 8; i++) first.push(await ping(token, i));
+  for (let i = 0; i < 3; i++) other.push(await ping(second, i));
+  for (let i = 0; i < 7; i++) wrong.push(await ping('x'.repeat(40), i));
   await stopServer(s.child);
-  assert.ok(statuses.includes(429) && statuses[0] === 200, statuses.join(','));
-  console.log(`ok - rate limit: ${statuses.join(',')}`);
+  assert.deepEqual(first, [200, 200, 200, 200, 200, 429, 429, 429], first.join(','));
+  assert.deepEqual(other, [200, 200, 200], other.join(','));
+  assert.deepEqual(wrong, [401, 401, 401, 401, 401, 429, 429], wrong.join(','));
+  console.log(`ok - rate limit per token and address: ${first.join(',')}; second token ${other.join(',')}; wrong token ${wrong.join(',')}`);
 }
 
 // 9. No certificate given: a self-signed ECDSA one is generated (key 0600, fingerprint

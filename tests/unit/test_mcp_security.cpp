@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+
+#include <fstream>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -42,6 +44,33 @@ TEST_CASE("auth: token from file, then environment, else generated") {
   CHECK(load_bearer_token("")->origin == "env");
   unsetenv(kTokenEnv);
   CHECK(load_bearer_token("")->origin == "generated");
+}
+
+TEST_CASE("auth: a token file holds one token per user; the header says which one") {
+  test::TempDir dir;
+  const std::string file = dir.file("tokens");
+  {
+    std::ofstream out(file);
+    out << "# users\n0123456789abcdef-alice\n\n  0123456789abcdef-bob  \n";
+  }
+  auto t = load_bearer_token(file);
+  REQUIRE(t.ok());
+  REQUIRE(t->all.size() == 2);
+  CHECK(t->value == "0123456789abcdef-alice");
+  CHECK(matching_token("Bearer 0123456789abcdef-bob", t->all) == std::optional<size_t>(1));
+  CHECK(matching_token("bearer 0123456789abcdef-alice", t->all) == std::optional<size_t>(0));
+  CHECK_FALSE(matching_token("Bearer 0123456789abcdef-eve", t->all).has_value());
+  CHECK_FALSE(matching_token("0123456789abcdef-bob", t->all).has_value());
+  {
+    std::ofstream out(file);
+    out << "0123456789abcdef-alice\nshort\n";
+  }
+  CHECK_FALSE(load_bearer_token(file).ok());  // every token must be long enough
+  {
+    std::ofstream out(file);
+    out << "# nothing\n";
+  }
+  CHECK_FALSE(load_bearer_token(file).ok());
 }
 
 TEST_CASE("rate limit: bursts up to the per-minute budget, per client") {
