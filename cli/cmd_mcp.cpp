@@ -32,7 +32,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--tls-cert", a->tls_cert, "PEM certificate (default: a self-signed ECDSA certificate made on first start)");
   app.add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert");
   app.add_option("--token-file", a->token_file,
-                 "file holding the bearer token clients must send (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
+                 "file of bearer tokens clients must send, one per line, one per user (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
   app.add_option("--allow-origin", a->allowed_origins, "comma-separated Origins allowed besides localhost ones");
   app.add_option("--audit-log", a->audit_log, "append one line per HTTP request here (default: stderr)");
   app.add_option("--state-dir", a->state_dir, "where the generated certificate lives (default: $XDG_STATE_HOME/causeway)");
