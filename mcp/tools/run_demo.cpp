@@ -76,7 +76,7 @@ static Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
     t.line("  " + o["op"].get<std::string>() + " pid " + std::to_string(o["pid"].get<int64_t>()) + ": " +
            std::to_string(o["count"].get<int64_t>()) + " calls, p99 " + us_text(o["p99_us"].get<double>()) + ", max " +
            us_text(o["max_us"].get<double>()));
-  t.line(render_chains(d["chains"], ctx.config.limits.max_text_bytes / 2, false));
+  t.line(render_chains(d["chains"], ctx.config.limits.max_text_bytes / 2, ""));
   return ToolOutput{std::move(d), t.str()};
 }
 

@@ -2,7 +2,9 @@
 
 #include <filesystem>
 
+#include "mcp/call_site.h"
 #include "mcp/json_schema.h"
+#include "synth/scenarios.h"
 #include "mcp/text_render.h"
 #include "tests/unit/test_mcp_fixture.h"
 #include "tests/unit/test_mcp_helpers.h"
@@ -157,4 +159,57 @@ TEST_CASE("tools: get_check reports the DB being served, not the default one") {
   json m = call_tool(missing, "get_check", json::object());
   CHECK(m["result"]["structuredContent"]["db"]["path"] == dir.file("absent.db"));
   CHECK(m["result"]["structuredContent"]["db"]["readable"] == false);
+}
+
+TEST_CASE("tools: get_causal_chains filters by cause/pid/min_severity, pages with a cursor, shows the user call site") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "network";
+  REQUIRE(run_demo(dir.file("net.db"), o).ok());
+  auto s = make_mcp_server(dir.file("net.db"), dir.file("demo"));
+  json all = call_tool(s, "get_causal_chains", json::object())["result"];
+  const int64_t total = all["structuredContent"]["total"].get<int64_t>();
+  REQUIRE(total >= 2);
+  CHECK(all["structuredContent"]["truncated"] == false);
+  CHECK_FALSE(all["structuredContent"].contains("next_cursor"));
+
+  // One per page: the first page says what was left out and how to get it.
+  json p1 = call_tool(s, "get_causal_chains", {{"limit", 1}})["result"];
+  CHECK(p1["structuredContent"]["truncated"] == true);
+  const std::string cursor = p1["structuredContent"]["next_cursor"].get<std::string>();
+  const std::string text = p1["content"][0]["text"].get<std::string>();
+  CHECK(text.find(std::to_string(total - 1) + " more chains left out") != std::string::npos);
+  CHECK(text.find("cursor=\"" + cursor + "\"") != std::string::npos);
+  json p2 = call_tool(s, "get_causal_chains", {{"limit", 1}, {"cursor", cursor}})["result"];
+  CHECK(p2["structuredContent"]["chains"][0]["id"] == all["structuredContent"]["chains"][1]["id"]);
+  CHECK(call_tool(s, "get_causal_chains", {{"cursor", "bogus"}})["result"]["isError"] == true);
+
+  // Filters.
+  const json& first = all["structuredContent"]["chains"][0];
+  json by_cause = call_tool(s, "get_causal_chains", {{"cause", first["cause"]}})["result"]["structuredContent"];
+  CHECK(by_cause["total"].get<int64_t>() >= 1);
+  for (const auto& c : by_cause["chains"]) CHECK(c["cause"] == first["cause"]);
+  CHECK(call_tool(s, "get_causal_chains", {{"cause", "no_such_cause"}})["result"]["structuredContent"]["total"] == 0);
+  json by_pid = call_tool(s, "get_causal_chains", {{"pid", 1}})["result"]["structuredContent"];
+  CHECK(by_pid["total"] == 0);
+  json high = call_tool(s, "get_causal_chains", {{"min_severity", "HIGH"}})["result"]["structuredContent"];
+  for (const auto& c : high["chains"]) CHECK(c["severity"] == "HIGH");
+}
+
+TEST_CASE("tools: the chain's call site is the innermost user frame, not libcudart") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json r = call_tool(s, "get_causal_chains", {{"cause", "cpu_contention"}})["result"];
+  const std::string text = r["content"][0]["text"].get<std::string>();
+  CAPTURE(text);
+  CHECK(text.find("call site: «train.py:") != std::string::npos);
+  CHECK(text.find("the call entered «libcudart.so") != std::string::npos);
+  CHECK(mcp::runtime_frame("libnccl.so.2!ncclAllReduce+0x10"));
+  CHECK(mcp::runtime_frame("/usr/lib/x86_64-linux-gnu/libc.so.6!__poll+0x4"));
+  CHECK(mcp::runtime_frame("python3.11!_PyEval_EvalFrameDefault+0x2c1b"));
+  CHECK_FALSE(mcp::runtime_frame("my_server!handle_batch+0x40"));
+  CHECK(mcp::innermost_user_frame(json::array({"libcudart.so.13!cudaMalloc+0x1", "libc.so.6!x"})) == std::nullopt);
 }
