@@ -213,3 +213,34 @@ TEST_CASE("tools: the chain's call site is the innermost user frame, not libcuda
   CHECK_FALSE(mcp::runtime_frame("my_server!handle_batch+0x40"));
   CHECK(mcp::innermost_user_frame(json::array({"libcudart.so.13!cudaMalloc+0x1", "libc.so.6!x"})) == std::nullopt);
 }
+
+TEST_CASE("tools: describe_schema counts rows per table and every example query runs through run_sql") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json d = call_tool(s, "describe_schema", json::object())["result"];
+  const json& doc = d["structuredContent"];
+  bool counted_events = false;
+  for (const auto& obj : doc["objects"]) {
+    if (obj["type"] == "table") CHECK(obj.contains("rows"));
+    if (obj["name"] == "events") counted_events = obj["rows"].get<int64_t>() > 0;
+  }
+  CHECK(counted_events);
+  CHECK(d["content"][0]["text"].get<std::string>().find(" rows)") != std::string::npos);
+  REQUIRE(doc["examples"].size() >= 3);
+  for (const auto& e : doc["examples"]) {
+    CAPTURE(e["sql"].get<std::string>());
+    json r = call_tool(s, "run_sql", {{"query", e["sql"]}})["result"];
+    CHECK(r["isError"] == false);
+    const json& sc = r["structuredContent"];
+    CHECK(sc["column_types"].size() == sc["columns"].size());
+    CHECK(sc["truncated"].is_boolean());
+  }
+  json typed = call_tool(s, "run_sql", {{"query", "SELECT 1 AS i, 2.5 AS r, 'x' AS t, NULL AS n"}})["result"]["structuredContent"];
+  CHECK(typed["column_types"] == json::array({"integer", "real", "text", "null"}));
+  json cut = call_tool(s, "run_sql", {{"query", "SELECT id FROM events"}, {"limit", 5}})["result"]["structuredContent"];
+  CHECK(cut["truncated"] == true);
+  CHECK(cut["rows"].size() == 5);
+}
