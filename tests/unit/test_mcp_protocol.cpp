@@ -149,7 +149,7 @@ TEST_CASE("protocol: prompts and resources") {
   CHECK(p["result"]["prompts"][0]["name"] == "investigate");
   json g = rpc(s, req(2, "prompts/get", {{"name", "investigate"}, {"arguments", {{"since", "5m"}, {"pid", "4821"}}}}));
   std::string text = g["result"]["messages"][0]["content"]["text"];
-  for (const char* step : {"get_check", "get_trace_stats", "get_causal_chains", "get_stacks", "describe_schema", "run_sql", "fix"})
+  for (const char* step : {"get_check", "get_trace_stats", "get_causal_chains", "get_stacks", "describe_schema", "run_sql", "Fix", "min_severity", "cursor"})
     CHECK(text.find(step) != std::string::npos);
   CHECK(text.find("\"pid\": 4821") != std::string::npos);
   CHECK(rpc(s, req(3, "prompts/get", {{"name", "investigate"}, {"arguments", {{"since", "soon"}}}}))["error"]["code"] == -32602);
