@@ -8,14 +8,22 @@
 
 namespace causeway::mcp {
 
-Result<json> stats_document(sqlite3* db, const StatsQuery& query) {
-  auto r = compute_stats(db, query);
+Result<json> stats_document(sqlite3* db, const StatsQuery& query, size_t offset) {
+  StatsQuery all = query;
+  all.top_n = 0;  // every op, ranked: the page is cut here so the total is known
+  auto r = compute_stats(db, all);
   if (!r) return r.error();
-  // The same builder as `causeway stats --json`, plus which session answered and whether
-  // the top-N list was cut.
-  json doc = stats_to_json(r.value());
-  doc["session_id"] = r->session_id;
-  doc["truncated"] = r->truncated;
+  StatsResult& st = r.value();
+  const size_t total = st.ops.size();
+  const size_t from = std::min(offset, total);
+  const size_t to = query.top_n ? std::min(total, from + query.top_n) : total;
+  st.ops = std::vector<OpStats>(std::make_move_iterator(st.ops.begin() + static_cast<std::ptrdiff_t>(from)),
+                                std::make_move_iterator(st.ops.begin() + static_cast<std::ptrdiff_t>(to)));
+  st.truncated = to < total;
+  // The same builder as `causeway stats --json`, plus the paging.
+  json doc = stats_to_json(st);
+  doc["total_ops"] = total;
+  if (to < total) doc["next_cursor"] = "o:" + std::to_string(to);
   return doc;
 }
 

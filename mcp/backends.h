@@ -17,8 +17,9 @@ namespace causeway::mcp {
 
 using json = nlohmann::json;
 
-// INTERFACES.md `stats` shape plus "truncated".
-Result<json> stats_document(sqlite3* db, const StatsQuery& query);
+// The `causeway stats --json` document (same builder) for one page of ops: the top_n ops
+// from `offset` on; plus "total_ops", and "next_cursor" when more ops follow.
+Result<json> stats_document(sqlite3* db, const StatsQuery& query, size_t offset = 0);
 
 // {"chains": [...]} (INTERFACES.md).
 Result<json> chains_document(sqlite3* db, const ChainQuery& query);

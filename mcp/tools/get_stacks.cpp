@@ -35,7 +35,7 @@ static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   }
   if (d["calls_without_stack"].get<int64_t>() > 0)
     t.line(std::to_string(d["calls_without_stack"].get<int64_t>()) + " matching calls carry no stack");
-  if (d["truncated"].get<bool>()) t.line("truncated: more stacks exist; raise limit or filter by op/pid");
+  if (d["truncated"].get<bool>()) t.line("truncated: more stacks exist beyond these " + std::to_string(d["stacks"].size()) + "; raise limit (up to 50) or filter by op/pid");
   return ToolOutput{std::move(d), t.str()};
 }
 

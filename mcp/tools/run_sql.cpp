@@ -51,7 +51,7 @@ static Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
   char ms[32];
   snprintf(ms, sizeof ms, "%.1f", d["elapsed_ms"].get<double>());
   t.line(std::to_string(d["rows"].size()) + " rows in " + ms + " ms" +
-         (d["truncated"].get<bool>() ? "; truncated: more rows exist, aggregate or add LIMIT/WHERE" : ""));
+         (d["truncated"].get<bool>() ? "; truncated: more rows exist; aggregate, narrow with WHERE, or page with LIMIT n OFFSET m" : ""));
   return ToolOutput{std::move(d), t.str()};
 }
 

@@ -4,7 +4,9 @@
 
 #include "mcp/call_site.h"
 #include "mcp/json_schema.h"
+#include "analysis/stats.h"
 #include "synth/scenarios.h"
+#include "tracedb/open.h"
 #include "mcp/text_render.h"
 #include "tests/unit/test_mcp_fixture.h"
 #include "tests/unit/test_mcp_helpers.h"
@@ -243,4 +245,37 @@ TEST_CASE("tools: describe_schema counts rows per table and every example query 
   json cut = call_tool(s, "run_sql", {{"query", "SELECT id FROM events"}, {"limit", 5}})["result"]["structuredContent"];
   CHECK(cut["truncated"] == true);
   CHECK(cut["rows"].size() == 5);
+}
+
+TEST_CASE("tools: get_trace_stats is the stats --json document, paged with a cursor") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json p1 = call_tool(s, "get_trace_stats", {{"top_n", 2}})["result"];
+  const json& d1 = p1["structuredContent"];
+  const int64_t total = d1["total_ops"].get<int64_t>();
+  REQUIRE(total > 2);
+  CHECK(d1["truncated"] == true);
+  CHECK(d1["next_cursor"] == "o:2");
+  CHECK(p1["content"][0]["text"].get<std::string>().find(std::to_string(total - 2) + " more op/process rows left out") !=
+        std::string::npos);
+  // Same builder as `causeway stats --json`: equal but for the paging fields.
+  auto db = open_read_only(dir.file("incident.db"));
+  REQUIRE(db.ok());
+  StatsQuery q;
+  q.top_n = 2;
+  auto st = compute_stats(db->get(), q);
+  REQUIRE(st.ok());
+  json cli = stats_to_json(st.value());
+  json mcp_doc = d1;
+  for (const char* extra : {"total_ops", "next_cursor"}) mcp_doc.erase(extra);
+  CHECK(mcp_doc == cli);
+  // The pages together are the whole ranking.
+  json p2 = call_tool(s, "get_trace_stats", {{"top_n", 2}, {"cursor", "o:2"}})["result"]["structuredContent"];
+  CHECK(p2["ops"][0]["op"].is_string());
+  json everything = call_tool(s, "get_trace_stats", {{"top_n", 200}})["result"]["structuredContent"];
+  CHECK(everything["ops"][2] == p2["ops"][0]);
+  CHECK(everything["truncated"] == (total > 200));
 }
