@@ -26,12 +26,14 @@ std::optional<std::pair<std::string, int>> split_file_line(std::string_view s) {
   return std::make_pair(std::string(s.substr(0, colon)), line);
 }
 
-// Modules that are never the user's call site: the traced libraries, the C/C++ runtime, the
-// FFI layer and the CPython interpreter.
+// Modules that are never the user's call site: the traced libraries and the other GPU
+// libraries, the C/C++ runtime, the loader, the FFI layer, the CPython interpreter and the
+// PyTorch runtime under it.
 bool is_system_module(std::string_view m) {
-  static constexpr std::array<std::string_view, 14> kPrefixes = {
-      "libcudart", "libcuda.", "libnccl", "libc.so", "libc-", "libstdc++", "libgcc_s", "libffi",
-      "libpthread", "ld-linux", "libpython", "python", "[vdso]", "[vsyscall]"};
+  static constexpr std::array<std::string_view, 23> kPrefixes = {
+      "libcudart", "libcuda.", "libnccl", "libcublas", "libcudnn", "libnvrtc", "libcufft", "libcusparse", "libcurand",
+      "libc.so", "libc-", "libstdc++", "libgcc_s", "libffi", "libpthread", "ld-linux", "libpython", "python",
+      "libtorch", "libc10", "[vdso]", "[vsyscall]", "libm.so"};
   return std::any_of(kPrefixes.begin(), kPrefixes.end(), [&](std::string_view p) { return m.rfind(p, 0) == 0; });
 }
 

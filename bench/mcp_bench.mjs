@@ -1,7 +1,8 @@
 // MCP over HTTPS under load: 8 concurrent clients calling get_trace_stats on a large demo DB.
 // Prints failures, p50/p99 latency, requests/s and the server's peak RSS (VmHWM).
 // Usage (bench/mcp.cmake wires it as `ninja bench_mcp`):
-//   node bench/mcp_bench.mjs CAUSEWAY_BIN [--events 10000000] [--clients 8] [--seconds 20] [--db PATH]
+//   node bench/mcp_bench.mjs CAUSEWAY_BIN [--events 10000000] [--clients 8] [--seconds 20 | --requests N] [--db PATH]
+// --requests N: each client makes exactly N calls (instead of calling for --seconds).
 // Needs only Node's standard library and the openssl CLI (test certificate made at run time).
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -18,8 +19,10 @@ const opt = (name, dflt) => {
 const events = Number(opt('events', 10_000_000));
 const clients = Number(opt('clients', 8));
 const seconds = Number(opt('seconds', 20));
+const perClient = Number(opt('requests', 0));
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'causeway-bench-mcp-'));
 let db = opt('db', '');
+const givenDb = db !== '';
 
 if (!db) {
   db = path.join(dir, 'bench.db');
@@ -83,7 +86,7 @@ let failures = first.ok ? 0 : 1;
 const end = Date.now() + seconds * 1000;
 const t0 = Date.now();
 await Promise.all(Array.from({ length: clients }, async () => {
-  while (Date.now() < end) {
+  for (let n = 0; perClient ? n < perClient : Date.now() < end; n++) {
     const r = await call();
     lat.push(r.ms);
     if (!r.ok) failures++;
@@ -100,7 +103,7 @@ agent.destroy();
 lat.sort((a, b) => a - b);
 const pct = (p) => lat[Math.min(lat.length - 1, Math.floor(p * lat.length))];
 const result = {
-  clients, seconds: wall, events, requests: lat.length, failures, first_call_ms: +first.ms.toFixed(1),
+  clients, seconds: wall, events: givenDb ? `from ${db}` : events, requests: lat.length, failures, first_call_ms: +first.ms.toFixed(1),
   p50_ms: +pct(0.5).toFixed(2), p99_ms: +pct(0.99).toFixed(2), max_ms: +lat.at(-1).toFixed(2),
   req_per_s: +(lat.length / wall).toFixed(1), server_peak_rss_mb: +(peakRss / 1048576).toFixed(1), cpus: os.cpus().length,
 };

@@ -31,7 +31,7 @@ Runner setup(CLI::App& app) {
   app.add_flag("--list", args->list, "list the scenarios and exit");
   add_db_option(app, args->db);
   app.add_option("--seed", args->seed, "random seed (same seed, same data)")->capture_default_str();
-  app.add_option("--events", args->events, "scale the session to about N call events (e.g. 10000000 for benchmarks)");
+  app.add_option("--events", args->events, "scale the session to about N call events, within a few percent (e.g. 10000000 for benchmarks)");
   app.add_flag("--quiet,-q", args->quiet, "print nothing on success");
   app.footer(
       "Writes a synthetic session (no root, no GPU) through the same writer as live traces.\n\n"

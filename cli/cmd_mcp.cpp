@@ -5,9 +5,7 @@
 #include "cli/command.h"
 #include "mcp/protocol.h"
 #include "mcp/transport_stdio.h"
-#if CAUSEWAY_HAVE_HTTPS
 #include "mcp/transport_https.h"
-#endif
 
 namespace causeway::cli {
 namespace {
@@ -34,12 +32,12 @@ Runner setup(CLI::App& app) {
   app.add_option("--tls-cert", a->tls_cert, "PEM certificate (default: a self-signed ECDSA certificate made on first start)");
   app.add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert");
   app.add_option("--token-file", a->token_file,
-                 "file holding the bearer token clients must send (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
+                 "file of bearer tokens clients must send, one per line, one per user (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
   app.add_option("--allow-origin", a->allowed_origins, "comma-separated Origins allowed besides localhost ones");
   app.add_option("--audit-log", a->audit_log, "append one line per HTTP request here (default: stderr)");
   app.add_option("--state-dir", a->state_dir, "where the generated certificate lives (default: $XDG_STATE_HOME/causeway)");
   app.add_option("--demo-dir", a->demo_dir, "scratch folder for run_demo's separate DB (default: a private temp folder)");
-  app.add_option("--rate", a->rate_per_minute, "requests per minute per client before 429")->capture_default_str();
+  app.add_option("--rate", a->rate_per_minute, "requests per minute per client (one bearer token from one address) before 429")->capture_default_str();
   app.add_option("--max-body", a->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   app.add_option("--connections", a->connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
   app.footer(
@@ -60,7 +58,6 @@ Runner setup(CLI::App& app) {
     mcp::Server server(config, mcp::builtin_tools());
     server.set_log([](const std::string& line) { std::cerr << "causeway mcp: " << line << std::endl; });
     if (a->http.empty()) return mcp::serve_stdio(server, stop_requested) == 0 ? kExitOk : kExitFailure;
-#if CAUSEWAY_HAVE_HTTPS
     mcp::HttpsOptions o;
     o.listen = a->http;
     o.tls_cert = a->tls_cert;
@@ -74,9 +71,6 @@ Runner setup(CLI::App& app) {
     auto r = mcp::serve_https(server, o, stop_requested);
     if (!r) return report_error("mcp", r.error(), false);
     return kExitOk;
-#else
-    return report_error("mcp", make_error("usage", "this build has no HTTPS support (cpp-httplib was not found)"), false);
-#endif
   };
 }
 

@@ -6,7 +6,6 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 namespace causeway::mcp {
 namespace {
@@ -17,12 +16,30 @@ std::string trim(std::string s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-Result<BearerToken> checked(std::string value, const char* origin, const std::string& where) {
+Result<void> check_token(const std::string& value, const std::string& where) {
   if (value.size() < 16) return make_error("usage", "The bearer token in " + where + " is shorter than 16 characters; use a long random one.");
   for (unsigned char c : value)
     if (c <= 0x20 || c >= 0x7F) return make_error("usage", "The bearer token in " + where + " must be printable ASCII without spaces.");
-  return BearerToken{std::move(value), origin};
+  return {};
 }
+
+Result<BearerToken> checked(std::vector<std::string> values, const char* origin, const std::string& where) {
+  if (values.empty()) return make_error("usage", where + " holds no bearer token.");
+  for (const auto& v : values)
+    if (auto ok = check_token(v, where); !ok) return ok.error();
+  return BearerToken{values.front(), std::move(values), origin};
+}
+
+bool bearer_scheme(std::string_view authorization) {
+  constexpr std::string_view prefix = "Bearer ";
+  if (authorization.size() < prefix.size()) return false;
+  // The scheme is case-insensitive (RFC 7235).
+  for (size_t i = 0; i < prefix.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(authorization[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
+  return true;
+}
+
+void digest(std::string_view s, unsigned char* out) { SHA256(reinterpret_cast<const unsigned char*>(s.data()), s.size(), out); }
 
 }  // namespace
 
@@ -30,12 +47,16 @@ Result<BearerToken> load_bearer_token(const std::string& token_file) {
   if (!token_file.empty()) {
     std::ifstream in(token_file);
     if (!in) return make_error("usage", "Cannot read --token-file " + token_file + ".");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return checked(trim(ss.str()), "file", token_file);
+    std::vector<std::string> tokens;
+    for (std::string line; std::getline(in, line);) {
+      line = trim(line);
+      if (!line.empty() && line[0] != '#') tokens.push_back(line);
+    }
+    return checked(std::move(tokens), "file", token_file);
   }
-  if (const char* env = std::getenv(kTokenEnv); env && *env) return checked(trim(env), "env", std::string("$") + kTokenEnv);
-  return BearerToken{random_token(), "generated"};
+  if (const char* env = std::getenv(kTokenEnv); env && *env) return checked({trim(env)}, "env", std::string("$") + kTokenEnv);
+  std::string t = random_token();
+  return BearerToken{t, {t}, "generated"};
 }
 
 std::string random_token() {
@@ -51,16 +72,19 @@ std::string random_token() {
 }
 
 bool bearer_matches(std::string_view authorization, const std::string& token) {
-  constexpr std::string_view prefix = "Bearer ";
-  if (authorization.size() < prefix.size()) return false;
-  // The scheme is case-insensitive (RFC 7235).
-  for (size_t i = 0; i < prefix.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(authorization[i])) != std::tolower(static_cast<unsigned char>(prefix[i]))) return false;
-  std::string_view given = authorization.substr(prefix.size());
-  unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(given.data()), given.size(), a);
-  SHA256(reinterpret_cast<const unsigned char*>(token.data()), token.size(), b);
-  return CRYPTO_memcmp(a, b, sizeof a) == 0;
+  return matching_token(authorization, {token}).has_value();
+}
+
+std::optional<size_t> matching_token(std::string_view authorization, const std::vector<std::string>& tokens) {
+  if (!bearer_scheme(authorization)) return std::nullopt;
+  unsigned char given[SHA256_DIGEST_LENGTH], want[SHA256_DIGEST_LENGTH];
+  digest(authorization.substr(7), given);
+  std::optional<size_t> found;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    digest(tokens[i], want);
+    if (CRYPTO_memcmp(given, want, sizeof given) == 0 && !found) found = i;
+  }
+  return found;
 }
 
 }  // namespace causeway::mcp

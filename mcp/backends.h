@@ -1,6 +1,5 @@
-// The MCP server's view of the other modules (analysis, sqlguard, synth). Each function
-// calls the module when it is part of the build (CAUSEWAY_HAVE_*), else a small fallback here,
-// so the server and its tests work while those modules are being written.
+// The MCP server's view of the modules it serves (analysis, sqlguard, synth): thin adapters
+// from their results to the JSON documents the tools return.
 #pragma once
 
 #include <sqlite3.h>
@@ -18,8 +17,9 @@ namespace causeway::mcp {
 
 using json = nlohmann::json;
 
-// INTERFACES.md `stats` shape plus "truncated".
-Result<json> stats_document(sqlite3* db, const StatsQuery& query);
+// The `causeway stats --json` document (same builder) for one page of ops: the top_n ops
+// from `offset` on; plus "total_ops", and "next_cursor" when more ops follow.
+Result<json> stats_document(sqlite3* db, const StatsQuery& query, size_t offset = 0);
 
 // {"chains": [...]} (INTERFACES.md).
 Result<json> chains_document(sqlite3* db, const ChainQuery& query);
@@ -42,7 +42,6 @@ struct DemoScenario {
   std::string description;
 };
 std::vector<DemoScenario> demo_scenario_list();
-bool demo_available();
 
 // Writes a fresh demo session for `scenario` into db_path (a scratch DB, never the served one).
 Result<json> write_demo(const std::string& db_path, const std::string& scenario, uint64_t seed);

@@ -12,6 +12,8 @@
 #include <fstream>
 
 #include "tracedb/open.h"
+#include "tracedb/schema.h"
+#include "tracedb/sqlite_handle.h"
 
 namespace causeway::mcp {
 namespace {
@@ -92,9 +94,28 @@ json local_checks(const std::string& db_path) {
 
 }  // namespace
 
+json served_db(const std::string& db_path) {
+  json d = {{"path", db_path}, {"latest_schema_version", latest_schema_version()}};
+  auto db = open_read_only(db_path);
+  if (!db) {
+    d["readable"] = false;
+    d["error"] = db.error().message;
+    return d;
+  }
+  d["readable"] = true;
+  auto version = query_int(db->get(), "PRAGMA user_version");
+  d["schema_version"] = version && version.value() ? json(*version.value()) : json(nullptr);
+  auto sessions = query_int(db->get(), "SELECT COUNT(*) FROM sessions");
+  d["sessions"] = sessions && sessions.value() ? json(*sessions.value()) : json(0);
+  auto latest = query_int(db->get(), "SELECT MAX(id) FROM sessions");
+  d["latest_session_id"] = latest && latest.value() ? json(*latest.value()) : json(nullptr);
+  return d;
+}
+
 json probe_readiness(const std::string& self_exe, const std::string& db_path) {
   if (!self_exe.empty()) {
-    ChildOutput c = run_child({self_exe, "check", "--json"}, 10000);
+    // The served DB, not the default one `check` would look at.
+    ChildOutput c = run_child({self_exe, "check", "--json", "--db", db_path}, 10000);
     json doc = json::parse(c.out, nullptr, false);
     if ((c.exit_code == 0 || c.exit_code == 1) && doc.is_object() && !doc.contains("error")) {
       json checks = json::array();
@@ -111,14 +132,14 @@ json probe_readiness(const std::string& self_exe, const std::string& db_path) {
           checks.push_back(std::move(item));
         }
       bool ready = doc.contains("ready") && doc["ready"].is_boolean() ? doc["ready"].get<bool>() : c.exit_code == 0;
-      return {{"ready", ready}, {"source", "causeway check"}, {"checks", checks}, {"report", doc}};
+      return {{"ready", ready}, {"source", "causeway check"}, {"checks", checks}, {"report", doc}, {"db", served_db(db_path)}};
     }
   }
   json checks = local_checks(db_path);
   bool ready = true;
   for (const auto& c : checks)
     if (c["name"] != "kernel" && c["name"] != "trace_db") ready = ready && c["ok"].get<bool>();
-  return {{"ready", ready}, {"source", "mcp"}, {"checks", checks}};
+  return {{"ready", ready}, {"source", "mcp"}, {"checks", checks}, {"db", served_db(db_path)}};
 }
 
 }  // namespace causeway::mcp

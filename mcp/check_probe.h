@@ -9,7 +9,11 @@
 namespace causeway::mcp {
 
 // {"ready": bool, "source": "causeway check" | "mcp", "checks": [{"name","ok","detail"}],
-//  "report": {...} (the full `check --json` document when it ran)}
+//  "report": {...} (the full `check --json` document when it ran), "db": served_db(db_path)}
 nlohmann::json probe_readiness(const std::string& self_exe, const std::string& db_path);
+
+// The DB this server serves: {"path", "readable", "schema_version", "latest_schema_version",
+// "sessions", "latest_session_id"} ("error" when it cannot be opened read-only).
+nlohmann::json served_db(const std::string& db_path);
 
 }  // namespace causeway::mcp

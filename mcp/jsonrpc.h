@@ -12,12 +12,13 @@ namespace causeway::mcp {
 
 using json = nlohmann::json;
 
-// JSON-RPC 2.0 codes plus the MCP 2026-07-28 "unsupported protocol version" code.
+// JSON-RPC 2.0 codes plus the MCP 2026-07-28 codes (header mismatch, unsupported version).
 inline constexpr int kParseError = -32700;
 inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+inline constexpr int kHeaderMismatch = -32020;
 inline constexpr int kUnsupportedProtocolVersion = -32022;
 inline constexpr int kRequestCancelled = -32800;
 

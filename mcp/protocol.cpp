@@ -11,6 +11,7 @@ namespace causeway::mcp {
 namespace {
 
 constexpr const char* kMetaVersion = "io.modelcontextprotocol/protocolVersion";
+constexpr const char* kMetaCapabilities = "io.modelcontextprotocol/clientCapabilities";
 constexpr const char* kMetaServerInfo = "io.modelcontextprotocol/serverInfo";
 // List results may be cached this long by clients: the tool set never changes while the
 // server runs.
@@ -72,6 +73,7 @@ std::optional<std::string> Server::handle(std::string_view text, Exchange& ex) {
   auto parsed = parse_message(text);
   if (auto* failure = std::get_if<ParseFailure>(&parsed)) {
     ex.rpc_error = failure->error.code;
+    ex.bad_request = true;
     return make_error_response(failure->id, failure->error);
   }
   const Message& m = std::get<Message>(parsed);
@@ -79,20 +81,11 @@ std::optional<std::string> Server::handle(std::string_view text, Exchange& ex) {
   ex.method = m.method;
   ex.notification = m.notification;
 
-  if (m.params.is_object() && m.params.contains("_meta") && m.params["_meta"].is_object()) {
-    const json& meta = m.params["_meta"];
-    if (meta.contains(kMetaVersion)) {
-      const json& v = meta[kMetaVersion];
-      const auto& sup = supported_versions();
-      if (!v.is_string() || std::find(sup.begin(), sup.end(), v.get<std::string>()) == sup.end()) {
-        if (m.notification) return std::nullopt;
-        RpcError e{kUnsupportedProtocolVersion, "Unsupported protocol version", json{{"supported", sup}, {"requested", v}}};
-        ex.rpc_error = e.code;
-        return make_error_response(m.id, e);
-      }
-      ex.protocol_version = v.get<std::string>();
-      ex.modern = true;
-    }
+  if (auto refused = check_envelope(m, ex)) {
+    if (m.notification) return std::nullopt;
+    ex.rpc_error = refused->code;
+    ex.bad_request = true;
+    return make_error_response(m.id, *refused);
   }
 
   Outcome out;
@@ -123,6 +116,48 @@ std::optional<std::string> Server::handle(std::string_view text, Exchange& ex) {
   return make_result(m.id, std::move(out.result));
 }
 
+std::optional<RpcError> Server::check_envelope(const Message& m, Exchange& ex) const {
+  const json* meta = m.params.is_object() && m.params.contains("_meta") ? &m.params["_meta"] : nullptr;
+  std::optional<json> meta_version;
+  if (meta && meta->is_object() && meta->contains(kMetaVersion)) meta_version = (*meta)[kMetaVersion];
+  const std::optional<std::string> header_version = ex.headers ? ex.headers->protocol_version : std::nullopt;
+
+  if (header_version && meta_version && *meta_version != json(*header_version))
+    return RpcError{kHeaderMismatch, "MCP-Protocol-Version header (" + *header_version + ") does not match _meta " + kMetaVersion,
+                    json{{"header", *header_version}, {"body", *meta_version}}};
+  ex.modern = meta_version.has_value() || header_version == kModernVersion;
+  if (ex.modern && !m.notification) {
+    // Stateless: every request states its version and what the client can do.
+    if (!meta || !meta->is_object())
+      return invalid_params(std::string("2026-07-28 requests carry params._meta with ") + kMetaVersion + " and " + kMetaCapabilities);
+    if (!meta_version) return invalid_params(std::string("params._meta lacks ") + kMetaVersion);
+    if (!meta->contains(kMetaCapabilities) || !(*meta)[kMetaCapabilities].is_object())
+      return invalid_params(std::string("params._meta lacks ") + kMetaCapabilities + " (an object)");
+  }
+  const std::optional<json> asked = meta_version ? meta_version : header_version ? std::optional<json>(*header_version) : std::nullopt;
+  if (asked) {
+    const auto& sup = supported_versions();
+    if (!asked->is_string() || std::find(sup.begin(), sup.end(), asked->get<std::string>()) == sup.end())
+      return RpcError{kUnsupportedProtocolVersion, "Unsupported protocol version", json{{"supported", sup}, {"requested", *asked}}};
+    ex.protocol_version = asked->get<std::string>();
+  }
+  if (ex.modern && ex.headers && !m.notification) {
+    // SEP-2243: routing headers must say what the body says (values are case-sensitive).
+    const RequestHeaders& h = *ex.headers;
+    if (!h.method || *h.method != m.method)
+      return RpcError{kHeaderMismatch, "Mcp-Method header " + (h.method ? "(" + *h.method + ")" : std::string("missing")) +
+                                           " does not match the body method " + m.method, nullptr};
+    std::optional<std::string> name;
+    const json& p = m.params;
+    const char* key = m.method == "resources/read" ? "uri" : (m.method == "tools/call" || m.method == "prompts/get") ? "name" : nullptr;
+    if (key && p.is_object() && p.contains(key) && p[key].is_string()) name = p[key].get<std::string>();
+    if (name != h.name)
+      return RpcError{kHeaderMismatch, "Mcp-Name header " + (h.name ? "(" + *h.name + ")" : std::string("missing")) +
+                                           " does not match the body's " + (key ? key : "name"), nullptr};
+  }
+  return std::nullopt;
+}
+
 Server::Outcome Server::dispatch(const Message& m, Exchange& ex) {
   const json& p = m.params.is_object() ? m.params : json::object();
   const std::string& method = m.method;
@@ -131,10 +166,11 @@ Server::Outcome Server::dispatch(const Message& m, Exchange& ex) {
     if (method == "notifications/cancelled" && p.contains("requestId")) cancel_request(ex.scope, p["requestId"]);
     return {};  // initialized, roots/list_changed, progress, unknown: nothing to do
   }
-  if (method == "initialize") return initialize(p, ex);
   if (method == "server/discover") return discover();
-  if (method == "ping") return {json::object(), std::nullopt};
-  if (method == "logging/setLevel") {
+  // The stateful handshake does not exist in the stateless revision.
+  if (!ex.modern && method == "initialize") return initialize(p, ex);
+  if (!ex.modern && method == "ping") return {json::object(), std::nullopt};
+  if (!ex.modern && method == "logging/setLevel") {
     static const std::vector<std::string> levels = {"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"};
     if (!p.contains("level") || !p["level"].is_string() ||
         std::find(levels.begin(), levels.end(), p["level"].get<std::string>()) == levels.end())
@@ -149,7 +185,7 @@ Server::Outcome Server::dispatch(const Message& m, Exchange& ex) {
   if (method == "prompts/get") return get_prompt(p);
   if (method == "resources/list") return list_page(p, resource_list(), "resources");
   if (method == "resources/templates/list") return list_page(p, json::array(), "resourceTemplates");
-  if (method == "resources/read") return read_resource(p);
+  if (method == "resources/read") return read_resource(p, ex.modern);
   return {nullptr, RpcError{kMethodNotFound, "Method not found: " + method, nullptr}};
 }
 
@@ -263,13 +299,14 @@ Server::Outcome Server::get_prompt(const json& p) {
   return {std::move(r.value()), std::nullopt};
 }
 
-Server::Outcome Server::read_resource(const json& p) {
+Server::Outcome Server::read_resource(const json& p, bool modern) {
   if (!p.is_object() || !p.contains("uri") || !p["uri"].is_string())
     return {nullptr, invalid_params("resources/read needs params.uri (a string)")};
   auto r = mcp::read_resource(p["uri"].get<std::string>(), pool_, config_);
   if (!r) {
-    // -32002 is MCP's "resource not found".
-    if (r.error().code == "unknown_resource") return {nullptr, RpcError{-32002, r.error().message, json{{"uri", p["uri"]}}}};
+    // "Resource not found": -32002 up to 2025-11-25, -32602 from 2026-07-28 on (SEP-2164).
+    if (r.error().code == "unknown_resource")
+      return {nullptr, RpcError{modern ? kInvalidParams : -32002, r.error().message, json{{"uri", p["uri"]}}}};
     return {nullptr, RpcError{kInternalError, r.error().message, nullptr}};
   }
   return {std::move(r.value()), std::nullopt};

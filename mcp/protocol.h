@@ -4,8 +4,11 @@
 // Dual era. Legacy clients (2024-11-05 … 2025-11-25) open with `initialize`; we echo their
 // version when we support it. Modern clients (2026-07-28) send no handshake: each request
 // carries `_meta["io.modelcontextprotocol/protocolVersion"]` (and clientCapabilities), may
-// call `server/discover`, and get -32022 for a version we do not speak. Results always carry
-// `resultType: "complete"`; list results carry cache hints (`ttlMs`, `cacheScope`).
+// call `server/discover`, and get -32022 for a version we do not speak. In that era the
+// handshake methods (initialize, ping, logging/setLevel) are gone: they are unknown methods.
+// Over HTTP the request also carries MCP-Protocol-Version / Mcp-Method / Mcp-Name headers
+// (SEP-2243) that must agree with the body (-32020 otherwise). Results always carry
+// `resultType: "complete"`; list and read results carry cache hints (`ttlMs`, `cacheScope`).
 #pragma once
 
 #include <functional>
@@ -29,6 +32,13 @@ inline constexpr const char* kLatestLegacyVersion = "2025-11-25";
 const std::vector<std::string>& legacy_versions();     // newest first
 const std::vector<std::string>& supported_versions();  // modern first, then legacy
 
+// The HTTP headers of one request that must agree with its body (absent on stdio).
+struct RequestHeaders {
+  std::optional<std::string> protocol_version;  // MCP-Protocol-Version
+  std::optional<std::string> method;            // Mcp-Method
+  std::optional<std::string> name;              // Mcp-Name
+};
+
 // One message's round trip. The transport fills the inputs; the core fills what the audit
 // log needs.
 struct Exchange {
@@ -39,12 +49,16 @@ struct Exchange {
   // stdio drops the response of a cancelled request (the client gave up on it); HTTP must
   // still answer the POST, so it gets a -32800 error instead.
   bool answer_cancelled = false;
+  std::optional<RequestHeaders> headers;
   // Outputs.
   std::string method;
   std::string tool;
   std::string protocol_version;  // as declared by the request or the session
   bool modern = false;           // the request declared its version in _meta (2026-07-28 style)
   int rpc_error = 0;             // JSON-RPC error code sent, 0 if none
+  // The request was refused before dispatch: malformed envelope, missing _meta, headers that
+  // disagree with the body, unsupported version (HTTP answers these 400).
+  bool bad_request = false;
   bool tool_error = false;       // a tools/call answered with isError
   bool cancelled = false;        // the request was cancelled while running
   bool notification = false;
@@ -74,13 +88,14 @@ class Server {
     json result;
     std::optional<RpcError> error;
   };
+  std::optional<RpcError> check_envelope(const Message& m, Exchange& ex) const;
   Outcome dispatch(const Message& m, Exchange& ex);
   Outcome initialize(const json& params, Exchange& ex);
   Outcome discover();
   Outcome list_page(const json& params, const json& items, const char* key);
   Outcome call_tool(const Message& m, Exchange& ex);
   Outcome get_prompt(const json& params);
-  Outcome read_resource(const json& params);
+  Outcome read_resource(const json& params, bool modern);
   void cancel_request(const std::string& scope, const json& request_id);
   json list_tools() const;
 

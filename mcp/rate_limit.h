@@ -1,5 +1,7 @@
 // Per-client token bucket: `per_minute` requests per minute on average, bursts up to the
-// same number. Keyed by client address; idle buckets are dropped so the map stays small.
+// same number. The caller names the client (the HTTPS transport: which bearer token and which
+// address, so users behind one proxy address do not share a bucket); idle buckets are
+// dropped so the map stays small.
 #pragma once
 
 #include <chrono>

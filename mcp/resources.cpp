@@ -39,7 +39,11 @@ Result<json> read_resource(const std::string& uri, DbPool& pool, const ServerCon
                                   {"host", st->col_text(3)}, {"started_ns", st->col_int(4)},
                                   {"stopped_ns", st->col_null(5) ? json(nullptr) : json(st->col_int(5))}});
   }
-  return json{{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump_compact(body)}}})}};
+  // The schema is fixed while the server runs; sessions grow while a trace is being written.
+  const bool schema = uri == "causeway://schema";
+  return json{{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump_compact(body)}}})},
+              {"ttlMs", schema ? 3'600'000 : 5'000},
+              {"cacheScope", "private"}};
 }
 
 }  // namespace causeway::mcp

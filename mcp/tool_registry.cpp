@@ -2,7 +2,6 @@
 
 #include <stdexcept>
 
-#include "mcp/tools/tools.h"
 
 namespace causeway::mcp {
 
@@ -33,19 +32,6 @@ json ToolRegistry::list_entry(const ToolDef& tool) {
                           {"openWorldHint", false}};
   if (s.contains("title")) entry["annotations"]["title"] = s["title"];
   return entry;
-}
-
-ToolRegistry builtin_tools() {
-  ToolRegistry r;
-  r.add(kToolSchema_get_check, tools::get_check);
-  r.add(kToolSchema_get_trace_stats, tools::get_trace_stats);
-  r.add(kToolSchema_get_causal_chains, tools::get_causal_chains);
-  r.add(kToolSchema_get_stacks, tools::get_stacks);
-  r.add(kToolSchema_run_sql, tools::run_sql);
-  r.add(kToolSchema_describe_schema, tools::describe_schema);
-  r.add(kToolSchema_get_test_report, tools::get_test_report);
-  r.add(kToolSchema_run_demo, tools::run_demo);
-  return r;
 }
 
 }  // namespace causeway::mcp

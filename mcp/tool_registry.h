@@ -67,7 +67,18 @@ class ToolRegistry {
   std::vector<ToolDef> tools_;
 };
 
-// Every built-in tool (tools/*.cpp).
+// Every built-in tool: one per file mcp/tools/<name>.cpp (generated list, see CMakeLists.txt).
 ToolRegistry builtin_tools();
 
 }  // namespace causeway::mcp
+
+// Declares the built-in tool `name` once: its schema document schemas/tools/<name>.json
+// (name, title, description, input and output schemas, idempotency) and its handler. Used
+// once at global scope at the end of mcp/tools/<name>.cpp.
+#define CAUSEWAY_TOOL(name, handler)                                                      \
+  namespace causeway {                                                                    \
+  extern const char* const kToolSchema_##name;                                            \
+  }                                                                                       \
+  namespace causeway::mcp::tools {                                                        \
+  void register_##name(ToolRegistry& r) { r.add(::causeway::kToolSchema_##name, handler); } \
+  }

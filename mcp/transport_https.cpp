@@ -59,6 +59,19 @@ void json_error(httplib::Response& res, int status, int code, const std::string&
   res.set_content(make_error_response(nullptr, RpcError{code, message, nullptr}), "application/json");
 }
 
+std::optional<std::string> trimmed_header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  std::string v = req.get_header_value(name);
+  // RFC 9110 §5.5: optional whitespace around a field value is not part of it.
+  size_t b = v.find_first_not_of(" \t"), e = v.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : v.substr(b, e - b + 1);
+}
+
+RequestHeaders routing_headers(const httplib::Request& req) {
+  return RequestHeaders{trimmed_header(req, "MCP-Protocol-Version"), trimmed_header(req, "Mcp-Method"),
+                        trimmed_header(req, "Mcp-Name")};
+}
+
 bool wants_progress(const std::string& body) {
   if (body.find("progressToken") == std::string::npos) return false;
   json doc = json::parse(body, nullptr, false);
@@ -110,6 +123,9 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   auto audit = AuditLog::open(options.audit_log);
   if (!audit) return audit.error();
   RateLimiter limiter(options.rate_per_minute);
+  // Failed authentication gets its own budget per address, so guessing tokens is slow and
+  // cannot drain a real user's bucket.
+  RateLimiter auth_failures(options.rate_per_minute);
 
   const std::string cert_path = tls->cert_path, key_path = tls->key_path;
   std::string tls_error;
@@ -137,18 +153,21 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   svr.set_write_timeout(30, 0);
   svr.set_keep_alive_timeout(10);
   svr.set_keep_alive_max_count(1000);
+  // A response is written in pieces (headers, then body); with Nagle's algorithm the second
+  // piece waits for the client's delayed ACK, ~40 ms per request on keep-alive connections.
+  svr.set_tcp_nodelay(true);
 
-  const std::string bearer = token->value;
+  const std::vector<std::string> tokens = token->all;
   const std::string allowed = options.allowed_origins;
   const bool loopback = loopback_address(where->first);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     t_facts = RequestFacts{Clock::now(), "", "", 0, false};
-    if (!limiter.allow(req.remote_addr)) {
+    auto too_many = [&res] {
       res.set_header("Retry-After", "1");
       res.set_header("Connection", "close");
       json_error(res, 429, kInvalidRequest, "Too many requests: slow down (per-client rate limit)");
       return httplib::Server::HandlerResponse::Handled;
-    }
+    };
     // A browser page on another site must not reach a local server (DNS rebinding).
     // Bound to loopback, only loopback names may appear in Host (DNS rebinding again).
     if (loopback && !localhost_name(req.get_header_value("Host"))) {
@@ -161,12 +180,15 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       json_error(res, 403, kInvalidRequest, "Forbidden: Origin not allowed");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!bearer_matches(req.get_header_value("Authorization"), bearer)) {
+    auto who = matching_token(req.get_header_value("Authorization"), tokens);
+    if (!who) {
+      if (!auth_failures.allow(req.remote_addr)) return too_many();
       res.set_header("WWW-Authenticate", "Bearer realm=\"causeway\"");
       res.set_header("Connection", "close");
       json_error(res, 401, kInvalidRequest, "Unauthorized: send Authorization: Bearer <token>");
       return httplib::Server::HandlerResponse::Handled;
     }
+    if (!limiter.allow("token " + std::to_string(*who) + " from " + req.remote_addr)) return too_many();
     return httplib::Server::HandlerResponse::Unhandled;
   });
 
@@ -197,23 +219,13 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       json_error(res, 415, kInvalidRequest, "Content-Type must be application/json");
       return;
     }
-    if (req.has_header("MCP-Protocol-Version")) {
-      const auto& sup = supported_versions();
-      std::string v = req.get_header_value("MCP-Protocol-Version");
-      if (std::find(sup.begin(), sup.end(), v) == sup.end()) {
-        res.status = 400;
-        res.set_content(make_error_response(nullptr, RpcError{kUnsupportedProtocolVersion, "Unsupported MCP-Protocol-Version: " + v,
-                                                     json{{"supported", sup}, {"requested", v}}}),
-                        "application/json");
-        return;
-      }
-    }
     const std::string scope = req.remote_addr;
+    const RequestHeaders headers = routing_headers(req);
     if (wants_progress(req.body) && lower(req.get_header_value("Accept")).find("text/event-stream") != std::string::npos) {
       // Progress streams as SSE on this response; the result is the last event.
       std::string body = req.body;
       res.set_header("Cache-Control", "no-store");
-      res.set_chunked_content_provider("text/event-stream", [&server, body, scope](size_t, httplib::DataSink& sink) {
+      res.set_chunked_content_provider("text/event-stream", [&server, body, scope, headers](size_t, httplib::DataSink& sink) {
         auto send = [&sink](const std::string& line) {
           std::string event = "event: message\ndata: " + line + "\n\n";
           sink.write(event.data(), event.size());
@@ -221,6 +233,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
         Exchange ex;
         ex.scope = scope;
         ex.answer_cancelled = true;
+        ex.headers = headers;
         ex.notify = send;
         auto reply = server.handle(body, ex);
         t_facts.rpc_method = ex.method;
@@ -236,6 +249,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     Exchange ex;
     ex.scope = scope;
     ex.answer_cancelled = true;
+    ex.headers = headers;
     auto reply = server.handle(req.body, ex);
     t_facts.rpc_method = ex.method;
     t_facts.tool = ex.tool;
@@ -245,7 +259,9 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       res.status = 202;  // notification or client response: accepted, no body
       return;
     }
-    res.status = (ex.rpc_error == kParseError || ex.rpc_error == kInvalidRequest || ex.rpc_error == kUnsupportedProtocolVersion) ? 400 : 200;
+    // 2026-07-28 maps refusals onto HTTP statuses; legacy clients read every answer from a 200
+    // (a 404 means "session expired" to them).
+    res.status = ex.bad_request ? 400 : (ex.modern && ex.rpc_error == kMethodNotFound) ? 404 : 200;
     res.set_content(*reply, "application/json");
   });
 
@@ -262,7 +278,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   if (token->origin == "generated")
     std::cerr << "causeway mcp: no --token-file or $" << kTokenEnv << "; generated bearer token: " << token->value << "\n";
   else
-    std::cerr << "causeway mcp: bearer token from " << token->origin << "\n";
+    std::cerr << "causeway mcp: bearer token" << (token->all.size() > 1 ? "s (" + std::to_string(token->all.size()) + ")" : std::string()) << " from " << token->origin << "\n";
   // Last, so whoever waits for this line has seen the ones above.
   std::cerr << "causeway mcp: serving https://" << shown << ":" << port << "/mcp (TLS 1.3 only)" << std::endl;
   if (options.on_listening) options.on_listening(port);

@@ -4,7 +4,10 @@
 
 #include <sys/utsname.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "synth/scenario.h"
@@ -64,6 +67,59 @@ std::string kernel_release() {
   return std::string(u.sysname) + " " + u.release;
 }
 
+// Call events the scenario writes when run for `duration` (into a scratch DB next to
+// db_path, removed after).
+Result<uint64_t> pilot_calls(const ScenarioDef& def, const std::string& db_path, int64_t duration, uint64_t seed) {
+  const std::string scratch = db_path + ".sizing-" + std::to_string(getpid());
+  auto remove_scratch = [&] {
+    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((scratch + suffix).c_str());
+  };
+  remove_scratch();
+  uint64_t calls = 0;
+  {
+    auto writer = StoreWriter::open(scratch);
+    if (!writer) return writer.error();
+    SessionInfo info;
+    info.source_kind = "demo";
+    info.label = def.info.name;
+    info.started_ns = kSec;
+    auto sid = (*writer)->begin_session(info);
+    if (!sid) return sid.error();
+    synth::Rng rng(seed);
+    synth::DemoBuilder builder(**writer);
+    synth::ScenarioContext ctx{builder, rng, kSec, duration, nullptr};
+    def.fn(ctx);
+    calls = builder.calls();
+    (void)(*writer)->close(kSec + duration);
+  }
+  remove_scratch();
+  return calls;
+}
+
+// The scenario time that yields about `events` call events. Scenarios mix phases of
+// different call rates (warm-up, bursts, periodic stalls such as network's 20 s loss cycle),
+// so the rate is measured rather than tabulated: pilot runs of half and all of the natural
+// duration (which spans whole cycles) fit calls = fixed + rate * duration.
+Result<int64_t> duration_for_events(const ScenarioDef& def, const std::string& db_path, uint64_t events, uint64_t seed) {
+  const int64_t d1 = def.natural_duration / 2, d2 = def.natural_duration;
+  auto c1 = pilot_calls(def, db_path, d1, seed);
+  if (!c1) return c1.error();
+  auto c2 = pilot_calls(def, db_path, d2, seed);
+  if (!c2) return c2.error();
+  double rate = static_cast<double>(*c2 - *c1) / static_cast<double>(d2 - d1);  // calls per ns
+  if (rate <= 0) rate = def.calls_per_sec / 1e9;
+  double fixed = static_cast<double>(*c1) - rate * static_cast<double>(d1);
+  double d = std::max(2e9, (static_cast<double>(events) - fixed) / rate);
+  // A target of a few cycles ends inside one, where the average rate misleads; such a run is
+  // cheap, so one more pilot at the estimate corrects it.
+  if (d <= 2.0 * static_cast<double>(def.natural_duration)) {
+    auto c3 = pilot_calls(def, db_path, static_cast<int64_t>(d), seed);
+    if (!c3) return c3.error();
+    if (*c3 > 0) d = std::max(2e9, d * static_cast<double>(events) / static_cast<double>(*c3));
+  }
+  return static_cast<int64_t>(d);
+}
+
 }  // namespace
 
 const std::vector<ScenarioInfo>& demo_scenarios() {
@@ -85,9 +141,11 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
     return make_error("usage", "unknown demo scenario '" + options.scenario + "'; choose one of: " + names);
   }
   int64_t duration = def->natural_duration;
-  if (options.events > 0)
-    duration = std::max<int64_t>(2 * kSec, static_cast<int64_t>(static_cast<double>(options.events) /
-                                                                 def->calls_per_sec * 1e9));
+  if (options.events > 0) {
+    auto sized = duration_for_events(*def, db_path, options.events, options.seed);
+    if (!sized) return sized.error();
+    duration = *sized;
+  }
   int64_t t0 = options.start_ns;
   if (t0 == 0) {
     int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -26,6 +26,16 @@ inline std::optional<std::string> string_arg(const json& args, const char* key) 
   return args[key].get<std::string>();
 }
 
+// Where a page starts: tools hand out `next_cursor` ("o:<offset>") and take it back as
+// `cursor`, like the protocol's list pagination.
+inline Result<size_t> cursor_offset(const json& args) {
+  if (!args.contains("cursor")) return size_t{0};
+  const std::string c = args["cursor"].get<std::string>();
+  if (c.size() < 3 || c.size() > 12 || c.rfind("o:", 0) != 0 || c.find_first_not_of("0123456789", 2) != std::string::npos)
+    return make_error("invalid_argument", "cursor: pass back next_cursor from the previous answer unchanged");
+  return static_cast<size_t>(std::stoull(c.substr(2)));
+}
+
 // A read-only connection to the served DB, attached to the request's cancel token.
 inline Result<DbLease> open_db(ToolContext& ctx) {
   auto lease = ctx.pool.acquire();

@@ -1,4 +1,5 @@
 #include "mcp/backends.h"
+#include "tracedb/sqlite_handle.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"
@@ -27,7 +28,7 @@ json example_queries() {
   });
 }
 
-Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
   auto db = open_db(ctx);
   if (!db) return db.error();
   auto r = schema_document(db->get());
@@ -38,6 +39,16 @@ Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
     if (!only || o["name"] == *only) objects.push_back(std::move(o));
   if (only && objects.empty())
     return make_error("invalid_argument", "No table or view named \"" + *only + "\"; call describe_schema without `object` to list them.");
+  // Row counts tell the model which tables are worth querying and how big a scan is.
+  CancelScope scope(ctx.cancel, db->get());
+  for (auto& o : objects) {
+    if (o.value("type", "") != "table") continue;
+    std::string name = o["name"].get<std::string>();
+    std::string quoted = "\"";
+    for (char c : name) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+    auto n = query_int(db->get(), "SELECT COUNT(*) FROM " + quoted + "\"");
+    if (n && n.value()) o["rows"] = *n.value();
+  }
   json d = {{"objects", std::move(objects)}};
   // sqlguard's description carries examples its tests run; ours are the fallback.
   const json& full = r.value();
@@ -59,10 +70,13 @@ Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
         if (c.contains("unit")) cols += " [" + c["unit"].get<std::string>() + "]";
       }
       std::string desc = o.value("description", "");
-      t.line(o["type"].get<std::string>() + " " + o["name"].get<std::string>() + (desc.empty() ? "" : " — " + desc) + ": " + cols);
+      std::string rows = o.contains("rows") ? " (" + std::to_string(o["rows"].get<int64_t>()) + " rows)" : "";
+      t.line(o["type"].get<std::string>() + " " + o["name"].get<std::string>() + rows + (desc.empty() ? "" : " — " + desc) + ": " + cols);
     }
   for (const auto& e : d["examples"]) t.line("example (" + e["question"].get<std::string>() + "): " + e["sql"].get<std::string>());
   return ToolOutput{std::move(d), t.str()};
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(describe_schema, causeway::mcp::tools::describe_schema)

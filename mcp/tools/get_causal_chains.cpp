@@ -1,11 +1,15 @@
 #include "mcp/backends.h"
+#include "analysis/frames.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"
 
 namespace causeway::mcp::tools {
 
-std::string render_chains(const json& chains, size_t max_text_bytes, bool truncated) {
+// Chains are few per session (one per cause and victim); paging walks this many at most.
+constexpr size_t kMaxChainsScanned = 1000;
+
+std::string render_chains(const json& chains, size_t max_text_bytes, const std::string& more) {
   TextBuilder t(max_text_bytes);
   t.line(std::string(kDataNotice));
   if (chains.empty()) t.line("no causal chains in this window (no outliers with an explained cause)");
@@ -27,36 +31,60 @@ std::string render_chains(const json& chains, size_t max_text_bytes, bool trunca
     }
     if (c.contains("evidence"))
       for (const auto& e : c["evidence"]) t.line("  evidence: " + data_text(e.is_string() ? e.get<std::string>() : e.dump(), 300));
-    if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty())
-      t.line("  call site: " + data_text(c["stack"][0].is_string() ? c["stack"][0].get<std::string>() : "", 200));
+    if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {
+      // Chain stacks are stored user frame first (analysis/frames.h): the Python line, else the
+      // first frame outside the GPU libraries, the C/C++ runtime and the interpreter.
+      std::vector<std::string> texts;
+      for (const auto& f : c["stack"])
+        if (f.is_string()) texts.push_back(f.get<std::string>());
+      const auto frames = parse_stack(texts).frames;
+      if (!frames.empty()) {
+        const bool user = user_frame_index(frames) < frames.size();
+        t.line("  call site: " + data_text(frames.front().text, 200) + (user ? "" : " (no user frame in the stack)"));
+      }
+    }
     if (c.contains("recommendation")) t.line("  fix: " + data_text(c["recommendation"].get<std::string>(), 400));
   }
-  if (truncated) t.line("truncated: more chains exist; raise limit or filter by severity/pid");
+  if (!more.empty()) t.line(more);
   return t.str();
 }
 
-Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
   ChainQuery q;
   auto since = duration_arg(args, "since");
   if (!since) return since.error();
   q.since_ns = since.value();
   q.pid = pid_arg(args);
-  q.min_severity = string_arg(args, "severity");
+  q.min_severity = string_arg(args, "min_severity");
+  if (!q.min_severity) q.min_severity = string_arg(args, "severity");
+  auto cause = string_arg(args, "cause");
+  auto offset = cursor_offset(args);
+  if (!offset) return offset.error();
   size_t limit = static_cast<size_t>(args.value("limit", 10));
-  q.limit = limit + 1;  // one more tells us whether the list was cut
+  q.limit = kMaxChainsScanned;
   auto db = open_db(ctx);
   if (!db) return db.error();
   CancelScope scope(ctx.cancel, db->get());
   auto doc = chains_document(db->get(), q);
   if (!doc) return doc.error();
-  json d = {{"chains", doc.value().value("chains", json::array())}, {"truncated", false}};
-  if (d["chains"].size() > limit) {
-    d["chains"].erase(d["chains"].size() - 1);
-    d["truncated"] = true;
-  }
+  json all = json::array();
+  for (auto& c : doc.value()["chains"])
+    if (!cause || c.value("cause", "") == *cause) all.push_back(std::move(c));
+  const size_t total = all.size();
+  const size_t from = std::min(*offset, total), to = std::min(total, from + limit);
+  json page = json::array();
+  for (size_t i = from; i < to; ++i) page.push_back(std::move(all[i]));
+  json d = {{"chains", std::move(page)}, {"truncated", to < total}, {"total", total}};
+  if (to < total) d["next_cursor"] = "o:" + std::to_string(to);
   fit_json_budget(d, "chains", ctx.config.limits.max_structured_bytes);
-  std::string text = render_chains(d["chains"], ctx.config.limits.max_text_bytes, d["truncated"].get<bool>());
+  std::string more;
+  if (to < total)
+    more = std::to_string(total - to) + " more chains left out (" + std::to_string(total) +
+           " match); get them with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() + "\"";
+  std::string text = render_chains(d["chains"], ctx.config.limits.max_text_bytes, more);
   return ToolOutput{std::move(d), std::move(text)};
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_causal_chains, causeway::mcp::tools::get_causal_chains)

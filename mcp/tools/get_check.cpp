@@ -4,10 +4,19 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
+static Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
   json doc = probe_readiness(ctx.config.self_exe, ctx.config.db_path);
   TextBuilder t(ctx.config.limits.max_text_bytes);
   t.line(std::string("ready: ") + (doc["ready"].get<bool>() ? "yes" : "NO") + " (from " + doc["source"].get<std::string>() + ")");
+  const json& db = doc["db"];
+  if (db["readable"].get<bool>())
+    t.line("served DB: " + data_text(db["path"].get<std::string>(), 300) + ", schema " +
+           (db["schema_version"].is_null() ? std::string("none") : std::to_string(db["schema_version"].get<int64_t>())) +
+           " (this binary: " + std::to_string(db["latest_schema_version"].get<int>()) + "), " +
+           std::to_string(db["sessions"].get<int64_t>()) + " sessions" +
+           (db["latest_session_id"].is_null() ? std::string() : ", latest " + std::to_string(db["latest_session_id"].get<int64_t>())));
+  else
+    t.line("served DB: " + data_text(db["path"].get<std::string>(), 300) + " cannot be read: " + db.value("error", std::string()));
   for (const auto& c : doc["checks"]) {
     std::string status = c.value("status", c["ok"].get<bool>() ? "PASS" : "FAIL");
     std::string line = status + " " + c["name"].get<std::string>() + ": " + c["detail"].get<std::string>();
@@ -18,3 +27,5 @@ Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_check, causeway::mcp::tools::get_check)

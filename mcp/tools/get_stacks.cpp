@@ -6,7 +6,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   StackQuery q;
   auto since = duration_arg(args, "since");
   if (!since) return since.error();
@@ -36,8 +36,10 @@ Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   }
   if (d["calls_without_stack"].get<int64_t>() > 0)
     t.line(std::to_string(d["calls_without_stack"].get<int64_t>()) + " matching calls carry no stack");
-  if (d["truncated"].get<bool>()) t.line("truncated: more stacks exist; raise limit or filter by op/pid");
+  if (d["truncated"].get<bool>()) t.line("truncated: more stacks exist beyond these " + std::to_string(d["stacks"].size()) + "; raise limit (up to 50) or filter by op/pid");
   return ToolOutput{std::move(d), t.str()};
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_stacks, causeway::mcp::tools::get_stacks)

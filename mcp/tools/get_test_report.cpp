@@ -6,7 +6,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
+static Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
   auto db = open_db(ctx);
   if (!db) return db.error();
   auto st = Statement::prepare(db->get(), "SELECT id, ts_ns, host, ok, summary, doc FROM test_reports ORDER BY ts_ns DESC, id DESC LIMIT 1");
@@ -31,3 +31,5 @@ Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_test_report, causeway::mcp::tools::get_test_report)

@@ -6,7 +6,7 @@
 
 namespace causeway::mcp::tools {
 
-Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
   StatsQuery q;
   auto since = duration_arg(args, "since");
   if (!since) return since.error();
@@ -15,10 +15,12 @@ Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
   q.source = string_arg(args, "source");
   q.op = string_arg(args, "op");
   q.top_n = static_cast<size_t>(args.value("top_n", 20));
+  auto offset = cursor_offset(args);
+  if (!offset) return offset.error();
   auto db = open_db(ctx);
   if (!db) return db.error();
   CancelScope scope(ctx.cancel, db->get());
-  auto doc = stats_document(db->get(), q);
+  auto doc = stats_document(db->get(), q, *offset);
   if (!doc) return doc.error();
   json& d = doc.value();
   if (!d.contains("truncated")) d["truncated"] = false;
@@ -42,8 +44,16 @@ Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
   if (!host.empty()) t.line("host events: " + host);
   t.line("dropped: ring " + std::to_string(d["dropped"]["ring"].get<int64_t>()) + ", writer " +
          std::to_string(d["dropped"]["writer"].get<int64_t>()));
-  if (d["truncated"].get<bool>()) t.line("truncated: more ops exist; raise top_n or filter by pid/source/op");
+  if (d.contains("next_cursor")) {
+    const int64_t total = d["total_ops"].get<int64_t>();
+    const int64_t shown_to = static_cast<int64_t>(*offset + d["ops"].size());
+    t.line(std::to_string(total - shown_to) + " more op/process rows left out (" + std::to_string(total) +
+           " match); get them with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() +
+           "\", or filter by pid/source/op");
+  }
   return ToolOutput{std::move(d), t.str()};
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_trace_stats, causeway::mcp::tools::get_trace_stats)

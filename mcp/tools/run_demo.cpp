@@ -32,10 +32,8 @@ Result<std::string> scratch_path(const ServerConfig& cfg, const std::string& sce
 
 }  // namespace
 
-Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
+static Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
   std::string scenario = args.value("scenario", "incident");
-  if (!demo_available())
-    return make_error("demo_unavailable", "This build has no demo generator; query the served trace DB with get_trace_stats instead.");
   std::string names;
   bool known = false;
   for (const auto& s : demo_scenario_list()) {
@@ -78,8 +76,10 @@ Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
     t.line("  " + o["op"].get<std::string>() + " pid " + std::to_string(o["pid"].get<int64_t>()) + ": " +
            std::to_string(o["count"].get<int64_t>()) + " calls, p99 " + us_text(o["p99_us"].get<double>()) + ", max " +
            us_text(o["max_us"].get<double>()));
-  t.line(render_chains(d["chains"], ctx.config.limits.max_text_bytes / 2, false));
+  t.line(render_chains(d["chains"], ctx.config.limits.max_text_bytes / 2, ""));
   return ToolOutput{std::move(d), t.str()};
 }
 
 }  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(run_demo, causeway::mcp::tools::run_demo)

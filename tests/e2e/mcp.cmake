@@ -4,7 +4,7 @@
 if(TARGET causeway_synth)
   add_executable(mcp_fixture ${CMAKE_CURRENT_LIST_DIR}/mcp_fixture.cpp)
   target_link_libraries(mcp_fixture PRIVATE causeway_synth causeway_tracedb)
-  foreach(script mcp_stdio mcp_https mcp_examples mcp_conformance mcp_merged)
+  foreach(script mcp_stdio mcp_https mcp_examples mcp_conformance mcp_merged mcp_assistant mcp_claude_cli)
     if(EXISTS ${CMAKE_CURRENT_LIST_DIR}/${script}.test.mjs)
       add_test(NAME e2e_${script}
                COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/run-node.sh ${CMAKE_CURRENT_LIST_DIR}/${script}.test.mjs)

@@ -1,6 +1,7 @@
 // `causeway mcp --http` (Streamable HTTP over TLS 1.3), driven by the official MCP TypeScript
 // SDK client, plus the security edges: bearer token, Origin, TLS version, limits, audit log.
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import tls from 'node:tls';
@@ -63,18 +64,34 @@ try {
   console.log('ok - GET/DELETE 405, notification 202, bad version header 400, parse error 400, body limit 413');
 
   // 4. Modern era (2026-07-28): no handshake, _meta on each request.
+  const modern = (method, name) => ({ ...auth, 'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': method,
+    ...(name ? { 'Mcp-Name': name } : {}) });
   const disc = await (await post({ jsonrpc: '2.0', id: 3, method: 'server/discover', params: { _meta: MODERN_META } },
-    { ...auth, 'MCP-Protocol-Version': '2026-07-28' })).json();
+    modern('server/discover'))).json();
   assert.ok(disc.result.supportedVersions.includes('2026-07-28'));
   const call = await (await post({ jsonrpc: '2.0', id: 4, method: 'tools/call',
     params: { name: 'get_causal_chains', arguments: { limit: 1 }, _meta: MODERN_META } },
-    { ...auth, 'MCP-Protocol-Version': '2026-07-28' })).json();
+    modern('tools/call', 'get_causal_chains'))).json();
   assert.equal(call.result.resultType, 'complete');
   assert.equal(call.result.structuredContent.chains.length, 1);
   const unsupported = await post({ jsonrpc: '2.0', id: 5, method: 'tools/list',
     params: { _meta: { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } }, auth);
   assert.equal((await unsupported.json()).error.code, -32022);
-  console.log('ok - modern era: server/discover, stateless tools/call, -32022');
+  // Refusals echo the request id and map onto HTTP statuses.
+  const refused = async (body, headers, status, code) => {
+    const r = await post(body, headers);
+    const j = await r.json();
+    assert.equal(r.status, status, JSON.stringify(j));
+    assert.equal(j.error.code, code);
+    assert.equal(j.id, body.id);
+  };
+  await refused({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }, modern('tools/list'), 400, -32602);
+  await refused({ jsonrpc: '2.0', id: 8, method: 'tools/list', params: { _meta: MODERN_META } }, modern('prompts/list'), 400, -32020);
+  await refused({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'get_check', _meta: MODERN_META } },
+    modern('tools/call', 'run_sql'), 400, -32020);
+  await refused({ jsonrpc: '2.0', id: 10, method: 'initialize', params: { _meta: MODERN_META } }, modern('initialize'), 404, -32601);
+  await refused({ jsonrpc: '2.0', id: 11, method: 'ping', params: { _meta: MODERN_META } }, modern('ping'), 404, -32601);
+  console.log('ok - modern era: server/discover, stateless tools/call, -32022; missing _meta 400/-32602, header mismatch 400/-32020, initialize/ping 404/-32601, ids echoed');
 
   // 5. Progress streams as SSE when the client asks for it.
   const sse = await post({ jsonrpc: '2.0', id: 6, method: 'tools/call',
@@ -113,20 +130,32 @@ try {
   assert.equal(code, 0);
 }
 
-// 8. Rate limit: 429 beyond the per-client budget.
+// 8. Rate limit: 429 beyond the per-client budget, a client being one bearer token from one
+// address: a second user's token behind the same (proxy) address keeps its own budget, and
+// wrong tokens neither pass nor spend it.
 {
-  const s = await startServer(bin, [...base, '--rate', '5']);
+  const second = crypto.randomBytes(32).toString('hex');
+  const multi = path.join(dir, 'tokens');
+  fs.writeFileSync(multi, `# one token per user\n${token}\n\n${second}\n`, { mode: 0o600 });
+  const s = await startServer(bin, ['mcp', '--db', db, '--http', '127.0.0.1:0', '--tls-cert', cert, '--tls-key', key,
+    '--token-file', multi, '--rate', '5']);
   const f = fetchWithCa(ca);
-  const statuses = [];
-  for (let i = 0; i < 10; i++) {
-    const r = await f(`https://127.0.0.1:${s.port}/mcp`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...auth },
+  const ping = async (bearer, i) => {
+    const r = await f(`https://127.0.0.1:${s.port}/mcp`, { method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${bearer}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: i, method: 'ping' }) });
-    statuses.push(r.status);
     await r.arrayBuffer();
-  }
+    return r.status;
+  };
+  const first = [], other = [], wrong = [];
+  for (let i = 0; i < 8; i++) first.push(await ping(token, i));
+  for (let i = 0; i < 3; i++) other.push(await ping(second, i));
+  for (let i = 0; i < 7; i++) wrong.push(await ping('x'.repeat(40), i));
   await stopServer(s.child);
-  assert.ok(statuses.includes(429) && statuses[0] === 200, statuses.join(','));
-  console.log(`ok - rate limit: ${statuses.join(',')}`);
+  assert.deepEqual(first, [200, 200, 200, 200, 200, 429, 429, 429], first.join(','));
+  assert.deepEqual(other, [200, 200, 200], other.join(','));
+  assert.deepEqual(wrong, [401, 401, 401, 401, 401, 429, 429], wrong.join(','));
+  console.log(`ok - rate limit per token and address: ${first.join(',')}; second token ${other.join(',')}; wrong token ${wrong.join(',')}`);
 }
 
 // 9. No certificate given: a self-signed ECDSA one is generated (key 0600, fingerprint

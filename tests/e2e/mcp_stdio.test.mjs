@@ -67,6 +67,11 @@ const serverArgs = ['mcp', '--db', db, '--demo-dir', path.join(dir, 'demo')];
   assert.equal(call.result.structuredContent.ops.length, 2);
   send({ jsonrpc: '2.0', id: 13, method: 'tools/list', params: { _meta: { ...MODERN_META, 'io.modelcontextprotocol/protocolVersion': '2099-01-01' } } });
   expectError(await next(), -32022, 13);
+  // The stateless era has no handshake and needs the client's capabilities on every request.
+  send({ jsonrpc: '2.0', id: 14, method: 'initialize', params: { _meta: MODERN_META } });
+  expectError(await next(), -32601, 14);
+  send({ jsonrpc: '2.0', id: 15, method: 'tools/list', params: { _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28' } } });
+  expectError(await next(), -32602, 15);
 
   // EOF: the server exits promptly.
   const t0 = Date.now();
@@ -76,7 +81,7 @@ const serverArgs = ['mcp', '--db', db, '--demo-dir', path.join(dir, 'demo')];
   const ms = Date.now() - t0;
   assert.equal(code, 0);
   assert.ok(ms < 2000, `exit after EOF took ${ms} ms`);
-  console.log(`ok - raw stdio: -32700 then still serving, both eras, -32022, exit ${ms} ms after EOF`);
+  console.log(`ok - raw stdio: -32700 then still serving, both eras, -32022, modern initialize -32601, missing capabilities -32602, exit ${ms} ms after EOF`);
 }
 
 // 3. SIGTERM: exits promptly too.

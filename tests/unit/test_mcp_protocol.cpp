@@ -67,6 +67,63 @@ TEST_CASE("protocol: modern era — discover, per-request _meta, -32022") {
   CHECK(e["id"] == 3);
 }
 
+namespace {
+// One request as the HTTP transport hands it over: body plus the SEP-2243 headers.
+json rpc_with_headers(causeway::mcp::Server& s, const json& body, causeway::mcp::RequestHeaders h, bool* bad_request) {
+  causeway::mcp::Exchange ex;
+  ex.headers = std::move(h);
+  auto out = s.handle(body.dump(), ex);
+  *bad_request = ex.bad_request;
+  return out ? json::parse(*out) : json();
+}
+}  // namespace
+
+TEST_CASE("protocol: 2026-07-28 envelope — _meta required, headers agree with the body, handshake removed") {
+  auto s = make_mcp_server("/nonexistent/trace.db");
+  using causeway::mcp::RequestHeaders;
+  bool bad = false;
+  // The modern header makes a request modern: then _meta must carry version and capabilities.
+  json r = rpc_with_headers(s, req(1, "tools/list"), RequestHeaders{"2026-07-28", "tools/list", std::nullopt}, &bad);
+  CHECK(r["error"]["code"] == -32602);
+  CHECK(r["id"] == 1);
+  CHECK(bad);
+  r = rpc_with_headers(s, req(2, "tools/list", {{"_meta", {{"io.modelcontextprotocol/protocolVersion", "2026-07-28"}}}}),
+                       RequestHeaders{"2026-07-28", "tools/list", std::nullopt}, &bad);
+  CHECK(r["error"]["code"] == -32602);
+  // Header and body disagree: -32020, whichever header it is.
+  r = rpc_with_headers(s, req(3, "tools/list", {{"_meta", kModern}}), RequestHeaders{"2025-11-25", "tools/list", std::nullopt}, &bad);
+  CHECK(r["error"]["code"] == -32020);
+  r = rpc_with_headers(s, req(4, "tools/list", {{"_meta", kModern}}), RequestHeaders{"2026-07-28", std::nullopt, std::nullopt}, &bad);
+  CHECK(r["error"]["code"] == -32020);
+  r = rpc_with_headers(s, req(5, "tools/list", {{"_meta", kModern}}), RequestHeaders{"2026-07-28", "TOOLS/LIST", std::nullopt}, &bad);
+  CHECK(r["error"]["code"] == -32020);
+  r = rpc_with_headers(s, req(6, "prompts/get", {{"name", "investigate"}, {"_meta", kModern}}),
+                       RequestHeaders{"2026-07-28", "prompts/get", std::nullopt}, &bad);
+  CHECK(r["error"]["code"] == -32020);
+  CHECK(r["id"] == 6);
+  r = rpc_with_headers(s, req(7, "prompts/get", {{"name", "investigate"}, {"_meta", kModern}}),
+                       RequestHeaders{"2026-07-28", "prompts/get", "investigate"}, &bad);
+  CHECK(r.contains("result"));
+  CHECK_FALSE(bad);
+  // Removed in the stateless revision: unknown methods there, still served to legacy clients.
+  for (const char* m : {"initialize", "ping", "logging/setLevel"}) {
+    r = rpc_with_headers(s, req(8, m, {{"_meta", kModern}}), RequestHeaders{"2026-07-28", m, std::nullopt}, &bad);
+    CHECK(r["error"]["code"] == -32601);
+    CHECK_FALSE(bad);
+  }
+  // A legacy client's headers need no Mcp-Method.
+  r = rpc_with_headers(s, req(9, "ping"), RequestHeaders{"2025-11-25", std::nullopt, std::nullopt}, &bad);
+  CHECK(r["result"].is_object());
+}
+
+TEST_CASE("protocol: resources/read carries cache hints; not found is -32602 from 2026-07-28 on") {
+  auto s = make_mcp_server("/nonexistent/trace.db");
+  json r = rpc(s, req(1, "resources/read", {{"uri", "causeway://nope"}, {"_meta", kModern}}));
+  CHECK(r["error"]["code"] == -32602);
+  r = rpc(s, req(2, "resources/read", {{"uri", "causeway://nope"}}));
+  CHECK(r["error"]["code"] == -32002);
+}
+
 TEST_CASE("protocol: list pagination with opaque cursors") {
   auto s = make_mcp_server("/nonexistent/trace.db");
   s.set_page_size(3);
@@ -92,7 +149,7 @@ TEST_CASE("protocol: prompts and resources") {
   CHECK(p["result"]["prompts"][0]["name"] == "investigate");
   json g = rpc(s, req(2, "prompts/get", {{"name", "investigate"}, {"arguments", {{"since", "5m"}, {"pid", "4821"}}}}));
   std::string text = g["result"]["messages"][0]["content"]["text"];
-  for (const char* step : {"get_check", "get_trace_stats", "get_causal_chains", "get_stacks", "describe_schema", "run_sql", "fix"})
+  for (const char* step : {"get_check", "get_trace_stats", "get_causal_chains", "get_stacks", "describe_schema", "run_sql", "Fix", "min_severity", "cursor"})
     CHECK(text.find(step) != std::string::npos);
   CHECK(text.find("\"pid\": 4821") != std::string::npos);
   CHECK(rpc(s, req(3, "prompts/get", {{"name", "investigate"}, {"arguments", {{"since", "soon"}}}}))["error"]["code"] == -32602);

@@ -1,4 +1,6 @@
 #include <doctest/doctest.h>
+
+#include <fstream>
 #include <sys/stat.h>
 
 #include <cstdlib>
@@ -7,9 +9,7 @@
 #include "mcp/rate_limit.h"
 #include "mcp/tls_cert.h"
 #include "tests/support/test_support.h"
-#if CAUSEWAY_HAVE_HTTPS
 #include "mcp/transport_https.h"
-#endif
 
 using namespace causeway;
 using namespace causeway::mcp;
@@ -46,6 +46,33 @@ TEST_CASE("auth: token from file, then environment, else generated") {
   CHECK(load_bearer_token("")->origin == "generated");
 }
 
+TEST_CASE("auth: a token file holds one token per user; the header says which one") {
+  test::TempDir dir;
+  const std::string file = dir.file("tokens");
+  {
+    std::ofstream out(file);
+    out << "# users\n0123456789abcdef-alice\n\n  0123456789abcdef-bob  \n";
+  }
+  auto t = load_bearer_token(file);
+  REQUIRE(t.ok());
+  REQUIRE(t->all.size() == 2);
+  CHECK(t->value == "0123456789abcdef-alice");
+  CHECK(matching_token("Bearer 0123456789abcdef-bob", t->all) == std::optional<size_t>(1));
+  CHECK(matching_token("bearer 0123456789abcdef-alice", t->all) == std::optional<size_t>(0));
+  CHECK_FALSE(matching_token("Bearer 0123456789abcdef-eve", t->all).has_value());
+  CHECK_FALSE(matching_token("0123456789abcdef-bob", t->all).has_value());
+  {
+    std::ofstream out(file);
+    out << "0123456789abcdef-alice\nshort\n";
+  }
+  CHECK_FALSE(load_bearer_token(file).ok());  // every token must be long enough
+  {
+    std::ofstream out(file);
+    out << "# nothing\n";
+  }
+  CHECK_FALSE(load_bearer_token(file).ok());
+}
+
 TEST_CASE("rate limit: bursts up to the per-minute budget, per client") {
   RateLimiter r(5);
   int allowed = 0;
@@ -72,7 +99,6 @@ TEST_CASE("tls: a generated self-signed certificate is reused, key 0600") {
   CHECK_FALSE(ensure_tls_material("", "", dir.path()).ok());  // refuses a readable key
 }
 
-#if CAUSEWAY_HAVE_HTTPS
 TEST_CASE("https: Origin allow-list") {
   CHECK(origin_allowed("http://localhost:3000", ""));
   CHECK(origin_allowed("https://127.0.0.1", ""));
@@ -83,9 +109,7 @@ TEST_CASE("https: Origin allow-list") {
   CHECK(origin_allowed("https://app.example", "https://other.example, https://app.example"));
   CHECK_FALSE(origin_allowed("null", ""));
 }
-#endif
 
-#if CAUSEWAY_HAVE_HTTPS
 TEST_CASE("https: Host names accepted on a loopback listener") {
   CHECK(localhost_name("localhost"));
   CHECK(localhost_name("127.0.0.1:8443"));
@@ -94,4 +118,3 @@ TEST_CASE("https: Host names accepted on a loopback listener") {
   CHECK_FALSE(localhost_name("127.0.0.1.evil.com"));
   CHECK_FALSE(localhost_name(""));
 }
-#endif

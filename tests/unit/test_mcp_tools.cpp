@@ -2,7 +2,11 @@
 
 #include <filesystem>
 
+#include "analysis/frames.h"
 #include "mcp/json_schema.h"
+#include "analysis/stats.h"
+#include "synth/scenarios.h"
+#include "tracedb/open.h"
 #include "mcp/text_render.h"
 #include "tests/unit/test_mcp_fixture.h"
 #include "tests/unit/test_mcp_helpers.h"
@@ -141,4 +145,143 @@ TEST_CASE("tools: run_demo writes a scratch DB, never the served one") {
   auto same = make_mcp_server(dir.file("scratch/demo-incident.db"), dir.file("scratch"));
   json refused = call_tool(same, "run_demo", {{"scenario", "incident"}})["result"];
   CHECK(refused["isError"] == true);
+}
+
+TEST_CASE("tools: get_check reports the DB being served, not the default one") {
+  TempDir dir;
+  std::string db = write_mcp_fixture(dir.path());
+  auto s = make_mcp_server(db, dir.file("demo"));
+  json r = call_tool(s, "get_check", json::object());
+  const json& d = r["result"]["structuredContent"]["db"];
+  CHECK(d["path"] == db);
+  CHECK(d["readable"] == true);
+  CHECK(d["schema_version"] == d["latest_schema_version"]);
+  CHECK(d["sessions"].get<int64_t>() >= 1);
+  CHECK(d["latest_session_id"].get<int64_t>() >= 1);
+  CHECK(r["result"]["content"][0]["text"].get<std::string>().find("served DB: ") != std::string::npos);
+
+  auto missing = make_mcp_server(dir.file("absent.db"), dir.file("demo2"));
+  json m = call_tool(missing, "get_check", json::object());
+  CHECK(m["result"]["structuredContent"]["db"]["path"] == dir.file("absent.db"));
+  CHECK(m["result"]["structuredContent"]["db"]["readable"] == false);
+}
+
+TEST_CASE("tools: get_causal_chains filters by cause/pid/min_severity, pages with a cursor, shows the user call site") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "network";
+  REQUIRE(run_demo(dir.file("net.db"), o).ok());
+  auto s = make_mcp_server(dir.file("net.db"), dir.file("demo"));
+  json all = call_tool(s, "get_causal_chains", json::object())["result"];
+  const int64_t total = all["structuredContent"]["total"].get<int64_t>();
+  REQUIRE(total >= 2);
+  CHECK(all["structuredContent"]["truncated"] == false);
+  CHECK_FALSE(all["structuredContent"].contains("next_cursor"));
+
+  // One per page: the first page says what was left out and how to get it.
+  json p1 = call_tool(s, "get_causal_chains", {{"limit", 1}})["result"];
+  CHECK(p1["structuredContent"]["truncated"] == true);
+  const std::string cursor = p1["structuredContent"]["next_cursor"].get<std::string>();
+  const std::string text = p1["content"][0]["text"].get<std::string>();
+  CHECK(text.find(std::to_string(total - 1) + " more chains left out") != std::string::npos);
+  CHECK(text.find("cursor=\"" + cursor + "\"") != std::string::npos);
+  json p2 = call_tool(s, "get_causal_chains", {{"limit", 1}, {"cursor", cursor}})["result"];
+  CHECK(p2["structuredContent"]["chains"][0]["id"] == all["structuredContent"]["chains"][1]["id"]);
+  CHECK(call_tool(s, "get_causal_chains", {{"cursor", "bogus"}})["result"]["isError"] == true);
+
+  // Filters.
+  const json& first = all["structuredContent"]["chains"][0];
+  json by_cause = call_tool(s, "get_causal_chains", {{"cause", first["cause"]}})["result"]["structuredContent"];
+  CHECK(by_cause["total"].get<int64_t>() >= 1);
+  for (const auto& c : by_cause["chains"]) CHECK(c["cause"] == first["cause"]);
+  CHECK(call_tool(s, "get_causal_chains", {{"cause", "no_such_cause"}})["result"]["structuredContent"]["total"] == 0);
+  json by_pid = call_tool(s, "get_causal_chains", {{"pid", 1}})["result"]["structuredContent"];
+  CHECK(by_pid["total"] == 0);
+  json high = call_tool(s, "get_causal_chains", {{"min_severity", "HIGH"}})["result"]["structuredContent"];
+  for (const auto& c : high["chains"]) CHECK(c["severity"] == "HIGH");
+}
+
+TEST_CASE("tools: the chain's call site is the innermost user frame, not libcudart") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json r = call_tool(s, "get_causal_chains", {{"cause", "cpu_contention"}})["result"];
+  const std::string text = r["content"][0]["text"].get<std::string>();
+  CAPTURE(text);
+  CHECK(text.find("call site: «train.py:") != std::string::npos);
+  // The shared classification (analysis/frames.h) behind it.
+  auto user_at = [](std::vector<std::string> texts) {
+    auto frames = parse_stack(texts).frames;
+    return user_frame_index(frames);
+  };
+  CHECK(user_at({"libnccl.so.2!ncclAllReduce+0x10", "my_server!handle_batch+0x40"}) == 1);
+  CHECK(user_at({"libc.so.6!__poll+0x4", "python3.11!_PyEval_EvalFrameDefault+0x2c1b", "libtorch_cuda.so!x+0x1",
+                 "train.py:142 (train_step)"}) == 3);
+  CHECK(user_at({"libcudart.so.13!cudaMalloc+0x1", "libc.so.6!x"}) == 2);  // none: size()
+}
+
+TEST_CASE("tools: describe_schema counts rows per table and every example query runs through run_sql") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json d = call_tool(s, "describe_schema", json::object())["result"];
+  const json& doc = d["structuredContent"];
+  bool counted_events = false;
+  for (const auto& obj : doc["objects"]) {
+    if (obj["type"] == "table") CHECK(obj.contains("rows"));
+    if (obj["name"] == "events") counted_events = obj["rows"].get<int64_t>() > 0;
+  }
+  CHECK(counted_events);
+  CHECK(d["content"][0]["text"].get<std::string>().find(" rows)") != std::string::npos);
+  REQUIRE(doc["examples"].size() >= 3);
+  for (const auto& e : doc["examples"]) {
+    CAPTURE(e["sql"].get<std::string>());
+    json r = call_tool(s, "run_sql", {{"query", e["sql"]}})["result"];
+    CHECK(r["isError"] == false);
+    const json& sc = r["structuredContent"];
+    CHECK(sc["column_types"].size() == sc["columns"].size());
+    CHECK(sc["truncated"].is_boolean());
+  }
+  json typed = call_tool(s, "run_sql", {{"query", "SELECT 1 AS i, 2.5 AS r, 'x' AS t, NULL AS n"}})["result"]["structuredContent"];
+  CHECK(typed["column_types"] == json::array({"integer", "real", "text", "null"}));
+  json cut = call_tool(s, "run_sql", {{"query", "SELECT id FROM events"}, {"limit", 5}})["result"]["structuredContent"];
+  CHECK(cut["truncated"] == true);
+  CHECK(cut["rows"].size() == 5);
+}
+
+TEST_CASE("tools: get_trace_stats is the stats --json document, paged with a cursor") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json p1 = call_tool(s, "get_trace_stats", {{"top_n", 2}})["result"];
+  const json& d1 = p1["structuredContent"];
+  const int64_t total = d1["total_ops"].get<int64_t>();
+  REQUIRE(total > 2);
+  CHECK(d1["truncated"] == true);
+  CHECK(d1["next_cursor"] == "o:2");
+  CHECK(p1["content"][0]["text"].get<std::string>().find(std::to_string(total - 2) + " more op/process rows left out") !=
+        std::string::npos);
+  // Same builder as `causeway stats --json`: equal but for the paging fields.
+  auto db = open_read_only(dir.file("incident.db"));
+  REQUIRE(db.ok());
+  StatsQuery q;
+  q.top_n = 2;
+  auto st = compute_stats(db->get(), q);
+  REQUIRE(st.ok());
+  json cli = stats_to_json(st.value());
+  json mcp_doc = d1;
+  for (const char* extra : {"total_ops", "next_cursor"}) mcp_doc.erase(extra);
+  CHECK(mcp_doc == cli);
+  // The pages together are the whole ranking.
+  json p2 = call_tool(s, "get_trace_stats", {{"top_n", 2}, {"cursor", "o:2"}})["result"]["structuredContent"];
+  CHECK(p2["ops"][0]["op"].is_string());
+  json everything = call_tool(s, "get_trace_stats", {{"top_n", 200}})["result"]["structuredContent"];
+  CHECK(everything["ops"][2] == p2["ops"][0]);
+  CHECK(everything["truncated"] == (total > 200));
 }

@@ -84,6 +84,9 @@ export async function exerciseClient(client, label) {
   assert.ok(results.get_causal_chains.structuredContent.chains.length > 0, 'chains present');
   assert.ok(results.get_stacks.structuredContent.stacks[0].frames.length > 0, 'stack frames');
   assert.equal(results.get_test_report.structuredContent.found, true);
+  const served = results.get_check.structuredContent.db;
+  assert.ok(served.readable && served.sessions >= 1 && served.schema_version === served.latest_schema_version,
+    `get_check reports the served DB: ${JSON.stringify(served)}`);
 
   // Input validated against the schema: a tool error the model can act on.
   const bad = await client.callTool({ name: 'run_sql', arguments: { query: 'SELECT 1', limit: 999999 } });
