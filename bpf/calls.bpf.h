@@ -318,7 +318,7 @@ int cw_return(struct pt_regs *ctx) {
     count_drop(CW_DROP_RING_CALL);
     return 0;
   }
-  __u8 src = op < 200 ? CW_SRC_CUDA : op < 300 ? CW_SRC_DRIVER : CW_SRC_NCCL;
+  __u8 src = CW_COOKIE_SRC(cookie);
   /* No cgroup here: it is per process, and the collector fills it from /proc (saves a helper
    * call on the hottest path). */
   fill_header_nocg(&e->hdr, id, fr->ts, op, CW_REC_CALL, src);

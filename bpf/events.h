@@ -180,6 +180,7 @@ enum cw_nccl_role {
 #define CW_COOKIE_COMM_LOC(c) ((__u32)(((c) >> 40) & 0xf))
 #define CW_COOKIE_NCCL_ROLE(c) ((__u32)(((c) >> 44) & 0xf))
 #define CW_COOKIE_OUT_PTR(c) ((__u32)(((c) >> 48) & 0x1))
+#define CW_COOKIE_SRC(c) ((__u8)(((c) >> 52) & 0xf)) /* enum cw_source, from the op table (tracedb/op_catalog.cpp) */
 
 #define CW_NREGS 6
 #define CW_NEXTRA 5

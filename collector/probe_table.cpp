@@ -1,5 +1,7 @@
 #include "collector/probe_table.h"
 
+#include "tracedb/op_catalog.h"
+
 #include <vector>
 
 #include "bpf/events.h"
@@ -78,9 +80,12 @@ const std::vector<ProbeSpec> kSpecs = {
 std::span<const ProbeSpec> probe_specs() { return kSpecs; }
 
 uint64_t make_cookie(const ProbeSpec& s) {
+  // The record's source comes from the op table, so the BPF side keeps no op-id ranges.
+  const OpInfo* info = find_op(s.op);
+  const uint64_t src = info ? info->source : 0;
   return uint64_t{s.op} | uint64_t{s.dclass} << 16 | uint64_t{s.aux} << 24 | uint64_t{s.nstack & 0xfu} << 32 |
          uint64_t{s.struct_reg & 0xfu} << 36 | uint64_t{s.comm_loc & 0xfu} << 40 | uint64_t{s.nccl_role & 0xfu} << 44 |
-         uint64_t{s.out_ptr ? 1u : 0u} << 48;
+         uint64_t{s.out_ptr ? 1u : 0u} << 48 | (src & 0xfu) << 52;
 }
 
 std::optional<LibKind> lib_kind_of(std::string_view name) {

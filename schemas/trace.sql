@@ -337,3 +337,25 @@ CREATE TABLE merged_hosts (
 INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('merged_hosts', '', '', 'Hosts combined by causeway merge: a process of host k has pid_base <= pid < pid_base + 10000000 (its own pid is pid - pid_base); CPUs likewise with cpu_base'),
  ('merged_hosts', 'clock_offset_ns', 'ns', 'That host''s CLOCK_REALTIME - CLOCK_MONOTONIC at its session start');
+
+-- @migration 4
+-- Op families come from the op table (tracedb/op_catalog.cpp `OpFamily`), which the writer
+-- keeps current in `ops` whenever it starts a session; the views read them instead of matching
+-- op names. `bytes` is a0 for the ops whose first argument is a byte count (arg_names).
+ALTER TABLE ops ADD COLUMN family TEXT;
+DROP VIEW v_cuda_calls;
+CREATE VIEW v_cuda_calls AS
+SELECT e.session_id, e.ts_ns, o.source, o.name AS op, o.family, e.pid, e.tid, p.comm,
+       e.dur_ns / 1000.0 AS dur_us, e.ret,
+       CASE WHEN o.arg_names = 'bytes' OR substr(o.arg_names, 1, 6) = 'bytes,' THEN e.a0 END AS bytes,
+       e.a1 AS device_ptr,
+       CASE WHEN o.family = 'copy' THEN e.a2 END AS copy_kind,
+       e.a3 AS stream,
+       e.a4 AS grid_packed, e.a5 AS block_packed, e.stack_id
+FROM events e JOIN ops o ON o.id = e.op_id
+LEFT JOIN processes p ON p.session_id = e.session_id AND p.pid = e.pid
+WHERE o.source IN ('cuda', 'driver');
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('ops', 'family', '', 'What the op does: sync, launch, copy, memset, alloc, host_alloc, collective, p2p, graph, setup, group, host (NULL for imported ops outside the catalog)'),
+ ('v_cuda_calls', 'family', '', 'The op''s family (ops.family)');

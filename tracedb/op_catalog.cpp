@@ -128,6 +128,24 @@ const OpInfo* find_op(std::string_view name) {
   return nullptr;
 }
 
+std::string_view family_name(OpFamily f) {
+  switch (f) {
+    case OpFamily::sync: return "sync";
+    case OpFamily::launch: return "launch";
+    case OpFamily::copy: return "copy";
+    case OpFamily::memset: return "memset";
+    case OpFamily::alloc: return "alloc";
+    case OpFamily::host_alloc: return "host_alloc";
+    case OpFamily::collective: return "collective";
+    case OpFamily::p2p: return "p2p";
+    case OpFamily::graph: return "graph";
+    case OpFamily::setup: return "setup";
+    case OpFamily::group: return "group";
+    case OpFamily::host: return "host";
+  }
+  return "host";
+}
+
 std::string_view source_name(uint8_t source) {
   switch (source) {
     case CW_SRC_CUDA: return "cuda";

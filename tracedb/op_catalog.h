@@ -42,6 +42,9 @@ std::span<const OpInfo> op_catalog();
 const OpInfo* find_op(uint16_t id);
 const OpInfo* find_op(std::string_view name);
 
+// The `ops.family` text of a family (schemas/trace.sql migration 4).
+std::string_view family_name(OpFamily f);
+
 // "cuda", "driver", "nccl", "host", "io", "net", "mem"; "unknown" otherwise.
 std::string_view source_name(uint8_t source);
 std::optional<uint8_t> source_from_name(std::string_view name);

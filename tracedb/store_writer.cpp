@@ -164,7 +164,10 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
     return make_error("db_write", "cannot start a session in " + path_ + ": " + e);
   }
   session_id_ = sqlite3_last_insert_rowid(h);
-  auto op = Statement::prepare(h, "INSERT OR IGNORE INTO ops (id, source, name, kind, arg_names) VALUES (?,?,?,?,?)");
+  // The catalog as this binary knows it: a DB made by an older one gains the newer fields.
+  auto op = Statement::prepare(h,
+                               "INSERT INTO ops (id, source, name, kind, arg_names, family) VALUES (?,?,?,?,?,?) "
+                               "ON CONFLICT DO UPDATE SET family = excluded.family");
   if (!op) return op.error();
   for (const OpInfo& o : op_catalog()) {
     op->bind(1, int64_t{o.id});
@@ -172,6 +175,7 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
     op->bind(3, o.name);
     op->bind(4, std::string_view(o.is_call ? "call" : "event"));
     op->bind(5, o.arg_names);
+    op->bind(6, family_name(o.family));
     op->step();
     op->reset();
   }
