@@ -158,6 +158,23 @@ std::optional<RpcError> Server::check_envelope(const Message& m, Exchange& ex) c
   return std::nullopt;
 }
 
+std::optional<std::string> Server::refusal(std::string_view text, Exchange& ex) const {
+  auto parsed = parse_message(text);
+  if (auto* failure = std::get_if<ParseFailure>(&parsed)) {
+    ex.rpc_error = failure->error.code;
+    ex.bad_request = true;
+    return make_error_response(failure->id, failure->error);
+  }
+  const Message& m = std::get<Message>(parsed);
+  if (m.response || m.notification) return std::nullopt;
+  auto refused = check_envelope(m, ex);
+  if (!refused) return std::nullopt;
+  ex.method = m.method;
+  ex.rpc_error = refused->code;
+  ex.bad_request = true;
+  return make_error_response(m.id, *refused);
+}
+
 Server::Outcome Server::dispatch(const Message& m, Exchange& ex) {
   const json& p = m.params.is_object() ? m.params : json::object();
   const std::string& method = m.method;

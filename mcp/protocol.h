@@ -71,6 +71,11 @@ class Server {
   // Never throws. Returns nullopt for notifications and for client responses.
   std::optional<std::string> handle(std::string_view message, Exchange& ex);
 
+  // The refusal handle() would answer before dispatching (bad envelope, _meta or headers),
+  // without running anything: lets a transport pick its response status before it commits to
+  // a stream. nullopt when the message would be dispatched.
+  std::optional<std::string> refusal(std::string_view message, Exchange& ex) const;
+
   // Interrupts every running request (shutdown).
   void cancel_all();
 

@@ -222,6 +222,16 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     const std::string scope = req.remote_addr;
     const RequestHeaders headers = routing_headers(req);
     if (wants_progress(req.body) && lower(req.get_header_value("Accept")).find("text/event-stream") != std::string::npos) {
+      // A refused request is answered 400 with JSON, not with a stream.
+      Exchange check;
+      check.headers = headers;
+      if (auto refused = server.refusal(req.body, check)) {
+        t_facts.rpc_method = check.method;
+        t_facts.rpc_error = check.rpc_error;
+        res.status = 400;
+        res.set_content(*refused, "application/json");
+        return;
+      }
       // Progress streams as SSE on this response; the result is the last event.
       std::string body = req.body;
       res.set_header("Cache-Control", "no-store");

@@ -91,6 +91,10 @@ try {
     modern('tools/call', 'run_sql'), 400, -32020);
   await refused({ jsonrpc: '2.0', id: 10, method: 'initialize', params: { _meta: MODERN_META } }, modern('initialize'), 404, -32601);
   await refused({ jsonrpc: '2.0', id: 11, method: 'ping', params: { _meta: MODERN_META } }, modern('ping'), 404, -32601);
+  // Also when the client asked for a progress stream: the refusal is not streamed.
+  await refused({ jsonrpc: '2.0', id: 12, method: 'tools/call',
+    params: { name: 'get_check', arguments: {}, _meta: { ...MODERN_META, progressToken: 'p' } } },
+  modern('tools/call', 'run_sql'), 400, -32020);
   console.log('ok - modern era: server/discover, stateless tools/call, -32022; missing _meta 400/-32602, header mismatch 400/-32020, initialize/ping 404/-32601, ids echoed');
 
   // 5. Progress streams as SSE when the client asks for it.
