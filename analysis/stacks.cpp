@@ -55,11 +55,12 @@ Result<StacksResult> top_stacks(sqlite3* db, const StackQuery& q) {
       " SELECT e.stack_id AS stack_id, o.source AS source, o.name AS name, COUNT(*) AS calls,"
       " SUM(e.dur_ns) AS total, MAX(e.dur_ns) AS mx, SUM(e.ret != 0) AS errs,"
       " group_concat(DISTINCT e.pid) AS pids" + filter +
-      " AND e.stack_id IS NOT NULL GROUP BY e.stack_id, e.op_id ORDER BY total DESC LIMIT ?5) g"
-      " LEFT JOIN stacks s ON s.id = g.stack_id ORDER BY g.total DESC");
+      " AND e.stack_id IS NOT NULL GROUP BY e.stack_id, e.op_id ORDER BY total DESC, stack_id, name LIMIT ?5 OFFSET ?6) g"
+      " LEFT JOIN stacks s ON s.id = g.stack_id ORDER BY g.total DESC, g.stack_id, g.name");
   if (!st) return st.error();
   bind_filter(*st);
   st->bind(5, static_cast<int64_t>(q.limit + 1));
+  st->bind(6, static_cast<int64_t>(q.offset));
   int rc;
   while ((rc = st->step()) == SQLITE_ROW) {
     if (out.stacks.size() == q.limit) {

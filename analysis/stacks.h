@@ -21,6 +21,7 @@ struct StackQuery {
   std::optional<int64_t> since_ns;     // window = [end - since, end]; end = last event of the session
   std::optional<int64_t> session_id;   // default: the latest session
   size_t limit = 10;
+  size_t offset = 0;                   // stacks skipped from the top (paging)
   size_t max_frames = 32;              // innermost frames kept per stack
 };
 

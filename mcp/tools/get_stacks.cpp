@@ -14,12 +14,16 @@ static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   q.pid = pid_arg(args);
   q.op = string_arg(args, "op");
   q.limit = static_cast<size_t>(args.value("limit", 5));
+  auto offset = cursor_offset(args);
+  if (!offset) return offset.error();
+  q.offset = *offset;
   auto db = open_db(ctx);
   if (!db) return db.error();
   CancelScope scope(ctx.cancel, db->get());
   auto r = top_stacks(db->get(), q);
   if (!r) return r.error();
   json d = stacks_to_json(r.value());
+  if (r->truncated) d["next_cursor"] = "o:" + std::to_string(q.offset + r->stacks.size());
   fit_json_budget(d, "stacks", ctx.config.limits.max_structured_bytes);
 
   TextBuilder t(ctx.config.limits.max_text_bytes);
@@ -36,7 +40,10 @@ static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   }
   if (d["calls_without_stack"].get<int64_t>() > 0)
     t.line(std::to_string(d["calls_without_stack"].get<int64_t>()) + " matching calls carry no stack");
-  if (d["truncated"].get<bool>()) t.line("truncated: more stacks exist beyond these " + std::to_string(d["stacks"].size()) + "; raise limit (up to 50) or filter by op/pid");
+  if (d.contains("next_cursor"))
+    t.line("more stacks left out after these " + std::to_string(d["stacks"].size()) +
+           "; get the next page with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() +
+           "\", or filter by op/pid");
   return ToolOutput{std::move(d), t.str()};
 }
 

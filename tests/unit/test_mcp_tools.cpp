@@ -72,6 +72,35 @@ TEST_CASE("tools: results carry the numbers of the fixture") {
   CHECK(report["report"]["summary"] == "all checks passed");
 }
 
+TEST_CASE("tools: get_stacks pages with a cursor; the pages add up to the whole list") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"), dir.file("demo"));
+  json all = call_tool(s, "get_stacks", {{"limit", 50}})["result"]["structuredContent"];
+  const size_t total = all["stacks"].size();
+  REQUIRE(total >= 2);
+  REQUIRE_FALSE(all.contains("next_cursor"));
+  std::vector<std::pair<int64_t, std::string>> seen;
+  json args = {{"limit", 1}};
+  for (size_t page = 0; page <= total; ++page) {
+    json r = call_tool(s, "get_stacks", args)["result"];
+    const json& d = r["structuredContent"];
+    REQUIRE(d["stacks"].size() == 1);
+    seen.emplace_back(d["stacks"][0]["stack_id"].get<int64_t>(), d["stacks"][0]["op"].get<std::string>());
+    if (!d.contains("next_cursor")) break;
+    CHECK(r["content"][0]["text"].get<std::string>().find("cursor=") != std::string::npos);
+    args["cursor"] = d["next_cursor"];
+  }
+  REQUIRE(seen.size() == total);
+  for (size_t i = 0; i < total; ++i) {
+    CHECK(seen[i].first == all["stacks"][i]["stack_id"].get<int64_t>());
+    CHECK(seen[i].second == all["stacks"][i]["op"].get<std::string>());
+  }
+  CHECK(call_tool(s, "get_stacks", {{"cursor", "bogus"}})["result"]["isError"] == true);
+}
+
 TEST_CASE("tools: traced strings are sanitized and fenced as data in text") {
   TempDir dir;
   std::string db = write_mcp_fixture(dir.path());
