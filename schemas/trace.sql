@@ -359,3 +359,42 @@ WHERE o.source IN ('cuda', 'driver');
 INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('ops', 'family', '', 'What the op does: sync, launch, copy, memset, alloc, host_alloc, collective, p2p, graph, setup, group, host (NULL for imported ops outside the catalog)'),
  ('v_cuda_calls', 'family', '', 'The op''s family (ops.family)');
+
+-- @migration 5
+-- Tenants (docs/TRACEDB.md "Cgroups and tenants"): the cgroup v2 id of every thread seen
+-- (traced or not: the task that preempted a traced thread carries its own id in the switch
+-- record), and what each id resolves to on the host — so a culprit that lived for 10 ms is
+-- still attributed to its container.
+ALTER TABLE threads ADD COLUMN cgroup_id INTEGER;
+CREATE TABLE cgroups (
+  session_id   INTEGER NOT NULL,
+  cgroup_id    INTEGER NOT NULL,   -- cgroup v2 id (the inode of its folder in the cgroup2 mount)
+  path         TEXT NOT NULL,      -- below the cgroup2 mount ('/' = root); untrusted text
+  container_id TEXT,               -- docker/containerd/cri-o/podman id found in the path
+  pod          TEXT,               -- Kubernetes pod uid found in the path
+  PRIMARY KEY (session_id, cgroup_id)
+) WITHOUT ROWID;
+
+-- Which cause claimed each slow call (docs/DIAGNOSIS.md "Tail breakdown"): written by the
+-- correlator with the chains, one row per call (or host stall before a call, gap = 1) that
+-- a chain counts. Calls no cause claimed have no row.
+CREATE TABLE call_causes (
+  session_id INTEGER NOT NULL,
+  op_id      INTEGER NOT NULL,
+  pid        INTEGER NOT NULL,
+  tid        INTEGER NOT NULL,
+  ts_ns      INTEGER NOT NULL,   -- start of the call
+  gap        INTEGER NOT NULL,   -- 1: the host stall in the gap before the call
+  dur_ns     INTEGER NOT NULL,   -- the call's duration
+  lost_ns    INTEGER NOT NULL,   -- time the cause took from it
+  cause      TEXT NOT NULL,
+  chain_id   TEXT NOT NULL,
+  PRIMARY KEY (session_id, op_id, pid, tid, ts_ns, gap)
+) WITHOUT ROWID;
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('threads', 'cgroup_id', '', 'cgroup v2 id of the thread (join cgroups on session_id, cgroup_id)'),
+ ('cgroups', '', '', 'cgroup ids seen in the session and their path, container id and pod uid (untrusted text)'),
+ ('call_causes', '', '', 'One row per slow call a causal chain counts: which cause took how much of it. Join events on (session_id, op_id, pid, tid, ts_ns)'),
+ ('call_causes', 'gap', '', '1 when the row is the host stall in the gap before the call rather than the call itself'),
+ ('call_causes', 'lost_ns', 'ns', 'Time the cause took from the call (or gap)');
