@@ -102,8 +102,23 @@ struct ChainRecord {
   std::string doc;
 };
 
+// Which cause took how much of one slow call (or of the host stall in the gap before it):
+// a row of call_causes (docs/DIAGNOSIS.md "Tail breakdown").
+struct CallCauseRecord {
+  uint16_t op = 0;
+  uint32_t pid = 0, tid = 0;
+  int64_t ts_ns = 0, dur_ns = 0, lost_ns = 0;
+  bool gap = false;
+  std::string cause;
+  std::string chain_id;
+};
+// The claims of one diagnosis pass, written together (rows replace rows with the same key).
+struct CallCausesRecord {
+  std::vector<CallCauseRecord> rows;
+};
+
 // Rare, never dropped: identity and results rather than the event stream.
-using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord>;
+using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CallCausesRecord>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import

@@ -118,6 +118,7 @@ Result<void> StoreWriter::prepare_statements() {
        "SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm)"},
       {&ins_stack_, "INSERT OR IGNORE INTO stacks (id, hash, frames) VALUES (?,?,?)"},
       {&upsert_chain_, kUpsertChainSql},
+      {&upsert_call_cause_, kUpsertCallCauseSql},
       {&upsert_counter_,
        "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
@@ -551,6 +552,13 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     bind_chain(s, sid, now_ns(), *c);
     s.step();
     s.reset();
+  } else if (auto* cc = std::get_if<CallCausesRecord>(&m)) {
+    Statement& s = upsert_call_cause_;
+    for (const CallCauseRecord& row : cc->rows) {
+      bind_call_cause(s, sid, row);
+      s.step();
+      s.reset();
+    }
   }
 }
 
@@ -678,6 +686,7 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     upsert_thread_ = Statement();
     ins_stack_ = Statement();
     upsert_chain_ = Statement();
+    upsert_call_cause_ = Statement();
     upsert_counter_ = Statement();
     upd_rolled_ = Statement();
     ins_block_ = Statement();
