@@ -61,7 +61,7 @@ Result<void> add_causes(sqlite3* db, const SessionScope& s, int64_t op_id, TailO
   t.tail_calls = std::max(t.tail_calls, explained);
   t.tail_ns = std::max(t.tail_ns, explained_ns);
   t.unexplained_calls = t.tail_calls - explained;
-  t.unexplained_ns = std::max(0.0, t.tail_ns - explained_ns);
+  t.unexplained_ns = t.unexplained_calls == 0 ? 0.0 : std::max(0.0, t.tail_ns - explained_ns);
   return {};
 }
 

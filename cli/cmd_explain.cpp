@@ -65,7 +65,7 @@ std::string culprit_line(const json& c) {
     }
   if (c.contains("doing") && c["doing"].is_string() && c.contains("doing_share") && c["doing_share"].is_number() &&
       c["doing_share"].get<double>() > 0)
-    s += "; it spent " + pct(c["doing_share"].get<double>()) + " of the waits " +
+    s += "; it spent " + pct(c["doing_share"].get<double>()) + " of its time producing the batches " +
          (c["doing"] == "block_io" ? std::string("in disk reads")
           : c["doing"] == "cpu"    ? std::string("on-CPU")
           : c["doing"] == "runnable" ? std::string("waiting for a CPU")

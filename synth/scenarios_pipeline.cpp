@@ -22,37 +22,43 @@ void scenario_dataloader(ScenarioContext& c) {
   tr.register_process(c.t0, c.t0 + c.duration);
   const TrainerSpec& sp = tr.spec();
   const int64_t end = c.t0 + c.duration;
-  // Each worker's batches, in order: when each is ready.
-  std::array<std::vector<int64_t>, kWorkers> ready;
-  int64_t sector = 1 << 24;
+  struct Worker {
+    uint32_t pid;
+    int32_t cpu;
+    double read_ms;
+    int64_t next = 0;              // when its next read starts
+    std::vector<int64_t> ready;    // when each of its batches was ready
+  };
+  std::vector<Worker> workers;
   for (int k = 0; k < kWorkers; ++k) {
     const uint32_t pid = kFirstWorker + static_cast<uint32_t>(k);
-    const int32_t cpu = 4 + k;
     c.b.process(pid, sp.pid, "pt_data_worker", "python3 train.py --config configs/llama-7b.yaml", "/usr/bin/python3.11", c.t0,
                 end, 0x2a1f, "", "/user.slice/user-1000.slice/session-3.scope");
-    const double read_ms = k == 0 ? 110 : 75;
-    int64_t t = c.t0 + static_cast<int64_t>(k) * 6 * kMs;
-    while (t < end) {
-      const int64_t read = c.rng.around(read_ms * kMs, 0.1);
-      c.b.block(pid, pid, cpu, t, t + read, kUninterruptible, 0, 0);
-      // The reads that put it in D: 128 KiB requests back to back on the NVMe device.
-      for (int64_t r = t + 20 * kUs; r < t + read - 600 * kUs; r += c.rng.uniform_ns(2 * kMs, 4 * kMs))
-        c.b.host_event(pid, pid, CW_OP_BLOCK_RQ, r, c.rng.uniform_ns(1500 * kUs, 2500 * kUs), {131072, kNvme, (sector += 256), 0});
-      t += read + c.rng.around(20 * kMs, 0.1);  // decode on-CPU
-      ready[static_cast<size_t>(k)].push_back(t);
-      t += 50 * kUs;
-    }
+    workers.push_back({pid, 4 + k, k == 0 ? 110.0 : 75.0, c.t0 + static_cast<int64_t>(k) * 6 * kMs, {}});
   }
+  int64_t sector = 1 << 24;
+  // One batch of worker w: the reads that keep it in D, then the decode on-CPU. Written as the
+  // trainer reaches them, so the session's rows stay in time order as a live trace's do.
+  auto produce = [&](Worker& w) {
+    const int64_t t = w.next, read = c.rng.around(w.read_ms * kMs, 0.1);
+    c.b.block(w.pid, w.pid, w.cpu, t, t + read, kUninterruptible, 0, 0);
+    for (int64_t r = t + 20 * kUs; r < t + read - 600 * kUs; r += c.rng.uniform_ns(2 * kMs, 4 * kMs))
+      c.b.host_event(w.pid, w.pid, CW_OP_BLOCK_RQ, r, c.rng.uniform_ns(1500 * kUs, 2500 * kUs), {131072, kNvme, (sector += 256), 0});
+    w.ready.push_back(t + read + c.rng.around(20 * kMs, 0.1));
+    w.next = w.ready.back() + 50 * kUs;
+  };
   int64_t t = c.t0 + 5 * kMs;
   for (size_t n = 0; t < end && !c.stopped(); ++n) {
-    const size_t k = n % kWorkers;
-    if (n / kWorkers >= ready[k].size()) break;
-    const int64_t batch = ready[k][n / kWorkers];
-    const uint32_t worker = kFirstWorker + static_cast<uint32_t>(k);
-    if (batch > t + 20 * kUs) {
+    Worker& w = workers[n % kWorkers];
+    const size_t batch = n / kWorkers;
+    for (Worker& x : workers)
+      while (x.next < t && x.next < end) produce(x);
+    while (w.ready.size() <= batch) produce(w);
+    const int64_t ready = w.ready[batch];
+    if (ready > t + 20 * kUs) {
       // Blocked in the queue's get(): the worker's pipe write wakes it.
-      c.b.block(sp.tid, sp.pid, sp.cpu, t + 10 * kUs, batch + 15 * kUs, kSleeping, worker, worker);
-      t = batch + 25 * kUs;
+      c.b.block(sp.tid, sp.pid, sp.cpu, t + 10 * kUs, ready + 15 * kUs, kSleeping, w.pid, w.pid);
+      t = ready + 25 * kUs;
     }
     t = tr.step(t);
   }

@@ -179,16 +179,15 @@ Finding DataLoaderStarvation::explain(const ChainView& v, const Evidence& e) {
   return f;
 }
 
-std::string DataLoaderStarvation::fix(const ChainView& v, const Evidence& e) {
+std::string DataLoaderStarvation::fix(const ChainView&, const Evidence& e) {
   const Worker all = pooled(e);
-  const std::string n = std::to_string(e.workers.size());
   switch (doing_of(all).what) {
     case WorkerDoing::block_io:
-      return "The " + n + " DataLoader workers are bound by disk reads: raise num_workers and prefetch_factor so more reads are "
+      return "The DataLoader workers are bound by disk reads: raise num_workers and prefetch_factor so more reads are "
              "in flight, read larger contiguous chunks (sharded/packed formats such as WebDataset or a single memory-mapped "
              "file instead of many small files), or stage the dataset on local NVMe / in the page cache before training.";
     case WorkerDoing::cpu:
-      return "The " + n + " DataLoader workers are bound by CPU work (decoding, augmentation): raise num_workers up to the free "
+      return "The DataLoader workers are bound by CPU work (decoding, augmentation): raise num_workers up to the free "
              "cores, move decoding/augmentation to the GPU (NVIDIA DALI, torchvision.io.decode_jpeg on device), or "
              "preprocess the dataset once offline.";
     case WorkerDoing::runnable:

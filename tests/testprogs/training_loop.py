@@ -2,7 +2,7 @@
 """A PyTorch-shaped training loop over libcudart (the project's fake one, or a real one) for
 causeway's live diagnosis tests — real CPython, real processes, real disk reads:
 
-  training_loop.py --cudart LIB --mode dataloader --data FILE --workers 2 --reads-per-batch 16
+  training_loop.py --cudart LIB --mode dataloader --data FILE --workers 2 --reads-per-batch 32 --seconds 3
       DataLoader workers (forked, named pt_data_worker like PyTorch's) each read a batch with
       random 4 KiB O_DIRECT reads of FILE and put it on a multiprocessing queue; the loop blocks
       in queue.get() between steps: the GPU starves for data.
@@ -94,23 +94,32 @@ def run_dataloader(args, rt, stream, device_buf, host_buf):
     for _ in range(2 * args.workers):  # prefetch_factor 2, as DataLoader's default
         index_queues[sent % args.workers].put(sent)
         sent += 1
-    for step in range(args.iterations):
+    deadline = time.monotonic() + args.seconds if args.seconds else None
+    steps = 0
+    while steps < sent:
         index, checksum = batch_queue.get()  # blocks until a worker's batch is ready
-        if sent < args.iterations:
+        in_time = deadline is None or time.monotonic() < deadline
+        if sent < args.iterations and in_time:
             index_queues[sent % args.workers].put(sent)
             sent += 1
         train_step(rt, stream, device_buf, host_buf)
+        steps += 1
     for q in index_queues:
         q.put(None)
     for w in workers:
         w.join()
+    print(f"steps: {steps}", flush=True)
     return 0 if all(w.exitcode == 0 for w in workers) else 1
 
 
 def run_host_bound(args, rt, stream, device_buf, host_buf):
-    for step in range(args.iterations):
+    deadline = time.monotonic() + args.seconds if args.seconds else None
+    steps = 0
+    while steps < args.iterations and (deadline is None or time.monotonic() < deadline):
         augment(args.work)
         train_step(rt, stream, device_buf, host_buf)
+        steps += 1
+    print(f"steps: {steps}", flush=True)
     return 0
 
 
@@ -118,7 +127,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--cudart", required=True)
     p.add_argument("--mode", choices=["dataloader", "host-bound"], required=True)
-    p.add_argument("--iterations", type=int, default=200)
+    p.add_argument("--iterations", type=int, default=200, help="at most this many steps")
+    p.add_argument("--seconds", type=float, default=0, help="stop starting new steps after this long (0: no limit)")
     p.add_argument("--data", help="file the DataLoader workers read (on a real disk)")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--reads-per-batch", type=int, default=16)
