@@ -95,7 +95,8 @@ enum cw_op {
   CW_OP_BLOCK_RQ = 500,
 
   /* Network: 600..699 */
-  CW_OP_TCP_RETRANSMIT = 600,
+  CW_OP_TCP_RETRANSMIT = 600,  /* IPv4 (and IPv4-mapped IPv6) sockets */
+  CW_OP_TCP_RETRANSMIT6 = 601, /* IPv6 sockets: addresses as two 64-bit halves each */
 
   /* Memory: 700..799 */
   CW_OP_PAGE_ALLOC = 700,
@@ -197,6 +198,7 @@ enum cw_nccl_role {
 
 /* hdr.flags bits */
 #define CW_F_NO_STACK 0x1
+#define CW_F_SOCK_OWNER 0x2 /* TCP retransmit: pid/tid/cgroup_id are the socket's owner (bpf/net.bpf.h), not current */
 
 /* CW_REC_CALL, sent on return: 160 bytes. hdr.ts_ns is the call's start. */
 struct cw_call_event {

@@ -213,6 +213,9 @@ CallRecord decode_host(const cw_host_event& e) {
   CallRecord c = from_header(e.hdr);
   c.dur_ns = static_cast<int64_t>(e.dur_ns);
   for (int i = 0; i < 6; ++i) c.a[i] = e.a[i];
+  // The events table has no flags column: a retransmit says in a5 whom pid/tid name.
+  if (e.hdr.op == CW_OP_TCP_RETRANSMIT || e.hdr.op == CW_OP_TCP_RETRANSMIT6)
+    c.a[5] = (e.hdr.flags & CW_F_SOCK_OWNER) ? 1 : 0;
   return c;
 }
 

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(cmake ninja-build g++ clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
           libsqlite3-dev sqlite3 libssl-dev openssl nlohmann-json3-dev libcpp-httplib-dev doctest-dev libcli11-dev libclang-rt-14-dev
-          liblzma-dev util-linux)
+          liblzma-dev util-linux nftables)
 # A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
 command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 missing=()

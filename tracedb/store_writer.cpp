@@ -173,7 +173,7 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
   // The catalog as this binary knows it: a DB made by an older one gains the newer fields.
   auto op = Statement::prepare(h,
                                "INSERT INTO ops (id, source, name, kind, arg_names, family) VALUES (?,?,?,?,?,?) "
-                               "ON CONFLICT DO UPDATE SET family = excluded.family");
+                               "ON CONFLICT DO UPDATE SET family = excluded.family, arg_names = excluded.arg_names");
   if (!op) return op.error();
   for (const OpInfo& o : op_catalog()) {
     op->bind(1, int64_t{o.id});

@@ -10,3 +10,8 @@ causeway_test(test_collector_cgroups_bpf LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_cgroups_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb causeway_collector_core)
 add_dependencies(test_collector_cgroups_bpf causeway causeway_testprogs)
+# TCP retransmits attributed to the socket's owner, IPv4 and IPv6 (needs nft).
+causeway_test(test_collector_net_bpf LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_net_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb)
+add_dependencies(test_collector_net_bpf causeway causeway_testprogs)
