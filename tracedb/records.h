@@ -74,6 +74,16 @@ struct ThreadRecord {
   uint32_t tid = 0;
   uint32_t pid = 0;
   std::string comm;
+  uint64_t cgroup_id = 0;  // cgroup v2 id; 0 = not known (keeps the one stored)
+};
+
+// What a cgroup v2 id seen in a session is on the host: its folder below the cgroup2 mount
+// ("" when it was gone before it could be looked up) and the container/pod it names.
+struct CgroupRecord {
+  uint64_t id = 0;
+  std::string path;
+  std::string container_id;  // "" = none
+  std::string pod;           // Kubernetes pod uid, "" = none
 };
 
 struct StackRecord {
@@ -118,7 +128,7 @@ struct CallCausesRecord {
 };
 
 // Rare, never dropped: identity and results rather than the event stream.
-using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CallCausesRecord>;
+using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import

@@ -114,8 +114,14 @@ Result<void> StoreWriter::prepare_statements() {
        "local_rank = coalesce(excluded.local_rank, local_rank), rank_source = coalesce(excluded.rank_source, rank_source), "
        "job_id = coalesce(excluded.job_id, job_id)"},
       {&upsert_thread_,
-       "INSERT INTO threads (session_id, tid, pid, comm) VALUES (?,?,?,?) ON CONFLICT (session_id, tid) DO UPDATE "
-       "SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm)"},
+       "INSERT INTO threads (session_id, tid, pid, comm, cgroup_id) VALUES (?,?,?,?,?) ON CONFLICT (session_id, tid) "
+       "DO UPDATE SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm), "
+       "cgroup_id = coalesce(excluded.cgroup_id, cgroup_id)"},
+      // An id is resolved once per session; a path found later never gives way to "" (gone).
+      {&upsert_cgroup_,
+       "INSERT INTO cgroups (session_id, cgroup_id, path, container_id, pod) VALUES (?,?,?,?,?) "
+       "ON CONFLICT (session_id, cgroup_id) DO UPDATE SET path = excluded.path, container_id = excluded.container_id, "
+       "pod = excluded.pod WHERE excluded.path != ''"},
       {&ins_stack_, "INSERT OR IGNORE INTO stacks (id, hash, frames) VALUES (?,?,?)"},
       {&upsert_chain_, kUpsertChainSql},
       {&upsert_call_cause_, kUpsertCallCauseSql},
@@ -168,7 +174,7 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
   // The catalog as this binary knows it: a DB made by an older one gains the newer fields.
   auto op = Statement::prepare(h,
                                "INSERT INTO ops (id, source, name, kind, arg_names, family) VALUES (?,?,?,?,?,?) "
-                               "ON CONFLICT DO UPDATE SET family = excluded.family");
+                               "ON CONFLICT DO UPDATE SET family = excluded.family, arg_names = excluded.arg_names");
   if (!op) return op.error();
   for (const OpInfo& o : op_catalog()) {
     op->bind(1, int64_t{o.id});
@@ -538,6 +544,19 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     s.bind(2, int64_t{t->tid});
     s.bind(3, int64_t{t->pid});
     s.bind(4, t->comm);
+    if (t->cgroup_id) s.bind(5, static_cast<int64_t>(t->cgroup_id));
+    else s.bind_null(5);
+    s.step();
+    s.reset();
+  } else if (auto* g = std::get_if<CgroupRecord>(&m)) {
+    Statement& s = upsert_cgroup_;
+    s.bind(1, sid);
+    s.bind(2, static_cast<int64_t>(g->id));
+    s.bind(3, g->path);
+    if (g->container_id.empty()) s.bind_null(4);
+    else s.bind(4, g->container_id);
+    if (g->pod.empty()) s.bind_null(5);
+    else s.bind(5, g->pod);
     s.step();
     s.reset();
   } else if (auto* st = std::get_if<StackRecord>(&m)) {
@@ -684,6 +703,7 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     ins_rollup_ = Statement();
     upsert_process_ = Statement();
     upsert_thread_ = Statement();
+    upsert_cgroup_ = Statement();
     ins_stack_ = Statement();
     upsert_chain_ = Statement();
     upsert_call_cause_ = Statement();

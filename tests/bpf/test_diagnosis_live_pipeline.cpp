@@ -62,7 +62,7 @@ void check_not_other_pipeline_causes(const json& chains, pid_t pid, const std::s
 }  // namespace
 
 TEST_CASE("dataloader_starvation: DataLoader workers reading from disk starve the training loop") {
-  REQUIRE_MESSAGE(!system_python().empty(), "/usr/bin/python3 is installed by scripts/install-deps.sh");
+  REQUIRE_MESSAGE(!system_python().empty(), "/usr/bin/python3 is installed by scripts/install-deps.sh --tests");
   TempDir dir;
   DataFile data(build_dir() + "/diagnosis_live_data." + S(::getpid()), 32);
   // Time-bound: how many steps fit depends on the disk (random 4 KiB reads take 0.1-2 ms here).
@@ -98,7 +98,7 @@ TEST_CASE("dataloader_starvation: DataLoader workers reading from disk starve th
 }
 
 TEST_CASE("host_bound: the loop's own Python work between steps keeps the GPU waiting") {
-  REQUIRE_MESSAGE(!system_python().empty(), "/usr/bin/python3 is installed by scripts/install-deps.sh");
+  REQUIRE_MESSAGE(!system_python().empty(), "/usr/bin/python3 is installed by scripts/install-deps.sh --tests");
   TempDir dir;
   Traced t = trace_program(dir, python_loop({"--mode", "host-bound", "--iterations", "100000", "--seconds", "2",
                                              "--work", "40000"}));
