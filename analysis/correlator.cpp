@@ -142,7 +142,8 @@ int args_needed(uint16_t op) {
   if (!o) return 0;
   switch (o->family) {
     case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
-    case OpFamily::host: return o->source >= CW_SRC_IO ? 4 : 0;  // block, tcp, page_alloc, oom
+    case OpFamily::host:  // block, page_alloc, oom: a0..a3; tcp: ports in a4 (IPv6), sock_owner in a5
+      return o->source == CW_SRC_NET ? 6 : o->source >= CW_SRC_IO ? 4 : 0;
     default: break;
   }
   if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
@@ -389,7 +390,7 @@ class ChunkAnalyzer {
     for (const Ev& e : s_.evbuf) {
       switch (e.op) {
         case CW_OP_BLOCK_RQ: hx_.blocks.push_back(&e); hx_.max_block_dur = std::max(hx_.max_block_dur, e.dur); break;
-        case CW_OP_TCP_RETRANSMIT: hx_.retransmits.push_back(&e); break;
+        case CW_OP_TCP_RETRANSMIT: case CW_OP_TCP_RETRANSMIT6: hx_.retransmits.push_back(&e); break;
         case CW_OP_PAGE_ALLOC: hx_.page_allocs.push_back(&e); hx_.max_alloc_dur = std::max(hx_.max_alloc_dur, e.dur); break;
         case CW_OP_OOM_KILL: hx_.ooms.push_back(&e); break;
         default:
@@ -774,7 +775,7 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
     s.window_start = s.loaded_to;
   }
   s.analyzed_from = std::min(s.analyzed_from, from_ns);
-  // Memory: the event buffer holds a chunk plus context on each side, 80 B an event. At
+  // Memory: the event buffer holds a chunk plus context on each side, 88 B an event. At
   // 450k calls/s a 10 s chunk would be ~700 MB, so the chunk shrinks to hold about
   // kEventBudget events (≈ 12 MiB) once the rate seen so far says it must.
   constexpr double kEventBudget = 60'000;

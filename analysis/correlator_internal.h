@@ -24,7 +24,7 @@ struct Ev {
   uint32_t pid = 0, tid = 0;
   uint16_t op = 0;
   int32_t cpu = -1;
-  int64_t a[5] = {0, 0, 0, 0, 0};
+  int64_t a[6] = {0, 0, 0, 0, 0, 0};
   uint64_t stack = 0;
   int64_t end() const { return ts + dur; }
 };

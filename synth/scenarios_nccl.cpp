@@ -122,7 +122,7 @@ void scenario_network(ScenarioContext& c) {
       for (int i = 0; i < n; ++i) {
         const Rank& k = ranks[static_cast<size_t>(i) % ranks.size()];
         c.b.host_event(k.pid, k.pid, CW_OP_TCP_RETRANSMIT, now + c.rng.uniform_ns(0, 8 * kMs), 0,
-                       {kLocal, 41000 + i, kPeer, 43211, 1 /* TCP_ESTABLISHED */});
+                       {kLocal, 41000 + i, kPeer, 43211, 1 /* TCP_ESTABLISHED */, 1 /* sock_owner */});
       }
     }
     int64_t t = ddp_step(c, ranks, seq, kComm, 4, [](size_t, int64_t) { return int64_t{0}; }, extra);

@@ -5,25 +5,28 @@
 #include <cstdio>
 #include <set>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include "analysis/chain_view.h"
 #include "analysis/chunk_context.h"
+#include "bpf/events.h"
 
 namespace causeway {
 namespace {
 
-std::string ipv4(int64_t a) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%u.%u.%u.%u", static_cast<unsigned>((a >> 24) & 255), static_cast<unsigned>((a >> 16) & 255),
-                static_cast<unsigned>((a >> 8) & 255), static_cast<unsigned>(a & 255));
-  return b;
+using Endpoint = Network::Endpoint;
+
+// The local and remote ends of a retransmit event (tracedb/op_catalog.cpp arg layouts).
+std::pair<Endpoint, Endpoint> ends_of(const Ev& r) {
+  if (r.op == CW_OP_TCP_RETRANSMIT6)
+    return {{true, r.a[0], r.a[1], r.a[4] & 0xffff}, {true, r.a[2], r.a[3], (r.a[4] >> 16) & 0xffff}};
+  return {{false, 0, r.a[0], r.a[1]}, {false, 0, r.a[2], r.a[3]}};
 }
 
-
-std::string peer_label(const std::pair<int64_t, int64_t>& peer) { return ipv4(peer.first) + ":" + std::to_string(peer.second); }
-
 // The peer with the most retransmits, or null.
-const std::pair<const std::pair<int64_t, int64_t>, Network::Evidence::Peer>* top_peer(const Network::Evidence& e) {
-  const std::pair<const std::pair<int64_t, int64_t>, Network::Evidence::Peer>* p = nullptr;
+const std::pair<const Endpoint, Network::Evidence::Peer>* top_peer(const Network::Evidence& e) {
+  const std::pair<const Endpoint, Network::Evidence::Peer>* p = nullptr;
   for (const auto& kv : e.peers)
     if (!p || kv.second.retransmits > p->second.retransmits) p = &kv;
   return p;
@@ -31,19 +34,45 @@ const std::pair<const std::pair<int64_t, int64_t>, Network::Evidence::Peer>* top
 
 }  // namespace
 
+std::string endpoint_text(const Endpoint& e) {
+  char addr[INET6_ADDRSTRLEN] = {};
+  if (e.v6) {
+    unsigned char b[16];
+    for (int i = 0; i < 8; ++i) {
+      b[i] = static_cast<unsigned char>(static_cast<uint64_t>(e.hi) >> (56 - 8 * i));
+      b[8 + i] = static_cast<unsigned char>(static_cast<uint64_t>(e.lo) >> (56 - 8 * i));
+    }
+    ::inet_ntop(AF_INET6, b, addr, sizeof addr);
+    return "[" + std::string(addr) + "]:" + std::to_string(e.port);
+  }
+  std::snprintf(addr, sizeof addr, "%u.%u.%u.%u", static_cast<unsigned>((e.lo >> 24) & 255),
+                static_cast<unsigned>((e.lo >> 16) & 255), static_cast<unsigned>((e.lo >> 8) & 255),
+                static_cast<unsigned>(e.lo & 255));
+  return std::string(addr) + ":" + std::to_string(e.port);
+}
+
 Finding Network::explain(const ChainView& v, const Evidence& e) {
   const ChainAcc& a = v.a;
   Finding f;
   const auto* p = top_peer(e);
   double share = p ? static_cast<double>(p->second.calls) / static_cast<double>(a.calls) : 0;
   f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + "; TCP retransmits" +
-              (p ? " to " + peer_label(p->first) : std::string()) + " by this job's ranks during " + pct(share) +
-              " of them — the network path, not this host, stretched the collectives";
+              (p ? " to " + endpoint_text(p->first) : std::string()) + " on this job's sockets during " + pct(share) +
+              " of them — the network path, not this host, stretched the calls";
   if (p)
-    f.culprit = {{"peer", peer_label(p->first)}, {"retransmits", p->second.retransmits},
+    f.culprit = {{"peer", endpoint_text(p->first)}, {"retransmits", p->second.retransmits},
                  {"share", std::round(share * 1000) / 1000}};
   f.evidence.push_back(std::to_string(e.retransmits) +
-                       " TCP retransmits by the communicator's local ranks within the slow calls (from 10 ms before)");
+                       " TCP retransmits on sockets of the process or its communicator's local ranks within the slow calls "
+                       "(from 10 ms before)" +
+                       (e.by_owner > 0 ? "; " + std::to_string(e.by_owner) +
+                                             " of them matched to the socket's owner by the collector (the kernel retransmits "
+                                             "from a timer, on whatever task runs)"
+                                       : std::string()));
+  for (const auto& [ep, peer] : e.peers)
+    if (p && !(ep == p->first))
+      f.evidence.push_back(std::to_string(peer.retransmits) + " retransmits to " + endpoint_text(ep) + " in " +
+                           std::to_string(peer.calls) + " slow calls");
   f.evidence.push_back(
       "the calling thread stayed on-CPU or asleep without a host cause: no preemption, D-state or lock wait explains the time");
   return f;
@@ -51,7 +80,7 @@ Finding Network::explain(const ChainView& v, const Evidence& e) {
 
 std::string Network::fix(const ChainView&, const Evidence& e) {
   const auto* p = top_peer(e);
-  return "Check the path to " + (p ? peer_label(p->first) : std::string("the peer node")) +
+  return "Check the path to " + (p ? endpoint_text(p->first) : std::string("the peer node")) +
          ": NIC error counters (ethtool -S), MTU mismatches and switch congestion; use InfiniBand/RoCE (NCCL_IB_HCA) "
          "instead of TCP sockets where available.";
 }
@@ -79,15 +108,18 @@ bool Network::detect(ChunkContext& cx, const Slow& w) {
   auto [c, ev] = chain_for<Network>(cx.s, e.pid, e.op, w.gap);
   note_call(cx.s, c, w, w.excess, w.excess);
   auto items = call_frame(cx.s, w);
-  std::set<std::pair<int64_t, int64_t>> seen;  // peers already counted for this call
+  std::set<Endpoint> seen;  // peers already counted for this call
   for (const Ev* r : hits) {
-    const std::pair<int64_t, int64_t> peer{r->a[2], r->a[3]};
+    const auto [local, peer] = ends_of(*r);
     Evidence::Peer& p = ev.peers[peer];
     if (seen.insert(peer).second) ++p.calls;
     ++p.retransmits;
     ++ev.retransmits;
-    items.push_back({r->ts, "net", "TCP retransmit " + ipv4(r->a[0]) + ":" + std::to_string(r->a[1]) + " -> " + peer_label(peer) +
-                                       " by " + cx.s.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")"});
+    const bool owner = r->a[5] != 0;  // sock_owner: pid is the socket's, not the running task's
+    if (owner) ++ev.by_owner;
+    items.push_back({r->ts, "net", "TCP retransmit " + endpoint_text(local) + " -> " + endpoint_text(peer) + " on a socket of " +
+                                       cx.s.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")" +
+                                       (owner ? "" : " (the task running at the retransmit; the socket's owner was not known)")});
   }
   add_sample(c, w.excess, std::move(items));
   return true;

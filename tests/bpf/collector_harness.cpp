@@ -71,7 +71,9 @@ Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args)
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = spawn(argv, log_);
   try {
-    wait_for_file(ready_);
+    // Loading and verifying the BPF programs takes a few seconds; on a loaded 2-core host
+    // (builds beside the tests) it has taken over 20.
+    wait_for_file(ready_, 60000);
   } catch (...) {
     ::kill(pid_, SIGKILL);
     wait_exit(pid_);

@@ -14,3 +14,12 @@ causeway_test(test_diagnosis_live_pipeline LABEL bpf TIMEOUT 300
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb causeway_analysis)
 add_dependencies(test_diagnosis_live_pipeline causeway causeway_testprogs)
+
+# Culprits outside the traced job (issue #15): a hog in another tenant's container cgroup, and
+# TCP retransmits over IPv6 in a lossy network namespace (nftables).
+causeway_test(test_diagnosis_live_hosts LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live_hosts.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/netns_support.cpp ${CMAKE_CURRENT_LIST_DIR}/pod_cgroup.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_analysis causeway_collector_core)
+add_dependencies(test_diagnosis_live_hosts causeway causeway_testprogs)

@@ -22,19 +22,13 @@
 
 #include "collector/cgroup_paths.h"
 #include "tests/bpf/collector_harness.h"
+#include "tests/bpf/pod_cgroup.h"
 
 namespace causeway::test {
 
 namespace {
 
 std::string S(int64_t v) { return std::to_string(v); }
-
-std::string random_hex(std::mt19937_64& rng, size_t n) {
-  static const char* digits = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s.push_back(digits[rng() & 15]);
-  return s;
-}
 
 const std::string& cgroup2_mount_or_skip() {
   const auto& mount = collector::cgroup2_mount();
@@ -43,63 +37,6 @@ const std::string& cgroup2_mount_or_skip() {
     std::exit(77);
   }
   return *mount;
-}
-
-// A Kubernetes-like container cgroup below the cgroup2 mount, created empty and removed (with
-// the parents it made, when no one else uses them) on destruction.
-class PodCgroup {
- public:
-  explicit PodCgroup(const std::string& mount) : mount_(mount) {
-    std::mt19937_64 rng(std::random_device{}());
-    const std::string h = random_hex(rng, 32);
-    pod_ = h.substr(0, 8) + "-" + h.substr(8, 4) + "-" + h.substr(12, 4) + "-" + h.substr(16, 4) + "-" + h.substr(20, 12);
-    container_ = random_hex(rng, 64);
-    rel_ = "/kubepods/burstable/pod" + pod_ + "/" + container_;
-    for (const std::string& level : levels())
-      if (::mkdir((mount_ + level).c_str(), 0755) != 0 && errno != EEXIST)
-        throw std::runtime_error("mkdir " + mount_ + level + ": " + std::strerror(errno));
-    struct stat st {};
-    if (::stat(dir().c_str(), &st) != 0) throw std::runtime_error("stat " + dir());
-    id_ = st.st_ino;
-  }
-  ~PodCgroup() {
-    auto ls = levels();
-    for (auto it = ls.rbegin(); it != ls.rend(); ++it) ::rmdir((mount_ + *it).c_str());  // EBUSY/ENOTEMPTY: in use
-  }
-  std::string dir() const { return mount_ + rel_; }
-  const std::string& rel() const { return rel_; }
-  const std::string& pod() const { return pod_; }
-  const std::string& container() const { return container_; }
-  uint64_t id() const { return id_; }
-
- private:
-  std::vector<std::string> levels() const {
-    return {"/kubepods", "/kubepods/burstable", "/kubepods/burstable/pod" + pod_, rel_};
-  }
-  std::string mount_, pod_, container_, rel_;
-  uint64_t id_ = 0;
-};
-
-// An untraced process (a fork of this test), named `name`, that joins `cgroup`, pins itself
-// to `cpu` and spins until it has had `cpu_ms` of CPU time there (not wall time: on a busy
-// host it shares that CPU with more than the workload).
-pid_t spawn_hog(const PodCgroup& cgroup, int cpu, int cpu_ms, const char* name) {
-  pid_t pid = ::fork();
-  if (pid != 0) return pid;
-  ::prctl(PR_SET_NAME, name);  // first: every record of it carries the name
-  const std::string me = std::to_string(::getpid());
-  int fd = ::open((cgroup.dir() + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0 || ::write(fd, me.data(), me.size()) != static_cast<ssize_t>(me.size())) ::_exit(3);
-  ::close(fd);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (::sched_setaffinity(0, sizeof(set), &set) != 0) ::_exit(4);
-  timespec start{}, now{};
-  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
-  do ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1'000'000 < cpu_ms);
-  ::_exit(0);
 }
 
 // The traced workload, CPU-bound on `cpu` (the fake runtime spins for its latency).

@@ -7,10 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
-#include <net/if.h>
 #include <signal.h>
-#include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +18,7 @@
 
 #include "bpf/events.h"
 #include "tests/bpf/collector_harness.h"
+#include "tests/bpf/netns_support.h"
 
 namespace causeway::test {
 
@@ -31,47 +29,19 @@ constexpr int kPort = 5201;
 std::string S(int64_t v) { return std::to_string(v); }
 
 std::string nft_or_skip() {
-  for (const char* p : {"/usr/sbin/nft", "/sbin/nft", "/usr/bin/nft"})
-    if (::access(p, X_OK) == 0) return p;
-  std::printf("SKIPPED: nft (the nftables package) is needed to drop packets in the test's network namespace\n");
-  std::exit(77);
-}
-
-// Drops at the input hook, on the receiving side of loopback: a drop at output is reported
-// back to TCP as a local send error, which it retries without counting a retransmit.
-std::string drop_rules() {
-  return "table inet cw_drop {\n"
-         "  chain input {\n"
-         "    type filter hook input priority 0; policy accept;\n"
-         "    tcp dport " + S(kPort) + " numgen random mod 100 < 20 drop\n"
-         "  }\n"
-         "}\n";
-}
-
-bool lo_up() {
-  int s = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (s < 0) return false;
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, "lo", IFNAMSIZ - 1);
-  bool ok = ::ioctl(s, SIOCGIFFLAGS, &ifr) == 0;
-  ifr.ifr_flags |= IFF_UP;
-  ok = ok && ::ioctl(s, SIOCSIFFLAGS, &ifr) == 0;
-  ::close(s);
-  return ok;
+  std::string nft = nft_path();
+  if (nft.empty()) {
+    std::printf("SKIPPED: nft (the nftables package) is needed to drop packets in the test's network namespace\n");
+    std::exit(77);
+  }
+  return nft;
 }
 
 // cw_tcp in a new network namespace with lo up and the drop rules loaded; returns its pid.
 pid_t spawn_in_lossy_netns(const TempDir& dir, const std::string& nft, int family) {
-  { std::ofstream(dir.file("drop.nft")) << drop_rules(); }
   pid_t pid = ::fork();
   if (pid != 0) return pid;
-  if (::unshare(CLONE_NEWNET) != 0 || !lo_up()) ::_exit(3);
-  pid_t n = ::fork();
-  if (n == 0) {
-    ::execl(nft.c_str(), nft.c_str(), "-f", dir.file("drop.nft").c_str(), static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  if (wait_exit(n) != 0) ::_exit(4);
+  enter_lossy_netns(nft, dir.file("drop.nft"), kPort, 20);
   const std::string prog = testprog("cw_tcp"), fam = S(family), port = S(kPort), ready = dir.file("tcp.ready"),
                     go = dir.file("tcp.go"), log = dir.file("tcp.log");
   int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

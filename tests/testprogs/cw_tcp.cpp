@@ -4,6 +4,10 @@
 // (this process, named cw_tcp_send) and exits 0 once the receiver got every byte.
 //
 //   cw_tcp --family 6 --port 5201 --bytes 4m --ready-file R --wait-file W
+//   cw_tcp --serve --family 6 --port 5202 --ready-file R
+//       the peer of the fake libnccl's socket transport (CW_FAKE_NCCL_SOCKET): answers each
+//       message (4-byte length, then the payload) with one byte, on every connection, until
+//       killed — a collective's round trip, as NCCL's socket transport makes one per step.
 //
 // Run it in a network namespace whose input path drops a share of the packets to --port and
 // the sender retransmits (tests/bpf/test_collector_net_bpf.cpp).
@@ -25,6 +29,7 @@
 namespace {
 
 struct Options {
+  bool serve = false;
   int family = 6;
   int port = 5201;
   size_t bytes = 4u << 20;
@@ -54,6 +59,10 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
+    if (a == "--serve") {
+      o.serve = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(("missing value for " + a).c_str());
     std::string v = argv[++i];
     if (a == "--family") o.family = std::stoi(v);
@@ -105,6 +114,45 @@ sockaddr_storage loopback(int family, int port, socklen_t& len) {
   std::_Exit(got == expected ? 0 : 1);
 }
 
+bool read_all(int fd, void* p, size_t n) {
+  auto* b = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = ::read(fd, b, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    b += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// --serve: one child per connection, each answering every message with one byte.
+[[noreturn]] void serve(int listener) {
+  prctl(PR_SET_NAME, "cw_tcp_peer");
+  std::vector<char> buf(1 << 20);
+  for (;;) {
+    int c = ::accept(listener, nullptr, nullptr);
+    if (c < 0 && errno == EINTR) continue;
+    if (c < 0) die("accept");
+    if (::fork() != 0) {
+      ::close(c);
+      continue;
+    }
+    for (;;) {
+      uint32_t len = 0;
+      if (!read_all(c, &len, sizeof(len))) std::_Exit(0);
+      len = ntohl(len);
+      while (len > 0) {
+        const size_t part = std::min<size_t>(len, buf.size());
+        if (!read_all(c, buf.data(), part)) std::_Exit(0);
+        len -= static_cast<uint32_t>(part);
+      }
+      const char ack = 1;
+      if (::write(c, &ack, 1) != 1) std::_Exit(0);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -118,7 +166,15 @@ int main(int argc, char** argv) {
   int one = 1;
   ::setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   if (::bind(listener, reinterpret_cast<const sockaddr*>(&addr), len) != 0) die("bind");
-  if (::listen(listener, 1) != 0) die("listen");
+  if (::listen(listener, 16) != 0) die("listen");
+  if (o.serve) {
+    if (!o.ready_file.empty())
+      if (FILE* f = std::fopen(o.ready_file.c_str(), "w")) {
+        std::fprintf(f, "%d\n", static_cast<int>(::getpid()));  // who to stop when the test is done
+        std::fclose(f);
+      }
+    serve(listener);
+  }
   pid_t receiver = ::fork();
   if (receiver < 0) die("fork");
   if (receiver == 0) receive(listener, o.bytes);

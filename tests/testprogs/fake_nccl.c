@@ -2,13 +2,24 @@
 // shared-memory segment named after its unique id, and each collective is a real barrier
 // across the ranks (futex-based, no spinning), so a rank that arrives late makes the others
 // wait — the shape of an NCCL straggler — followed by the configured busy-wait.
+//
+// Socket transport: with CW_FAKE_NCCL_SOCKET=ADDR:PORT (IPv4 a.b.c.d or IPv6 [addr]) every
+// collective also sends CW_FAKE_NCCL_SOCKET_BYTES (default 256 KiB, as a 4-byte length then the
+// payload) over one TCP connection per process and waits for the peer's one-byte answer
+// (tests/testprogs/cw_tcp.cpp --serve), the way NCCL's socket transport moves each step's data
+// between hosts: packet loss on that path stretches the collective by a retransmit timeout.
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -32,6 +43,81 @@ struct fake_comm {
 
 static uint64_t g_latency_ns;
 __attribute__((constructor)) static void init(void) { g_latency_ns = cwfake_env_latency(); }
+
+static int g_sock = -2;  // -2: not tried yet, -1: no socket transport
+static size_t g_sock_bytes = 256 * 1024;
+
+static int sock_connect(void) {
+  const char* spec = getenv("CW_FAKE_NCCL_SOCKET");
+  if (!spec || !*spec) return -1;
+  if (getenv("CW_FAKE_NCCL_SOCKET_BYTES")) g_sock_bytes = strtoull(getenv("CW_FAKE_NCCL_SOCKET_BYTES"), 0, 10);
+  char host[128];
+  const char* colon = strrchr(spec, ':');
+  if (!colon || (size_t)(colon - spec) >= sizeof(host)) return -1;
+  memcpy(host, spec, (size_t)(colon - spec));
+  host[colon - spec] = 0;
+  const int port = atoi(colon + 1);
+  struct sockaddr_storage ss;
+  memset(&ss, 0, sizeof(ss));
+  socklen_t len;
+  int af;
+  if (host[0] == '[') {
+    struct sockaddr_in6* a = (struct sockaddr_in6*)&ss;
+    host[strlen(host) - 1] = 0;
+    if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1) return -1;
+    a->sin6_family = AF_INET6;
+    a->sin6_port = htons((uint16_t)port);
+    len = sizeof(*a);
+    af = AF_INET6;
+  } else {
+    struct sockaddr_in* a = (struct sockaddr_in*)&ss;
+    if (inet_pton(AF_INET, host, &a->sin_addr) != 1) return -1;
+    a->sin_family = AF_INET;
+    a->sin_port = htons((uint16_t)port);
+    len = sizeof(*a);
+    af = AF_INET;
+  }
+  int s = socket(af, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  int one = 1;
+  setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  if (connect(s, (struct sockaddr*)&ss, len) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
+static int write_all(int fd, const void* p, size_t n) {
+  const char* b = p;
+  while (n > 0) {
+    ssize_t w = write(fd, b, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    b += w;
+    n -= (size_t)w;
+  }
+  return 0;
+}
+
+// One step's data to the peer and its answer back; 0 when there is no socket transport.
+static int sock_round(void) {
+  if (g_sock == -2) g_sock = sock_connect();
+  if (g_sock < 0) return 0;
+  static char payload[64 * 1024];
+  uint32_t len = htonl((uint32_t)g_sock_bytes);
+  if (write_all(g_sock, &len, sizeof(len))) return 6; /* ncclSystemError */
+  for (size_t left = g_sock_bytes; left > 0;) {
+    size_t part = left < sizeof(payload) ? left : sizeof(payload);
+    if (write_all(g_sock, payload, part)) return 6;
+    left -= part;
+  }
+  char ack;
+  ssize_t r;
+  do r = read(g_sock, &ack, 1);
+  while (r < 0 && errno == EINTR);
+  return r == 1 ? 0 : 6;
+}
 CWFAKE_EXPORT void cwfake_set_latency_ns(uint64_t ns) { g_latency_ns = ns; }
 
 static void futex_wait(uint32_t* addr, uint32_t val) { syscall(SYS_futex, addr, FUTEX_WAIT, val, 0, 0, 0); }
@@ -111,8 +197,9 @@ CWFAKE_EXPORT int ncclCommDestroy(struct fake_comm* c) {
 static int collective(struct fake_comm* c) {
   if (!c) return 4;
   barrier(c);
+  int rc = sock_round();
   cwfake_spin_ns(g_latency_ns);
-  return 0;
+  return rc;
 }
 
 CWFAKE_EXPORT int ncclAllReduce(const void* s, void* r, size_t count, int dt, int op, struct fake_comm* c,

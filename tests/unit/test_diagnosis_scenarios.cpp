@@ -105,7 +105,7 @@ void check_scenario(const ScenarioInfo& info, uint64_t seed) {
     CHECK(top.summary.find("tar (pid 991) in /system.slice/backup.service") != std::string::npos);
   }
   if (info.name == "gpu-steal") {
-    CHECK(doc["culprit"]["container"] == "3f9a2b7c1d0e");
+    CHECK(doc["culprit"]["container"] == "3f9a2b7c1d0e5a6b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6");
     CHECK(doc["culprit"]["cgroup"].get<std::string>().find("kubepods-burstable-pod7c2e9a41") != std::string::npos);
   }
   if (info.name == "dataloader") {
