@@ -197,6 +197,7 @@ Result<void> Session::start() {
     if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, cookie, true); !r) return r.error();
   }
   rescan(o_.pids);
+  if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
   if (!o_.ready_file.empty()) {
     int fd = ::open(o_.ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) ::close(fd);
@@ -574,7 +575,9 @@ bool Session::writer_cannot_go_on() {
     sum_.loss.stopped_by_itself = o_.db + (h.fault == WriteFault::db_deleted ? " was deleted or moved away" : " was replaced");
     return true;
   }
-  if (now - h.failing_since_ns < o_.stall_exit_ns) return false;
+  // Stalled: failing, and no row stored since (a nearly full disk that takes a small batch
+  // now and then is slow progress, not none).
+  if (now - std::max(h.failing_since_ns, h.stored_at_ns) < o_.stall_exit_ns) return false;
   sum_.loss.stopped_by_itself = "nothing could be stored in " + o_.db + " for " + stall_text(o_.stall_exit_ns);
   std::cerr << "causeway trace: " << sum_.loss.stopped_by_itself << "; stopping" << std::endl;
   return true;
@@ -590,7 +593,8 @@ void Session::publish_metrics() {
     metrics_->set_writer_lost(info ? std::string(source_name(info->source)) : "unknown",
                               info ? std::string(info->name) : "op" + std::to_string(op), n);
   }
-  const WriteFault f = writer_.fault();
+  // As said on stderr: set at once, cleared once writes have succeeded for 2 s.
+  const WriteFault f = reported_fault_;
   for (WriteFault k : {WriteFault::disk_full, WriteFault::io_error, WriteFault::db_deleted, WriteFault::db_replaced,
                        WriteFault::write_failed})
     metrics_->set_writer_failing(write_fault_name(k), f == k);

@@ -75,6 +75,18 @@ int64_t steady_ns() {
 // 65,536 rows × ~110 B ≈ 7 MiB: 16 MiB covers both. A small file system gets a quarter of itself.
 constexpr int64_t kMinFreeBytes = 16 << 20;
 
+struct FsRoom {
+  int64_t free = 0;   // bytes this process may still allocate
+  int64_t floor = 0;  // kMinFreeBytes, or a quarter of a smaller file system
+};
+std::optional<FsRoom> fs_room(const std::string& path) {
+  struct statvfs fs {};
+  if (::statvfs(path.c_str(), &fs) != 0) return std::nullopt;
+  const int64_t frsize = static_cast<int64_t>(fs.f_frsize);
+  return FsRoom{static_cast<int64_t>(fs.f_bavail) * frsize,
+                std::min<int64_t>(kMinFreeBytes, static_cast<int64_t>(fs.f_blocks) * frsize / 4)};
+}
+
 // A meta row that breaks a constraint is skipped (as an upsert it should not); any other
 // failure (a full disk) fails the batch.
 int finish_meta(Statement& s) {
@@ -456,6 +468,11 @@ int StoreWriter::insert_lane(const std::vector<std::vector<R>>& chunks, Statemen
   return SQLITE_DONE;
 }
 
+bool StoreWriter::disk_has_room() const {
+  auto fs = fs_room(path_);
+  return !fs || fs->free >= fs->floor;
+}
+
 WriteFault StoreWriter::check_db_file() const {
   if (db_ino_ == 0) return WriteFault::none;
   struct stat st {};
@@ -512,9 +529,12 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
     std::lock_guard lock(mu_);
     stats_.written += batch_written_;
     ++stats_.transactions;
-    // Only stored rows end a fault: with nothing to store, a counters-only transaction may
-    // fit in WAL space a failed batch left behind while the disk is as full as before.
-    if (health_.fault != WriteFault::none && batch.rows > 0) {
+    if (batch.rows > 0) health_.stored_at_ns = steady_ns();
+    // Only stored rows end a fault, and a full disk only once it has room again: a small
+    // batch fits in the WAL space a failed one left behind while the disk is as full as
+    // before, and the next larger one fails again.
+    if (health_.fault != WriteFault::none && batch.rows > 0 &&
+        (health_.fault != WriteFault::disk_full || disk_has_room())) {
       recovered = true;
       health_.fault = WriteFault::none;
       health_.failing_since_ns = 0;
@@ -845,12 +865,10 @@ Result<void> StoreWriter::prune_if_needed(bool disk_full) {
   // count as room. Pruned for room, the file is not shrunk: moving the pages that
   // incremental_vacuum moves would need the very WAL space that is missing.
   bool shrink = true;
-  if (struct statvfs fs {}; ::statvfs(path_.c_str(), &fs) == 0) {
-    const int64_t fs_free = disk_full ? 0 : static_cast<int64_t>(fs.f_bavail) * static_cast<int64_t>(fs.f_frsize);
-    const int64_t floor = std::min<int64_t>(kMinFreeBytes, static_cast<int64_t>(fs.f_blocks) * static_cast<int64_t>(fs.f_frsize) / 4);
-    const int64_t room = fs_free + free_pages->value_or(0) * page;
-    if (room < floor) {
-      fraction = std::max(fraction, static_cast<double>(2 * floor - room) / static_cast<double>(used));
+  if (auto fs = fs_room(path_)) {
+    const int64_t room = (disk_full ? 0 : fs->free) + free_pages->value_or(0) * page;
+    if (room < fs->floor) {
+      fraction = std::max(fraction, static_cast<double>(2 * fs->floor - room) / static_cast<double>(used));
       shrink = false;
     }
   }

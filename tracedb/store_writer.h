@@ -79,6 +79,7 @@ struct WriterHealth {
   WriteFault last_fault = WriteFault::none;  // of the most recent failure, kept after recovery
   std::string error;                    // the last failure's message
   int64_t failing_since_ns = 0;         // steady clock: first failure of the current run of them
+  int64_t stored_at_ns = 0;             // steady clock: the last commit that stored rows
   bool ever_failed = false;
 };
 
@@ -176,6 +177,7 @@ class StoreWriter {
   // BEGIN IMMEDIATE, body, COMMIT; on failure sets failure_ and rolls back.
   Result<void> in_transaction(const std::function<Result<void>()>& body);
   WriteFault check_db_file() const;  // db_deleted / db_replaced / none, by the path's inode
+  bool disk_has_room() const;        // the file system holding the DB has its prune floor free
   // Inserts every row of a context lane; bind(stmt, row) binds it and returns its pid (rollup).
   template <typename R, typename Bind>
   int insert_lane(const std::vector<std::vector<R>>& chunks, Statement& s, uint16_t rollup_op, uint64_t& written,

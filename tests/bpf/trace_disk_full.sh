@@ -121,6 +121,9 @@ wait "$wpid" 2>/dev/null || true
 wpid=
 
 # --- B: nobody frees space: the trace stops by itself ------------------------------------------
+# A's probes are detached by a grandchild after A exits (~6 s for 25, docs/COLLECTOR.md "Stop");
+# probes attached to the same library meanwhile can be removed with them by the kernel.
+sleep 8
 umount "$mnt"
 mount -t tmpfs -o size=4m tmpfs "$mnt" || fail "cannot mount the tmpfs again"
 "$workload" --ops stream_sync --iterations 100000000 --rate 30000 --wait-file "$tmp/go" > "$tmp/workload.out" &
@@ -139,9 +142,11 @@ python3 - "$mnt/t.db" <<'PY' || fail "stall DB"
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
 assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
-lost = db.execute("SELECT value FROM collector_stats WHERE name = 'dropped_writer.cudaStreamSynchronize'").fetchone()
-assert lost and lost[0] > 0, "the loss was not stored"
-print(f"stopped by itself; {lost[0]} cudaStreamSynchronize calls counted lost in the DB")
+stat = dict(db.execute("SELECT name, value FROM collector_stats").fetchall())
+per_op = sum(v for k, v in stat.items() if k.startswith("dropped_writer."))
+assert stat.get("dropped_writer", 0) > 0 and per_op == stat["dropped_writer"], stat
+print(f"stopped by itself; {stat['dropped_writer']} events counted lost in the DB, "
+      f"{stat.get('dropped_writer.cudaStreamSynchronize', 0)} of them cudaStreamSynchronize calls")
 PY
 cat "$tmp/trace.err"
 echo PASS
