@@ -6,6 +6,8 @@
 #     workload made; `stats --json` per-op counts equal the stored rows and dropped.writer
 #     includes the loss; PRAGMA quick_check is ok; no lock file is left.
 #  B. on a full disk nobody frees, the trace stops by itself after --stall-exit with exit 1.
+#  C. with --max-db on a disk smaller than the cap, the oldest rows are pruned and nothing is
+#     lost (exit 0, stored + pruned = written).
 # Usage: trace_disk_full.sh CAUSEWAY CW_WORKLOAD. Exits 77 (skipped) without root/BPF/tmpfs.
 set -eu
 bin=$1 workload=$2
@@ -123,7 +125,7 @@ wpid=
 # --- B: nobody frees space: the trace stops by itself ------------------------------------------
 # A's probes are detached by a grandchild after A exits (~6 s for 25, docs/COLLECTOR.md "Stop");
 # probes attached to the same library meanwhile can be removed with them by the kernel.
-sleep 8
+sleep 12
 umount "$mnt"
 mount -t tmpfs -o size=4m tmpfs "$mnt" || fail "cannot mount the tmpfs again"
 "$workload" --ops stream_sync --iterations 100000000 --rate 30000 --wait-file "$tmp/go" > "$tmp/workload.out" &
@@ -147,6 +149,43 @@ per_op = sum(v for k, v in stat.items() if k.startswith("dropped_writer."))
 assert stat.get("dropped_writer", 0) > 0 and per_op == stat["dropped_writer"], stat
 print(f"stopped by itself; {stat['dropped_writer']} events counted lost in the DB, "
       f"{stat.get('dropped_writer.cudaStreamSynchronize', 0)} of them cudaStreamSynchronize calls")
+PY
+kill "$wpid" 2>/dev/null || true
+wait "$wpid" 2>/dev/null || true
+wpid=
+
+# --- C: --max-db on a disk smaller than the cap: prune and go on ------------------------------
+sleep 12  # B's probes detach (see B)
+umount "$mnt"
+mount -t tmpfs -o size=32m tmpfs "$mnt" || fail "cannot mount the tmpfs again"
+# 750,000 calls ≈ 38 MB of rows into 32 MiB: the writer prunes while less than 8 MiB (a quarter
+# of this file system) would be left free.
+"$workload" --ops memcpy,launch,stream_sync --iterations 250000 --rate 90000 --wait-file "$tmp/go2" \
+  --linger-ms 600000 > "$tmp/workload.out" &
+wpid=$!
+start_trace trace "$mnt/t.db" --pid $wpid --quiet --max-db 1g
+touch "$tmp/go2"
+i=0
+until grep -q "errors=" "$tmp/workload.out"; do
+  i=$((i + 1)); [ $i -lt 3000 ] || fail "workload did not finish in 300 s"
+  kill -0 $tpid 2>/dev/null || fail "trace exited while the workload ran"
+  sleep 0.1
+done
+sleep 1
+kill -INT $tpid
+rc=0; wait $tpid || rc=$?
+tpid=
+[ $rc -eq 0 ] || fail "--max-db on a small disk: exit $rc (want 0: pruned, nothing lost)"
+! grep -q "cannot write" "$tmp/trace.err" || fail "--max-db on a small disk: a write failed"
+python3 - "$mnt/t.db" <<'PY' || fail "--max-db DB"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+stat = dict(db.execute("SELECT name, value FROM collector_stats").fetchall())
+rows = sum(db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("events", "sched", "wakeups"))
+assert stat["pruned_rows"] > 0 and stat["dropped_writer"] == 0, stat
+assert rows + stat["pruned_rows"] == stat["events_written"], (rows, stat)
+print(f"--max-db on a 32 MiB disk: {stat['pruned_rows']} rows pruned, {rows} kept, none lost")
 PY
 cat "$tmp/trace.err"
 echo PASS
