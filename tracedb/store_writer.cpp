@@ -72,19 +72,20 @@ int64_t steady_ns() {
 // With --max-db the file system is a cap too: the writer prunes while less than this is left
 // free (its own free pages counted), so the WAL can still be checkpointed. A WAL checkpoint
 // lands up to ~4 MiB of pages (SQLite's 1000-page auto-checkpoint) and one batch adds up to
-// 65,536 rows × ~110 B ≈ 7 MiB: 16 MiB covers both. A small file system gets a quarter of itself.
+// 65,536 rows × ~110 B ≈ 7 MiB: 16 MiB covers both. A smaller file system keeps half of itself
+// free: a quarter was too little for a checkpoint and a batch landing together on 32 MiB.
 constexpr int64_t kMinFreeBytes = 16 << 20;
 
 struct FsRoom {
   int64_t free = 0;   // bytes this process may still allocate
-  int64_t floor = 0;  // kMinFreeBytes, or a quarter of a smaller file system
+  int64_t floor = 0;  // kMinFreeBytes, or half of a smaller file system
 };
 std::optional<FsRoom> fs_room(const std::string& path) {
   struct statvfs fs {};
   if (::statvfs(path.c_str(), &fs) != 0) return std::nullopt;
   const int64_t frsize = static_cast<int64_t>(fs.f_frsize);
   return FsRoom{static_cast<int64_t>(fs.f_bavail) * frsize,
-                std::min<int64_t>(kMinFreeBytes, static_cast<int64_t>(fs.f_blocks) * frsize / 4)};
+                std::min<int64_t>(kMinFreeBytes, static_cast<int64_t>(fs.f_blocks) * frsize / 2)};
 }
 
 // A meta row that breaks a constraint is skipped (as an upsert it should not); any other
@@ -867,8 +868,10 @@ Result<void> StoreWriter::prune_if_needed(bool disk_full) {
   bool shrink = true;
   if (auto fs = fs_room(path_)) {
     const int64_t room = (disk_full ? 0 : fs->free) + free_pages->value_or(0) * page;
+    // Deleting rows rewrites their leaf pages through the WAL before they are freed: at most
+    // 30% a time (the cap's 90% → 70%), again after the next batch if that was not enough.
     if (room < fs->floor) {
-      fraction = std::max(fraction, static_cast<double>(2 * fs->floor - room) / static_cast<double>(used));
+      fraction = std::max(fraction, std::min(0.3, static_cast<double>(2 * fs->floor - room) / static_cast<double>(used)));
       shrink = false;
     }
   }

@@ -6,7 +6,8 @@
 #     stderr) and does not recreate the file;
 #  3. the DB replaced by another file: said, the trace stops, the new file is untouched;
 #  4. the --pid process exits mid-trace: its exit is noted once, the trace goes on, SIGINT
-#     exits 0 with every call stored and the exit code in `processes`, no error lines.
+#     exits 0 with every call stored and the exit code in `processes`, no error lines;
+#  5. the library deleted under a running process (an upgrade in place) is still probed.
 # Usage: trace_db_faults.sh CAUSEWAY CW_WORKLOAD. Exits 77 (skipped) without root/BPF.
 set -eu
 bin=$1 workload=$2
@@ -131,4 +132,31 @@ assert code == (0,), code
 print(f"exited process: {calls}, exit_code 0")
 PY
 cat "$tmp/exits.err"
+
+# --- 5. the library deleted under the running process ----------------------------------------
+mkdir "$tmp/lib"
+cp "$(dirname "$workload")/libcudart.so.13" "$tmp/lib/"
+"$workload" --cudart "$tmp/lib/libcudart.so.13" --ops stream_sync --iterations 2000 --rate 4000 \
+  --ready-file "$tmp/loaded" --wait-file "$tmp/go5" --linger-ms 600000 > "$tmp/deleted_lib.out" &
+dpid=$!
+pids="$pids $dpid"
+i=0
+until [ -e "$tmp/loaded" ]; do i=$((i + 1)); [ $i -lt 300 ] || fail "workload did not load the library"; sleep 0.1; done
+rm "$tmp/lib/libcudart.so.13"  # an upgrade in place: still mapped, no path leads to it
+start_trace deleted_lib "$tmp/l.db" --pid $dpid
+touch "$tmp/go5"
+i=0
+until grep -q "errors=" "$tmp/deleted_lib.out"; do i=$((i + 1)); [ $i -lt 600 ] || fail "workload did not finish"; sleep 0.1; done
+sleep 1.5  # several rescans: a library that could not be probed must not be said each time
+kill -INT $tpid
+wait_exit $tpid 10
+[ $rc -eq 0 ] || fail "exit $rc with a deleted library"
+[ "$(grep -c "libcudart" "$tmp/deleted_lib.err")" -eq 1 ] || fail "the library was said more than once"
+python3 - "$tmp/l.db" $dpid <<'PY' || fail "calls into the deleted library"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+n = db.execute("SELECT count(*) FROM events WHERE op_id = 116 AND pid = ?", (int(sys.argv[2]),)).fetchone()[0]
+assert n == 2000, n
+print(f"deleted library: probed through /proc/PID/map_files, {n} of 2000 calls stored")
+PY
 echo PASS

@@ -158,8 +158,8 @@ wpid=
 sleep 12  # B's probes detach (see B)
 umount "$mnt"
 mount -t tmpfs -o size=32m tmpfs "$mnt" || fail "cannot mount the tmpfs again"
-# 750,000 calls ≈ 38 MB of rows into 32 MiB: the writer prunes while less than 8 MiB (a quarter
-# of this file system) would be left free.
+# 750,000 calls ≈ 38 MB of rows into 32 MiB: the writer prunes while less than 16 MiB (half of
+# this file system) would be left free.
 "$workload" --ops memcpy,launch,stream_sync --iterations 250000 --rate 90000 --wait-file "$tmp/go2" \
   --linger-ms 600000 > "$tmp/workload.out" &
 wpid=$!
