@@ -17,6 +17,9 @@ enum class Cause : uint8_t {
   cold_start,
   allocator,
   transfer_bound,
+  dataloader_starvation,
+  host_bound,
+  launch_bound,
   unknown,
 };
 

@@ -6,6 +6,8 @@
 #include <string>
 
 #include "analysis/system_info.h"
+#include "analysis/tenants.h"
+#include "common/sanitize.h"
 
 namespace causeway {
 namespace {
@@ -54,11 +56,30 @@ void annotate_straggler(json& doc, ChainRecord& c, const HostOfPid& hosts, const
                             " (host timelines lined up by CLOCK_REALTIME; see merged_hosts)");
 }
 
+// The culprit's tenant (analysis/tenants.h); the summary names its cgroup when it is not the
+// victim's own ("tar (pid 991) in /system.slice/backup.service").
+void annotate_tenant(json& doc, ChainRecord& c, const Tenants& tenants) {
+  json& cul = doc["culprit"];
+  const auto pid = cul.value("pid", uint32_t{0});
+  const Tenant t = tenants.of(pid);
+  const std::string cgroup = sanitize_untrusted(t.cgroup, 256);
+  cul["cgroup"] = cgroup;
+  cul["container"] = t.container ? json(sanitize_untrusted(*t.container, 128)) : json(nullptr);
+  if (t.pod) cul["pod"] = sanitize_untrusted(*t.pod, 128);
+  if (cgroup.empty() || cgroup == "/" || !c.pid || pid == *c.pid || tenants.of(*c.pid).cgroup == t.cgroup) return;
+  replace_first(c.summary, "(pid " + std::to_string(pid) + ")",
+                "(pid " + std::to_string(pid) + ") in " + cgroup +
+                    (t.container ? " (container " + sanitize_untrusted(*t.container, 128) + ")" : std::string()));
+  doc["summary"] = c.summary;
+}
+
 }  // namespace
 
 Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const Correlator::State& s) {
   auto hosts = HostOfPid::load(db, s.session_id);
   if (!hosts) return hosts.error();
+  auto tenants = Tenants::load(db, s.session_id);
+  if (!tenants) return tenants.error();
   for (ChainRecord& c : chains) {
     json doc = json::parse(c.doc, nullptr, false);
     if (!doc.is_object()) continue;
@@ -71,6 +92,7 @@ Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3*
       doc["culprit"]["host"] = hosts->host(pid);
       if (hosts->merged()) doc["culprit"]["host_pid"] = hosts->host_pid(pid);
       if (c.cause == "nccl_straggler") annotate_straggler(doc, c, *hosts, s);
+      annotate_tenant(doc, c, *tenants);
     }
     c.doc = doc.dump();
   }

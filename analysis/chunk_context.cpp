@@ -35,6 +35,11 @@ void note_call(Correlator::State& s, ChainAcc& c, const Slow& w, int64_t lost, i
   if (c.slow_durs.size() < 200000) c.slow_durs.push_back(w.to - w.from);
   if (w.e->stack) ++c.stacks[w.e->stack];
   ++c.tids[w.e->tid];
+  claim_call(s, *w.e, w.gap, lost, c.cause, c.id);
+}
+
+void claim_call(Correlator::State& s, const Ev& e, bool gap, int64_t lost, Cause cause, const std::string& chain_id) {
+  s.claims.push_back({e.op, e.pid, e.tid, e.ts, e.dur, lost, gap, std::string(cause_name(cause)), chain_id});
 }
 
 std::vector<TimelineItem> call_frame(const Correlator::State& s, const Slow& w) {

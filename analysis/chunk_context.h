@@ -84,6 +84,8 @@ void add_party(std::map<uint64_t, PartyAcc>& m, uint32_t pid, uint32_t tid, int6
 void add_sample(ChainAcc& c, int64_t excess, std::vector<TimelineItem> items);
 // Accumulates the common part of a slow call into chain c: lost time, the cause's own time.
 void note_call(Correlator::State& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns);
+// Records which cause took `lost` from call e (or the gap before it): the call_causes table.
+void claim_call(Correlator::State& s, const Ev& e, bool gap, int64_t lost, Cause cause, const std::string& chain_id);
 // The call's (or gap's) own timeline items: entered, returned.
 std::vector<TimelineItem> call_frame(const Correlator::State& s, const Slow& w);
 // Runnable time of tid inside [a, b] and who ran on its CPU meanwhile (by pid).

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cinttypes>
 #include <functional>
+#include <utility>
 
 #include "analysis/chain_hosts.h"
 #include "analysis/collectives.h"
 #include "analysis/event_window.h"
 #include "analysis/chunk_context.h"
 #include "analysis/correlator_internal.h"
+#include "analysis/data_workers.h"
 #include "analysis/session_scope.h"
 #include "bpf/events.h"
 #include "common/sanitize.h"
@@ -50,6 +52,11 @@ bool is_submit_op(uint16_t op) {
     case OpFamily::launch: case OpFamily::graph: case OpFamily::copy: case OpFamily::memset: return true;
     default: return false;
   }
+}
+
+bool is_launch_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::launch;
 }
 
 bool is_device_alloc_op(uint16_t op) {
@@ -280,6 +287,7 @@ Result<void> load_until(State& s, sqlite3* db, int64_t until) {
     st->bind(2, until);
     st->bind(3, s.session_id);
     while (st->step() == SQLITE_ROW) {
+      s.sched_seen = true;
       s.schedbuf.push_back({st->col_int(0), static_cast<int32_t>(st->col_int(1)), static_cast<uint32_t>(st->col_int(2)),
                             static_cast<uint32_t>(st->col_int(3)), st->col_int(4), static_cast<uint32_t>(st->col_int(5)),
                             static_cast<uint32_t>(st->col_int(6))});
@@ -326,17 +334,20 @@ void trim_events_before(std::vector<Ev>& v, int64_t ts) {
 // decides, not the order of the checks. A state must reach `floor` by itself to be a cause.
 // The wait for a CPU after waking from D counts for the D cause: on a busy host every wake-up
 // waits, and the I/O wait is what put the thread to sleep.
-enum class HostClaim : uint8_t { none, runnable, uninterruptible, sibling };
+// Between calls, a sleep that a data worker ended (data_workers.h) is a fourth state: the
+// thread was starved of input, not blocked by its own process.
+enum class HostClaim : uint8_t { none, runnable, uninterruptible, sibling, data_worker };
 
-HostClaim host_claim(const Slow& w, int64_t sib_ns) {
+HostClaim host_claim(const Slow& w, int64_t sib_ns, int64_t worker_ns) {
   const int64_t r = w.off.runnable_ns - w.off.runnable_after_d_ns;
   const int64_t d = w.off.uninterruptible_ns + w.off.runnable_after_d_ns;
-  if (2 * (r + d + sib_ns) < w.excess) return HostClaim::none;
-  const int64_t top = std::max({r, d, sib_ns});
+  if (2 * (r + d + sib_ns + worker_ns) < w.excess) return HostClaim::none;
+  const int64_t top = std::max({r, d, sib_ns, worker_ns});
   if (top < w.floor) return HostClaim::none;
   if (r == top) return HostClaim::runnable;
   if (d == top) return HostClaim::uninterruptible;
-  return HostClaim::sibling;
+  if (sib_ns == top) return HostClaim::sibling;
+  return HostClaim::data_worker;
 }
 
 class ChunkAnalyzer {
@@ -345,6 +356,7 @@ class ChunkAnalyzer {
 
   void run() {
     tl_.build(s_.schedbuf, s_.wakebuf, std::max(s_.data_end, ct_));
+    add_imported_off_cpu();
     index_host();
     group_nccl();
     baselines();
@@ -361,6 +373,17 @@ class ChunkAnalyzer {
   std::map<std::pair<int64_t, int64_t>, size_t> group_of_;  // (comm, seq) -> group
   std::unordered_map<uint64_t, Baseline> base_;
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> last_coll_;  // tid -> (comm, seq) of its last collective
+
+  // An imported trace's `sched_switch` host events say only that a thread was off CPU for a
+  // while (docs/IMPORT.md): that time is not on-CPU time between calls (host_bound).
+  void add_imported_off_cpu() {
+    std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>> ivs;
+    for (const Ev& e : s_.evbuf)
+      if (e.op == CW_OP_SCHED_SWITCH) ivs.push_back({e.tid, {e.ts, e.end()}});
+    if (ivs.empty()) return;
+    s_.sched_seen = true;
+    tl_.add_opaque(std::move(ivs));
+  }
 
   void index_host() {
     for (const Ev& e : s_.evbuf) {
@@ -474,12 +497,19 @@ class ChunkAnalyzer {
     s_.prev_durs = std::move(next);
   }
 
-  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker) const {
+  // Sleeps a sibling thread ended (a lock it held), except those it only relayed from a data
+  // worker (`relayed`: counted as the worker's).
+  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker,
+                        const std::vector<WorkerWait>& relayed = {}) const {
     std::map<uint32_t, int64_t> by;
     for (const OffCpuInterval& iv : tl_.overlapping(tid, a, b)) {
       if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
       if (iv.waker_pid != pid || iv.waker_tid == tid || iv.waker_tid == 0) continue;
-      by[iv.waker_tid] += std::min(iv.runnable_from(), b) - std::max(iv.from_ns, a);
+      const int64_t from = std::max(iv.from_ns, a);
+      if (std::any_of(relayed.begin(), relayed.end(),
+                      [&](const WorkerWait& r) { return r.relay_tid == iv.waker_tid && r.from_ns == from; }))
+        continue;
+      by[iv.waker_tid] += std::min(iv.runnable_from(), b) - from;
     }
     ns = 0;
     for (auto& [t, n] : by)
@@ -507,10 +537,6 @@ class ChunkAnalyzer {
       oa.min = std::min<uint64_t>(oa.min, e.dur);
       oa.max = std::max<uint64_t>(oa.max, e.dur);
       auto [fc, fresh] = s_.first_call.try_emplace(e.pid, e.ts);
-      ThreadSpan& span = s_.spans[e.tid];
-      span.pid = e.pid;
-      span.first_ns = std::min(span.first_ns, e.ts);
-      span.last_end_ns = std::max(span.last_end_ns, e.end());
       const Baseline& b = base_[key];
       const bool startup = e.ts < fc->second + s_.opt.startup_ns;
       const bool has_timeline = !tl_.intervals(e.tid).empty();
@@ -534,6 +560,7 @@ class ChunkAnalyzer {
       w.median = b.usable() ? b.median_ns : 0;
       w.startup = startup;
       if (has_timeline) w.off = tl_.off_cpu_in(e.tid, e.ts, e.end());
+      account_activity(e, prev_end, w.off, has_timeline);
       const bool outlier = b.usable() && e.dur >= outlier_threshold(b, s_.opt.outlier);
       // An outlier needs only enough of a host cause to explain half its excess; a call that
       // is not an outlier (the baseline is made of stalled calls) needs a real stall.
@@ -591,6 +618,40 @@ class ChunkAnalyzer {
     }
   }
 
+  // Where the thread's time went (ThreadActivity): inside this call and in the gap before it.
+  void account_activity(const Ev& e, int64_t prev_end, const OffCpuSummary& in_call, bool has_timeline) {
+    // Gaps shorter than this (Python between two launches) count as on-CPU without a timeline
+    // lookup: a switch inside one can misplace at most its length.
+    constexpr int64_t kGapLookupNs = 20'000;
+    constexpr int64_t kLongGapNs = 1'000'000;
+    ThreadActivity& a = s_.activity[e.tid];
+    a.pid = e.pid;
+    a.first_ns = std::min(a.first_ns, e.ts);
+    a.last_end_ns = std::max(a.last_end_ns, e.end());
+    ++a.calls;
+    if (is_submit_op(e.op)) ++a.submits;
+    if (is_launch_op(e.op)) {
+      ++a.launches;
+      a.launch_cpu_ns += std::max<int64_t>(0, e.dur - in_call.total());
+    }
+    if (is_gpu_wait_op(e.op)) {
+      ++a.gpu_waits;
+      a.gpu_wait_ns += std::max<int64_t>(0, e.dur - in_call.runnable_ns - in_call.uninterruptible_ns);
+    }
+    if (prev_end == INT64_MIN || e.ts <= prev_end) return;
+    const int64_t gap = e.ts - prev_end;
+    const int64_t off = has_timeline && gap >= kGapLookupNs ? tl_.off_cpu_in(e.tid, prev_end, e.ts).total() : 0;
+    const int64_t cpu = std::max<int64_t>(0, gap - off);
+    a.gap_ns += gap;
+    a.gap_cpu_ns += cpu;
+    a.longest_gap_cpu_ns = std::max(a.longest_gap_cpu_ns, cpu);
+    if (cpu >= kLongGapNs && 2 * cpu >= gap) {
+      ++a.long_gaps;
+      a.gap_ops[e.op] += cpu;
+      if (e.stack) a.gap_stacks[e.stack] += cpu;
+    }
+  }
+
   bool is_late_entry(const Ev& e) const {
     if (!is_collective_op(e.op)) return false;
     auto g = group_of_.find({e.a[1], e.a[4]});
@@ -609,27 +670,35 @@ class ChunkAnalyzer {
     int64_t sib_ns = 0;
     uint32_t sib = 0;
     w.floor = s_.opt.min_stall_ns;
-    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib) &&
+    std::vector<WorkerWait> waits;
+    if (w.off.sleeping_ns >= w.floor) waits = data_worker_waits(s_, tl_, e.tid, e.pid, prev_end, e.ts);
+    int64_t worker_ns = 0;
+    for (const WorkerWait& ww : waits) worker_ns += ww.ns;
+    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, waits) &&
                    sib_ns >= w.floor;
-    // Only the part of the gap spent involuntarily off-CPU is a loss; the rest is the
-    // program's own host work or a sleep it chose.
-    w.excess = w.off.runnable_ns + w.off.uninterruptible_ns + (sibling ? sib_ns : 0);
+    // Only the part of the gap spent involuntarily off-CPU, or asleep until its own process or
+    // its data workers handed it work, is a loss; the rest is the program's own host work or
+    // a sleep it chose.
+    w.excess = w.off.runnable_ns + w.off.uninterruptible_ns + (sibling ? sib_ns : 0) + worker_ns;
     if (w.excess < s_.opt.min_stall_ns) return;
-    attribute_host(w, sibling, sib, sib_ns);
+    attribute_host(w, sibling, sib, sib_ns, waits);
   }
 
   // Arbitration among the host causes (host_claim), then the winner's detector claims the call:
   // cpu_contention, io_contention / memory_pressure / unknown (D), lock_contention. False when
   // host time does not explain at least half of the excess.
-  bool attribute_host(const Slow& w, bool sibling, uint32_t sib, int64_t sib_ns) {
+  bool attribute_host(const Slow& w, bool sibling, uint32_t sib, int64_t sib_ns, const std::vector<WorkerWait>& waits = {}) {
     ChunkContext cx = context();
-    switch (host_claim(w, sibling ? sib_ns : 0)) {
+    int64_t worker_ns = 0;
+    for (const WorkerWait& ww : waits) worker_ns += ww.ns;
+    switch (host_claim(w, sibling ? sib_ns : 0, worker_ns)) {
       case HostClaim::runnable: CpuContention::detect(cx, w); return true;
       case HostClaim::uninterruptible:
         // D state: block I/O overlapping it, else memory reclaim, else no evidence.
         if (!IoContention::detect(cx, w) && !MemoryPressure::detect(cx, w)) Unknown::detect_d_state(cx, w);
         return true;
       case HostClaim::sibling: LockContention::detect(cx, w, sib, sib_ns); return true;
+      case HostClaim::data_worker: DataLoaderStarvation::detect(cx, w, waits); return true;
       case HostClaim::none: return false;
     }
     return false;
@@ -647,6 +716,8 @@ class ChunkAnalyzer {
     if (!grp.has_straggler || entries_[grp.straggler].pid == w.e->pid) return false;
     if (grp.last_entry_ns > w.e->end()) return false;
     ++s_.counters.slow_calls;
+    claim_call(s_, *w.e, w.gap, w.excess, Cause::nccl_straggler,
+               nccl_straggler_chain_id(s_.session_id, entries_[grp.straggler].pid, grp.comm));
     return true;
   }
 
@@ -691,6 +762,7 @@ Correlator::~Correlator() = default;
 int64_t Correlator::analyzed_to() const { return s_->analyzed_to; }
 void Correlator::mark_published(const std::string& chain_id) { s_->published.insert(chain_id); }
 const CorrelatorCounters& Correlator::counters() const { return s_->counters; }
+std::vector<CallCauseRecord> Correlator::take_call_causes() { return std::exchange(s_->claims, {}); }
 
 Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   State& s = *s_;
@@ -753,19 +825,23 @@ Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) {
 }
 
 Result<std::vector<ChainRecord>> diagnose_session(sqlite3* db, int64_t session_id, std::optional<int64_t> from_ns,
-                                                  std::optional<int64_t> to_ns, const CorrelatorOptions& options) {
+                                                  std::optional<int64_t> to_ns, const CorrelatorOptions& options,
+                                                  std::vector<CallCauseRecord>* call_causes) {
   auto scope = resolve_scope(db, session_id, std::nullopt);
   if (!scope) return scope.error();
   int64_t from = from_ns.value_or(scope->from_ns);
   int64_t to = to_ns.value_or(scope->to_ns + 1);
   Correlator c(session_id, options);
   if (auto r = c.analyze(db, from, to); !r) return r.error();
-  return c.chains(db);
+  auto chains = c.chains(db);
+  if (call_causes) *call_causes = c.take_call_causes();
+  return chains;
 }
 
 Result<size_t> diagnose_and_store(const std::string& db_path, std::optional<int64_t> session_id,
                                   const CorrelatorOptions& options) {
   std::vector<ChainRecord> chains;
+  std::vector<CallCauseRecord> causes;
   int64_t sid = 0;
   {
     auto ro = open_read_only(db_path);
@@ -773,13 +849,13 @@ Result<size_t> diagnose_and_store(const std::string& db_path, std::optional<int6
     auto scope = resolve_scope(ro->get(), session_id, std::nullopt);
     if (!scope) return scope.error();
     sid = scope->session_id;
-    auto r = diagnose_session(ro->get(), sid, std::nullopt, std::nullopt, options);
+    auto r = diagnose_session(ro->get(), sid, std::nullopt, std::nullopt, options, &causes);
     if (!r) return r.error();
     chains = std::move(*r);
   }
   auto rw = open_for_write(db_path);
   if (!rw) return rw.error();
-  if (auto r = replace_session_chains(rw->get(), sid, chains); !r) return r.error();
+  if (auto r = replace_session_diagnosis(rw->get(), sid, chains, causes); !r) return r.error();
   close_writer_cleanly(*rw);
   return chains.size();
 }

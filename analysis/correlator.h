@@ -58,6 +58,10 @@ class Correlator {
   // A chain a live trace has stored: later chains() keep rendering it (see State::published).
   void mark_published(const std::string& chain_id);
 
+  // The slow calls claimed by a cause since the last take (the call_causes table): each claim
+  // is handed out once.
+  std::vector<CallCauseRecord> take_call_causes();
+
   int64_t analyzed_to() const;
   const CorrelatorCounters& counters() const;
 
@@ -68,13 +72,16 @@ class Correlator {
 };
 
 // Whole-session diagnosis (after a demo or an import): window defaults to the session's data.
+// `call_causes` (may be null) receives the slow calls each cause claimed.
 Result<std::vector<ChainRecord>> diagnose_session(sqlite3* read_only_db, int64_t session_id,
                                                   std::optional<int64_t> from_ns = std::nullopt,
                                                   std::optional<int64_t> to_ns = std::nullopt,
-                                                  const CorrelatorOptions& options = {});
+                                                  const CorrelatorOptions& options = {},
+                                                  std::vector<CallCauseRecord>* call_causes = nullptr);
 
 // Opens db_path read-only, diagnoses the session (default: the latest), then replaces that
-// session's chains in the DB (tracedb/chain_store.h). Returns the number of chains stored.
+// session's chains and call causes in the DB (tracedb/chain_store.h). Returns the number of
+// chains stored.
 Result<size_t> diagnose_and_store(const std::string& db_path, std::optional<int64_t> session_id = std::nullopt,
                                   const CorrelatorOptions& options = {});
 
@@ -90,6 +97,7 @@ class LiveCorrelator {
                  int64_t lag_ns = 3'000'000'000);
   Result<std::vector<ChainRecord>> poll(sqlite3* read_only_db);
   Result<std::vector<ChainRecord>> finish(sqlite3* read_only_db);
+  std::vector<CallCauseRecord> take_call_causes() { return correlator_.take_call_causes(); }
   const Correlator& correlator() const { return correlator_; }
 
  private:

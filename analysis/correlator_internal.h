@@ -83,16 +83,31 @@ struct TransferAcc {
   std::map<uint64_t, int64_t> stacks;
 };
 
-struct ThreadSpan {
+// Where a thread's time went between its first traced call and the end of its last one:
+// inside calls (launches, GPU waits, the rest) and between them (on-CPU, off-CPU). The
+// session causes host_bound and launch_bound read it (docs/DIAGNOSIS.md).
+struct ThreadActivity {
   uint32_t pid = 0;
   int64_t first_ns = INT64_MAX, last_end_ns = INT64_MIN;
+  int64_t calls = 0;                         // outermost traced calls
+  int64_t submits = 0;                       // of them, calls that put work on a GPU queue
+  int64_t launches = 0, launch_cpu_ns = 0;   // kernel launches and their time on-CPU
+  int64_t gpu_waits = 0, gpu_wait_ns = 0;    // syncs and synchronous copies: time not runnable/D inside
+  int64_t gap_ns = 0, gap_cpu_ns = 0;        // between calls: all of it, and the part on-CPU
+  int64_t long_gaps = 0;                     // gaps >= 1 ms mostly on-CPU
+  int64_t longest_gap_cpu_ns = 0;
+  std::map<uint64_t, int64_t> gap_stacks;    // stack of the call after a long on-CPU gap -> on-CPU ns before it
+  std::map<uint16_t, int64_t> gap_ops;       // op of the call after a long on-CPU gap -> on-CPU ns before it
+  int64_t span() const { return last_end_ns > first_ns ? last_end_ns - first_ns : 0; }
 };
+
 
 struct AllocCall {
   int64_t ts = 0, dur = 0;
   uint16_t op = 0;
   uint32_t tid = 0;
   uint64_t stack = 0;
+  bool claimed = false;  // recorded in call_causes (once it fell inside a storm)
 };
 
 struct StragglerAcc {
@@ -149,7 +164,7 @@ struct Correlator::State {
   std::unordered_map<uint64_t, OpAcc> ops;
   std::unordered_map<uint32_t, int64_t> first_call;  // pid -> first call start
   std::unordered_map<uint32_t, int64_t> last_end;    // tid -> end of its previous call
-  std::unordered_map<uint32_t, ThreadSpan> spans;    // tid -> activity span
+  std::unordered_map<uint32_t, ThreadActivity> activity;  // tid -> where its time went
   std::unordered_set<uint64_t> seen_kinds;           // (pid, op[, kernel]) seen during start-up
 
   std::map<std::string, ChainAcc> chains;
@@ -160,6 +175,8 @@ struct Correlator::State {
   std::map<uint32_t, GpuShareAcc> gpu_share;
   std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
   RankInference ranks;  // launcher ranks of processes whose ncclCommInitRank was not traced
+  std::vector<CallCauseRecord> claims;  // slow calls claimed since the last Correlator::take_call_causes()
+  bool sched_seen = false;        // the session has scheduler data: time between calls can be split on/off CPU
 
   // Chains already published by a live trace: rendered on every update even once they fall
   // under the impact floor, so the stored row follows the evidence instead of freezing.
@@ -179,6 +196,7 @@ inline uint64_t op_key(uint32_t pid, uint16_t op) { return (uint64_t{pid} << 16)
 bool is_gpu_wait_op(uint16_t op);      // stream/device/event/context syncs and synchronous copies
 bool is_sync_copy_op(uint16_t op);     // synchronous memcpy variants
 bool is_submit_op(uint16_t op);        // puts work on a GPU queue (launches, async copies, memsets)
+bool is_launch_op(uint16_t op);        // kernel launches (not copies, memsets or graph launches)
 bool is_device_alloc_op(uint16_t op);  // cudaMalloc/cudaFree and driver equivalents
 bool is_collective_op(uint16_t op);    // NCCL collectives with (comm, seq)
 bool is_traced_call_op(uint16_t op);   // CUDA runtime, driver, NCCL

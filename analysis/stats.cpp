@@ -240,6 +240,7 @@ Result<StatsResult> compute_stats(sqlite3* db, const StatsQuery& query) {
     o.p95_ns = a.hist.percentile(0.95, o.min_ns, a.max);
     o.p99_ns = a.hist.percentile(0.99, o.min_ns, a.max);
     o.errors = a.errors;
+    o.hist = std::move(a.hist);
     out.ops.push_back(std::move(o));
   }
   std::sort(out.ops.begin(), out.ops.end(), [](const OpStats& a, const OpStats& b) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "tracedb/histogram.h"
 
 namespace causeway {
 
@@ -33,6 +34,7 @@ struct OpStats {
   uint64_t total_ns = 0;
   uint64_t p50_ns = 0, p95_ns = 0, p99_ns = 0, max_ns = 0, min_ns = 0;
   uint64_t errors = 0;
+  LatencyHistogram hist;  // every call in the window (rollups + raw edges): tail_breakdown's quantiles
 };
 
 struct HostCount {

@@ -88,6 +88,24 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
   }
 }
 
+void ThreadTimelines::add_opaque(std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>> tid_from_to) {
+  std::sort(tid_from_to.begin(), tid_from_to.end());
+  std::unordered_map<uint32_t, bool> has_switches;
+  for (const auto& [tid, iv] : tid_from_to) {
+    auto [known, fresh] = has_switches.try_emplace(tid, false);
+    if (fresh) known->second = by_tid_.count(tid) > 0;
+    if (known->second) continue;
+    auto& v = by_tid_[tid];
+    if (!v.empty() && iv.first < v.back().to_ns) continue;  // overlapping records: keep the first
+    OffCpuInterval o;
+    o.from_ns = iv.first;
+    o.to_ns = std::max(iv.first, iv.second);
+    o.cpu = o.in_cpu = -1;
+    o.state = OffCpuState::other;
+    v.push_back(o);
+  }
+}
+
 std::span<const OffCpuInterval> ThreadTimelines::intervals(uint32_t tid) const {
   auto it = by_tid_.find(tid);
   if (it == by_tid_.end()) return {};

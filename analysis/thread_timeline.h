@@ -75,6 +75,12 @@ class ThreadTimelines {
   // rows and wakeups in any order (sorted here); `data_end_ns` closes intervals still open.
   void build(std::vector<SchedRow> rows, std::vector<WakeRow> wakeups, int64_t data_end_ns);
 
+  // Off-CPU intervals whose state and CPU the data does not say (an imported trace that
+  // stores only "thread T was off CPU for d", docs/IMPORT.md): state `other`, so no host cause
+  // claims them, but they are not on-CPU time either. Call after build(); intervals of a
+  // thread that already has switch records are ignored.
+  void add_opaque(std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>> tid_from_to);
+
   // Off-CPU intervals of tid, sorted by from_ns; empty when it never left a CPU.
   std::span<const OffCpuInterval> intervals(uint32_t tid) const;
   // The intervals overlapping [from, to] (clipped sums in the summary).

@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<ChainRecord> chains;
+  std::vector<CallCauseRecord> causes;
   double best = 1e30;
   CorrelatorCounters counters;
   for (int r = 0; r < repeat; ++r) {
@@ -70,6 +71,7 @@ int main(int argc, char** argv) {
     double dt = now_s() - t0;
     best = std::min(best, dt);
     chains = std::move(*ch);
+    causes = c.take_call_causes();
     counters = c.counters();
   }
   uint64_t rows = counters.events + counters.sched_rows + counters.wakeups;
@@ -91,7 +93,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s\n", rw.error().message.c_str());
       return 1;
     }
-    if (auto r = replace_session_chains(rw->get(), scope->session_id, chains); !r) {
+    if (auto r = replace_session_diagnosis(rw->get(), scope->session_id, chains, causes); !r) {
       std::fprintf(stderr, "%s\n", r.error().message.c_str());
       return 1;
     }

@@ -95,7 +95,8 @@ enum cw_op {
   CW_OP_BLOCK_RQ = 500,
 
   /* Network: 600..699 */
-  CW_OP_TCP_RETRANSMIT = 600,
+  CW_OP_TCP_RETRANSMIT = 600,  /* IPv4 (and IPv4-mapped IPv6) sockets */
+  CW_OP_TCP_RETRANSMIT6 = 601, /* IPv6 sockets: addresses as two 64-bit halves each */
 
   /* Memory: 700..799 */
   CW_OP_PAGE_ALLOC = 700,
@@ -115,7 +116,7 @@ enum cw_record_kind {
  * to Unix ns once per session. */
 struct cw_header {
   __u64 ts_ns;
-  __u64 cgroup_id;
+  __u64 cgroup_id; /* cgroup v2 id (the inode of its folder in the cgroup2 mount); 0 in call records */
   __u32 pid; /* tgid */
   __u32 tid;
   __u32 cpu;
@@ -127,7 +128,7 @@ struct cw_header {
 };
 
 /* ---- Payloads (one struct per enum cw_record_kind). Sizes are static_asserted in
- * collector/event_layout.cpp; keep every field naturally aligned, padding explicit. ---- */
+ * collector/decode.cpp; keep every field naturally aligned, padding explicit. ---- */
 
 /* How a call's raw arguments are turned into a0..a5 (collector/decode.cpp). The BPF side
  * only copies registers, stack words and struct bytes as the attach cookie says. */
@@ -197,6 +198,7 @@ enum cw_nccl_role {
 
 /* hdr.flags bits */
 #define CW_F_NO_STACK 0x1
+#define CW_F_SOCK_OWNER 0x2 /* TCP retransmit: pid/tid/cgroup_id are the socket's owner (bpf/net.bpf.h), not current */
 
 /* CW_REC_CALL, sent on return: 160 bytes. hdr.ts_ns is the call's start. */
 struct cw_call_event {
@@ -212,7 +214,8 @@ struct cw_call_event {
   __u64 py_stack;      /* key of the Python frames in the py_stacks map; 0: none */
 };
 
-/* CW_REC_SWITCH: 104 bytes. prev_state: 0 = preempted while runnable, else TASK_* bits. */
+/* CW_REC_SWITCH: 112 bytes. prev_state: 0 = preempted while runnable, else TASK_* bits.
+ * hdr.cgroup_id is prev's cgroup (prev is current in the tracepoint), next_cgroup_id next's. */
 struct cw_switch_event {
   struct cw_header hdr;
   __u32 prev_tid;
@@ -222,17 +225,20 @@ struct cw_switch_event {
   __s32 prev_prio;
   __s32 next_prio;
   __s64 prev_state;
+  __u64 next_cgroup_id;
   char prev_comm[16];
   char next_comm[16];
 };
 
-/* CW_REC_WAKEUP: 88 bytes. hdr.pid/tid are the waker (current); tid/pid the woken thread. */
+/* CW_REC_WAKEUP: 96 bytes. hdr.pid/tid/cgroup_id are the waker (current); tid/pid/cgroup_id
+ * the woken thread. */
 struct cw_wakeup_event {
   struct cw_header hdr;
   __u32 tid;
   __u32 pid;
   __s32 target_cpu;
   __u32 _pad1;
+  __u64 cgroup_id; /* the woken thread's cgroup v2 id */
   char comm[16];   /* the woken thread */
   char waker_comm[16];
 };

@@ -4,6 +4,12 @@
 
 #include "maps.bpf.h"
 
+/* A task's cgroup v2 id, the value bpf_get_current_cgroup_id() gives for current: the id of
+ * its kernfs node, which is also the inode number of the cgroup's folder (how user space maps
+ * it to a path, collector/cgroup_resolver.h). Four dependent reads, no lock: css_set and
+ * cgroup are RCU-freed, and the tracepoints run under RCU. */
+static __always_inline __u64 task_cgroup_id(struct task_struct *t) { return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id); }
+
 /* raw_tp/sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 SEC("raw_tp/sched_switch")
 int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
@@ -29,6 +35,9 @@ int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   e->next_prio = BPF_CORE_READ(next, prio);
   /* A preempted task may already have set a sleeping state; it is still runnable. */
   e->prev_state = preempt ? 0 : (BPF_CORE_READ(prev, __state) & 0xff);
+  /* The task that runs instead is often not traced (the noisy neighbour): its cgroup is read
+   * now, since it may be gone before user space could look it up in /proc. */
+  e->next_cgroup_id = task_cgroup_id(next);
   BPF_CORE_READ_STR_INTO(&e->prev_comm, prev, comm);
   BPF_CORE_READ_STR_INTO(&e->next_comm, next, comm);
   bpf_ringbuf_submit(e, wake_flag(&rb_host, targ_wake_host));
@@ -53,6 +62,7 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   e->pid = pid;
   e->target_cpu = BPF_CORE_READ(p, wake_cpu);
   e->_pad1 = 0;
+  e->cgroup_id = task_cgroup_id(p);
   BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
   bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));
   bpf_ringbuf_submit(e, wake_flag(&rb_host, targ_wake_host));

@@ -6,6 +6,7 @@
 
 #include "analysis/chains.h"
 #include "analysis/system_info.h"
+#include "analysis/tail_breakdown.h"
 #include "cli/command.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -23,6 +24,9 @@ struct ExplainArgs {
   std::string severity;
   size_t limit = 10;
   bool json = false;
+  bool tail = false;
+  std::string op;
+  double quantile = 0.99;
 };
 
 using json = nlohmann::json;
@@ -59,6 +63,17 @@ std::string culprit_line(const json& c) {
       s += ", " + pct(c[k].get<double>()) + " " + what;
       break;
     }
+  if (c.contains("doing") && c["doing"].is_string() && c.contains("doing_share") && c["doing_share"].is_number() &&
+      c["doing_share"].get<double>() > 0)
+    s += "; it spent " + pct(c["doing_share"].get<double>()) + " of its time producing the batches " +
+         (c["doing"] == "block_io" ? std::string("in disk reads")
+          : c["doing"] == "cpu"    ? std::string("on-CPU")
+          : c["doing"] == "runnable" ? std::string("waiting for a CPU")
+                                     : std::string("asleep itself"));
+  if (c.contains("cgroup") && c["cgroup"].is_string() && !c["cgroup"].get<std::string>().empty() && c["cgroup"] != "/")
+    s += "; cgroup " + safe(c, "cgroup", 200);
+  if (c.contains("container") && c["container"].is_string()) s += ", container " + safe(c, "container", 80);
+  if (c.contains("pod") && c["pod"].is_string()) s += ", pod " + safe(c, "pod", 120);
   if (c.contains("preempted_by") && c["preempted_by"].is_object()) {
     const json& p = c["preempted_by"];
     s += "; itself preempted by " + safe(p, "comm", 64) +
@@ -112,6 +127,34 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
   if (!fix.empty()) out << "   Fix:        " << fix << "\n";
 }
 
+// --tail: the slowest calls of each op, by cause (analysis/tail_breakdown.h).
+int run_tail(const ExplainArgs& a) {
+  TailQuery q;
+  if (!a.since.empty()) {
+    auto d = parse_duration_ns(a.since);
+    if (!d) return report_error("explain", d.error(), a.json);
+    q.since_ns = *d;
+  }
+  q.pid = a.pid;
+  q.session_id = a.session;
+  if (!a.op.empty()) q.op = a.op;
+  q.quantile = a.quantile;
+  q.limit = std::max<size_t>(1, a.limit);
+  auto db = open_read_only(a.db);
+  if (!db) return report_error("explain", db.error(), a.json);
+  auto r = tail_breakdown(db->get(), q);
+  if (!r) return report_error("explain", r.error(), a.json);
+  if (a.json) {
+    std::cout << tail_to_json(*r).dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+    return kExitOk;
+  }
+  std::cout << system_line(db->get(), r->session_id) << "\n"
+            << "Session " << r->session_id << ", " << format_utc(r->from_ns) << " + " << format_duration_ns(r->to_ns - r->from_ns)
+            << ": the slowest calls of each op, by cause.\n\n"
+            << tail_to_text(*r);
+  return kExitOk;
+}
+
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<ExplainArgs>();
   add_db_option(app, a->db);
@@ -120,17 +163,26 @@ Runner setup(CLI::App& app) {
   app.add_option("--session", a->session, "session id (default: the latest)");
   app.add_option("--severity", a->severity, "at least this severe: HIGH, MEDIUM or LOW");
   app.add_option("--limit", a->limit, "at most N chains (default 10)");
-  app.add_flag("--json", a->json, "one JSON document on stdout: {\"chains\": [...]}");
+  app.add_flag("--json", a->json, "one JSON document on stdout: {\"chains\": [...]} (with --tail: {\"ops\": [...]})");
+  app.add_flag("--tail", a->tail,
+               "the tail of each op by cause instead of the chains: which causes explain its slowest calls (share of the "
+               "tail's calls and time, the rest unexplained)");
+  app.add_option("--op", a->op, "with --tail: only this op (exact name, e.g. cudaStreamSynchronize)");
+  app.add_option("--quantile", a->quantile, "with --tail: where the tail starts (default 0.99 = p99; 0.999 = p99.9)")
+      ->check(CLI::Range(0.5, 0.999999));
   app.footer(
       "Chains are computed by the correlator during `causeway trace` and after `causeway demo` / `import`.\n"
       "Each names the cause (cpu_contention, io_contention, memory_pressure, network, nccl_straggler,\n"
-      "gpu_wait, lock_contention, cold_start, allocator, transfer_bound, unknown) and, when the data\n"
-      "shows one, the culprit. See docs/DIAGNOSIS.md.\n\n"
+      "gpu_wait, lock_contention, cold_start, allocator, transfer_bound, dataloader_starvation, host_bound,\n"
+      "launch_bound, graph_recapture, unknown) and, when the data shows one, the culprit (with its cgroup and\n"
+      "container). See docs/DIAGNOSIS.md.\n\n"
       "Examples:\n"
       "  causeway demo incident --db /tmp/d.db && causeway explain --db /tmp/d.db\n"
       "  causeway explain --since 10m --pid 4821\n"
-      "  causeway explain --json --severity HIGH");
+      "  causeway explain --json --severity HIGH\n"
+      "  causeway explain --tail --op cudaStreamSynchronize --quantile 0.999");
   return [a] {
+    if (a->tail) return run_tail(*a);
     ChainQuery q;
     if (!a->since.empty()) {
       auto d = parse_duration_ns(a->since);

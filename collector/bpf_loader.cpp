@@ -167,7 +167,8 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
       {skel_->progs.cw_sched_wakeup_new, "sched_wakeup_new"}, {skel_->progs.cw_proc_exec, "sched_process_exec"},
       {skel_->progs.cw_proc_fork, "sched_process_fork"},     {skel_->progs.cw_proc_exit, "sched_process_exit"},
       {skel_->progs.cw_block_issue, "block_rq_issue"},       {skel_->progs.cw_block_complete, "block_rq_complete"},
-      {skel_->progs.cw_tcp_retransmit, "tcp_retransmit_skb"}, {skel_->progs.cw_page_alloc, "mm_page_alloc"},
+      {skel_->progs.cw_tcp_retransmit, "tcp_retransmit_skb"}, {skel_->progs.cw_tcp_sendmsg, "tcp_sendmsg_locked"},
+      {skel_->progs.cw_sock_state, "inet_sock_set_state"},   {skel_->progs.cw_page_alloc, "mm_page_alloc"},
       {skel_->progs.cw_oom_victim, "mark_victim"},
   };
   std::vector<std::string> failed;

@@ -64,6 +64,7 @@ struct ChainWatcher::Impl {
       return;
     }
     push(*r);
+    if (auto causes = live.take_call_causes(); !causes.empty()) writer.push_meta(CallCausesRecord{std::move(causes)});
   }
 
   void run() {

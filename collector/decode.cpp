@@ -17,9 +17,10 @@ static_assert(sizeof(cw_py_stack) == 8 + 16 * CW_PY_DEPTH && offsetof(cw_py_stac
 static_assert(offsetof(cw_call_event, dur_ns) == 40 && offsetof(cw_call_event, regs) == 56 &&
               offsetof(cw_call_event, extra) == 104 && offsetof(cw_call_event, stack_id) == 144 &&
               offsetof(cw_call_event, dclass) == 148);
-static_assert(sizeof(cw_switch_event) == 104 && offsetof(cw_switch_event, prev_state) == 64 &&
-              offsetof(cw_switch_event, prev_comm) == 72);
-static_assert(sizeof(cw_wakeup_event) == 88 && offsetof(cw_wakeup_event, comm) == 56);
+static_assert(sizeof(cw_switch_event) == 112 && offsetof(cw_switch_event, prev_state) == 64 &&
+              offsetof(cw_switch_event, next_cgroup_id) == 72 && offsetof(cw_switch_event, prev_comm) == 80);
+static_assert(sizeof(cw_wakeup_event) == 96 && offsetof(cw_wakeup_event, cgroup_id) == 56 &&
+              offsetof(cw_wakeup_event, comm) == 64);
 static_assert(sizeof(cw_proc_event) == 72 && offsetof(cw_proc_event, comm) == 56);
 static_assert(sizeof(cw_host_event) == 96 && offsetof(cw_host_event, a) == 48);
 static_assert(sizeof(cw_comm_info) == 24 && sizeof(cw_page_agg) == 24);
@@ -212,6 +213,9 @@ CallRecord decode_host(const cw_host_event& e) {
   CallRecord c = from_header(e.hdr);
   c.dur_ns = static_cast<int64_t>(e.dur_ns);
   for (int i = 0; i < 6; ++i) c.a[i] = e.a[i];
+  // The events table has no flags column: a retransmit says in a5 whom pid/tid name.
+  if (e.hdr.op == CW_OP_TCP_RETRANSMIT || e.hdr.op == CW_OP_TCP_RETRANSMIT6)
+    c.a[5] = (e.hdr.flags & CW_F_SOCK_OWNER) ? 1 : 0;
   return c;
 }
 

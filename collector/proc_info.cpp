@@ -5,9 +5,9 @@
 #include <unistd.h>
 
 #include <fstream>
-#include <regex>
 #include <sstream>
 
+#include "collector/cgroup_paths.h"
 #include "collector/launcher_env.h"
 
 namespace causeway::collector {
@@ -49,37 +49,16 @@ ProcessRecord read_process(uint32_t pid) {
   if (n > 0) p.exe.assign(buf, static_cast<size_t>(n));
   std::string status = slurp(base + "/status");
   if (auto i = status.find("\nPPid:"); i != std::string::npos) p.ppid = static_cast<uint32_t>(std::stoul(status.substr(i + 6)));
-  const std::string cg = slurp(base + "/cgroup");
-  p.container_id = container_id_from_cgroup(cg);
-  // cgroup v2: the id BPF's bpf_get_current_cgroup_id returns is the inode of the folder.
-  if (auto i = cg.find("0::"); i != std::string::npos) {
-    std::string rel = cg.substr(i + 3, cg.find('\n', i) - i - 3);
-    p.cgroup_path = rel;
+  const CgroupMembership cg = parse_proc_cgroup(slurp(base + "/cgroup"));
+  p.cgroup_path = process_cgroup_path(cg);
+  p.container_id = container_of(p.cgroup_path).container_id;
+  // The id BPF reports (bpf_get_current_cgroup_id) is the v2 one: the inode of the folder.
+  if (cg.v2 && cgroup2_mount()) {
     struct stat st {};
-    if (::stat(("/sys/fs/cgroup" + rel).c_str(), &st) == 0) p.cgroup_id = st.st_ino;
+    if (::stat((*cgroup2_mount() + *cg.v2).c_str(), &st) == 0) p.cgroup_id = st.st_ino;
   }
   p.launcher_rank = read_launcher_rank(pid);
   return p;
-}
-
-std::string container_id_from_cgroup(std::string_view text) {
-  // docker-<id>.scope, cri-containerd-<id>.scope, crio-<id>.scope, /docker/<id>, /kubepods/…/<id>
-  static const std::regex id_re(R"((?:docker|cri-containerd|crio|containerd|libpod)[-/]([0-9a-f]{64}))");
-  static const std::regex bare_re(R"(/([0-9a-f]{64})(?:\.scope)?(?:/|$))");
-  static const std::regex pod_re(R"(pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}))");
-  std::string s(text);
-  std::smatch m;
-  std::string id;
-  if (std::regex_search(s, m, id_re)) id = m[1];
-  else if (std::regex_search(s, m, bare_re)) id = m[1];
-  if (id.empty()) return {};
-  if (std::regex_search(s, m, pod_re)) {
-    std::string pod = m[1];
-    for (char& c : pod)
-      if (c == '_') c = '-';
-    return "pod" + pod + "/" + id.substr(0, 12);
-  }
-  return id.substr(0, 12);
 }
 
 std::string host_name() {

@@ -23,6 +23,8 @@
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "collector/bpf_loader.h"
+#include "collector/cgroup_paths.h"
+#include "collector/cgroup_resolver.h"
 #include "collector/clock.h"
 #include "collector/decode.h"
 #include "collector/discovery.h"
@@ -107,7 +109,8 @@ class Session {
   // ppid: the parent when the event says it (a fork); else /proc says it, if still there.
   void ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid = std::nullopt);
   void flush_calls();
-  void name_thread(uint32_t tid, uint32_t pid, const std::string& comm);
+  // cgroup_id 0: not known here (keeps the one stored).
+  void name_thread(uint32_t tid, uint32_t pid, const std::string& comm, uint64_t cgroup_id);
   uint64_t stack_for(uint32_t pid, int32_t stack_id, uint64_t py_key);
   void detect_python_in(uint32_t pid);
   void forget_python(uint32_t pid);
@@ -126,6 +129,7 @@ class Session {
   Attacher attacher_;
   Symbolizer symbolizer_;
   StackResolver resolver_{symbolizer_, writer_};  // after symbolizer_ and writer_: it uses both
+  CgroupResolver cgroups_{cgroup2_mount(), writer_};
   std::unordered_set<uint64_t> submitted_stacks_;
   StackPolicy stack_policy_;
   LiveStats stats_;
@@ -144,7 +148,11 @@ class Session {
   };
   std::unordered_map<uint32_t, Known> known_;
   std::set<uint32_t> allowed_;  // --pid and their descendants
-  std::unordered_map<uint32_t, std::string> named_tids_;  // tid → last comm stored
+  struct ThreadSeen {
+    std::string comm;
+    uint64_t cgroup_id = 0;
+  };
+  std::unordered_map<uint32_t, ThreadSeen> named_tids_;  // tid → what its threads row says
   std::map<std::tuple<uint32_t, int32_t, uint64_t>, uint64_t> stack_cache_;  // (pid, stack id, py key)
   std::unordered_map<uint32_t, PyLayout> py_layouts_;  // CPython processes whose frames are read
   PyCodeReader py_reader_;
@@ -246,12 +254,13 @@ void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> p
   ProcessRecord p = read_process(pid);
   if (ppid) p.ppid = ppid;
   it->second.cgroup_id = p.cgroup_id;
+  cgroups_.note(p.cgroup_id);
   p.first_ns = ts;
   p.last_ns = ts;
   writer_.push_meta(p);
   symbolizer_.snapshot(pid);
   if (o_.stacks && o_.python_frames) detect_python_in(pid);
-  if (!p.comm.empty()) name_thread(pid, pid, p.comm);
+  if (!p.comm.empty()) name_thread(pid, pid, p.comm, p.cgroup_id);
 }
 
 void Session::detect_python_in(uint32_t pid) {
@@ -274,15 +283,26 @@ void Session::forget_python(uint32_t pid) {
   py_reader_.forget(pid);
 }
 
-// Stores a thread's name, again whenever it changes (a forked child renames itself with
-// prctl or exec after its first context switch).
-void Session::name_thread(uint32_t tid, uint32_t pid, const std::string& comm) {
+// Stores a thread's name and cgroup, again whenever either changes (a forked child renames
+// itself with prctl or exec after its first context switch, or is moved into a container's
+// cgroup). Every cgroup id seen is resolved to its path, once (collector/cgroup_resolver.h).
+void Session::name_thread(uint32_t tid, uint32_t pid, const std::string& comm, uint64_t cgroup_id) {
   if (tid == 0) return;
-  auto it = named_tids_.find(tid);
-  if (it != named_tids_.end() && (comm.empty() || it->second == comm)) return;
-  std::string name = comm.empty() ? read_comm(pid, tid) : comm;
-  named_tids_[tid] = name;
-  writer_.push_meta(ThreadRecord{tid, pid, std::move(name)});
+  auto [it, inserted] = named_tids_.try_emplace(tid);
+  ThreadSeen& seen = it->second;
+  bool changed = inserted;
+  if (!comm.empty() && comm != seen.comm) {
+    seen.comm = comm;
+    changed = true;
+  } else if (inserted) {
+    seen.comm = read_comm(pid, tid);
+  }
+  if (cgroup_id && cgroup_id != seen.cgroup_id) {
+    seen.cgroup_id = cgroup_id;
+    cgroups_.note(cgroup_id);
+    changed = true;
+  }
+  if (changed) writer_.push_meta(ThreadRecord{tid, pid, seen.comm, seen.cgroup_id});
 }
 
 uint64_t Session::stack_for(uint32_t pid, int32_t stack_id, uint64_t py_key) {
@@ -319,7 +339,7 @@ void Session::on_call(const cw_call_event& e) {
   c.ts_ns += offset_;
   ensure_process(c.pid, c.ts_ns + c.dur_ns);
   c.cgroup_id = known_[c.pid].cgroup_id;  // per process: not read on the probe's hot path
-  if (!named_tids_.count(c.tid)) name_thread(c.tid, c.pid, read_comm(c.pid, c.tid));
+  if (!named_tids_.count(c.tid)) name_thread(c.tid, c.pid, read_comm(c.pid, c.tid), c.cgroup_id);
   if (o_.stacks) {
     if (e.stack_id >= 0 || e.py_stack) c.stack_hash = stack_for(c.pid, e.stack_id, e.py_stack);
     stack_policy_.observe(c.pid, c.op, static_cast<uint64_t>(std::max<int64_t>(0, c.dur_ns)));
@@ -390,8 +410,8 @@ void Session::handle(const void* data, size_t size) {
         const auto& e = *static_cast<const cw_switch_event*>(data);
         SwitchRecord s = decode_switch(e);
         s.ts_ns += offset_;
-        name_thread(e.prev_tid, e.prev_pid, comm_string(e.prev_comm));
-        name_thread(e.next_tid, e.next_pid, comm_string(e.next_comm));
+        name_thread(e.prev_tid, e.prev_pid, comm_string(e.prev_comm), e.hdr.cgroup_id);
+        name_thread(e.next_tid, e.next_pid, comm_string(e.next_comm), e.next_cgroup_id);
         ++sum_.switches;
         stats_.add_host("sched_switch");
         writer_.push(s);
@@ -402,8 +422,8 @@ void Session::handle(const void* data, size_t size) {
         const auto& e = *static_cast<const cw_wakeup_event*>(data);
         WakeupRecord w = decode_wakeup(e);
         w.ts_ns += offset_;
-        name_thread(e.tid, e.pid, comm_string(e.comm));
-        name_thread(e.hdr.tid, e.hdr.pid, comm_string(e.waker_comm));
+        name_thread(e.tid, e.pid, comm_string(e.comm), e.cgroup_id);
+        name_thread(e.hdr.tid, e.hdr.pid, comm_string(e.waker_comm), e.hdr.cgroup_id);
         ++sum_.wakeups;
         stats_.add_host("wakeup");
         writer_.push(w);
@@ -417,9 +437,10 @@ void Session::handle(const void* data, size_t size) {
         const auto& e = *static_cast<const cw_host_event*>(data);
         CallRecord c = decode_host(e);
         c.ts_ns += offset_;
-        if (c.pid) name_thread(c.tid, c.pid, {});
+        if (c.pid) name_thread(c.tid, c.pid, {}, e.hdr.cgroup_id);
         ++sum_.host_events;
-        stats_.add_host(e.hdr.op == CW_OP_BLOCK_RQ ? "block_rq" : e.hdr.op == CW_OP_TCP_RETRANSMIT ? "tcp_retransmit" : "oom_kill");
+        const OpInfo* op = find_op(e.hdr.op);  // block_rq, tcp_retransmit(6), oom_kill
+        stats_.add_host(op ? std::string(op->name) : std::string("host"));
         writer_.push(c);
       }
       break;
@@ -480,6 +501,8 @@ void Session::update_counters() {
   writer_.set_counter("wakeups_received", static_cast<int64_t>(sum_.wakeups));
   writer_.set_counter("host_events_received", static_cast<int64_t>(sum_.host_events));
   writer_.set_counter("uprobe_links", static_cast<int64_t>(bpf_.uprobe_links()));
+  writer_.set_counter("cgroups_resolved", static_cast<int64_t>(cgroups_.resolved()));
+  writer_.set_counter("cgroups_unresolved", static_cast<int64_t>(cgroups_.unresolved()));
   int64_t slow = 0;
   for (const auto& lib : attacher_.libs()) slow += static_cast<int64_t>(lib.slow.size());
   writer_.set_counter("slow_probes", slow);
@@ -627,6 +650,7 @@ TraceSummary Session::finish() {
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   resolver_.finish();  // every stack's frames reach the writer before it flushes
+  cgroups_.finish();   // and every cgroup's path
   emit_page_allocs(monotonic_ns());
   update_counters();
   for (const auto& [pid, k] : known_) {

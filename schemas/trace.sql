@@ -392,9 +392,69 @@ CREATE TABLE call_causes (
   PRIMARY KEY (session_id, op_id, pid, tid, ts_ns, gap)
 ) WITHOUT ROWID;
 
+-- TCP retransmits with readable endpoints (docs/TRACEDB.md "TCP retransmits"): IPv4 as
+-- a.b.c.d:port, IPv6 as [addr]:port in RFC 5952 form (lowercase hex, the longest run of two
+-- or more zero groups, the first of equal ones, written '::'). `sock_owner` 1: pid/tid/comm
+-- are the process that owns the socket; 0: the task that happened to run (owner unknown).
+CREATE VIEW v_tcp_retransmits AS
+WITH zero_runs(run) AS (VALUES (':0:0:0:0:0:0:0:0:'), (':0:0:0:0:0:0:0:'), (':0:0:0:0:0:0:'), (':0:0:0:0:0:'),
+                               (':0:0:0:0:'), (':0:0:0:'), (':0:0:')),
+rt AS (
+  SELECT e.session_id, e.ts_ns, e.pid, e.tid, e.cpu, e.cgroup_id, e.a5 AS sock_owner, o.name = 'tcp_retransmit6' AS v6,
+         CASE WHEN o.name = 'tcp_retransmit6' THEN e.a4 & 65535 ELSE e.a1 END AS local_port,
+         CASE WHEN o.name = 'tcp_retransmit6' THEN (e.a4 >> 16) & 65535 ELSE e.a3 END AS peer_port,
+         CASE WHEN o.name = 'tcp_retransmit6' THEN (e.a4 >> 32) & 255 ELSE e.a4 END AS state,
+         -- IPv4: the address; IPv6: its eight groups as ':g:g:g:g:g:g:g:g:'
+         CASE WHEN o.name = 'tcp_retransmit6'
+              THEN printf(':%x:%x:%x:%x:%x:%x:%x:%x:', (e.a0 >> 48) & 65535, (e.a0 >> 32) & 65535, (e.a0 >> 16) & 65535,
+                          e.a0 & 65535, (e.a1 >> 48) & 65535, (e.a1 >> 32) & 65535, (e.a1 >> 16) & 65535, e.a1 & 65535)
+              ELSE ((e.a0 >> 24) & 255) || '.' || ((e.a0 >> 16) & 255) || '.' || ((e.a0 >> 8) & 255) || '.' || (e.a0 & 255)
+         END AS local_addr,
+         CASE WHEN o.name = 'tcp_retransmit6'
+              THEN printf(':%x:%x:%x:%x:%x:%x:%x:%x:', (e.a2 >> 48) & 65535, (e.a2 >> 32) & 65535, (e.a2 >> 16) & 65535,
+                          e.a2 & 65535, (e.a3 >> 48) & 65535, (e.a3 >> 32) & 65535, (e.a3 >> 16) & 65535, e.a3 & 65535)
+              ELSE ((e.a2 >> 24) & 255) || '.' || ((e.a2 >> 16) & 255) || '.' || ((e.a2 >> 8) & 255) || '.' || (e.a2 & 255)
+         END AS peer_addr
+  FROM events e JOIN ops o ON o.id = e.op_id
+  WHERE o.source = 'net' AND o.name IN ('tcp_retransmit', 'tcp_retransmit6')),
+-- IPv6 groups with the longest zero run replaced by '::', still wrapped in ':' where no '::' is.
+squeezed AS (
+  SELECT rt.*,
+         (SELECT substr(local_addr, 1, instr(local_addr, run) - 1) || '::' || substr(local_addr, instr(local_addr, run) + length(run))
+          FROM zero_runs WHERE v6 AND instr(local_addr, run) ORDER BY length(run) DESC LIMIT 1) AS local_sq,
+         (SELECT substr(peer_addr, 1, instr(peer_addr, run) - 1) || '::' || substr(peer_addr, instr(peer_addr, run) + length(run))
+          FROM zero_runs WHERE v6 AND instr(peer_addr, run) ORDER BY length(run) DESC LIMIT 1) AS peer_sq
+  FROM rt),
+named AS (
+  SELECT squeezed.*,
+         CASE WHEN NOT v6 THEN local_addr
+              ELSE substr(coalesce(local_sq, local_addr), CASE WHEN coalesce(local_sq, local_addr) GLOB '::*' THEN 1 ELSE 2 END,
+                          length(coalesce(local_sq, local_addr)) - (coalesce(local_sq, local_addr) NOT GLOB '::*')
+                          - (coalesce(local_sq, local_addr) NOT GLOB '*::')) END AS local_ip,
+         CASE WHEN NOT v6 THEN peer_addr
+              ELSE substr(coalesce(peer_sq, peer_addr), CASE WHEN coalesce(peer_sq, peer_addr) GLOB '::*' THEN 1 ELSE 2 END,
+                          length(coalesce(peer_sq, peer_addr)) - (coalesce(peer_sq, peer_addr) NOT GLOB '::*')
+                          - (coalesce(peer_sq, peer_addr) NOT GLOB '*::')) END AS peer_ip
+  FROM squeezed)
+SELECT n.session_id, n.ts_ns, n.pid, n.tid, t.comm, n.sock_owner, n.cgroup_id, n.cpu,
+       CASE WHEN n.v6 THEN 'ipv6' ELSE 'ipv4' END AS family,
+       CASE WHEN n.v6 THEN '[' || n.local_ip || ']' ELSE n.local_ip END || ':' || n.local_port AS local,
+       CASE WHEN n.v6 THEN '[' || n.peer_ip || ']' ELSE n.peer_ip END || ':' || n.peer_port AS peer,
+       n.peer_ip, n.peer_port,
+       CASE n.state WHEN 1 THEN 'ESTABLISHED' WHEN 2 THEN 'SYN_SENT' WHEN 3 THEN 'SYN_RECV' WHEN 4 THEN 'FIN_WAIT1'
+                    WHEN 5 THEN 'FIN_WAIT2' WHEN 6 THEN 'TIME_WAIT' WHEN 7 THEN 'CLOSE' WHEN 8 THEN 'CLOSE_WAIT'
+                    WHEN 9 THEN 'LAST_ACK' WHEN 10 THEN 'LISTEN' WHEN 11 THEN 'CLOSING' WHEN 12 THEN 'NEW_SYN_RECV'
+                    ELSE n.state END AS state
+FROM named n
+LEFT JOIN threads t ON t.session_id = n.session_id AND t.tid = n.tid;
+
 INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('threads', 'cgroup_id', '', 'cgroup v2 id of the thread (join cgroups on session_id, cgroup_id)'),
  ('cgroups', '', '', 'cgroup ids seen in the session and their path, container id and pod uid (untrusted text)'),
  ('call_causes', '', '', 'One row per slow call a causal chain counts: which cause took how much of it. Join events on (session_id, op_id, pid, tid, ts_ns)'),
  ('call_causes', 'gap', '', '1 when the row is the host stall in the gap before the call rather than the call itself'),
- ('call_causes', 'lost_ns', 'ns', 'Time the cause took from the call (or gap)');
+ ('call_causes', 'lost_ns', 'ns', 'Time the cause took from the call (or gap)'),
+ ('v_tcp_retransmits', '', '', 'TCP retransmits (ops tcp_retransmit, tcp_retransmit6) with readable endpoints: IPv4 a.b.c.d:port, IPv6 [addr]:port'),
+ ('v_tcp_retransmits', 'sock_owner', '', '1: pid/tid/comm are the process owning the socket (it sent on or connected it); 0: the task that happened to run when the kernel retransmitted'),
+ ('v_tcp_retransmits', 'peer', '', 'Remote address:port of the connection'),
+ ('v_tcp_retransmits', 'state', '', 'TCP state of the socket at the retransmit (ESTABLISHED, SYN_SENT, FIN_WAIT1, …)');

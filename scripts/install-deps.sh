@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Installs the Debian packages causeway builds and tests with. Needs root (or sudo).
+# Installs the Debian packages causeway builds with; with --tests also what the tests use.
+# Needs root (or sudo).
+#   scripts/install-deps.sh            # build the `causeway` binary (the main job)
+#   scripts/install-deps.sh --tests    # plus every test tier's tools
 set -euo pipefail
 packages=(cmake ninja-build g++ clang llvm pkg-config libbpf-dev bpftool libelf-dev libdw-dev zlib1g-dev
-          libsqlite3-dev sqlite3 libssl-dev openssl nlohmann-json3-dev libcpp-httplib-dev doctest-dev libcli11-dev libclang-rt-14-dev
-          liblzma-dev util-linux)
-# A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
-command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+          libsqlite3-dev libssl-dev nlohmann-json3-dev libcpp-httplib-dev doctest-dev libcli11-dev liblzma-dev)
+if [[ ${1:-} == --tests ]]; then
+  # sqlite3/openssl CLIs (fixtures, test certificates), sanitizer runtimes, unshare/runuser,
+  # CPython for the live Python tests, nftables for packet loss in a network namespace.
+  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 nftables)
+  # A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
+  command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -3,7 +3,7 @@
 # with a printed reason when no GPU is present), then the bounded fuzz and sanitizer runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/install-deps.sh
+./scripts/install-deps.sh --tests
 ./scripts/build.sh
 # Real MCP clients for the e2e tier come from npm.
 if [ -f tests/e2e/package.json ]; then

@@ -16,7 +16,7 @@ uint64_t fnv1a(const std::vector<std::string>& frames) {
 
 void DemoBuilder::process(uint32_t pid, uint32_t ppid, const std::string& comm, const std::string& cmdline,
                           const std::string& exe, int64_t first_ns, int64_t last_ns, uint64_t cgroup_id,
-                          const std::string& container_id) {
+                          const std::string& container_id, const std::string& cgroup_path) {
   ProcessRecord p;
   p.pid = pid;
   p.ppid = ppid;
@@ -27,6 +27,7 @@ void DemoBuilder::process(uint32_t pid, uint32_t ppid, const std::string& comm, 
   p.last_ns = last_ns;
   p.cgroup_id = cgroup_id;
   p.container_id = container_id;
+  p.cgroup_path = cgroup_path;
   w_.push_meta(p);
   thread(pid, pid, comm);
 }

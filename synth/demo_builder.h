@@ -53,7 +53,7 @@ class DemoBuilder {
 
   void process(uint32_t pid, uint32_t ppid, const std::string& comm, const std::string& cmdline,
                const std::string& exe, int64_t first_ns, int64_t last_ns, uint64_t cgroup_id = 0,
-               const std::string& container_id = "");
+               const std::string& container_id = "", const std::string& cgroup_path = "");
   void thread(uint32_t tid, uint32_t pid, const std::string& comm);
   // Registers a stack (innermost frame first) and returns its id for call().
   uint64_t stack(const std::vector<std::string>& frames);

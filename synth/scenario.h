@@ -21,6 +21,10 @@ using ScenarioFn = void (*)(ScenarioContext&);
 // Background noise every scenario shares: short kworker preemptions outside CUDA calls.
 void noise_preempt(ScenarioContext& c, uint32_t tid, uint32_t pid, int32_t cpu, int64_t from, int64_t until);
 
+struct TrainerSpec;  // synth/trainer.h
+// An undisturbed training job of this shape, with the background noise.
+void steady_training(ScenarioContext& c, const TrainerSpec& spec);
+
 void scenario_quiet(ScenarioContext& c);
 void scenario_incident(ScenarioContext& c);
 void scenario_cold_start(ScenarioContext& c);
@@ -32,6 +36,9 @@ void scenario_io_stall(ScenarioContext& c);
 void scenario_oom(ScenarioContext& c);
 void scenario_lock_contention(ScenarioContext& c);
 void scenario_network(ScenarioContext& c);
+void scenario_dataloader(ScenarioContext& c);
+void scenario_host_bound(ScenarioContext& c);
+void scenario_launch_bound(ScenarioContext& c);
 
 // Well-known pids of the cast, so tests and docs can name them.
 inline constexpr uint32_t kTrainerPid = 4821;

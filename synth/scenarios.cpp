@@ -56,6 +56,15 @@ const std::vector<ScenarioDef>& definitions() {
        synth::scenario_lock_contention, 40 * kSec, 7400},
       {{"network", "TCP retransmits to the peer node stretch every allreduce of a 2-node job", "network", "", 0},
        synth::scenario_network, 40 * kSec, 5000},
+      {{"dataloader", "4 DataLoader workers read samples from NVMe slower than the GPU consumes them (starvation)",
+        "dataloader_starvation", "pt_data_worker", 4901},
+       synth::scenario_dataloader, 30 * kSec, 1000},
+      {{"host-bound", "CPU augmentation in the training loop itself: the GPU waits for the host every step", "host_bound",
+        "", 0},
+       synth::scenario_host_bound, 30 * kSec, 1000},
+      {{"launch-bound", "100 tiny kernels per step at 23 us a launch: the GPU drains each before the next arrives",
+        "launch_bound", "", 0},
+       synth::scenario_launch_bound, 10 * kSec, 39000},
       {{"quiet", "a healthy training job: no chain should be HIGH", "", "", 0}, synth::scenario_quiet, 30 * kSec, 7400},
   };
   return defs;

@@ -94,8 +94,11 @@ void scenario_gpu_steal(ScenarioContext& c) {
   constexpr uint32_t kServerPid = 5120;
   Trainer tr(c.b, c.rng, TrainerSpec{});
   tr.register_process(c.t0, c.t0 + c.duration);
+  // The server runs in its own container on the same host: a Kubernetes pod (containerd).
   c.b.process(kServerPid, 1, "VLLM::EngineCor", "python3 -m vllm.entrypoints.openai.api_server --model llama-3-8b",
-              "/usr/bin/python3.11", c.t0, c.t0 + c.duration);
+              "/usr/bin/python3.11", c.t0, c.t0 + c.duration, 0x3c41, "3f9a2b7c1d0e",
+              "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7c2e9a41_5d3b_4f1e_9a0c_2b8d6e4f1a37.slice/"
+              "cri-containerd-3f9a2b7c1d0e5a6b8c9d0e1f2a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6.scope");
   uint64_t st_server = c.b.stack({"libcuda.so.1!cuLaunchKernel+0x4", "libtorch_cuda.so!at::cuda::launch_kernel+0x51",
                                   "vllm/_C.abi3.so!paged_attention_v2+0x3e1", "vllm/worker/model_runner.py:1450 (execute_model)"});
   int64_t t = c.t0 + 5 * kMs;

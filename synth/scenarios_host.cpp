@@ -39,12 +39,14 @@ void train_loop(ScenarioContext& c, Trainer& tr, Perturb perturb) {
 
 }  // namespace
 
-void scenario_quiet(ScenarioContext& c) {
+void steady_training(ScenarioContext& c, const TrainerSpec& spec) {
   register_kworker(c);
-  Trainer tr(c.b, c.rng, TrainerSpec{});
+  Trainer tr(c.b, c.rng, spec);
   tr.register_process(c.t0, c.t0 + c.duration);
   train_loop(c, tr, [](const StepTimes&, int64_t) { return int64_t{0}; });
 }
+
+void scenario_quiet(ScenarioContext& c) { steady_training(c, TrainerSpec{}); }
 
 // `tar` compresses a checkpoint on the trainer's CPU: while it runs, 45% of the syncs find
 // the trainer thread preempted (runnable, off-CPU) when the GPU is already done.
@@ -53,7 +55,8 @@ void scenario_incident(ScenarioContext& c) {
   constexpr uint32_t kTarPid = 991;
   Trainer tr(c.b, c.rng, TrainerSpec{});
   tr.register_process(c.t0, c.t0 + c.duration);
-  c.b.process(kTarPid, 1, "tar", "tar czf /ckpt/epoch3.tgz /ckpt/epoch3", "/usr/bin/tar", c.t0, c.t0 + c.duration);
+  c.b.process(kTarPid, 1, "tar", "tar czf /ckpt/epoch3.tgz /ckpt/epoch3", "/usr/bin/tar", c.t0, c.t0 + c.duration, 0x2b07, "",
+              "/system.slice/backup.service");
   // tar runs in a window per minute of data: [25%, 75%) of each 60 s (of the whole if shorter).
   const int64_t period = std::min<int64_t>(c.duration, 60 * kSec);
   train_loop(c, tr, [&](const StepTimes& s, int64_t natural) -> int64_t {

@@ -29,7 +29,7 @@ Trainer::Trainer(DemoBuilder& b, Rng& rng, TrainerSpec spec) : b_(b), rng_(rng),
 
 void Trainer::register_process(int64_t first_ns, int64_t last_ns, const std::string& comm) {
   b_.process(spec_.pid, 1, comm, "python3 " + spec_.script + " --config configs/llama-7b.yaml", "/usr/bin/python3.11",
-             first_ns, last_ns, 0x2a1f, "");
+             first_ns, last_ns, 0x2a1f, "", "/user.slice/user-1000.slice/session-3.scope");
   if (spec_.tid != spec_.pid) b_.thread(spec_.tid, spec_.pid, comm);
 }
 

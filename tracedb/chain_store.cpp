@@ -35,17 +35,37 @@ void bind_chain(Statement& s, int64_t session_id, int64_t now_ns, const ChainRec
   s.bind(19, c.doc);
 }
 
-Result<void> replace_session_chains(sqlite3* db, int64_t session_id, std::span<const ChainRecord> chains) {
+const char* const kUpsertCallCauseSql =
+    "INSERT OR REPLACE INTO call_causes (session_id, op_id, pid, tid, ts_ns, gap, dur_ns, lost_ns, cause, chain_id) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?)";
+
+void bind_call_cause(Statement& s, int64_t session_id, const CallCauseRecord& c) {
+  s.bind(1, session_id);
+  s.bind(2, int64_t{c.op});
+  s.bind(3, int64_t{c.pid});
+  s.bind(4, int64_t{c.tid});
+  s.bind(5, c.ts_ns);
+  s.bind(6, int64_t{c.gap ? 1 : 0});
+  s.bind(7, c.dur_ns);
+  s.bind(8, c.lost_ns);
+  s.bind(9, c.cause);
+  s.bind(10, c.chain_id);
+}
+
+Result<void> replace_session_diagnosis(sqlite3* db, int64_t session_id, std::span<const ChainRecord> chains,
+                                       std::span<const CallCauseRecord> call_causes) {
   if (auto r = exec_sql(db, "BEGIN IMMEDIATE"); !r) return r;
   auto fail = [&](const std::string& what) {
     std::string e = sqlite_error_text(db);
     (void)exec_sql(db, "ROLLBACK");
     return make_error("db_write", what + ": " + e);
   };
-  auto del = Statement::prepare(db, "DELETE FROM chains WHERE session_id = ?1");
-  if (!del) return fail("cannot prepare the chain delete");
-  del->bind(1, session_id);
-  if (del->step() != SQLITE_DONE) return fail("cannot delete the session's old chains");
+  for (const char* table : {"chains", "call_causes"}) {
+    auto del = Statement::prepare(db, std::string("DELETE FROM ") + table + " WHERE session_id = ?1");
+    if (!del) return fail(std::string("cannot prepare the delete from ") + table);
+    del->bind(1, session_id);
+    if (del->step() != SQLITE_DONE) return fail(std::string("cannot delete the session's old ") + table);
+  }
   auto ins = Statement::prepare(db, kUpsertChainSql);
   if (!ins) return fail("cannot prepare the chain insert");
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -56,6 +76,13 @@ Result<void> replace_session_chains(sqlite3* db, int64_t session_id, std::span<c
     bind_chain(s, session_id, now, c);
     if (s.step() != SQLITE_DONE) return fail("cannot insert chain " + c.id);
     s.reset();
+  }
+  auto ins_cause = Statement::prepare(db, kUpsertCallCauseSql);
+  if (!ins_cause) return fail("cannot prepare the call cause insert");
+  for (const CallCauseRecord& c : call_causes) {
+    bind_call_cause(*ins_cause, session_id, c);
+    if (ins_cause->step() != SQLITE_DONE) return fail("cannot insert a call cause");
+    ins_cause->reset();
   }
   if (auto r = exec_sql(db, "COMMIT"); !r) return fail("cannot commit the chains");
   return {};

@@ -128,4 +128,29 @@ uint64_t LatencyHistogram::percentile(double q, uint64_t min_clamp, uint64_t max
   return max_clamp;
 }
 
+uint64_t LatencyHistogram::tail_floor(double q) const {
+  if (total_ == 0) return 0;
+  q = std::clamp(q, 0.0, 1.0);
+  // 1 - 0.95 is 0.05000000000000004 in binary: without the slack 5% of 200 would need 11.
+  const uint64_t need =
+      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil((1.0 - q) * static_cast<double>(total_) - 1e-6)));
+  uint64_t seen = 0;
+  for (size_t b = counts_.size(); b-- > 0;) {
+    seen += counts_[b];
+    if (counts_[b] && seen >= need) return bucket_low(static_cast<uint32_t>(b));
+  }
+  return 0;
+}
+
+LatencyHistogram::Tail LatencyHistogram::at_or_above(uint64_t from, uint64_t max_clamp) const {
+  Tail t;
+  for (uint32_t b = bucket_of(from); b < counts_.size(); ++b) {
+    if (!counts_[b]) continue;
+    const uint64_t lo = bucket_low(b), hi = bucket_high(b);
+    t.count += counts_[b];
+    t.sum += static_cast<double>(counts_[b]) * static_cast<double>(std::min(lo + (hi - lo) / 2, std::max(lo, max_clamp)));
+  }
+  return t;
+}
+
 }  // namespace causeway

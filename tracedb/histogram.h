@@ -39,6 +39,18 @@ class LatencyHistogram {
   // Nearest-rank percentile (q in [0,1]): midpoint of the bucket holding rank ceil(q*n),
   // clamped to [min_clamp, max_clamp] (the window's exact min and max).
   uint64_t percentile(double q, uint64_t min_clamp, uint64_t max_clamp) const;
+  // Where the q-tail starts: the low bound of the lowest bucket needed, counting from the top,
+  // to hold the slowest ceil((1 - q) * n) values. A value >= it is in the tail; ties with the
+  // quantile itself are not (with 95% of calls at one duration, p95's tail is the other 5%).
+  uint64_t tail_floor(double q) const;
+
+  // The values >= `from` (whole buckets from bucket_of(from) up): how many, and their sum
+  // counted at each bucket's midpoint (within 0.4%), with `max_clamp` capping the last one.
+  struct Tail {
+    uint64_t count = 0;
+    double sum = 0;
+  };
+  Tail at_or_above(uint64_t from, uint64_t max_clamp) const;
 
  private:
   // Dense by bucket index, grown to the largest bucket seen: O(1) add; one second of

@@ -106,7 +106,10 @@ Result<void> copy_table(sqlite3* db, const std::string& table, const std::map<st
   for (const std::string& c : dst) {
     cols += (cols.empty() ? "" : ", ") + c;
     auto o = overrides.find(c);
-    std::string e = o != overrides.end() ? o->second : src.count(c) ? "s." + c : "NULL";
+    // An override that rewrites the source's own column (a shift) has nothing to read in a
+    // source of an older schema without it.
+    const bool rewrites_missing = o != overrides.end() && !src.count(c) && o->second.find("s." + c) != std::string::npos;
+    std::string e = o != overrides.end() && !rewrites_missing ? o->second : src.count(c) ? "s." + c : "NULL";
     exprs += (exprs.empty() ? "" : ", ") + e;
   }
   return exec_sql(db, "INSERT INTO " + into + " (" + cols + ") SELECT " + exprs + " FROM src." + table + " AS s " +
@@ -172,9 +175,16 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
     std::string conflict;
     std::string dest;  // "": main.<table>
   };
+  // cgroup ids are inode numbers of each host's own cgroup tree: two hosts reuse them.
+  const int64_t gbase = static_cast<int64_t>(k) * kMergedCgroupStride;
   std::vector<Copy> copies = {
-      {"processes", {{"session_id", SID}, {"pid", shift("pid", pbase)}, {"ppid", shift("ppid", pbase)}}, where, ""},
-      {"threads", {{"session_id", SID}, {"tid", shift("tid", pbase)}, {"pid", shift("pid", pbase)}}, where, ""},
+      {"processes",
+       {{"session_id", SID}, {"pid", shift("pid", pbase)}, {"ppid", shift("ppid", pbase)}, {"cgroup_id", shift("cgroup_id", gbase)}},
+       where, ""},
+      {"threads",
+       {{"session_id", SID}, {"tid", shift("tid", pbase)}, {"pid", shift("pid", pbase)}, {"cgroup_id", shift("cgroup_id", gbase)}},
+       where, ""},
+      {"cgroups", {{"session_id", SID}, {"cgroup_id", shift("cgroup_id", gbase)}}, where, ""},
       {"events",
        {{"id", "NULL"},
         {"session_id", SID},
@@ -182,7 +192,8 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
         {"tid", shift("tid", pbase)},
         {"cpu", "s.cpu + " + std::to_string(cbase)},
         {"op_id", "(SELECT mid FROM temp.opmap WHERE sid = s.op_id)"},
-        {"stack_id", "(SELECT mid FROM temp.stackmap WHERE sid = s.stack_id)"}},
+        {"stack_id", "(SELECT mid FROM temp.stackmap WHERE sid = s.stack_id)"},
+        {"cgroup_id", shift("cgroup_id", gbase)}},
        where, "", "temp.ev_stage"},
       {"sched",
        {{"id", "NULL"},

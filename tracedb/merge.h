@@ -19,6 +19,9 @@ namespace causeway {
 // k * kMergedCpuStride + its own CPU: above any pid_max (2^22) and any CPU count.
 constexpr int64_t kMergedPidStride = 10'000'000;
 constexpr int64_t kMergedCpuStride = 10'000;
+// cgroup v2 ids (inode numbers of each host's cgroup tree) of host k are k * 2^40 + its own: a
+// host's cgroup inodes stay far below 2^40 (a trillion cgroups).
+constexpr int64_t kMergedCgroupStride = int64_t{1} << 40;
 
 struct MergeInputSummary {
   std::string path;

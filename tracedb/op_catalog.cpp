@@ -80,7 +80,9 @@ constexpr OpInfo kCatalog[] = {
     {CW_OP_PROC_FORK, CW_SRC_HOST, "process_fork", false, "child_pid", OpFamily::host},
     {CW_OP_PROC_EXIT, CW_SRC_HOST, "process_exit", false, "exit_code", OpFamily::host},
     {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, "bytes,dev,sector,is_write", OpFamily::host},
-    {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, "saddr,sport,daddr,dport,state", OpFamily::host},
+    {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, "saddr,sport,daddr,dport,state,sock_owner", OpFamily::host},
+    {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false,
+     "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sport|dport<<16|state<<32,sock_owner", OpFamily::host},
     {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, "pages,max_order", OpFamily::host},
     {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, "victim_pid,total_pages", OpFamily::host},
 };

@@ -74,6 +74,16 @@ struct ThreadRecord {
   uint32_t tid = 0;
   uint32_t pid = 0;
   std::string comm;
+  uint64_t cgroup_id = 0;  // cgroup v2 id; 0 = not known (keeps the one stored)
+};
+
+// What a cgroup v2 id seen in a session is on the host: its folder below the cgroup2 mount
+// ("" when it was gone before it could be looked up) and the container/pod it names.
+struct CgroupRecord {
+  uint64_t id = 0;
+  std::string path;
+  std::string container_id;  // "" = none
+  std::string pod;           // Kubernetes pod uid, "" = none
 };
 
 struct StackRecord {
@@ -102,8 +112,23 @@ struct ChainRecord {
   std::string doc;
 };
 
+// Which cause took how much of one slow call (or of the host stall in the gap before it):
+// a row of call_causes (docs/DIAGNOSIS.md "Tail breakdown").
+struct CallCauseRecord {
+  uint16_t op = 0;
+  uint32_t pid = 0, tid = 0;
+  int64_t ts_ns = 0, dur_ns = 0, lost_ns = 0;
+  bool gap = false;
+  std::string cause;
+  std::string chain_id;
+};
+// The claims of one diagnosis pass, written together (rows replace rows with the same key).
+struct CallCausesRecord {
+  std::vector<CallCauseRecord> rows;
+};
+
 // Rare, never dropped: identity and results rather than the event stream.
-using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord>;
+using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import

@@ -177,10 +177,17 @@ Result<void> StoreWriter::prepare_statements() {
        "local_rank = coalesce(excluded.local_rank, local_rank), rank_source = coalesce(excluded.rank_source, rank_source), "
        "job_id = coalesce(excluded.job_id, job_id)"},
       {&upsert_thread_,
-       "INSERT INTO threads (session_id, tid, pid, comm) VALUES (?,?,?,?) ON CONFLICT (session_id, tid) DO UPDATE "
-       "SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm)"},
+       "INSERT INTO threads (session_id, tid, pid, comm, cgroup_id) VALUES (?,?,?,?,?) ON CONFLICT (session_id, tid) "
+       "DO UPDATE SET pid = excluded.pid, comm = coalesce(nullif(excluded.comm, ''), comm), "
+       "cgroup_id = coalesce(excluded.cgroup_id, cgroup_id)"},
+      // An id is resolved once per session; a path found later never gives way to "" (gone).
+      {&upsert_cgroup_,
+       "INSERT INTO cgroups (session_id, cgroup_id, path, container_id, pod) VALUES (?,?,?,?,?) "
+       "ON CONFLICT (session_id, cgroup_id) DO UPDATE SET path = excluded.path, container_id = excluded.container_id, "
+       "pod = excluded.pod WHERE excluded.path != ''"},
       {&ins_stack_, "INSERT OR IGNORE INTO stacks (id, hash, frames) VALUES (?,?,?)"},
       {&upsert_chain_, kUpsertChainSql},
+      {&upsert_call_cause_, kUpsertCallCauseSql},
       {&upsert_counter_,
        "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
@@ -231,7 +238,7 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
   // The catalog as this binary knows it: a DB made by an older one gains the newer fields.
   auto op = Statement::prepare(h,
                                "INSERT INTO ops (id, source, name, kind, arg_names, family) VALUES (?,?,?,?,?,?) "
-                               "ON CONFLICT DO UPDATE SET family = excluded.family");
+                               "ON CONFLICT DO UPDATE SET family = excluded.family, arg_names = excluded.arg_names");
   if (!op) return op.error();
   for (const OpInfo& o : op_catalog()) {
     op->bind(1, int64_t{o.id});
@@ -727,6 +734,18 @@ int StoreWriter::write_meta(const MetaRecord& m) {
     s.bind(2, int64_t{t->tid});
     s.bind(3, int64_t{t->pid});
     s.bind(4, t->comm);
+    if (t->cgroup_id) s.bind(5, static_cast<int64_t>(t->cgroup_id));
+    else s.bind_null(5);
+    return finish_meta(s);
+  } else if (auto* g = std::get_if<CgroupRecord>(&m)) {
+    Statement& s = upsert_cgroup_;
+    s.bind(1, sid);
+    s.bind(2, static_cast<int64_t>(g->id));
+    s.bind(3, g->path);
+    if (g->container_id.empty()) s.bind_null(4);
+    else s.bind(4, g->container_id);
+    if (g->pod.empty()) s.bind_null(5);
+    else s.bind(5, g->pod);
     return finish_meta(s);
   } else if (auto* st = std::get_if<StackRecord>(&m)) {
     Statement& s = ins_stack_;
@@ -738,6 +757,12 @@ int StoreWriter::write_meta(const MetaRecord& m) {
     Statement& s = upsert_chain_;
     bind_chain(s, sid, now_ns(), *c);
     return finish_meta(s);
+  } else if (auto* cc = std::get_if<CallCausesRecord>(&m)) {
+    Statement& s = upsert_call_cause_;
+    for (const CallCauseRecord& row : cc->rows) {
+      bind_call_cause(s, sid, row);
+      if (int rc = finish_meta(s); rc != SQLITE_DONE) return rc;
+    }
   }
   return SQLITE_DONE;
 }
@@ -920,8 +945,8 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
                                     " during the trace: its end and loss counts were not stored");
     }
     for (Statement* st : {&ins_event_, &ins_events_, &ins_sched_, &ins_wakeup_, &ins_rollup_, &upsert_process_,
-                          &upsert_thread_, &ins_stack_, &upsert_chain_, &upsert_counter_, &upd_rolled_, &upd_stopped_,
-                          &ins_block_})
+                          &upsert_thread_, &upsert_cgroup_, &ins_stack_, &upsert_chain_, &upsert_call_cause_,
+                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_})
       *st = Statement();
     // A checkpoint copies the WAL into the DB file, which grows: on a disk that is failing
     // writes it cannot complete, and it is not tried. The WAL stays, complete, beside the DB

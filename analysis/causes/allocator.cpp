@@ -39,12 +39,17 @@ void Allocator::report(SessionReport& c) {
       n += b.n;
     }
     std::map<uint16_t, int64_t> burst_calls;  // op -> calls inside storms
-    for (const auto& a : calls) {
+    const std::string id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(pid);
+    for (auto& a : calls) {
       by_op[a.op] += a.dur;
       for (const auto& b : bursts)
         if (a.ts >= b.from && a.ts < b.to) {
           ++burst_calls[a.op];
           if (a.stack) ++stacks[a.stack];
+          if (!a.claimed) {  // a live trace reports every poll: each call is claimed once
+            s.claims.push_back({a.op, pid, a.tid, a.ts, a.dur, a.dur, false, std::string(name), id});
+            a.claimed = true;
+          }
           break;
         }
     }
@@ -61,7 +66,7 @@ void Allocator::report(SessionReport& c) {
     bool periodic = bursts.size() >= 3 && cv < 0.3;
     Doc d;
     d.cause = std::string(name);
-    d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(pid);
+    d.id = id;
     d.pid = pid;
     uint16_t top = 0;
     int64_t topns = -1;

@@ -24,6 +24,11 @@ const char* own_cause_name(StragglerOwnCause c) {
 
 }  // namespace
 
+std::string nccl_straggler_chain_id(int64_t session_id, uint32_t straggler_pid, int64_t comm) {
+  return "s" + std::to_string(session_id) + "-" + std::string(NcclStraggler::name) + "-" + std::to_string(straggler_pid) + "-comm" +
+         hex(comm);
+}
+
 void NcclStraggler::report(SessionReport& c) {
   Correlator::State& s = c.s;
   for (auto& [key, a] : s.stragglers) {
@@ -36,7 +41,7 @@ void NcclStraggler::report(SessionReport& c) {
     if (late_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
     Doc d;
     d.cause = std::string(name);
-    d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(a.pid) + "-comm" + hex(a.comm);
+    d.id = nccl_straggler_chain_id(s.session_id, a.pid, a.comm);
     uint32_t victim = 0;
     int64_t vwait = -1;
     for (auto& [pid, w] : a.victims_wait)

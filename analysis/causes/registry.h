@@ -14,6 +14,7 @@
 #include "analysis/causes/cause_module.h"
 #include "analysis/causes/cold_start.h"
 #include "analysis/causes/cpu_contention.h"
+#include "analysis/causes/dataloader_starvation.h"
 #include "analysis/causes/gpu_wait.h"
 #include "analysis/causes/io_contention.h"
 #include "analysis/causes/lock_contention.h"
@@ -72,7 +73,8 @@ struct CauseRegistry {
   }
 };
 
-using CallCauses = CauseRegistry<CpuContention, IoContention, MemoryPressure, Network, GpuWait, LockContention, ColdStart, Unknown>;
+using CallCauses = CauseRegistry<CpuContention, IoContention, MemoryPressure, Network, GpuWait, LockContention, ColdStart,
+                                  DataLoaderStarvation, Unknown>;
 
 template <SessionCauseModule... M>
 struct SessionCauseList {
@@ -85,7 +87,7 @@ struct SessionCauseList {
   }
 };
 
-using SessionCauses = SessionCauseList<NcclStraggler, TransferBound, Allocator>;
+using SessionCauses = SessionCauseList<NcclStraggler, TransferBound, Allocator, HostBound, LaunchBound>;
 
 // The JSON spelling of a cause (INTERFACES.md `cause`).
 constexpr std::string_view cause_name(Cause c) {

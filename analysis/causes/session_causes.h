@@ -2,6 +2,8 @@
 // Each writes its chain documents into the SessionReport (chain_view.h).
 #pragma once
 
+#include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "analysis/causes/cause_module.h"
@@ -14,6 +16,8 @@ struct NcclStraggler {
   static constexpr std::string_view name = "nccl_straggler";
   static void report(SessionReport& r);
 };
+// Its chain id: the waits it causes on other ranks are claimed under it (call_causes).
+std::string nccl_straggler_chain_id(int64_t session_id, uint32_t straggler_pid, int64_t comm);
 
 // transfer_bound: synchronous copies take a large share of a thread's active time.
 struct TransferBound {
@@ -26,6 +30,23 @@ struct TransferBound {
 struct Allocator {
   static constexpr Cause id = Cause::allocator;
   static constexpr std::string_view name = "allocator";
+  static void report(SessionReport& r);
+};
+
+// host_bound: a thread that drives the GPU spends most of its time on-CPU between its CUDA
+// calls while its GPU waits return at once: the GPU waits for the host (Python overhead, CPU
+// preprocessing), no other process to blame.
+struct HostBound {
+  static constexpr Cause id = Cause::host_bound;
+  static constexpr std::string_view name = "host_bound";
+  static void report(SessionReport& r);
+};
+
+// launch_bound: the time goes into the kernel-launch API itself — many tiny kernels, launched
+// no faster than the GPU runs them (its waits return at once).
+struct LaunchBound {
+  static constexpr Cause id = Cause::launch_bound;
+  static constexpr std::string_view name = "launch_bound";
   static void report(SessionReport& r);
 };
 

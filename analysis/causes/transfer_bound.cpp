@@ -11,8 +11,8 @@ namespace causeway {
 void TransferBound::report(SessionReport& c) {
   Correlator::State& s = c.s;
   for (auto& [key, t] : s.transfers) {
-    auto sp = s.spans.find(t.tid);
-    if (sp == s.spans.end() || t.copies < 5) continue;
+    auto sp = s.activity.find(t.tid);
+    if (sp == s.activity.end() || t.copies < 5) continue;
     int64_t wall = std::max<int64_t>(1, sp->second.last_end_ns - sp->second.first_ns);
     double share = static_cast<double>(t.copy_ns) / static_cast<double>(wall);
     if (share < 0.25) continue;

@@ -27,6 +27,10 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
       const auto& k = c["culprit"];
       std::string line = "  culprit: pid " + std::to_string(k.value("pid", 0)) + " " + data_text(k.value("comm", ""));
       if (k.contains("off_cpu_share")) line += ", " + std::to_string(static_cast<int>(k["off_cpu_share"].get<double>() * 100 + 0.5)) + "% of the off-CPU time";
+      if (k.contains("cgroup") && k["cgroup"].is_string() && !k["cgroup"].get<std::string>().empty())
+        line += ", cgroup " + data_text(k["cgroup"].get<std::string>(), 200);
+      if (k.contains("container") && k["container"].is_string()) line += ", container " + data_text(k["container"].get<std::string>());
+      if (k.contains("host") && k["host"].is_string()) line += ", host " + data_text(k["host"].get<std::string>());
       t.line(line);
     }
     if (c.contains("evidence"))

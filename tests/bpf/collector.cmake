@@ -5,3 +5,13 @@ causeway_test(test_collector_bpf LABEL bpf TIMEOUT 900
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb)
 add_dependencies(test_collector_bpf causeway causeway_testprogs)
+# Tenants: cgroup ids of every thread seen, resolved to path, container and pod.
+causeway_test(test_collector_cgroups_bpf LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_cgroups_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_collector_core)
+add_dependencies(test_collector_cgroups_bpf causeway causeway_testprogs)
+# TCP retransmits attributed to the socket's owner, IPv4 and IPv6 (needs nft).
+causeway_test(test_collector_net_bpf LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_net_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb)
+add_dependencies(test_collector_net_bpf causeway causeway_testprogs)

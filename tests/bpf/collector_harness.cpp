@@ -36,6 +36,12 @@ void wait_for_file(const std::string& path, int timeout_ms) {
   }
 }
 
+void touch(const std::string& path) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + path);
+  ::close(fd);
+}
+
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid = ::fork();
   if (pid == 0) {

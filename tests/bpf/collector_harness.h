@@ -37,6 +37,7 @@ class Tracer {
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
 int wait_exit(pid_t pid);
 void wait_for_file(const std::string& path, int timeout_ms = 20000);
+void touch(const std::string& path);  // creates an empty file (a --wait-file's go signal)
 void sleep_ms(int ms);
 
 int64_t q_int(const std::string& db, const std::string& sql);

@@ -2,6 +2,15 @@
 # the workload's CPU), nccl_straggler (a late rank among 4), io_contention (fsync on the
 # calling thread), lock_contention (a sibling thread's mutex). Root + BPF, else skipped (77).
 causeway_test(test_diagnosis_live LABEL bpf TIMEOUT 300
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb causeway_analysis)
 add_dependencies(test_diagnosis_live causeway causeway_testprogs)
+
+# The GPU waiting for the host (issue #15): dataloader_starvation and host_bound from a real
+# CPython training loop (tests/testprogs/training_loop.py), launch_bound from cw_workload.
+causeway_test(test_diagnosis_live_pipeline LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live_pipeline.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_analysis)
+add_dependencies(test_diagnosis_live_pipeline causeway causeway_testprogs)

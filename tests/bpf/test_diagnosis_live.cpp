@@ -25,117 +25,10 @@
 #include <set>
 
 #include "analysis/correlator.h"
-#include "tests/bpf/collector_harness.h"
+#include "tests/bpf/diagnosis_live_support.h"
 
 namespace causeway::test {
 namespace {
-
-using json = nlohmann::json;
-
-std::string S(int64_t v) { return std::to_string(v); }
-
-std::vector<std::string> workload(std::vector<std::string> args) {
-  args.insert(args.begin(), testprog("cw_workload"));
-  return args;
-}
-
-struct Traced {
-  pid_t pid = -1;  // the workload
-  std::string db;
-  std::string log;  // the tracer's
-  double workload_s = 0;
-};
-
-// Kills the workload if the test leaves before it was reaped (it would wait for --wait-file).
-struct Reaper {
-  pid_t pid;
-  bool reaped = false;
-  ~Reaper() {
-    if (!reaped && pid > 0) {
-      ::kill(pid, SIGKILL);
-      wait_exit(pid);
-    }
-  }
-};
-
-// Single-process incidents: the workload loads its libraries and waits; `causeway trace --pid`
-// attaches to it alone (other cw_workload processes on the host stay out), then it runs. Its
-// children (cw_hog) are traced too; sched rows name whoever took the CPU from it.
-Traced trace_workload(const TempDir& dir, std::vector<std::string> args) {
-  const std::string ready = dir.file("w.ready"), go = dir.file("w.go");
-  args.insert(args.end(), {"--ready-file", ready, "--wait-file", go});
-  Traced r;
-  r.pid = spawn(workload(args), dir.file("w.log"));
-  Reaper reaper{r.pid};
-  wait_for_file(ready);
-  Tracer t(dir, {"--pid", S(r.pid), "--lib", testprog("libcudart.so.13")});
-  const auto t0 = std::chrono::steady_clock::now();
-  { std::ofstream(go.c_str()) << "go"; }
-  const int rc = wait_exit(r.pid);
-  reaper.reaped = true;
-  r.workload_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  INFO(read_file(dir.file("w.log")));
-  REQUIRE(rc == 0);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  r.db = t.db();
-  r.log = t.log();
-  return r;
-}
-
-json explain(const std::string& db) {
-  auto r = run_causeway({"explain", "--json", "--limit", "200", "--db", db});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  json doc = json::parse(r.out);
-  REQUIRE(doc.contains("chains"));
-  return doc["chains"];
-}
-
-// The chains of the traced session: the live ones, else diagnosed here.
-json chains_of(const std::string& db) {
-  json chains = explain(db);
-  if (chains.empty()) {
-    auto n = diagnose_and_store(db);
-    REQUIRE_MESSAGE(static_cast<bool>(n), (n ? std::string() : n.error().message));
-    chains = explain(db);
-  }
-  return chains;
-}
-
-// One line per chain, with the culprit's command line, for failure messages.
-std::string brief(const std::string& db, const json& chains) {
-  std::string out;
-  for (const json& c : chains) {
-    out += c.value("severity", "?") + " " + c.value("cause", "?") + " pid " + S(c.value("pid", 0)) + " tid " +
-           S(c.value("tid", 0)) + " " + c.value("op", "") + " " + c.value("where", "") + " calls " + S(c.value("calls", 0)) +
-           " lost_us " + S(c.value("lost_us", 0)) + " culprit " + (c.contains("culprit") ? c["culprit"].dump() : "none");
-    if (c.contains("culprit") && c["culprit"].contains("pid"))
-      out += " (" + q_text(db, "SELECT coalesce(cmdline, comm) FROM processes WHERE pid = " + S(c["culprit"].value("pid", 0)) +
-                               " LIMIT 1") + ")";
-    out += "\n";
-  }
-  return out;
-}
-
-// The first chain (explain's order: most severe, then most time lost) with victim pid and
-// this cause; null when none. Other chains of the victim may exist: the host is shared (other
-// builds and benchmarks preempt the workload too), so the test looks for the planted one.
-json find_chain(const json& chains, pid_t pid, const std::string& cause) {
-  for (const json& c : chains)
-    if (c.value("pid", 0) == pid && c.value("cause", "") == cause) return c;
-  return nullptr;
-}
-
-// The planted stall is not also reported as a cause-less slow sync: time the correlator could
-// not attribute (gpu_wait with no other GPU process, unknown) stays LOW.
-void check_no_unexplained(const json& chains, pid_t pid) {
-  for (const json& c : chains)
-    if (c.value("pid", 0) == pid && (c.value("cause", "") == "gpu_wait" || c.value("cause", "") == "unknown")) {
-      INFO(c.value("summary", ""));
-      CHECK(c.value("severity", "") == "LOW");
-    }
-}
 
 // Stacks are taken only where they explain something (docs/COLLECTOR.md "Stacks"), which must
 // include every slow call: with 100 µs calls, anything ≥ 200 µs (2× the median, the outlier
@@ -146,18 +39,6 @@ void check_slow_calls_stacked(const std::string& db, pid_t pid, const json& chai
   CHECK(q_int(db, "SELECT count(*)" + slow + " AND stack_id IS NULL") == 0);
   REQUIRE(chain.contains("stack"));
   CHECK(!chain["stack"].empty());
-}
-
-void check_strong(const json& c) {
-  CHECK(c.value("severity", "") != "LOW");
-  CHECK(c.value("severity", "") != "");
-  REQUIRE(c.contains("evidence"));
-  CHECK(c["evidence"].is_array());
-  CHECK(!c["evidence"].empty());
-  CHECK(c.value("calls", 0) > 0);
-  CHECK(!c.value("summary", std::string()).empty());
-  REQUIRE(c.contains("culprit"));
-  CHECK(c["culprit"].is_object());
 }
 
 }  // namespace

@@ -25,7 +25,7 @@ const readServer = (file) => JSON.parse(fs.readFileSync(path.join(examples, file
 
 async function checkClient(client, label) {
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 8, label);
+  assert.equal(tools.length, 9, label);
   const r = await client.callTool({ name: 'get_trace_stats', arguments: { top_n: 1 } });
   assert.equal(r.isError, false, `${label}: ${r.content[0].text}`);
   await client.close();

@@ -21,4 +21,7 @@ add_executable(cw_workload ${CMAKE_CURRENT_LIST_DIR}/cw_workload.cpp)
 target_compile_options(cw_workload PRIVATE -fno-omit-frame-pointer)
 target_link_libraries(cw_workload PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(cw_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
-add_custom_target(causeway_testprogs DEPENDS cw_workload cw_fake_cudart cw_fake_cuda cw_fake_nccl)
+# One TCP connection over loopback (network bpf tests: retransmits attributed to the sender).
+add_executable(cw_tcp ${CMAKE_CURRENT_LIST_DIR}/cw_tcp.cpp)
+set_target_properties(cw_tcp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
+add_custom_target(causeway_testprogs DEPENDS cw_workload cw_tcp cw_fake_cudart cw_fake_cuda cw_fake_nccl)

@@ -5,6 +5,8 @@ causeway_test(test_collector_elf LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/te
   LIBS causeway_collector_core causeway_collector)
 causeway_test(test_collector_proc LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_proc.cpp
   LIBS causeway_collector_core)
+causeway_test(test_collector_cgroups LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_cgroups.cpp
+  LIBS causeway_collector_core)
 causeway_test(test_collector_stack_policy LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_stack_policy.cpp
   LIBS causeway_collector_core)
 causeway_test(test_python_runtime LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python_runtime.cpp

@@ -205,6 +205,31 @@ TEST_CASE("host records") {
   CHECK(wr.tid == 7);
   CHECK(wr.pid == 6);
 
+  // A TCP retransmit says in a5 whether pid/tid came from the socket's owner.
+  cw_host_event t;
+  std::memset(&t, 0, sizeof(t));
+  t.hdr.op = CW_OP_TCP_RETRANSMIT6;
+  t.hdr.pid = 300;
+  t.hdr.tid = 301;
+  t.hdr.flags = CW_F_SOCK_OWNER;
+  t.a[3] = 1;  // ::1
+  t.a[4] = 40000 | int64_t{5555} << 16 | int64_t{1} << 32;
+  CallRecord tr = decode_host(t);
+  CHECK(tr.op == CW_OP_TCP_RETRANSMIT6);
+  CHECK(tr.pid == 300);
+  CHECK(tr.tid == 301);
+  CHECK(tr.a[3] == 1);
+  CHECK(tr.a[4] == t.a[4]);
+  CHECK(tr.a[5] == 1);
+  t.hdr.flags = 0;
+  t.hdr.op = CW_OP_TCP_RETRANSMIT;
+  CHECK(decode_host(t).a[5] == 0);
+  // Other host events keep a5 as the BPF side wrote it.
+  t.hdr.op = CW_OP_BLOCK_RQ;
+  t.hdr.flags = CW_F_SOCK_OWNER;
+  t.a[5] = 7;
+  CHECK(decode_host(t).a[5] == 7);
+
   cw_proc_event f;
   std::memset(&f, 0, sizeof(f));
   f.hdr.op = CW_OP_PROC_FORK;

@@ -1,13 +1,28 @@
-// /proc parsing: maps lines, mapping lookup, container ids from cgroup paths.
+// /proc parsing: maps lines, mapping lookup, a live process's identity (cgroups:
+// test_collector_cgroups.cpp).
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "collector/cgroup_paths.h"
 #include "collector/proc_info.h"
 #include "collector/proc_maps.h"
 #include "collector/symbolizer.h"
 
 using namespace causeway::collector;
+
+namespace {
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+}  // namespace
 
 TEST_CASE("maps lines parse, including paths with spaces and (deleted)") {
   const char* text =
@@ -43,16 +58,6 @@ TEST_CASE("our own maps are readable and contain this test binary") {
   CHECK(m->exec);
 }
 
-TEST_CASE("container ids from cgroup paths") {
-  const std::string id = "3f1b2c4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f809";
-  CHECK(container_id_from_cgroup("0::/system.slice/docker-" + id + ".scope\n") == id.substr(0, 12));
-  CHECK(container_id_from_cgroup("0::/docker/" + id + "\n") == id.substr(0, 12));
-  CHECK(container_id_from_cgroup("0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1a2b3c4d_5e6f_7081_92a3_b4c5d6e7f809.slice/cri-containerd-" +
-                                 id + ".scope\n") == "pod1a2b3c4d-5e6f-7081-92a3-b4c5d6e7f809/" + id.substr(0, 12));
-  CHECK(container_id_from_cgroup("0::/user.slice/user-1000.slice/session-2.scope\n").empty());
-  CHECK(container_id_from_cgroup("").empty());
-}
-
 TEST_CASE("stack hashes are stable, positive and order-sensitive") {
   std::vector<std::string> a{"libcudart.so.13!cudaMalloc+0x4", "app!main+0x10"};
   std::vector<std::string> b{"app!main+0x10", "libcudart.so.13!cudaMalloc+0x4"};
@@ -66,4 +71,13 @@ TEST_CASE("the live process identity of this test") {
   CHECK(!p.comm.empty());
   CHECK(!p.exe.empty());
   CHECK(p.ppid.has_value());
+  // Its cgroup path is the one /proc/self/cgroup gives, and its id the v2 folder's inode.
+  CHECK(p.cgroup_path == process_cgroup_path(parse_proc_cgroup(read_text("/proc/self/cgroup"))));
+  if (cgroup2_mount()) {
+    auto m = parse_proc_cgroup(read_text("/proc/self/cgroup"));
+    REQUIRE(m.v2);
+    struct stat st {};
+    REQUIRE(::stat((*cgroup2_mount() + *m.v2).c_str(), &st) == 0);
+    CHECK(p.cgroup_id == st.st_ino);
+  }
 }

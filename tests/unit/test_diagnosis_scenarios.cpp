@@ -61,6 +61,10 @@ void check_scenario(const ScenarioInfo& info, uint64_t seed) {
     CHECK(doc["id"] == c.id);
     CHECK(c.id.rfind("s1-", 0) == 0);
   }
+  // The causes of the GPU waiting for the host fire only where they were planted.
+  for (const auto& c : chains)
+    for (const char* added : {"dataloader_starvation", "host_bound", "launch_bound", "graph_recapture"})
+      if (c.cause == added) CHECK_MESSAGE(info.expected_cause == added, c.cause << " in scenario " << info.name);
   if (info.expected_cause.empty()) {
     for (const auto& c : chains) CHECK(c.severity != "HIGH");
     return;
@@ -94,6 +98,25 @@ void check_scenario(const ScenarioInfo& info, uint64_t seed) {
     CHECK(doc["stack"].front() == "train.py:142 (train_step: loss.item())");
   }
   if (info.name == "oom") CHECK(doc["culprit"]["oom_killed"] == true);
+  // Tenants: the culprit's cgroup, and its container when it runs in one.
+  if (info.name == "incident") {
+    CHECK(doc["culprit"]["cgroup"] == "/system.slice/backup.service");
+    CHECK(doc["culprit"]["container"].is_null());
+    CHECK(top.summary.find("tar (pid 991) in /system.slice/backup.service") != std::string::npos);
+  }
+  if (info.name == "gpu-steal") {
+    CHECK(doc["culprit"]["container"] == "3f9a2b7c1d0e");
+    CHECK(doc["culprit"]["cgroup"].get<std::string>().find("kubepods-burstable-pod7c2e9a41") != std::string::npos);
+  }
+  if (info.name == "dataloader") {
+    CHECK(doc["culprit"]["doing"] == "block_io");
+    // The slowest worker gates the round robin: the loop waits on it, its siblings are ahead.
+    CHECK(!doc["culprit"]["workers"].empty());
+    CHECK(doc["culprit"]["workers"][0]["pid"] == 4901);
+    CHECK(top.summary.find("disk reads") != std::string::npos);
+  }
+  if (info.name == "host-bound") CHECK(doc["tid"] == 4821);
+  if (info.name == "launch-bound") CHECK(top.op == "cudaLaunchKernel");
   if (info.name == "io-stall") CHECK(doc["culprit"]["own_io"] == false);
 }
 

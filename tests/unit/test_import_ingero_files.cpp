@@ -178,3 +178,24 @@ TEST_CASE("empty_cache trace: cudaFree p50/p99 from our stats match the source's
                                           "WHERE o.name = 'sched_switch' AND e.tid = 30581");
   CHECK(intervals->value_or(0) == 83);
 }
+
+// The DataLoader-starvation investigation (pytorch/pytorch#154318): its main thread spends
+// 99% of 50 s on-CPU between CUDA calls while its syncs return at once — the GPU waits for the
+// host (docs/IMPORT.md). Before the host-bound cause, explain found only a LOW cold start.
+TEST_CASE("the imported DataLoader-starvation trace is diagnosed host-bound or DataLoader-starved, MEDIUM or higher") {
+  const std::string file = (data_dir() / "pytorch-dataloader-starvation.db").string();
+  REQUIRE(std::filesystem::exists(file));
+  TempDir dir;
+  const std::string db = dir.file("dl.db");
+  REQUIRE(test::run_causeway({"import", "ingero", file, "--db", db, "--quiet"}).exit_code == 0);
+  auto explain = test::run_causeway({"explain", "--db", db, "--json"});
+  REQUIRE(explain.exit_code == 0);
+  json chains = json::parse(explain.out)["chains"];
+  REQUIRE(!chains.empty());
+  const json& top = chains[0];
+  INFO(top.dump());
+  CHECK((top["cause"] == "host_bound" || top["cause"] == "dataloader_starvation"));
+  CHECK((top["severity"] == "HIGH" || top["severity"] == "MEDIUM"));
+  CHECK(top["pid"] == 2233);
+  CHECK(top["tid"] == 2233);
+}

@@ -62,6 +62,12 @@ std::string write_mcp_fixture(const std::string& dir) {
                           {"stack", {"train.py:142"}}, {"recommendation", "pin the trainer to its own cores"}}
                .dump();
   (*w)->push_meta(ch);
+  // The chain claims the 40 ms syncs but one: get_tail_breakdown's explained and unexplained parts.
+  CallCausesRecord claims;
+  for (int i = 20; i < 200; i += 20)
+    claims.rows.push_back({CW_OP_CUDA_STREAM_SYNC, 4821, 4821, t0 + i * 10'000'000LL, 40'000'000, 39'800'000, false,
+                           "cpu_contention", "unit-1"});
+  (*w)->push_meta(claims);
   REQUIRE((*w)->close(t0 + 3'000'000'000LL).ok());
   auto db = open_for_write(path);
   REQUIRE(db.ok());

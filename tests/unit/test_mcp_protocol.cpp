@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include <thread>
 
 #include "tests/unit/test_mcp_fixture.h"
@@ -137,7 +139,8 @@ TEST_CASE("protocol: list pagination with opaque cursors") {
     if (!r["result"].contains("nextCursor")) break;
     cursor = r["result"]["nextCursor"];
   }
-  CHECK(names.size() == 8);
+  CHECK(names.size() == 9);
+  CHECK(std::find(names.begin(), names.end(), "get_tail_breakdown") != names.end());
   CHECK(rpc(s, req(99, "tools/list", {{"cursor", "garbage"}}))["error"]["code"] == -32602);
 }
 

@@ -26,6 +26,7 @@ const json kCalls = {
     {"get_test_report", json::object()},
     {"run_sql", {{"query", "SELECT pid, comm, cmdline FROM processes ORDER BY pid"}}},
     {"describe_schema", json::object()},
+    {"get_tail_breakdown", {{"op", "cudaStreamSynchronize"}, {"quantile", 0.99}}},
 };
 }  // namespace
 
@@ -70,6 +71,20 @@ TEST_CASE("tools: results carry the numbers of the fixture") {
   CHECK(chains["chains"][0]["culprit"]["comm"] == "tar");
   json report = call_tool(s, "get_test_report", json::object())["result"]["structuredContent"];
   CHECK(report["report"]["summary"] == "all checks passed");
+  // 10 syncs of 40 ms make the 5% tail; the chain claims 9 of them.
+  json tail = call_tool(s, "get_tail_breakdown", {{"op", "cudaStreamSynchronize"}, {"quantile", 0.95}});
+  json t = tail["result"]["structuredContent"]["ops"][0];
+  CHECK(t["tail_calls"] == 10);
+  CHECK(t["causes"][0]["cause"] == "cpu_contention");
+  CHECK(t["causes"][0]["calls"] == 9);
+  CHECK(t["causes"][0]["chain_ids"][0] == "unit-1");
+  CHECK(t["unexplained"]["calls"] == 1);
+  CHECK(t["unexplained"]["call_share"].get<double>() == doctest::Approx(0.1));
+  const std::string text = tail["result"]["content"][0]["text"];
+  CHECK(text.find("cpu_contention: 9 calls (90%)") != std::string::npos);
+  // A quantile outside (0, 1) is refused by the input schema before the tool runs.
+  json bad = call_tool(s, "get_tail_breakdown", {{"quantile", 1.5}});
+  CHECK((bad.contains("error") || bad["result"]["isError"] == true));
 }
 
 TEST_CASE("tools: get_stacks pages with a cursor; the pages add up to the whole list") {

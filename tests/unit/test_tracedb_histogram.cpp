@@ -61,3 +61,36 @@ TEST_CASE("nearest-rank percentiles stay within 0.4% of the exact value") {
     CHECK(rel <= 0.004);
   }
 }
+
+TEST_CASE("the q-tail is the slowest (1 - q) of the values, to a bucket, and its sum is within 0.4%") {
+  std::mt19937_64 gen(7);
+  std::lognormal_distribution<double> dist(11.0, 1.5);
+  std::vector<uint64_t> values;
+  LatencyHistogram h;
+  for (int i = 0; i < 200000; ++i) {
+    auto v = static_cast<uint64_t>(dist(gen));
+    values.push_back(v);
+    h.add(v);
+  }
+  std::sort(values.begin(), values.end());
+  for (double q : {0.9, 0.99, 0.999}) {
+    CAPTURE(q);
+    const uint64_t floor = h.tail_floor(q);
+    const auto exact_count = static_cast<uint64_t>(values.end() - std::lower_bound(values.begin(), values.end(), floor));
+    double exact_sum = 0;
+    for (auto it = std::lower_bound(values.begin(), values.end(), floor); it != values.end(); ++it) exact_sum += static_cast<double>(*it);
+    const LatencyHistogram::Tail t = h.at_or_above(floor, values.back());
+    CHECK(t.count == exact_count);  // whole buckets: the count is exact
+    CHECK(t.sum == doctest::Approx(exact_sum).epsilon(0.004));
+    const double want = (1.0 - q) * static_cast<double>(values.size());
+    CHECK(static_cast<double>(t.count) >= want);
+    CHECK(static_cast<double>(t.count) <= want * 1.1 + 2);  // one bucket of slack
+  }
+  // Ties at the quantile are not tail: 95 calls at 200 µs, 5 at 40 ms.
+  LatencyHistogram ties;
+  ties.add(200'000, 95);
+  ties.add(40'000'000, 5);
+  CHECK(ties.at_or_above(ties.tail_floor(0.95), 40'000'000).count == 5);
+  CHECK(ties.at_or_above(ties.tail_floor(0.99), 40'000'000).count == 5);
+  CHECK(LatencyHistogram().tail_floor(0.99) == 0);
+}

@@ -8,7 +8,7 @@ import path from 'node:path';
 import Ajv from 'ajv';
 
 export const EXPECTED_TOOLS = ['get_check', 'get_trace_stats', 'get_causal_chains', 'get_stacks', 'run_demo',
-  'get_test_report', 'run_sql', 'describe_schema'];
+  'get_test_report', 'run_sql', 'describe_schema', 'get_tail_breakdown'];
 
 export function env(name) {
   const v = process.env[name];
@@ -43,6 +43,7 @@ const CALLS = {
   get_test_report: {},
   run_sql: { query: 'SELECT pid, comm, cmdline FROM processes ORDER BY pid', limit: 10 },
   describe_schema: {},
+  get_tail_breakdown: { op: 'cudaStreamSynchronize', quantile: 0.99 },
 };
 
 // Lists tools/prompts/resources, calls every tool and validates each structuredContent
@@ -83,6 +84,7 @@ export async function exerciseClient(client, label) {
   assert.ok(results.get_trace_stats.structuredContent.ops.length > 0, 'stats has ops');
   assert.ok(results.get_causal_chains.structuredContent.chains.length > 0, 'chains present');
   assert.ok(results.get_stacks.structuredContent.stacks[0].frames.length > 0, 'stack frames');
+  assert.equal(results.get_tail_breakdown.structuredContent.ops[0].op, 'cudaStreamSynchronize', 'tail breakdown op');
   assert.equal(results.get_test_report.structuredContent.found, true);
   const served = results.get_check.structuredContent.db;
   assert.ok(served.readable && served.sessions >= 1 && served.schema_version === served.latest_schema_version,
