@@ -153,8 +153,10 @@ void load_drops(sqlite3* db, int64_t session_id, StatsResult& out) {
   while (st->step() == SQLITE_ROW) {
     std::string name = st->col_text(0);
     auto v = static_cast<uint64_t>(std::max<int64_t>(0, st->col_int(1)));
-    if (name.rfind("dropped_ring", 0) == 0) out.dropped_ring += v;
-    else if (name == "dropped_writer" || name == "dropped_write_error") out.dropped_writer += v;
+    // Totals only: dropped_ring = dropped_ring_calls + dropped_ring_host, and dropped_writer
+    // includes dropped_write_error and the per-op dropped_writer.OP rows.
+    if (name == "dropped_ring") out.dropped_ring = v;
+    else if (name == "dropped_writer") out.dropped_writer = v;
   }
 }
 

@@ -1,7 +1,9 @@
 // causeway trace: live capture of CUDA runtime/driver and NCCL calls plus host context into
-// the trace DB. SIGINT/SIGTERM (or --duration) flush everything and exit 0.
+// the trace DB. SIGINT/SIGTERM (or --duration) flush everything and exit 0; 1 when the DB could
+// not take everything (disk full, I/O error, DB deleted: the loss is reported per op).
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.h"
@@ -26,7 +28,22 @@ struct TraceArgs {
   size_t writer_queue = 0; // hidden
   std::string metrics;
   bool no_diagnose = false;
+  std::string stall_exit = "30s";  // hidden: tests shorten the wait on a full disk
 };
+
+// The loss report: what could not be stored, by op, most first.
+void report_loss(const collector::TraceSummary& sum, const std::string& db) {
+  const auto& l = sum.loss;
+  std::vector<std::pair<uint64_t, std::string>> ops;
+  for (const auto& [op, n] : l.by_op) ops.emplace_back(n, op);
+  std::sort(ops.rbegin(), ops.rend());
+  std::string by_op;
+  for (const auto& [n, op] : ops) by_op += (by_op.empty() ? "" : ", ") + op + " " + std::to_string(n);
+  std::cerr << "causeway trace: " << sum.dropped_writer << " events could not be stored in " << db << " ("
+            << l.fault << ": " << l.error << ")" << (by_op.empty() ? "" : "; by op: " + by_op) << std::endl;
+  if (!l.stopped_by_itself.empty()) std::cerr << "causeway trace: stopped by itself: " << l.stopped_by_itself << std::endl;
+  if (!l.record_error.empty()) std::cerr << "causeway trace: " << l.record_error << std::endl;
+}
 
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<TraceArgs>();
@@ -44,6 +61,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--ready-file", a->ready_file, "create this file once probes are attached")->group("");
   app.add_option("--writer-queue", a->writer_queue, "writer queue capacity (records)")->group("");
   app.add_flag("--no-python-frames", a->no_python_frames, "native stacks only (bench/python_stack_cost.sh)")->group("");
+  app.add_option("--stall-exit", a->stall_exit, "stop after this long with nothing stored (full disk)")->group("");
   app.footer(
       "Finds libcudart, libcuda and libnccl in every running process (and in processes that start or\n"
       "dlopen them later), probes them, and records calls with durations and decoded arguments,\n"
@@ -72,6 +90,9 @@ Runner setup(CLI::App& app) {
       if (!d) return report_error("trace", make_error("usage", "--duration: " + d.error().message), false);
       o.duration_ns = *d;
     }
+    auto stall = parse_duration_ns(a->stall_exit);
+    if (!stall) return report_error("trace", make_error("usage", "--stall-exit: " + stall.error().message), false);
+    o.stall_exit_ns = *stall;
     auto m = parse_size_bytes(a->max_db);
     if (!m) return report_error("trace", make_error("usage", "--max-db: " + m.error().message), false);
     o.max_db_bytes = *m;
@@ -94,6 +115,10 @@ Runner setup(CLI::App& app) {
               << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains → "
               << a->db << std::endl;
     for (const auto& w : sum->warnings) std::cerr << "causeway trace: warning: " << w << std::endl;
+    if (sum->loss.failed) {
+      report_loss(*sum, a->db);
+      return kExitFailure;
+    }
     return kExitOk;
   };
 }

@@ -18,7 +18,14 @@ std::vector<Command>& registry() {
 
 std::atomic<bool> g_stop{false};
 
-extern "C" void on_stop_signal(int) { g_stop.store(true); }
+// The first signal asks for a clean stop; a second one, for an exit now (the DB stays
+// consistent: WAL, a commit per batch), by the signal's default action.
+extern "C" void on_stop_signal(int sig) {
+  if (g_stop.exchange(true)) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
+}
 
 }  // namespace
 

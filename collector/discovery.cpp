@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "collector/proc_maps.h"
@@ -34,13 +35,20 @@ std::vector<FoundLib> scan_process(uint32_t pid) {
     if (!kind) continue;
     if (!seen.insert({makedev(m.dev_major, m.dev_minor), m.inode}).second) continue;
     std::string path = m.path;
-    if (constexpr std::string_view del = " (deleted)"; path.size() > del.size() && path.ends_with(del))
-      path.resize(path.size() - del.size());
+    const std::string proc = "/proc/" + std::to_string(pid);
     FoundLib f;
+    f.open_path = proc + "/root" + path;
+    if (constexpr std::string_view del = " (deleted)"; path.size() > del.size() && path.ends_with(del)) {
+      // Deleted (or replaced by an upgrade) while mapped: no path leads to the file any more,
+      // but the mapping's map_files link opens it, and a uprobe on it is on the same inode.
+      path.resize(path.size() - del.size());
+      char range[40];
+      std::snprintf(range, sizeof range, "%lx-%lx", static_cast<unsigned long>(m.start), static_cast<unsigned long>(m.end));
+      f.open_path = proc + "/map_files/" + range;
+    }
     f.pid = pid;
     f.kind = *kind;
     f.path = path;
-    f.open_path = "/proc/" + std::to_string(pid) + "/root" + path;
     f.dev = makedev(m.dev_major, m.dev_minor);
     f.inode = m.inode;
     out.push_back(std::move(f));

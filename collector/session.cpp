@@ -20,6 +20,8 @@
 #include <unordered_set>
 
 #include "bpf/events.h"
+#include "common/sanitize.h"
+#include "common/units.h"
 #include "collector/bpf_loader.h"
 #include "collector/cgroup_paths.h"
 #include "collector/cgroup_resolver.h"
@@ -113,6 +115,8 @@ class Session {
   void detect_python_in(uint32_t pid);
   void forget_python(uint32_t pid);
   void update_counters();
+  void publish_metrics();
+  bool writer_cannot_go_on();
   bool pid_allowed(uint32_t pid) const;
   void say(const std::string& msg) {
     if (o_.verbose) std::cerr << "causeway trace: " << msg << std::endl;
@@ -155,7 +159,9 @@ class Session {
   uint64_t python_unsupported_ = 0;
   std::vector<std::pair<int64_t, uint32_t>> pending_rescans_;  // (due mono ns, pid)
   int64_t next_rescan_ = 0, next_second_ = 0, next_offset_ = 0;
-  bool write_error_reported_ = false;
+  WriteFault reported_fault_ = WriteFault::none;
+  int64_t clear_since_ns_ = 0;  // steady clock: writes succeed again since, not yet said
+  std::set<std::pair<uint64_t, uint64_t>> attach_failed_;  // (dev, inode) of libraries said once not to attach
   TraceSummary sum_;
 };
 
@@ -199,6 +205,7 @@ Result<void> Session::start() {
     if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, cookie, true); !r) return r.error();
   }
   rescan(o_.pids);
+  if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
   if (!o_.ready_file.empty()) {
     int fd = ::open(o_.ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd >= 0) ::close(fd);
@@ -216,9 +223,12 @@ void Session::rescan(const std::vector<uint32_t>& only) {
   if (!o_.pids.empty() && pids.empty()) pids.assign(allowed_.begin(), allowed_.end());
   for (const FoundLib& f : scan_all(pids)) {
     if (!pid_allowed(f.pid)) continue;
-    if (!attacher_.attached(f.dev, f.inode)) {
+    if (!attacher_.attached(f.dev, f.inode) && !attach_failed_.count({f.dev, f.inode})) {
       auto r = attacher_.attach(f.open_path, f.path, f.kind);
       if (!r) {
+        // Once per file: a library deleted (or upgraded in place) under a running process
+        // stays mapped but has no path to probe, and the scan sees it every second.
+        attach_failed_.insert({f.dev, f.inode});
         sum_.warnings.push_back(r.error().message);
         say(r.error().message);
       } else if (*r) {
@@ -369,6 +379,12 @@ void Session::on_proc(const cw_proc_event& e) {
       p.comm = comm_string(e.comm);
       p.last_ns = c.ts_ns;
       p.exit_code = e.exit_code;
+      // A process the user named with --pid: its end is news (the trace goes on, for its
+      // children and for the record); others' exits are only stored, or a busy host would
+      // fill the terminal.
+      if (std::find(o_.pids.begin(), o_.pids.end(), pid) != o_.pids.end())
+        say("pid " + std::to_string(pid) + " (" + sanitize_untrusted(p.comm, 64) + ") exited with code " +
+            std::to_string(e.exit_code) + "; still tracing");
       writer_.push_meta(p);
       if (auto it = known_.find(pid); it != known_.end()) it->second.last_ns = c.ts_ns;
       bpf_.untrace_pid(pid);
@@ -528,17 +544,10 @@ void Session::periodic(int64_t now) {
   }
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
-    // A full disk or a failed write must not go unnoticed until the user stops the trace.
-    if (!write_error_reported_) {
-      if (std::string err = writer_.last_error(); !err.empty()) {
-        write_error_reported_ = true;
-        std::cerr << "causeway trace: cannot write " << o_.db << ": " << err
-                  << "; events are being lost: free space (or pass --max-db) and restart the trace" << std::endl;
-      }
-    }
     emit_page_allocs(now);
     for (const auto& u : stack_policy_.updates()) bpf_.set_stack_threshold(u.pid, u.op, u.threshold_ns);
     update_counters();
+    if (metrics_) publish_metrics();
     if (o_.live_table) {
       std::cerr << "\x1b[H\x1b[2J"
                 << stats_.render(now - started_mono_, sum_.dropped_ring, writer_.counters().dropped_writer, known_.size())
@@ -547,9 +556,76 @@ void Session::periodic(int64_t now) {
   }
 }
 
+// "30 s" rather than "30.00s" for the whole seconds a person sets.
+std::string stall_text(int64_t ns) {
+  return ns % 1'000'000'000 == 0 ? std::to_string(ns / 1'000'000'000) + " s" : format_duration_ns(ns);
+}
+
+// A failed write must not go unnoticed until the user stops the trace: said on stderr the
+// round it is seen (the writer tries every 100 ms), and again once writes have succeeded for
+// 2 s — a disk that is nearly full takes a small batch now and then, which is no recovery
+// worth a line each time. True when waiting cannot help: the DB is gone, or nothing was
+// stored for stall_exit_ns.
+bool Session::writer_cannot_go_on() {
+  const WriteFault now_fault = writer_.fault();
+  if (now_fault == WriteFault::none && reported_fault_ == WriteFault::none) return false;
+  const WriterHealth h = writer_.health();
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (h.fault == WriteFault::none) {
+    if (clear_since_ns_ == 0) clear_since_ns_ = now;
+    if (now - clear_since_ns_ < 2'000'000'000) return false;
+    std::cerr << "causeway trace: writing " << o_.db << " again; " << writer_.counters().dropped_write_error
+              << " events could not be stored meanwhile (counted per op in the session)" << std::endl;
+    reported_fault_ = WriteFault::none;
+    return false;
+  }
+  clear_since_ns_ = 0;
+  if (h.fault != reported_fault_) {
+    reported_fault_ = h.fault;
+    if (!write_fault_may_clear(h.fault))
+      std::cerr << "causeway trace: " << o_.db
+                << (h.fault == WriteFault::db_deleted ? " was deleted or moved away" : " was replaced by another file")
+                << " while tracing: nothing more can be stored in it; stopping" << std::endl;
+    else
+      std::cerr << "causeway trace: cannot write " << o_.db << ": "
+                << (h.fault == WriteFault::disk_full ? "the disk is full: " : h.fault == WriteFault::io_error ? "I/O error: " : "")
+                << h.error << "; events from now on are counted as lost, per op; the trace stops by itself after "
+                << stall_text(o_.stall_exit_ns)
+                << " with nothing stored: free space (or pass --max-db), or press Ctrl-C to stop now" << std::endl;
+  }
+  if (!write_fault_may_clear(h.fault)) {
+    sum_.loss.stopped_by_itself = o_.db + (h.fault == WriteFault::db_deleted ? " was deleted or moved away" : " was replaced");
+    return true;
+  }
+  // Stalled: failing, and no row stored since (a nearly full disk that takes a small batch
+  // now and then is slow progress, not none).
+  if (now - std::max(h.failing_since_ns, h.stored_at_ns) < o_.stall_exit_ns) return false;
+  sum_.loss.stopped_by_itself = "nothing could be stored in " + o_.db + " for " + stall_text(o_.stall_exit_ns);
+  std::cerr << "causeway trace: " << sum_.loss.stopped_by_itself << "; stopping" << std::endl;
+  return true;
+}
+
+void Session::publish_metrics() {
+  for (const auto& [name, value] : sum_.counters)
+    if (name.rfind("dropped", 0) == 0) metrics_->set_drops(name, value);
+  const WriterCounters c = writer_.counters();
+  metrics_->set_drops("dropped_writer", c.dropped_writer);
+  for (const auto& [op, n] : c.dropped_by_op) {
+    const OpInfo* info = find_op(op);
+    metrics_->set_writer_lost(info ? std::string(source_name(info->source)) : "unknown",
+                              info ? std::string(info->name) : "op" + std::to_string(op), n);
+  }
+  // As said on stderr: set at once, cleared once writes have succeeded for 2 s.
+  const WriteFault f = reported_fault_;
+  for (WriteFault k : {WriteFault::disk_full, WriteFault::io_error, WriteFault::db_deleted, WriteFault::db_replaced,
+                       WriteFault::write_failed})
+    metrics_->set_writer_failing(write_fault_name(k), f == k);
+}
+
 void Session::loop(const std::function<bool()>& stop) {
   const int64_t end = o_.duration_ns > 0 ? started_mono_ + o_.duration_ns : INT64_MAX;
-  while (!stop()) {
+  while (!stop() && !writer_cannot_go_on()) {
     const int64_t now = monotonic_ns();
     if (now >= end) break;
     // Producers submit without wake-ups, so the poll mostly times out: consume either way.
@@ -592,16 +668,6 @@ TraceSummary Session::finish() {
 }  // namespace
 
 Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()>& stop) {
-  set_libbpf_quiet(true);
-  LoaderOptions lo;
-  lo.stacks = o.stacks;
-  lo.filter_pids = !o.pids.empty();
-  lo.ring_calls_bytes = o.ring_calls_bytes;
-  lo.ring_host_bytes = o.ring_host_bytes;
-  lo.detach_after_return = o.detach_after_return;
-  auto bpf = BpfObject::load(lo);
-  if (!bpf) return bpf.error();
-
   // The writer is the stage that falls behind first on a busy host; SQLite's allocation
   // statistics take a global mutex on every malloc and nothing in `trace` reads them (no
   // heap limit here, unlike sqlguard's connections). Only possible before SQLite's first use.
@@ -615,9 +681,22 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   wo.max_db_bytes = o.max_db_bytes;
   // Live data: readers (explain, MCP) see each 100 ms of it committed.
   wo.flush_interval_ms = 100;
+  wo.holder = "causeway trace";
   if (o.writer_queue) wo.queue_capacity = o.writer_queue;
+  // The writer (and its lock) before BPF: a second trace of the same DB is refused before it
+  // loads or attaches anything.
   auto writer = StoreWriter::open(o.db, wo);
   if (!writer) return writer.error();
+  set_libbpf_quiet(true);
+  LoaderOptions lo;
+  lo.stacks = o.stacks;
+  lo.filter_pids = !o.pids.empty();
+  lo.ring_calls_bytes = o.ring_calls_bytes;
+  lo.ring_host_bytes = o.ring_host_bytes;
+  lo.detach_after_return = o.detach_after_return;
+  auto bpf = BpfObject::load(lo);
+  if (!bpf) return bpf.error();
+
   SessionInfo info;
   info.source_kind = "live";
   info.label = o.label;
@@ -664,14 +743,25 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
     else sum.warnings.push_back("diagnosis at the end of the trace failed: " + n.error().message);
     (*writer)->flush();
   }
-  sum.dropped_writer = (*writer)->counters().dropped_writer;
+  auto closed = (*writer)->close(realtime_ns());
+  const WriterCounters wc = (*writer)->counters();
+  const WriterHealth wh = (*writer)->health();
+  sum.dropped_writer = wc.dropped_writer;
+  sum.loss.failed = wh.ever_failed || !closed;
+  sum.loss.fault = write_fault_name(wh.last_fault);
+  sum.loss.error = wh.error;
+  sum.loss.events = wc.dropped_write_error;
+  for (const auto& [op, n] : wc.dropped_by_op) {
+    const OpInfo* info = find_op(op);
+    sum.loss.by_op[info ? std::string(info->name) : "op" + std::to_string(op)] = n;
+  }
+  if (!closed) sum.loss.record_error = closed.error().message;
   if (registry) {
     for (const auto& [name, value] : sum.counters)
       if (name.rfind("dropped", 0) == 0) registry->set_drops(name, value);
     registry->set_drops("dropped_writer", sum.dropped_writer);
     sum.metrics_url = metrics_server->url();
   }
-  if (auto r = (*writer)->close(realtime_ns()); !r) return r.error();
   return sum;
 }
 

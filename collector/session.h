@@ -43,6 +43,20 @@ struct TraceOptions {
   std::function<void()> on_ready;
   bool diagnose = true;               // run the correlator live and at the end
   std::string metrics_addr;           // --metrics HOST:PORT: Prometheus exposition
+  // The trace ends by itself once the writer has stored nothing for this long (a full disk
+  // nobody frees); a deleted or replaced DB ends it at once. docs/COLLECTOR.md "Faults".
+  int64_t stall_exit_ns = 30'000'000'000;
+};
+
+// What the writer could not store, for the summary and the exit status.
+struct WriteLoss {
+  bool failed = false;                          // a write failed or the DB went away
+  std::string fault;                            // write_fault_name() of the last failure
+  std::string error;                            // its message
+  uint64_t events = 0;                          // rows lost in failed writes (dropped_write_error)
+  std::map<std::string, uint64_t> by_op;        // every row the writer lost, by op name
+  std::string stopped_by_itself;                // why the trace ended without being asked; "" when asked
+  std::string record_error;                     // the loss counts themselves could not be stored: why
 };
 
 struct TraceSummary {
@@ -60,6 +74,7 @@ struct TraceSummary {
   size_t processes = 0;
   size_t chains = 0;
   std::string metrics_url;
+  WriteLoss loss;
 };
 
 Result<TraceSummary> run_trace(const TraceOptions& options, const std::function<bool()>& stop);

@@ -110,7 +110,7 @@ Result<ImportSummary> import_ingero(const std::string& file, const std::string& 
     if (e && *e) sum.last_ns = **e;
   }
 
-  auto writer = StoreWriter::open(db_path);
+  auto writer = StoreWriter::open(db_path, WriterOptions{.holder = "causeway import"});
   if (!writer) return writer.error();
   SessionInfo info = session_info(h, l, file);
   info.started_ns = sum.first_ns;

@@ -83,6 +83,13 @@ std::string render_prometheus(const MetricsSnapshot& s) {
   family(out, "causeway_dropped_events_total", "counter", "Events lost by the pipeline, by reason (ring, writer, ...).");
   for (const auto& [reason, n] : s.drops)
     out += "causeway_dropped_events_total{reason=\"" + escape_label_value(reason) + "\"} " + std::to_string(n) + "\n";
+  family(out, "causeway_writer_lost_events_total", "counter",
+         "Events the trace DB's writer could not store (disk full, I/O error, DB deleted), by source and op.");
+  for (const auto& [k, n] : s.writer_lost)
+    out += "causeway_writer_lost_events_total{" + op_labels(k) + "} " + std::to_string(n) + "\n";
+  family(out, "causeway_writer_failing", "gauge", "1 while the trace DB's writer cannot store events for this reason.");
+  for (const auto& [fault, v] : s.writer_failing)
+    out += "causeway_writer_failing{fault=\"" + escape_label_value(fault) + "\"} " + std::to_string(v) + "\n";
   family(out, "causeway_chains", "gauge", "Causal chains diagnosed in this trace, by cause.");
   for (const auto& [cause, n] : s.chains)
     out += "causeway_chains{cause=\"" + escape_label_value(cause) + "\"} " + std::to_string(n) + "\n";

@@ -63,6 +63,16 @@ void MetricsRegistry::set_drops(const std::string& reason, uint64_t n) {
   s_.drops[reason] = n;
 }
 
+void MetricsRegistry::set_writer_lost(const std::string& source, const std::string& op, uint64_t n) {
+  std::lock_guard lock(mu_);
+  s_.writer_lost[{source, op}] = n;
+}
+
+void MetricsRegistry::set_writer_failing(const std::string& fault, bool failing) {
+  std::lock_guard lock(mu_);
+  s_.writer_failing[fault] = failing ? 1 : 0;
+}
+
 void MetricsRegistry::set_chains(const std::string& cause, uint64_t n) {
   std::lock_guard lock(mu_);
   s_.chains[cause] = n;

@@ -31,6 +31,8 @@ struct OpSeries {
 struct MetricsSnapshot {
   std::map<std::pair<std::string, std::string>, OpSeries> ops;  // (source, op)
   std::map<std::string, uint64_t> drops;                          // reason -> events lost
+  std::map<std::pair<std::string, std::string>, uint64_t> writer_lost;  // (source, op) -> rows the writer lost
+  std::map<std::string, uint64_t> writer_failing;                 // fault -> 1 while it holds, else 0
   std::map<std::string, uint64_t> chains;                         // cause -> chains
   uint64_t scrapes = 0;
 };
@@ -54,6 +56,9 @@ class MetricsRegistry {
   // Totals so far (the pipeline's counters are cumulative: last value wins).
   void set_drops(const std::string& reason, uint64_t n);
   void set_chains(const std::string& cause, uint64_t n);
+  // The trace DB's writer: rows it could not store, by op, and which fault stops it now.
+  void set_writer_lost(const std::string& source, const std::string& op, uint64_t n);
+  void set_writer_failing(const std::string& fault, bool failing);
 
   MetricsSnapshot snapshot() const;
   void count_scrape();

@@ -86,7 +86,7 @@ Result<uint64_t> pilot_calls(const ScenarioDef& def, const std::string& db_path,
   remove_scratch();
   uint64_t calls = 0;
   {
-    auto writer = StoreWriter::open(scratch);
+    auto writer = StoreWriter::open(scratch, WriterOptions{.holder = "causeway demo"});
     if (!writer) return writer.error();
     SessionInfo info;
     info.source_kind = "demo";
@@ -163,7 +163,7 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
     t0 = now - duration;
   }
 
-  auto writer = StoreWriter::open(db_path);
+  auto writer = StoreWriter::open(db_path, WriterOptions{.holder = "causeway demo"});
   if (!writer) return writer.error();
   SessionInfo info;
   info.source_kind = "demo";

@@ -84,6 +84,8 @@ std::string user_name(uid_t uid) {
   return "uid " + std::to_string(uid);
 }
 
+}  // namespace
+
 // Makes the missing folders (0700) and the DB file (0600) before SQLite opens it. Under sudo
 // they belong to the invoking user when the nearest existing folder is theirs (the default
 // path, or any --db in their own tree); SQLite running as root gives -wal/-shm the owner of
@@ -127,10 +129,7 @@ Result<void> prepare_db_files(const std::string& path) {
   return {};
 }
 
-}  // namespace
-
 Result<DbHandle> open_for_write(const std::string& path) {
-  bool fresh = !file_exists(path);
   if (auto r = prepare_db_files(path); !r) return r.error();
   auto db = open_with(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
@@ -138,8 +137,10 @@ Result<DbHandle> open_for_write(const std::string& path) {
   sqlite3_busy_timeout(h, 5000);
   if (auto r = check_identity(h, path, true); !r) return r.error();
   // auto_vacuum must be chosen before the first table exists: INCREMENTAL lets --max-db
-  // pruning hand pages back to the file system.
-  if (fresh) (void)exec_sql(h, "PRAGMA auto_vacuum = INCREMENTAL");
+  // pruning hand pages back to the file system. A new DB is an empty file (prepare_db_files
+  // made it, maybe in an earlier call): zero pages.
+  if (auto pages = query_int(h, "PRAGMA page_count"); pages && pages->value_or(0) == 0)
+    (void)exec_sql(h, "PRAGMA auto_vacuum = INCREMENTAL");
   // A 4 MiB page cache: the writer appends (events by rowid, sched/wakeups by ts), so it only
   // needs the right-hand edge of each B-tree; 8 MiB wrote no faster and cost 4 MB of RSS.
   if (auto r = exec_sql(h,

@@ -9,6 +9,10 @@
 
 namespace causeway {
 
+// Creates the missing folders (0700) and an empty DB file (0600), given to the sudo invoker
+// where docs/COLLECTOR.md says; refuses ("db_owner") a DB that belongs to another user.
+Result<void> prepare_db_files(const std::string& path);
+
 // Creates parent folders and the DB if needed, enables WAL, applies migrations.
 // Fails with "db_too_new", "db_foreign", "db_corrupt" or "db_open".
 Result<DbHandle> open_for_write(const std::string& path);

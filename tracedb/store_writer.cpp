@@ -1,8 +1,13 @@
 #include "tracedb/store_writer.h"
 
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <type_traits>
 
 #include "tracedb/chain_store.h"
 #include "tracedb/op_catalog.h"
@@ -59,18 +64,76 @@ void bind_event(Statement& s, int base, int64_t session_id, const CallRecord& c)
 
 int64_t floor_sec(int64_t ts_ns) { return ts_ns >= 0 ? ts_ns / kNsPerSec : (ts_ns - kNsPerSec + 1) / kNsPerSec; }
 
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// With --max-db the file system is a cap too: the writer prunes while less than this is left
+// free (its own free pages counted), so the WAL can still be checkpointed. A WAL checkpoint
+// lands up to ~4 MiB of pages (SQLite's 1000-page auto-checkpoint) and one batch adds up to
+// 65,536 rows × ~110 B ≈ 7 MiB: 16 MiB covers both. A smaller file system keeps half of itself
+// free: a quarter was too little for a checkpoint and a batch landing together on 32 MiB.
+constexpr int64_t kMinFreeBytes = 16 << 20;
+
+struct FsRoom {
+  int64_t free = 0;   // bytes this process may still allocate
+  int64_t floor = 0;  // kMinFreeBytes, or half of a smaller file system
+};
+std::optional<FsRoom> fs_room(const std::string& path) {
+  struct statvfs fs {};
+  if (::statvfs(path.c_str(), &fs) != 0) return std::nullopt;
+  const int64_t frsize = static_cast<int64_t>(fs.f_frsize);
+  return FsRoom{static_cast<int64_t>(fs.f_bavail) * frsize,
+                std::min<int64_t>(kMinFreeBytes, static_cast<int64_t>(fs.f_blocks) * frsize / 2)};
+}
+
+// A meta row that breaks a constraint is skipped (as an upsert it should not); any other
+// failure (a full disk) fails the batch.
+int finish_meta(Statement& s) {
+  int rc = s.step();
+  s.reset();
+  return (rc & 0xff) == SQLITE_CONSTRAINT ? SQLITE_DONE : rc;
+}
+
+// Pseudo-ops of the context rows, rolled up per second like calls (bpf/events.h).
+constexpr uint16_t kSchedSwitchOp = 400;  // CW_OP_SCHED_SWITCH
+constexpr uint16_t kSchedWakeupOp = 401;  // CW_OP_SCHED_WAKEUP
+
 }  // namespace
 
+const char* write_fault_name(WriteFault f) {
+  switch (f) {
+    case WriteFault::none: return "none";
+    case WriteFault::disk_full: return "disk_full";
+    case WriteFault::io_error: return "io_error";
+    case WriteFault::db_deleted: return "db_deleted";
+    case WriteFault::db_replaced: return "db_replaced";
+    case WriteFault::write_failed: return "write_failed";
+  }
+  return "write_failed";
+}
+
+bool write_fault_may_clear(WriteFault f) { return f != WriteFault::db_deleted && f != WriteFault::db_replaced; }
+
 Result<std::unique_ptr<StoreWriter>> StoreWriter::open(const std::string& path, const WriterOptions& options) {
+  // The lock first: a second writer must not even migrate a DB that another one is writing.
+  if (auto r = prepare_db_files(path); !r) return r.error();
+  auto lock = DbWriterLock::acquire(path, options.holder);
+  if (!lock) return lock.error();
   auto db = open_for_write(path);
   if (!db) return db.error();
-  std::unique_ptr<StoreWriter> w(new StoreWriter(std::move(*db), path, options));
+  std::unique_ptr<StoreWriter> w(new StoreWriter(std::move(*db), std::move(*lock), path, options));
+  if (struct stat st {}; ::stat(path.c_str(), &st) == 0) {
+    w->db_dev_ = st.st_dev;
+    w->db_ino_ = st.st_ino;
+  }
   if (auto r = w->prepare_statements(); !r) return r.error();
   return w;
 }
 
-StoreWriter::StoreWriter(DbHandle db, std::string path, WriterOptions options)
-    : db_(std::move(db)), path_(std::move(path)), options_(options), known_ops_(65536, 0) {
+StoreWriter::StoreWriter(DbHandle db, DbWriterLock lock, std::string path, WriterOptions options)
+    : db_(std::move(db)), lock_(std::move(lock)), path_(std::move(path)), options_(options), known_ops_(65536, 0) {
   for (const OpInfo& op : op_catalog()) known_ops_[op.id] = 1;
 }
 
@@ -129,6 +192,7 @@ Result<void> StoreWriter::prepare_statements() {
        "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
       {&upd_rolled_, "UPDATE sessions SET rolled_up_to_ns = ? WHERE id = ?"},
+      {&upd_stopped_, "UPDATE sessions SET stopped_ns = ? WHERE id = ?"},
       {&ins_block_,
        "INSERT OR REPLACE INTO event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
        "VALUES (?,?,?,?,?,?)"},
@@ -233,7 +297,7 @@ size_t StoreWriter::push_calls(std::span<const CallRecord> rs) {
   size_t queued = queued_rows();
   size_t n = std::min(options_.queue_capacity > queued ? options_.queue_capacity - queued : 0, rs.size());
   for (size_t i = 0; i < n; ++i) accept(rs[i], calls_);
-  stats_.dropped_writer += rs.size() - n;
+  for (size_t i = n; i < rs.size(); ++i) count_lost(rs[i].op, 1);
   return n;
 }
 
@@ -251,7 +315,8 @@ template <typename R>
 bool StoreWriter::push_or_drop(const R& r, RecordLane<R>& lane) {
   std::lock_guard lock(mu_);
   if (queued_rows() >= options_.queue_capacity) {
-    ++stats_.dropped_writer;
+    if constexpr (std::is_same_v<R, CallRecord>) count_lost(r.op, 1);
+    else count_lost(std::is_same_v<R, SwitchRecord> ? kSchedSwitchOp : kSchedWakeupOp, 1);
     return false;
   }
   accept(r, lane);
@@ -325,7 +390,7 @@ void StoreWriter::flush() {
   uint64_t target = enqueued_seq_;
   flush_requested_ = true;
   wake_writer_.notify_one();
-  batch_done_.wait(lock, [&] { return committed_seq_ >= target || !last_error_.empty() || stop_; });
+  batch_done_.wait(lock, [&] { return committed_seq_ >= target || stop_; });
 }
 
 WriterCounters StoreWriter::counters() const {
@@ -333,9 +398,14 @@ WriterCounters StoreWriter::counters() const {
   return stats_;
 }
 
-std::string StoreWriter::last_error() const {
+WriterHealth StoreWriter::health() const {
   std::lock_guard lock(mu_);
-  return last_error_;
+  return health_;
+}
+
+void StoreWriter::count_lost(uint16_t op, uint64_t n) {
+  stats_.dropped_writer += n;
+  stats_.dropped_by_op[op] += n;
 }
 
 void StoreWriter::run() {
@@ -356,10 +426,10 @@ void StoreWriter::run() {
       seq = enqueued_seq_;
     }
     Result<void> r = write_batch(batch, stopping);
+    if (!r) on_write_failure(batch, stopping, r.error());
     {
       std::lock_guard lock(mu_);
       recycle(batch);
-      if (!r && last_error_.empty()) last_error_ = r.error().message;
       committed_seq_ = seq;
     }
     batch_done_.notify_all();
@@ -371,7 +441,7 @@ void StoreWriter::run() {
 }
 
 void StoreWriter::accumulate(uint16_t op, uint32_t pid, int64_t ts_ns, int64_t dur_ns, bool error) {
-  RollupAcc& acc = rollups_[RollupKey{floor_sec(ts_ns), op, pid}];
+  RollupAcc& acc = batch_rollups_[RollupKey{floor_sec(ts_ns), op, pid}];
   uint64_t d = dur_ns > 0 ? static_cast<uint64_t>(dur_ns) : 0;
   ++acc.count;
   acc.sum += d;
@@ -379,6 +449,15 @@ void StoreWriter::accumulate(uint16_t op, uint32_t pid, int64_t ts_ns, int64_t d
   acc.max = std::max(acc.max, d);
   acc.errors += error ? 1 : 0;
   acc.hist.add(d);
+}
+
+void StoreWriter::RollupAcc::merge(const RollupAcc& o) {
+  count += o.count;
+  sum += o.sum;
+  min = std::min(min, o.min);
+  max = std::max(max, o.max);
+  errors += o.errors;
+  hist.merge(o.hist);
 }
 
 template <typename R, typename Bind>
@@ -391,34 +470,113 @@ int StoreWriter::insert_lane(const std::vector<std::vector<R>>& chunks, Statemen
       sqlite3_reset(s.get());
       if (rc != SQLITE_DONE) return rc;
       ++written;
-      max_ts_seen_ = std::max(max_ts_seen_, r.ts_ns);
+      batch_max_ts_ = std::max(batch_max_ts_, r.ts_ns);
       accumulate(rollup_op, pid, r.ts_ns, 0, false);
     }
   return SQLITE_DONE;
 }
 
+bool StoreWriter::disk_has_room() const {
+  auto fs = fs_room(path_);
+  return !fs || fs->free >= fs->floor;
+}
+
+WriteFault StoreWriter::check_db_file() const {
+  if (db_ino_ == 0) return WriteFault::none;
+  struct stat st {};
+  if (::stat(path_.c_str(), &st) != 0)
+    return errno == ENOENT || errno == ENOTDIR ? WriteFault::db_deleted : WriteFault::none;
+  return st.st_ino != db_ino_ || st.st_dev != db_dev_ ? WriteFault::db_replaced : WriteFault::none;
+}
+
+WriteFault StoreWriter::classify_failure(int rc) {
+  // The errno of the failed system call: an I/O error that is a full disk or quota.
+  const int err = sqlite3_system_errno(db_.get());
+  if ((rc & 0xff) == SQLITE_FULL || ((rc & 0xff) == SQLITE_IOERR && (err == ENOSPC || err == EDQUOT)))
+    return WriteFault::disk_full;
+  if (rc == SQLITE_READONLY_DBMOVED) {  // SQLite's own check: the file it has open left the path
+    gone_ = check_db_file() == WriteFault::db_replaced ? WriteFault::db_replaced : WriteFault::db_deleted;
+    return gone_;
+  }
+  if ((rc & 0xff) == SQLITE_IOERR) return WriteFault::io_error;
+  return WriteFault::write_failed;
+}
+
+Result<void> StoreWriter::in_transaction(const std::function<Result<void>()>& body) {
+  sqlite3* h = db_.get();
+  Result<void> r = exec_sql(h, "BEGIN IMMEDIATE");
+  if (r) r = body();
+  if (r) r = exec_sql(h, "COMMIT");
+  if (r) return r;
+  failure_ = classify_failure(sqlite3_extended_errcode(h));
+  // Some errors (a full disk among them) roll the transaction back by themselves.
+  if (!sqlite3_get_autocommit(h)) (void)exec_sql(h, "ROLLBACK");
+  return make_error("db_write", "writing to " + path_ + " failed: " + r.error().message);
+}
+
 Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
   std::lock_guard db_lock(db_mu_);
+  if (gone_ == WriteFault::none) gone_ = check_db_file();
+  if (gone_ != WriteFault::none) {
+    failure_ = gone_;
+    return make_error("db_gone", path_ + (gone_ == WriteFault::db_deleted ? " was deleted or moved away"
+                                                                          : " was replaced by another file") +
+                                     " while being written; nothing more is stored");
+  }
+  batch_rollups_.clear();
+  batch_max_ts_ = max_ts_seen_;
+  batch_written_ = 0;
+  auto r = in_transaction([&] { return write_batch_rows(batch, final_flush); });
+  if (!r) {
+    batch_rollups_.clear();  // those rows were not stored
+    return r;
+  }
+  commit_rollups();
+  bool recovered = false;
+  {
+    std::lock_guard lock(mu_);
+    stats_.written += batch_written_;
+    ++stats_.transactions;
+    if (batch.rows > 0) health_.stored_at_ns = steady_ns();
+    // Only stored rows end a fault, and a full disk only once it has room again: a small
+    // batch fits in the WAL space a failed one left behind while the disk is as full as
+    // before, and the next larger one fails again.
+    if (health_.fault != WriteFault::none && batch.rows > 0 &&
+        (health_.fault != WriteFault::disk_full || disk_has_room())) {
+      recovered = true;
+      health_.fault = WriteFault::none;
+      health_.failing_since_ns = 0;
+      fault_.store(WriteFault::none, std::memory_order_relaxed);
+    }
+  }
+  if (recovered) (void)lock_.reserve();
+  // The batch is stored whatever pruning does; a prune that fails is tried after the next one.
+  if (options_.max_db_bytes > 0) (void)prune_if_needed(false);
+  return {};
+}
+
+Result<void> StoreWriter::write_batch_rows(Batch& batch, bool final_flush) {
   sqlite3* h = db_.get();
-  if (auto r = exec_sql(h, "BEGIN IMMEDIATE"); !r) return r;
   uint64_t written = 0;
   int rc = SQLITE_DONE;
   const int64_t sid = session_id_;
+  auto failed = [&] { return make_error("db_write", sqlite_error_text(h)); };
 
-  for (const MetaRecord& m : batch.meta) write_meta(m);
+  for (const MetaRecord& m : batch.meta)
+    if (rc = write_meta(m); rc != SQLITE_DONE) return failed();
 
   struct {
     int64_t first_id = 0, last_id = 0, min_ts = INT64_MAX, max_ts = INT64_MIN, max_end = INT64_MIN;
   } block;  // this batch's entry in the event_blocks zone map
 
   for (const auto& chunk : batch.calls) {
-    for (size_t i = 0; i < chunk.size() && rc == SQLITE_DONE;) {
+    for (size_t i = 0; i < chunk.size();) {
       const int group = chunk.size() - i >= kEventsPerInsert ? kEventsPerInsert : 1;
       Statement& s = group > 1 ? ins_events_ : ins_event_;
       for (int r = 0; r < group; ++r) bind_event(s, r * kEventColumns, sid, chunk[i + r]);
       rc = s.step();
       sqlite3_reset(s.get());
-      if (rc != SQLITE_DONE) break;
+      if (rc != SQLITE_DONE) return failed();
       // One INSERT's rows take consecutive rowids, the last being last_insert_rowid.
       const int64_t last = sqlite3_last_insert_rowid(h);
       if (block.first_id == 0) block.first_id = last - group + 1;
@@ -428,15 +586,14 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
         block.min_ts = std::min(block.min_ts, c.ts_ns);
         block.max_ts = std::max(block.max_ts, c.ts_ns);
         block.max_end = std::max(block.max_end, c.ts_ns + c.dur_ns);
-        max_ts_seen_ = std::max(max_ts_seen_, c.ts_ns);
+        batch_max_ts_ = std::max(batch_max_ts_, c.ts_ns);
         accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
       }
       written += static_cast<uint64_t>(group);
       i += static_cast<size_t>(group);
     }
-    if (rc != SQLITE_DONE) break;
   }
-  if (rc == SQLITE_DONE && block.first_id != 0) {
+  if (block.first_id != 0) {
     Statement& s = ins_block_;
     s.bind(1, sid);
     s.bind(2, block.first_id);
@@ -446,67 +603,101 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
     s.bind(6, block.max_end);
     rc = s.step();
     sqlite3_reset(s.get());
+    if (rc != SQLITE_DONE) return failed();
   }
-  // Sched context rows, rolled up per second under the pseudo-ops 400 / 401 like calls.
-  if (rc == SQLITE_DONE)
-    rc = insert_lane(batch.switches, ins_sched_, 400 /* CW_OP_SCHED_SWITCH */, written,
-                     [&](Statement& s, const SwitchRecord& w) {
-                       s.bind(1, sid);
-                       s.bind(2, w.ts_ns);
-                       s.bind(3, int64_t{w.cpu});
-                       s.bind(4, int64_t{w.prev_tid});
-                       s.bind(5, int64_t{w.prev_pid});
-                       s.bind(6, int64_t{w.prev_prio});
-                       s.bind(7, w.prev_state);
-                       s.bind(8, int64_t{w.next_tid});
-                       s.bind(9, int64_t{w.next_pid});
-                       s.bind(10, int64_t{w.next_prio});
-                       return w.prev_pid;
-                     });
-  if (rc == SQLITE_DONE)
-    rc = insert_lane(batch.wakeups, ins_wakeup_, 401 /* CW_OP_SCHED_WAKEUP */, written,
-                     [&](Statement& s, const WakeupRecord& w) {
-                       s.bind(1, sid);
-                       s.bind(2, w.ts_ns);
-                       s.bind(3, int64_t{w.tid});
-                       s.bind(4, int64_t{w.pid});
-                       s.bind(5, int64_t{w.waker_tid});
-                       s.bind(6, int64_t{w.waker_pid});
-                       s.bind(7, int64_t{w.target_cpu});
-                       return w.pid;
-                     });
-  if (rc != SQLITE_DONE) {
-    std::string e = sqlite_error_text(h);
-    (void)exec_sql(h, "ROLLBACK");
-    // The rows of this batch are lost: say so in the counters rather than pretend.
-    std::lock_guard lock(mu_);
-    stats_.dropped_writer += batch.rows;
-    counters_["dropped_write_error"] += static_cast<int64_t>(batch.rows);
-    return make_error("db_write", "writing to " + path_ + " failed: " + e);
-  }
-  int64_t cutoff = final_flush ? INT64_MAX : max_ts_seen_ - options_.rollup_lateness_ns;
-  if (auto r = flush_rollups(cutoff); !r) {
-    (void)exec_sql(h, "ROLLBACK");
-    return r;
-  }
-  {
-    std::lock_guard lock(mu_);
-    stats_.written += written;
-    ++stats_.transactions;
-  }
-  if (auto r = write_counters(); !r) {
-    (void)exec_sql(h, "ROLLBACK");
-    return r;
-  }
-  if (auto r = exec_sql(h, "COMMIT"); !r) {
-    (void)exec_sql(h, "ROLLBACK");
-    return r;
-  }
-  if (options_.max_db_bytes > 0) return prune_if_needed();
-  return {};
+  rc = insert_lane(batch.switches, ins_sched_, kSchedSwitchOp, written, [&](Statement& s, const SwitchRecord& w) {
+    s.bind(1, sid);
+    s.bind(2, w.ts_ns);
+    s.bind(3, int64_t{w.cpu});
+    s.bind(4, int64_t{w.prev_tid});
+    s.bind(5, int64_t{w.prev_pid});
+    s.bind(6, int64_t{w.prev_prio});
+    s.bind(7, w.prev_state);
+    s.bind(8, int64_t{w.next_tid});
+    s.bind(9, int64_t{w.next_pid});
+    s.bind(10, int64_t{w.next_prio});
+    return w.prev_pid;
+  });
+  if (rc != SQLITE_DONE) return failed();
+  rc = insert_lane(batch.wakeups, ins_wakeup_, kSchedWakeupOp, written, [&](Statement& s, const WakeupRecord& w) {
+    s.bind(1, sid);
+    s.bind(2, w.ts_ns);
+    s.bind(3, int64_t{w.tid});
+    s.bind(4, int64_t{w.pid});
+    s.bind(5, int64_t{w.waker_tid});
+    s.bind(6, int64_t{w.waker_pid});
+    s.bind(7, int64_t{w.target_cpu});
+    return w.pid;
+  });
+  if (rc != SQLITE_DONE) return failed();
+  batch_written_ = written;
+  if (auto r = flush_rollups(final_flush ? INT64_MAX : batch_max_ts_ - options_.rollup_lateness_ns); !r) return r;
+  return write_counters(written);
 }
 
-void StoreWriter::write_meta(const MetaRecord& m) {
+void StoreWriter::on_write_failure(Batch& batch, bool stopping, const Error& error) {
+  const WriteFault f = failure_;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& chunk : batch.calls)
+      for (const CallRecord& c : chunk) ++stats_.dropped_by_op[c.op];
+    size_t switches = 0, wakeups = 0;
+    for (const auto& chunk : batch.switches) switches += chunk.size();
+    for (const auto& chunk : batch.wakeups) wakeups += chunk.size();
+    if (switches) stats_.dropped_by_op[kSchedSwitchOp] += switches;
+    if (wakeups) stats_.dropped_by_op[kSchedWakeupOp] += wakeups;
+    stats_.dropped_writer += batch.rows;
+    stats_.dropped_write_error += batch.rows;
+    ++stats_.failed_writes;
+    // Process, thread, stack and chain rows are few and events refer to them: they wait for
+    // the next batch, unless there is none (stopping) or never will be (the DB is gone).
+    if (!stopping && write_fault_may_clear(f)) {
+      meta_.insert(meta_.begin(), std::make_move_iterator(batch.meta.begin()), std::make_move_iterator(batch.meta.end()));
+    } else {
+      stats_.dropped_meta += batch.meta.size();
+    }
+    batch.meta.clear();
+    health_.fault = f;
+    health_.last_fault = f;
+    health_.error = error.message;
+    health_.ever_failed = true;
+    if (health_.failing_since_ns == 0) health_.failing_since_ns = steady_ns();
+    fault_.store(f, std::memory_order_relaxed);
+  }
+  if (!write_fault_may_clear(f)) return;
+  std::lock_guard db_lock(db_mu_);
+  if (f == WriteFault::disk_full && options_.max_db_bytes > 0) (void)prune_if_needed(true);
+  // Once a second: each record commits a few WAL frames, and on a full disk it lives off the
+  // frames the failed batch left past the last commit (reused, the file does not grow). The
+  // lock's reserve is kept for the final record.
+  const int64_t now = steady_ns();
+  if (now - last_loss_record_ns_ < kNsPerSec) return;
+  last_loss_record_ns_ = now;
+  (void)write_record(std::nullopt);
+}
+
+Result<void> StoreWriter::write_record(std::optional<int64_t> stopped_ns) {
+  batch_rollups_.clear();
+  batch_max_ts_ = max_ts_seen_;
+  auto body = [&]() -> Result<void> {
+    if (stopped_ns) {
+      if (auto r = flush_rollups(INT64_MAX); !r) return r;
+      upd_stopped_.bind(1, *stopped_ns);
+      upd_stopped_.bind(2, session_id_);
+      const int rc = upd_stopped_.step();
+      upd_stopped_.reset();
+      if (rc != SQLITE_DONE) return make_error("db_write", sqlite_error_text(db_.get()));
+    }
+    return write_counters(0);
+  };
+  auto r = in_transaction(body);
+  // The lock's reserve is for the last record: with it handed back its few pages fit.
+  if (!r && stopped_ns && failure_ == WriteFault::disk_full && lock_.release_reserve()) r = in_transaction(body);
+  if (r && stopped_ns) commit_rollups();
+  return r;
+}
+
+int StoreWriter::write_meta(const MetaRecord& m) {
   const int64_t sid = session_id_;
   if (auto* p = std::get_if<ProcessRecord>(&m)) {
     Statement& s = upsert_process_;
@@ -536,8 +727,7 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     } else {
       for (int i = 13; i <= 17; ++i) s.bind_null(i);
     }
-    s.step();
-    s.reset();
+    return finish_meta(s);
   } else if (auto* t = std::get_if<ThreadRecord>(&m)) {
     Statement& s = upsert_thread_;
     s.bind(1, sid);
@@ -546,8 +736,7 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     s.bind(4, t->comm);
     if (t->cgroup_id) s.bind(5, static_cast<int64_t>(t->cgroup_id));
     else s.bind_null(5);
-    s.step();
-    s.reset();
+    return finish_meta(s);
   } else if (auto* g = std::get_if<CgroupRecord>(&m)) {
     Statement& s = upsert_cgroup_;
     s.bind(1, sid);
@@ -557,41 +746,37 @@ void StoreWriter::write_meta(const MetaRecord& m) {
     else s.bind(4, g->container_id);
     if (g->pod.empty()) s.bind_null(5);
     else s.bind(5, g->pod);
-    s.step();
-    s.reset();
+    return finish_meta(s);
   } else if (auto* st = std::get_if<StackRecord>(&m)) {
     Statement& s = ins_stack_;
     s.bind(1, static_cast<int64_t>(st->hash));
     s.bind(2, static_cast<int64_t>(st->hash));
     s.bind(3, nlohmann::json(st->frames).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    s.step();
-    s.reset();
+    return finish_meta(s);
   } else if (auto* c = std::get_if<ChainRecord>(&m)) {
     Statement& s = upsert_chain_;
     bind_chain(s, sid, now_ns(), *c);
-    s.step();
-    s.reset();
+    return finish_meta(s);
   } else if (auto* cc = std::get_if<CallCausesRecord>(&m)) {
     Statement& s = upsert_call_cause_;
     for (const CallCauseRecord& row : cc->rows) {
       bind_call_cause(s, sid, row);
-      s.step();
-      s.reset();
+      if (int rc = finish_meta(s); rc != SQLITE_DONE) return rc;
     }
   }
+  return SQLITE_DONE;
 }
 
 Result<void> StoreWriter::flush_rollups(int64_t before_ns) {
   // Only whole seconds strictly before the cutoff's second are complete.
-  int64_t cutoff_sec = before_ns == INT64_MAX ? INT64_MAX : floor_sec(before_ns);
-  auto it = rollups_.begin();
-  for (; it != rollups_.end() && it->first.sec < cutoff_sec; ++it) {
-    const RollupAcc& a = it->second;
+  const int64_t cutoff_sec = before_ns == INT64_MAX ? INT64_MAX : floor_sec(before_ns);
+  flushed_cutoff_sec_ = cutoff_sec;
+  auto insert = [&](const RollupKey& k, const RollupAcc& a) -> Result<void> {
     Statement& s = ins_rollup_;
     s.bind(1, session_id_);
-    s.bind(2, int64_t{it->first.op});
-    s.bind(3, int64_t{it->first.pid});
-    s.bind(4, it->first.sec);
+    s.bind(2, int64_t{k.op});
+    s.bind(3, int64_t{k.pid});
+    s.bind(4, k.sec);
     s.bind(5, static_cast<int64_t>(a.count));
     s.bind(6, static_cast<int64_t>(a.sum));
     s.bind(7, static_cast<int64_t>(a.min));
@@ -602,30 +787,77 @@ Result<void> StoreWriter::flush_rollups(int64_t before_ns) {
     int rc = s.step();
     sqlite3_reset(s.get());
     if (rc != SQLITE_DONE) return make_error("db_write", "writing rollups failed: " + sqlite_error_text(db_.get()));
+    return {};
+  };
+  // Both maps are ordered by second first: walk the complete seconds of the two together.
+  auto c = rollups_.begin();
+  auto b = batch_rollups_.begin();
+  for (;;) {
+    const bool in_c = c != rollups_.end() && c->first.sec < cutoff_sec;
+    const bool in_b = b != batch_rollups_.end() && b->first.sec < cutoff_sec;
+    Result<void> r;
+    if (in_c && in_b && c->first == b->first) {
+      RollupAcc both = c->second;
+      both.merge(b->second);
+      r = insert(c->first, both);
+      ++c, ++b;
+    } else if (in_c && (!in_b || c->first < b->first)) {
+      r = insert(c->first, c->second);
+      ++c;
+    } else if (in_b) {
+      r = insert(b->first, b->second);
+      ++b;
+    } else {
+      break;
+    }
+    if (!r) return r;
   }
-  rollups_.erase(rollups_.begin(), it);
   // After the final flush every second up to the last event's is rolled up.
-  int64_t new_mark = cutoff_sec == INT64_MAX ? (floor_sec(max_ts_seen_) + 1) * kNsPerSec : cutoff_sec * kNsPerSec;
-  if (new_mark > rolled_up_to_ns_) {
-    rolled_up_to_ns_ = new_mark;
-    upd_rolled_.bind(1, rolled_up_to_ns_);
+  batch_rolled_up_to_ns_ =
+      std::max(rolled_up_to_ns_, cutoff_sec == INT64_MAX ? (floor_sec(batch_max_ts_) + 1) * kNsPerSec : cutoff_sec * kNsPerSec);
+  if (batch_rolled_up_to_ns_ > rolled_up_to_ns_) {
+    upd_rolled_.bind(1, batch_rolled_up_to_ns_);
     upd_rolled_.bind(2, session_id_);
-    upd_rolled_.step();
+    const int rc = upd_rolled_.step();
     upd_rolled_.reset();
+    if (rc != SQLITE_DONE) return make_error("db_write", "writing rollups failed: " + sqlite_error_text(db_.get()));
   }
   return {};
 }
 
-Result<void> StoreWriter::write_counters() {
+void StoreWriter::commit_rollups() {
+  for (auto& [key, acc] : batch_rollups_) {
+    auto [it, fresh] = rollups_.try_emplace(key);
+    if (fresh) it->second = std::move(acc);
+    else it->second.merge(acc);
+  }
+  batch_rollups_.clear();
+  rollups_.erase(rollups_.begin(), rollups_.lower_bound(RollupKey{flushed_cutoff_sec_, 0, 0}));
+  rolled_up_to_ns_ = batch_rolled_up_to_ns_;
+  max_ts_seen_ = batch_max_ts_;
+}
+
+std::string StoreWriter::op_name(uint16_t op) {
+  if (const OpInfo* info = find_op(op)) return std::string(info->name);
+  return "op" + std::to_string(op);
+}
+
+Result<void> StoreWriter::write_counters(uint64_t written_now) {
   std::map<std::string, int64_t> snapshot;
   {
     std::lock_guard lock(mu_);
     snapshot = counters_;
     snapshot["events_accepted"] = static_cast<int64_t>(stats_.accepted);
-    snapshot["events_written"] = static_cast<int64_t>(stats_.written);
+    snapshot["events_written"] = static_cast<int64_t>(stats_.written + written_now);
     snapshot["dropped_writer"] = static_cast<int64_t>(stats_.dropped_writer);
+    snapshot["dropped_write_error"] = static_cast<int64_t>(stats_.dropped_write_error);
     snapshot["pruned_rows"] = static_cast<int64_t>(stats_.pruned);
     snapshot["writer_queue_peak"] = static_cast<int64_t>(stats_.queue_peak);
+    if (health_.ever_failed) {
+      snapshot["write_failures"] = static_cast<int64_t>(stats_.failed_writes);
+      snapshot["dropped_meta"] = static_cast<int64_t>(stats_.dropped_meta);
+    }
+    for (const auto& [op, n] : stats_.dropped_by_op) snapshot["dropped_writer." + op_name(op)] = static_cast<int64_t>(n);
   }
   int64_t now = now_ns();
   for (const auto& [name, value] : snapshot) {
@@ -641,37 +873,52 @@ Result<void> StoreWriter::write_counters() {
   return {};
 }
 
-Result<void> StoreWriter::prune_if_needed() {
+Result<void> StoreWriter::prune_if_needed(bool disk_full) {
   sqlite3* h = db_.get();
   auto pages = query_int(h, "PRAGMA page_count");
   auto free_pages = query_int(h, "PRAGMA freelist_count");
   auto page_size = query_int(h, "PRAGMA page_size");
   if (!pages || !free_pages || !page_size) return make_error("db_write", "cannot measure DB size for --max-db");
-  int64_t used = (pages->value_or(0) - free_pages->value_or(0)) * page_size->value_or(4096);
-  // Prune at 90% of the cap down to 70%: headroom for the WAL checkpoint to land pages and
-  // for the next batches before the following check.
-  if (used <= options_.max_db_bytes * 9 / 10) return {};
-  double fraction = 1.0 - (0.7 * static_cast<double>(options_.max_db_bytes)) / static_cast<double>(used);
-  fraction = std::clamp(fraction, 0.05, 1.0);
-  if (auto r = exec_sql(h, "BEGIN IMMEDIATE"); !r) return r;
-  uint64_t removed = 0;
-  for (const char* table : {"events", "sched", "wakeups"}) {
-    auto lo = query_int(h, std::string("SELECT min(id) FROM ") + table);
-    auto hi = query_int(h, std::string("SELECT max(id) FROM ") + table);
-    if (!lo || !hi || !lo->has_value()) continue;
-    int64_t cut = **lo + static_cast<int64_t>(fraction * static_cast<double>(**hi - **lo + 1));
-    std::string sql = std::string("DELETE FROM ") + table + " WHERE id < " + std::to_string(cut);
-    if (auto r = exec_sql(h, sql); !r) {
-      (void)exec_sql(h, "ROLLBACK");
-      return r;
+  const int64_t page = page_size->value_or(4096);
+  const int64_t used = (pages->value_or(0) - free_pages->value_or(0)) * page;
+  if (used <= 0) return {};
+  // The cap: prune at 90% of it down to 70%, headroom for the WAL checkpoint to land pages
+  // and for the next batches before the following check.
+  double fraction = 0;
+  if (used > options_.max_db_bytes * 9 / 10)
+    fraction = 1.0 - (0.7 * static_cast<double>(options_.max_db_bytes)) / static_cast<double>(used);
+  // The file system: free pages inside the DB are reused before the file grows, so they
+  // count as room. Pruned for room, the file is not shrunk: moving the pages that
+  // incremental_vacuum moves would need the very WAL space that is missing.
+  bool shrink = true;
+  if (auto fs = fs_room(path_)) {
+    const int64_t room = (disk_full ? 0 : fs->free) + free_pages->value_or(0) * page;
+    // Deleting rows rewrites their leaf pages through the WAL before they are freed: at most
+    // 30% a time (the cap's 90% → 70%), again after the next batch if that was not enough.
+    if (room < fs->floor) {
+      fraction = std::max(fraction, std::min(0.3, static_cast<double>(2 * fs->floor - room) / static_cast<double>(used)));
+      shrink = false;
     }
-    removed += static_cast<uint64_t>(sqlite3_changes(h));
-    if (std::string_view(table) == "events")
-      (void)exec_sql(h, "DELETE FROM event_blocks WHERE last_id < " + std::to_string(cut));
   }
-  if (auto r = exec_sql(h, "COMMIT"); !r) return r;
+  if (fraction <= 0) return {};
+  fraction = std::clamp(fraction, 0.05, 1.0);
+  uint64_t removed = 0;
+  auto r = in_transaction([&]() -> Result<void> {
+    for (const char* table : {"events", "sched", "wakeups"}) {
+      auto lo = query_int(h, std::string("SELECT min(id) FROM ") + table);
+      auto hi = query_int(h, std::string("SELECT max(id) FROM ") + table);
+      if (!lo || !hi || !lo->has_value()) continue;
+      int64_t cut = **lo + static_cast<int64_t>(fraction * static_cast<double>(**hi - **lo + 1));
+      if (auto d = exec_sql(h, std::string("DELETE FROM ") + table + " WHERE id < " + std::to_string(cut)); !d) return d;
+      removed += static_cast<uint64_t>(sqlite3_changes(h));
+      if (std::string_view(table) == "events")
+        if (auto d = exec_sql(h, "DELETE FROM event_blocks WHERE last_id < " + std::to_string(cut)); !d) return d;
+    }
+    return {};
+  });
+  if (!r) return r;
   // Hand the freed pages back so the file itself shrinks, then checkpoint so it happens now.
-  (void)exec_sql(h, "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);");
+  (void)exec_sql(h, shrink ? "PRAGMA incremental_vacuum; PRAGMA wal_checkpoint(TRUNCATE);" : "PRAGMA wal_checkpoint(TRUNCATE);");
   std::lock_guard lock(mu_);
   stats_.pruned += removed;
   return {};
@@ -686,34 +933,33 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     wake_writer_.notify_one();
     thread_.join();
   }
-  std::string err = last_error();
+  Result<void> r;
   if (db_) {
     std::lock_guard db_lock(db_mu_);
-    (void)write_counters();
-    auto upd = Statement::prepare(db_.get(), "UPDATE sessions SET stopped_ns = ? WHERE id = ?");
-    if (upd) {
-      upd->bind(1, stopped_ns);
-      upd->bind(2, session_id_);
-      upd->step();
+    if (gone_ == WriteFault::none) gone_ = check_db_file();
+    if (gone_ == WriteFault::none) {
+      r = write_record(stopped_ns);
+      if (!r) r = make_error("db_write", "cannot store the end of the session (and its loss counts): " + r.error().message);
+    } else {
+      r = make_error("db_gone", path_ + (gone_ == WriteFault::db_deleted ? " was deleted or moved away" : " was replaced") +
+                                    " during the trace: its end and loss counts were not stored");
     }
-    ins_event_ = Statement();
-    ins_events_ = Statement();
-    ins_sched_ = Statement();
-    ins_wakeup_ = Statement();
-    ins_rollup_ = Statement();
-    upsert_process_ = Statement();
-    upsert_thread_ = Statement();
-    upsert_cgroup_ = Statement();
-    ins_stack_ = Statement();
-    upsert_chain_ = Statement();
-    upsert_call_cause_ = Statement();
-    upsert_counter_ = Statement();
-    upd_rolled_ = Statement();
-    ins_block_ = Statement();
-    close_writer_cleanly(db_);
+    for (Statement* st : {&ins_event_, &ins_events_, &ins_sched_, &ins_wakeup_, &ins_rollup_, &upsert_process_,
+                          &upsert_thread_, &upsert_cgroup_, &ins_stack_, &upsert_chain_, &upsert_call_cause_,
+                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_})
+      *st = Statement();
+    // A checkpoint copies the WAL into the DB file, which grows: on a disk that is failing
+    // writes it cannot complete, and it is not tried. The WAL stays, complete, beside the DB
+    // (readers use it; the next writer checkpoints it).
+    if (r && fault() == WriteFault::none) {
+      close_writer_cleanly(db_);
+    } else {
+      (void)sqlite3_db_config(db_.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+      db_.reset();
+    }
   }
-  if (!err.empty()) return make_error("db_write", err);
-  return {};
+  lock_ = DbWriterLock();
+  return r;
 }
 
 }  // namespace causeway

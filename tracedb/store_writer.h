@@ -1,6 +1,7 @@
 // The one writer of the trace DB: a bounded in-memory queue fed by any number of producer
 // threads, drained by one writer thread into batched WAL transactions with prepared
-// statements. Overflow is counted, never silent; close() flushes everything accepted.
+// statements. Overflow and failed writes are counted per op, never silent; close() flushes
+// everything accepted. What happens on a full disk or a deleted DB: docs/COLLECTOR.md "Faults".
 //
 // Sizing: the capacity counts rows waiting and rows in the transaction being written, and a
 // CallRecord is 104 bytes, so the default 163,840 rows bound the queue at ≈ 16 MiB (in
@@ -10,12 +11,16 @@
 // asks room() before it drains, so a full queue slows the drain instead of dropping.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -29,6 +34,7 @@
 #include "tracedb/record_lane.h"
 #include "tracedb/records.h"
 #include "tracedb/sqlite_handle.h"
+#include "tracedb/writer_lock.h"
 
 namespace causeway {
 
@@ -38,15 +44,43 @@ struct WriterOptions {
   int64_t flush_interval_ms = 200;    // readers see data at most this late
   int64_t max_db_bytes = 0;           // 0 = unlimited; else prune oldest raw rows to stay under
   int64_t rollup_lateness_ns = 2'000'000'000;  // a second is rolled up once data is this far past it
+  std::string holder = "causeway";    // named to a second writer refused by the lock (writer_lock.h)
 };
 
+// Why the writer cannot store rows. Closed set: the trace's messages, exit status and the
+// causeway_writer_failing metric are keyed on it.
+enum class WriteFault : uint8_t {
+  none,
+  disk_full,     // SQLITE_FULL, ENOSPC, EDQUOT
+  io_error,      // SQLITE_IOERR*
+  db_deleted,    // the DB file is gone from its path (never clears)
+  db_replaced,   // another file is at the DB's path (never clears)
+  write_failed,  // any other SQLite error
+};
+const char* write_fault_name(WriteFault f);  // "disk_full", "io_error", …
+// Space can be freed and a device can come back; a deleted or replaced DB does not.
+bool write_fault_may_clear(WriteFault f);
+
 struct WriterCounters {
-  uint64_t accepted = 0;        // records taken into the queue
-  uint64_t written = 0;         // rows committed (events + sched + wakeups)
-  uint64_t dropped_writer = 0;  // refused because the queue was full
-  uint64_t pruned = 0;          // raw rows removed by --max-db
+  uint64_t accepted = 0;             // records taken into the queue
+  uint64_t written = 0;              // rows committed (events + sched + wakeups)
+  uint64_t dropped_writer = 0;       // rows lost: refused by a full queue, or in a write that failed
+  uint64_t dropped_write_error = 0;  // of dropped_writer: in failed writes or while the DB was gone
+  uint64_t dropped_meta = 0;         // process/thread/stack/chain rows never stored (DB gone, or failing at close)
+  uint64_t failed_writes = 0;        // write transactions that failed
+  uint64_t pruned = 0;               // raw rows removed by --max-db
   uint64_t transactions = 0;
-  uint64_t queue_peak = 0;      // most rows queued + in flight at once
+  uint64_t queue_peak = 0;           // most rows queued + in flight at once
+  std::map<uint16_t, uint64_t> dropped_by_op;  // dropped_writer by op id; sched rows under 400 / 401
+};
+
+struct WriterHealth {
+  WriteFault fault = WriteFault::none;  // of the last write; none again once one succeeds
+  WriteFault last_fault = WriteFault::none;  // of the most recent failure, kept after recovery
+  std::string error;                    // the last failure's message
+  int64_t failing_since_ns = 0;         // steady clock: first failure of the current run of them
+  int64_t stored_at_ns = 0;             // steady clock: the last commit that stored rows
+  bool ever_failed = false;
 };
 
 class StoreWriter {
@@ -85,14 +119,17 @@ class StoreWriter {
   // A pipeline counter stored in collector_stats (e.g. "dropped_ring"); last value wins.
   void set_counter(const std::string& name, int64_t value);
 
-  // Blocks until everything accepted so far is committed.
+  // Blocks until everything accepted so far is committed or counted as lost.
   void flush();
-  // Flushes, writes the remaining rollups, marks the session stopped, closes the DB.
+  // Flushes, writes the remaining rollups and the counters, marks the session stopped,
+  // closes the DB. Fails when that last transaction could not be stored (the losses are in
+  // counters() either way).
   Result<void> close(int64_t stopped_ns);
 
   WriterCounters counters() const;
-  // First error the writer thread hit (e.g. disk full); empty when none.
-  std::string last_error() const;
+  WriterHealth health() const;
+  // Lock-free: the drain loop asks every round.
+  WriteFault fault() const { return fault_.load(std::memory_order_relaxed); }
 
  private:
   struct Batch {
@@ -111,9 +148,10 @@ class StoreWriter {
   struct RollupAcc {
     uint64_t count = 0, sum = 0, min = UINT64_MAX, max = 0, errors = 0;
     LatencyHistogram hist;
+    void merge(const RollupAcc& other);
   };
 
-  StoreWriter(DbHandle db, std::string path, WriterOptions options);
+  StoreWriter(DbHandle db, DbWriterLock lock, std::string path, WriterOptions options);
   template <typename R>
   bool push_or_drop(const R& r, RecordLane<R>& lane);
   template <typename R>
@@ -125,20 +163,42 @@ class StoreWriter {
   void recycle(Batch& b);  // mu_ held
   Result<void> prepare_statements();
   void run();
+  // One transaction. On failure it is rolled back and nothing in memory changed (rollups
+  // included), so the caller can count the batch's rows as lost and nothing else.
   Result<void> write_batch(Batch& batch, bool final_flush);
+  Result<void> write_batch_rows(Batch& batch, bool final_flush);  // inside the transaction
+  // The failure path (never taken while writes succeed): counts the batch per op, keeps its
+  // meta rows for the next batch, and tries to commit the counters so the loss is on record.
+  void on_write_failure(Batch& batch, bool stopping, const Error& error);
+  // Counters (and, last, the rollups of what was committed and sessions.stopped_ns) in a
+  // transaction of their own; on a full disk the lock's reserve is handed back and it is tried once more.
+  Result<void> write_record(std::optional<int64_t> stopped_ns);
+  WriteFault classify_failure(int sqlite_rc);
+  // BEGIN IMMEDIATE, body, COMMIT; on failure sets failure_ and rolls back.
+  Result<void> in_transaction(const std::function<Result<void>()>& body);
+  WriteFault check_db_file() const;  // db_deleted / db_replaced / none, by the path's inode
+  bool disk_has_room() const;        // the file system holding the DB has its prune floor free
   // Inserts every row of a context lane; bind(stmt, row) binds it and returns its pid (rollup).
   template <typename R, typename Bind>
   int insert_lane(const std::vector<std::vector<R>>& chunks, Statement& s, uint16_t rollup_op, uint64_t& written,
                   Bind bind);
-  void write_meta(const MetaRecord& m);
+  int write_meta(const MetaRecord& m);
   void accumulate(uint16_t op, uint32_t pid, int64_t ts_ns, int64_t dur_ns, bool error);
+  // Writes the rollup rows of every second before the cutoff from rollups_ plus the batch's
+  // own accumulations, changing nothing in memory; commit_rollups() applies it after COMMIT.
   Result<void> flush_rollups(int64_t before_ns);
-  Result<void> write_counters();
-  Result<void> prune_if_needed();
+  void commit_rollups();
+  Result<void> write_counters(uint64_t written_now);
+  static std::string op_name(uint16_t op);
+  void count_lost(uint16_t op, uint64_t n);  // mu_ held; failure paths only
+  Result<void> prune_if_needed(bool disk_full);
   bool op_is_known(uint16_t op);
 
   DbHandle db_;
+  DbWriterLock lock_;
   std::string path_;
+  dev_t db_dev_ = 0;  // the DB file as opened: a different inode at path_ later means it was replaced
+  ino_t db_ino_ = 0;
   WriterOptions options_;
   int64_t session_id_ = 0;
 
@@ -157,17 +217,26 @@ class StoreWriter {
   bool room_wanted_ = false;  // a producer waits for room: write now, not at batch_rows / the interval
   std::map<std::string, int64_t> counters_;
   WriterCounters stats_;
-  std::string last_error_;
+  WriterHealth health_;
+  std::atomic<WriteFault> fault_{WriteFault::none};
 
   std::mutex db_mu_;  // the connection: writer thread, ensure_op, close
   std::thread thread_;
 
   // Writer-thread state.
   Statement ins_event_, ins_events_, ins_sched_, ins_wakeup_, ins_rollup_, upsert_process_, upsert_thread_, upsert_cgroup_,
-      ins_stack_, upsert_chain_, upsert_call_cause_, upsert_counter_, upd_rolled_, ins_block_;
-  std::map<RollupKey, RollupAcc> rollups_;
+      ins_stack_, upsert_chain_, upsert_call_cause_, upsert_counter_, upd_rolled_, upd_stopped_, ins_block_;
+  std::map<RollupKey, RollupAcc> rollups_;        // committed rows not yet rolled up
+  std::map<RollupKey, RollupAcc> batch_rollups_;  // the transaction's rows, merged in on COMMIT
   int64_t max_ts_seen_ = 0;
+  int64_t batch_max_ts_ = 0;
   int64_t rolled_up_to_ns_ = 0;
+  int64_t batch_rolled_up_to_ns_ = 0;  // flush_rollups' mark, kept on COMMIT
+  int64_t flushed_cutoff_sec_ = 0;      // seconds before it were written by flush_rollups
+  uint64_t batch_written_ = 0;
+  int64_t last_loss_record_ns_ = 0;  // steady clock
+  WriteFault failure_ = WriteFault::none;  // of the last failed transaction
+  WriteFault gone_ = WriteFault::none;     // db_deleted / db_replaced once seen: nothing more is written
   std::vector<uint8_t> known_ops_;  // by op id: 0 unknown, 1 known
   int64_t last_prune_check_ns_ = 0;
 };

@@ -52,6 +52,9 @@ TEST_CASE("trace --metrics serves per-op counters, histograms and drop counters 
   CHECK(sample(body, "causeway_call_duration_seconds_count{source=\"cuda\",op=\"cudaStreamSynchronize\"}") == iters);
   CHECK(body.find("causeway_call_duration_seconds_bucket{source=\"cuda\",op=\"cudaStreamSynchronize\",le=\"+Inf\"}") !=
         std::string::npos);
+  // The writer's health, published each second: healthy, nothing lost.
+  CHECK(sample(body, "causeway_writer_failing{fault=\"disk_full\"}") == 0);
+  CHECK(sample(body, "causeway_dropped_events_total{reason=\"dropped_writer\"}") == 0);
   REQUIRE(t.stop(2) == 0);
   CHECK(q_int(t.db(), "SELECT count(*) FROM events WHERE op_id = 116 AND pid = " + std::to_string(pid)) == iters);
 }

@@ -14,6 +14,7 @@
 //   cw_workload --slow-every 100 --slow-us 2000 --ops stream_sync,stream_sync_alt   (1 iteration in 100 slow)
 //
 // stream_sync_alt calls cudaStreamSynchronize from a second call site (stream + 0x100).
+// At the end each process prints "calls pid=N OP=COUNT ..." (per --ops / --nccl-ops name).
 //
 // The hog is a process named cw_hog, forked when the work starts (after --wait-file); it spins
 // --hog-ms after --hog-delay-ms, at nice --hog-nice (below 0 it wins its CPU over the nice-0
@@ -453,15 +454,20 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
   }
 
   std::atomic<long> errors{0};
+  // Calls made per op (the --ops and --nccl-ops names), printed at the end: a test adds what
+  // the trace stored and what it counted as lost and compares.
+  std::vector<std::atomic<long>> made(plan.size() + nplan.size());
   auto worker = [&](int t) {
+    std::vector<long> mine(made.size(), 0);
     if (o.pin_cpu >= 0) pin_to(o.pin_cpu);
     auto next = std::chrono::steady_clock::now();
     const auto period = o.rate > 0 ? std::chrono::nanoseconds(static_cast<int64_t>(1e9 / o.rate)) : std::chrono::nanoseconds(0);
     for (long i = 0; i < o.iterations; ++i) {
       const bool slow = o.slow_every > 0 && (i + 1) % o.slow_every == 0;
       if (slow) set_latency(rt, o.slow_us);
-      for (auto& [name, op] : plan) {
-        if (op(t) != 0) ++errors;
+      for (size_t k = 0; k < plan.size(); ++k) {
+        if (plan[k].second(t) != 0) ++errors;
+        ++mine[k];
         if (o.rate > 0) {
           // Sleep only once a millisecond ahead: at hundreds of thousands of calls/s a sleep
           // per call would cost more than the call (and oversleep by the timer slack).
@@ -470,12 +476,14 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
         }
       }
       if (slow) set_latency(rt, o.latency_us);
-      for (auto& [name, op] : nplan) {
+      for (size_t k = 0; k < nplan.size(); ++k) {
         if (rank == o.late_rank) sleep_ms(o.late_ms);
-        if (op(t) != 0) ++errors;
+        if (nplan[k].second(t) != 0) ++errors;
+        ++mine[plan.size() + k];
       }
       if (o.fsync_every > 0 && (i + 1) % o.fsync_every == 0) fsync_write(o, t);
     }
+    for (size_t k = 0; k < made.size(); ++k) made[k] += mine[k];
   };
   std::vector<std::thread> threads;
   for (int t = 1; t < o.threads; ++t) threads.emplace_back(worker, t);
@@ -485,6 +493,10 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
   if (holder.joinable()) holder.join();
   if (comm) sym<int (*)(void*)>(nccl, "ncclCommDestroy")(comm);
   if (hog > 0) waitpid(hog, nullptr, 0);  // it ends after --hog-delay-ms + --hog-ms
+  std::string calls;
+  for (size_t k = 0; k < made.size(); ++k)
+    calls += " " + (k < plan.size() ? plan[k].first : nplan[k - plan.size()].first) + "=" + std::to_string(made[k].load());
+  std::printf("calls pid=%d%s\n", getpid(), calls.c_str());
   std::printf("pid=%d rank=%d threads=%d iterations=%ld errors=%ld\n", getpid(), rank, o.threads, o.iterations,
               errors.load());
   std::fflush(stdout);

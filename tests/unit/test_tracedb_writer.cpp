@@ -1,6 +1,7 @@
 // The store writer: everything accepted is committed, overflow is counted, --max-db holds.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -167,4 +168,86 @@ TEST_CASE("--max-db prunes the oldest raw rows, keeps rollups, and the file stay
   CHECK(count(path, "SELECT min(a0) FROM events") == n - kept);
   // Rollups still account for every call ever written.
   CHECK(count(path, "SELECT sum(count) FROM rollups") == n);
+}
+
+TEST_CASE("one writer per DB: a second is refused naming the first; closing the first frees the DB") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  auto first = StoreWriter::open(path, WriterOptions{.holder = "causeway trace"});
+  REQUIRE(first.ok());
+  CHECK(test::file_exists(path + "-lock"));
+  auto second = StoreWriter::open(path);
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.error().code == "db_busy");
+  CHECK(second.error().message.find("being written by causeway trace (pid " + std::to_string(::getpid()) + ")") !=
+        std::string::npos);
+  REQUIRE((*first)->close(kT0).ok());
+  CHECK_FALSE(test::file_exists(path + "-lock"));
+  auto third = StoreWriter::open(path);
+  CHECK(third.ok());
+}
+
+TEST_CASE("a DB deleted while written: nothing more goes into it, every row after is counted per op") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  auto w = StoreWriter::open(path, WriterOptions{.flush_interval_ms = 50});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  for (int64_t i = 0; i < 1000; ++i) (*w)->push_wait(call_at(i));
+  (*w)->flush();
+  CHECK((*w)->fault() == WriteFault::none);
+  REQUIRE(::unlink(path.c_str()) == 0);
+  for (int64_t i = 1000; i < 1500; ++i) (*w)->push_wait(call_at(i));
+  for (int64_t i = 0; i < 10; ++i) REQUIRE((*w)->push(SwitchRecord{kT0 + i, 0, 1, 1, 120, 0, 2, 2, 120}));
+  (*w)->flush();
+  CHECK((*w)->fault() == WriteFault::db_deleted);
+  auto closed = (*w)->close(kT0 + 1'000'000'000);
+  REQUIRE_FALSE(closed.ok());
+  CHECK(closed.error().code == "db_gone");
+  const auto c = (*w)->counters();
+  CHECK(c.written == 1000);
+  CHECK(c.dropped_writer == 510);
+  CHECK(c.dropped_write_error == 510);
+  CHECK(c.dropped_by_op.at(116) == 500);
+  CHECK(c.dropped_by_op.at(400) == 10);
+  CHECK((*w)->health().last_fault == WriteFault::db_deleted);
+  CHECK_FALSE(test::file_exists(path));  // not recreated
+}
+
+TEST_CASE("a failed write loses its batch only: counted per op, rollups hold committed rows, writes resume") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  auto w = StoreWriter::open(path, WriterOptions{.flush_interval_ms = 10'000});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  for (int64_t i = 0; i < 3000; ++i) REQUIRE((*w)->push(call_at(i)));
+  (*w)->flush();
+  {
+    // Another connection holds the write lock past the writer's 5 s busy timeout: its next
+    // transaction (and the loss record after it) fail.
+    DbHandle other;
+    sqlite3* raw = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &raw) == SQLITE_OK);
+    other.reset(raw);
+    REQUIRE(exec_sql(raw, "BEGIN IMMEDIATE").ok());
+    for (int64_t i = 3000; i < 5000; ++i) REQUIRE((*w)->push(call_at(i)));
+    (*w)->flush();
+    CHECK((*w)->fault() == WriteFault::write_failed);
+    CHECK((*w)->health().failing_since_ns > 0);
+    REQUIRE(exec_sql(raw, "ROLLBACK").ok());
+  }
+  for (int64_t i = 5000; i < 6000; ++i) REQUIRE((*w)->push(call_at(i)));
+  (*w)->flush();
+  CHECK((*w)->fault() == WriteFault::none);
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+  const auto c = (*w)->counters();
+  CHECK(c.failed_writes == 1);
+  CHECK(c.dropped_by_op.at(116) == 2000);
+  CHECK(count(path, "SELECT count(*) FROM events") == 4000);
+  CHECK(count(path, "SELECT sum(count) FROM rollups") == 4000);
+  CHECK(count(path, "SELECT sum(sum_ns) FROM rollups") == count(path, "SELECT sum(dur_ns) FROM events"));
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'dropped_writer.cudaStreamSynchronize'") == 2000);
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'dropped_writer'") == 2000);
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'write_failures'") == 1);
+  CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'events_written'") == 4000);
 }
