@@ -1,5 +1,7 @@
 #include "collector/bpf_loader.h"
 
+#include "collector/detach_lock.h"
+
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -114,11 +116,15 @@ int hand_off_last_close(std::vector<int> keep) {
   int done[2];
   if (::pipe2(done, O_CLOEXEC) != 0) return -1;
   keep.push_back(done[0]);
+  // The next trace's attach waits while this lock is held (collector/detach_lock.h).
+  const int lock = lock_for_detach();
+  if (lock >= 0) keep.push_back(lock);
   std::sort(keep.begin(), keep.end());
   pid_t child = ::fork();
   if (child < 0) {
     ::close(done[0]);
     ::close(done[1]);
+    if (lock >= 0) ::close(lock);
     return -1;
   }
   if (child == 0) {
@@ -136,6 +142,7 @@ int hand_off_last_close(std::vector<int> keep) {
     ::_exit(0);
   }
   ::close(done[0]);
+  if (lock >= 0) ::close(lock);  // the grandchild's copy keeps it
   int status = 0;
   while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }

@@ -30,6 +30,7 @@
 #include "collector/discovery.h"
 #include "collector/elf_file.h"
 #include "collector/chain_watcher.h"
+#include "collector/detach_lock.h"
 #include "collector/live_stats.h"
 #include "collector/system_identity.h"
 #include "metrics/registry.h"
@@ -694,6 +695,10 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   lo.ring_calls_bytes = o.ring_calls_bytes;
   lo.ring_host_bytes = o.ring_host_bytes;
   lo.detach_after_return = o.detach_after_return;
+  // A previous trace's probes may still be detaching: attaching now could leave ours dead.
+  constexpr auto kDetachWait = std::chrono::seconds(20);
+  if (auto waited = wait_for_detaches(kDetachWait); waited >= std::chrono::milliseconds(500))
+    std::cerr << "causeway trace: waited " << waited.count() << " ms for a previous trace's probes to detach" << std::endl;
   auto bpf = BpfObject::load(lo);
   if (!bpf) return bpf.error();
 
