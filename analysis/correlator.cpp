@@ -144,10 +144,11 @@ int args_needed(uint16_t op) {
     case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
     case OpFamily::host:  // block, page_alloc, oom: a0..a3; tcp: ports in a4 (IPv6), sock_owner in a5
       return o->source == CW_SRC_NET ? 6 : o->source >= CW_SRC_IO ? 4 : 0;
+    case OpFamily::graph_build: return 4;  // graph exec a1, graph a2, stream a3
     default: break;
   }
   if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
-  if (is_submit_op(op)) return 2;     // a1: kernel function
+  if (is_submit_op(op)) return 2;     // a1: kernel function (graph launches: the graph exec)
   return 0;
 }
 

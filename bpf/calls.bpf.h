@@ -332,9 +332,12 @@ int cw_return(struct pt_regs *ctx) {
   e->aux = CW_COOKIE_AUX(cookie);
   e->_pad1 = 0;
   e->py_stack = py_stack;
-  if (CW_COOKIE_OUT_PTR(cookie)) {
+  __u32 out_reg = CW_COOKIE_OUT_REG(cookie);
+  if (out_reg) {
+    /* What the call wrote through its out argument (new pointer, graph, graph exec): only a
+     * successful call wrote it. */
     __u64 out = 0;
-    if ((__u32)ret == 0) bpf_probe_read_user(&out, sizeof(out), (void *)fr->regs[0]);
+    if ((__u32)ret == 0) bpf_probe_read_user(&out, sizeof(out), (void *)saved_reg(fr, out_reg));
     e->extra[CW_X_OUT] = out;
   }
   if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_return(fr, e, (__u32)ret);

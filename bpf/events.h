@@ -50,6 +50,15 @@ enum cw_op {
   CW_OP_CUDA_GRAPH_LAUNCH_PTSZ = 122,
   CW_OP_CUDA_STREAM_SYNC_PTSZ = 123,
   CW_OP_CUDA_MEMCPY_PTDS = 124,
+  CW_OP_CUDA_STREAM_BEGIN_CAPTURE = 125,
+  CW_OP_CUDA_STREAM_BEGIN_CAPTURE_PTSZ = 126,
+  CW_OP_CUDA_STREAM_END_CAPTURE = 127,
+  CW_OP_CUDA_STREAM_END_CAPTURE_PTSZ = 128,
+  CW_OP_CUDA_GRAPH_INSTANTIATE = 129,
+  CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS = 130,
+  CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_PARAMS = 131,
+  CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ = 132,
+  CW_OP_CUDA_GRAPH_EXEC_DESTROY = 133,
 
   /* CUDA driver: 200..299 */
   CW_OP_CU_LAUNCH_KERNEL = 200,
@@ -68,6 +77,12 @@ enum cw_op {
   CW_OP_CU_CTX_SYNC = 213,
   CW_OP_CU_STREAM_SYNC = 214,
   CW_OP_CU_GRAPH_LAUNCH = 215,
+  CW_OP_CU_STREAM_BEGIN_CAPTURE = 216,
+  CW_OP_CU_STREAM_END_CAPTURE = 217,
+  CW_OP_CU_GRAPH_INSTANTIATE = 218,
+  CW_OP_CU_GRAPH_INSTANTIATE_WITH_FLAGS = 219,
+  CW_OP_CU_GRAPH_INSTANTIATE_WITH_PARAMS = 220,
+  CW_OP_CU_GRAPH_EXEC_DESTROY = 221,
 
   /* NCCL: 300..399 */
   CW_OP_NCCL_COMM_INIT_RANK = 300,
@@ -145,9 +160,12 @@ enum cw_decode {
   CW_DC_LAUNCH_DRV = 9,   /* (f, gx, gy, gz, bx, by | bz, smem, stream) */
   CW_DC_LAUNCH_DRV_EX = 10, /* (const CUlaunchConfig*, f, ...): config copied */
   CW_DC_STREAM0 = 11,     /* (stream) */
-  CW_DC_STREAM1 = 12,     /* (x, stream): graph launch */
+  CW_DC_GRAPH_EXEC = 12,  /* (graph_exec[, stream]): graph launch, exec destroy */
   CW_DC_EVENT = 13,       /* (event) */
   CW_DC_DRV_COPY = 14,    /* (dst, src, bytes[, stream]); kind from the cookie's aux byte */
+  CW_DC_CAPTURE_BEGIN = 15, /* (stream, capture mode) */
+  CW_DC_CAPTURE_END = 16,   /* (stream, graph* out): *out read on return */
+  CW_DC_GRAPH_INSTANTIATE = 17, /* (graph_exec* out, graph, ...): *out read on return */
   CW_DC_NCCL_INIT_RANK = 20, /* (comm* out, nranks, ncclUniqueId by value, rank) */
   CW_DC_NCCL_INIT_ALL = 21,  /* (comm* out array, ndev, devlist) */
   CW_DC_NCCL_DESTROY = 22,   /* (comm) */
@@ -164,7 +182,11 @@ enum cw_decode {
  *        24..31 aux (copy kind)         32..35 stack words to copy from sp+8 (0..4)
  *        36..39 register (1..6) holding a pointer to a 40-byte config struct to copy
  *        40..43 where the NCCL comm is: 1..6 register, 7 first stack word, 8 second
- *        44..47 NCCL role (enum cw_nccl_role)   48 read *(u64*)reg1 on success (alloc)
+ *        44..47 NCCL role (enum cw_nccl_role)
+ *        48..51 register (1..6) holding an out pointer: *(u64*)reg read on success into
+ *               extra[CW_X_OUT] (allocations, capture end, graph instantiation); 0 none
+ *        52..55 source (enum cw_source), from the op table (tracedb/op_catalog.cpp)
+ * The cookies are built from the op table by collector/probe_table.cpp.
  */
 enum cw_nccl_role {
   CW_NCCL_NONE = 0,
@@ -180,8 +202,13 @@ enum cw_nccl_role {
 #define CW_COOKIE_STRUCT_REG(c) ((__u32)(((c) >> 36) & 0xf))
 #define CW_COOKIE_COMM_LOC(c) ((__u32)(((c) >> 40) & 0xf))
 #define CW_COOKIE_NCCL_ROLE(c) ((__u32)(((c) >> 44) & 0xf))
-#define CW_COOKIE_OUT_PTR(c) ((__u32)(((c) >> 48) & 0x1))
-#define CW_COOKIE_SRC(c) ((__u8)(((c) >> 52) & 0xf)) /* enum cw_source, from the op table (tracedb/op_catalog.cpp) */
+#define CW_COOKIE_OUT_REG(c) ((__u32)(((c) >> 48) & 0xf))
+#define CW_COOKIE_SRC(c) ((__u8)(((c) >> 52) & 0xf))
+
+/* The aux byte: the copy kind of driver copies (cudaMemcpyKind numbering: 1 HtoD, 2 DtoH,
+ * 3 DtoD, 4 default) and whether the call takes a stream argument. */
+#define CW_AUX_COPY_KIND_MASK 0x0f
+#define CW_AUX_STREAM 0x10
 
 #define CW_NREGS 6
 #define CW_NEXTRA 5
@@ -190,7 +217,7 @@ enum cw_nccl_role {
 /* Which extra[] slots hold what (besides stack words / config bytes):
  * NCCL: extra[2] comm hash, extra[3] rank | nranks << 32 (rank 0xffffffff = unknown),
  * extra[4] per-communicator sequence number (init: the new comm handle).
- * ALLOC: extra[4] the pointer written through the out argument. */
+ * Out pointer (cookie bits 48..51): extra[4] the pointer or handle written through it. */
 #define CW_X_COMM_HASH 2
 #define CW_X_RANKS 3
 #define CW_X_SEQ 4

@@ -51,11 +51,10 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
                     code.size() > 1 ? code[1] : 0, code.size() > 2 ? code[2] : 0);
       lib.slow.push_back(std::string(spec.symbol) + buf);
     }
-    const uint64_t cookie = make_cookie(spec);
-    auto r1 = bpf_.attach_uprobe(path, *off + plan.skip, cookie, false);
+    auto r1 = bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, false);
     // The return probe is a breakpoint at the entry too (it hijacks the return address), so it
     // skips endbr64 as well: the stack pointer is unchanged there.
-    auto r2 = r1 ? bpf_.attach_uprobe(path, *off + plan.skip, cookie, true) : Result<void>(r1.error());
+    auto r2 = r1 ? bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, true) : Result<void>(r1.error());
     if (!r1 || !r2) {
       if (first_error.empty()) first_error = (!r1 ? r1.error() : r2.error()).message;
       continue;

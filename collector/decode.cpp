@@ -3,8 +3,6 @@
 #include <cstring>
 #include <cstddef>
 
-#include "collector/probe_table.h"
-
 namespace causeway::collector {
 
 // The kernel↔user contract, checked: sizes and the offsets the BPF side writes.
@@ -84,7 +82,7 @@ std::array<int64_t, 6> decode_call_args(const cw_call_event& e) {
   std::array<int64_t, 6> a{};
   const __u64* r = e.regs;
   const __u64* x = e.extra;
-  const bool stream = (e.aux & kHasStream) != 0;
+  const bool stream = (e.aux & CW_AUX_STREAM) != 0;
   switch (e.dclass) {
     case CW_DC_ALLOC:
       a[0] = s64(r[1]);
@@ -143,12 +141,27 @@ std::array<int64_t, 6> decode_call_args(const cw_call_event& e) {
       a[5] = pack_dim3(struct_u32(e, 12), struct_u32(e, 16), struct_u32(e, 20));
       break;
     case CW_DC_STREAM0: a[3] = s64(r[0]); break;
-    case CW_DC_STREAM1: a[3] = s64(r[1]); break;
+    case CW_DC_GRAPH_EXEC:
+      a[1] = s64(r[0]);
+      a[3] = stream ? s64(r[1]) : 0;
+      break;
+    case CW_DC_CAPTURE_BEGIN:
+      a[0] = lo32(r[1]);  // cudaStreamCaptureMode
+      a[3] = s64(r[0]);
+      break;
+    case CW_DC_CAPTURE_END:
+      a[2] = s64(x[CW_X_OUT]);  // the captured graph
+      a[3] = s64(r[0]);
+      break;
+    case CW_DC_GRAPH_INSTANTIATE:
+      a[1] = s64(x[CW_X_OUT]);  // the new graph exec
+      a[2] = s64(r[1]);
+      break;
     case CW_DC_EVENT: a[1] = s64(r[0]); break;
     case CW_DC_DRV_COPY:
       a[0] = s64(r[2]);
       a[1] = s64(r[0]);
-      a[2] = e.aux & kCopyKindMask;
+      a[2] = e.aux & CW_AUX_COPY_KIND_MASK;
       a[3] = stream ? s64(r[3]) : 0;
       break;
     case CW_DC_NCCL_INIT_RANK:

@@ -11,9 +11,11 @@
 
 #include "bpf/events.h"
 #include "collector/clock.h"
+#include "collector/probe_table.h"
 #include "collector/proc_info.h"
 #include "collector/selftest_target.h"
 #include "collector/session.h"
+#include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -69,7 +71,8 @@ Result<SelftestReport> run_selftest(const std::string& db_path) {
   ExtraProbe probe;
   probe.binary = loc->binary;
   probe.offset = loc->offset;
-  probe.spec = ProbeSpec{LibKind::cudart, "causeway_selftest_call", CW_OP_CUDA_STREAM_SYNC, CW_DC_STREAM0, 0x10};
+  // causeway_selftest_call(stream, spin) stands in for cudaStreamSynchronize(stream).
+  probe.cookie = make_cookie(*find_op(CW_OP_CUDA_STREAM_SYNC));
   o.extra_probes.push_back(probe);
   o.duration_ns = 60'000'000'000;
   o.on_ready = [&] {

@@ -201,9 +201,8 @@ Result<void> Session::start() {
     auto elf = ElfFile::load(x.binary);
     if (!elf) return elf.error();
     EntryPlan plan = plan_entry((*elf)->read_bytes(x.offset, 8));
-    auto cookie = make_cookie(x.spec);
-    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, cookie, false); !r) return r.error();
-    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, cookie, true); !r) return r.error();
+    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, x.cookie, false); !r) return r.error();
+    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, x.cookie, true); !r) return r.error();
   }
   rescan(o_.pids);
   if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state

@@ -14,12 +14,12 @@
 
 namespace causeway::collector {
 
-// A probe outside the library table (selftest: a function in causeway itself), at a file
-// offset of binary (the function's first byte).
+// A probe outside the libraries (selftest: a function in causeway itself), at a file offset
+// of binary (the function's first byte), with the cookie of the op it stands in for.
 struct ExtraProbe {
   std::string binary;
   uint64_t offset = 0;
-  ProbeSpec spec;
+  uint64_t cookie = 0;
 };
 
 struct TraceOptions {

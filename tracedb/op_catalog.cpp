@@ -15,98 +15,191 @@ constexpr std::string_view kSet = "bytes,device_ptr,,stream";
 constexpr std::string_view kLaunch = ",function,,stream,grid_packed,block_packed";
 constexpr std::string_view kStream = ",,,stream";
 constexpr std::string_view kColl = "count,comm_hash,rank,nranks,seq,datatype|redop<<8|peer<<16";
+// CUDA graphs: a1 is the graph exec (instantiate → launch → destroy), a2 the graph (capture
+// end → instantiate), so both hand-overs join on one column.
+constexpr std::string_view kCaptureBegin = "capture_mode,,,stream";
+constexpr std::string_view kCaptureEnd = ",,graph,stream";
+constexpr std::string_view kInstantiate = ",graph_exec,graph";
+constexpr std::string_view kGraphLaunch = ",graph_exec,,stream";
+constexpr std::string_view kGraphExec = ",graph_exec";
+
+using F = OpFamily;
+constexpr uint8_t S = CW_AUX_STREAM;
+// Driver copies carry their direction in the aux byte: 1 HtoD, 2 DtoH, 3 DtoD, 4 default.
+constexpr uint8_t kHtoD = 1, kDtoH = 2, kDtoD = 3, kDefault = 4;
+
+constexpr ProbeInfo kAllocProbe{.dclass = CW_DC_ALLOC, .out_reg = 1};
+constexpr ProbeInfo kLaunchRt{.dclass = CW_DC_LAUNCH_RT, .aux = S, .nstack = 2};
+constexpr ProbeInfo kStreamArg{.dclass = CW_DC_STREAM0, .aux = S};
+constexpr ProbeInfo kCaptureBeginProbe{.dclass = CW_DC_CAPTURE_BEGIN, .aux = S};
+constexpr ProbeInfo kCaptureEndProbe{.dclass = CW_DC_CAPTURE_END, .aux = S, .out_reg = 2};
+constexpr ProbeInfo kInstantiateProbe{.dclass = CW_DC_GRAPH_INSTANTIATE, .out_reg = 1};
+constexpr ProbeInfo nccl_coll(uint8_t dclass, uint8_t nstack, uint8_t comm_loc) {
+  return {.dclass = dclass, .aux = S, .nstack = nstack, .comm_loc = comm_loc, .nccl_role = CW_NCCL_COLL};
+}
+constexpr ProbeInfo drv_copy(uint8_t aux, std::string_view symbol = {}) {
+  return {.symbols = {symbol}, .dclass = CW_DC_DRV_COPY, .aux = aux};
+}
+constexpr ProbeInfo with_symbols(ProbeInfo p, std::string_view a, std::string_view b = {}) {
+  p.symbols = {a, b};
+  return p;
+}
 
 constexpr OpInfo kCatalog[] = {
-    {CW_OP_CUDA_MALLOC, CW_SRC_CUDA, "cudaMalloc", true, kAlloc, OpFamily::alloc},
-    {CW_OP_CUDA_MALLOC_MANAGED, CW_SRC_CUDA, "cudaMallocManaged", true, kAlloc, OpFamily::alloc},
-    {CW_OP_CUDA_MALLOC_HOST, CW_SRC_CUDA, "cudaMallocHost", true, kAlloc, OpFamily::host_alloc},
-    {CW_OP_CUDA_FREE, CW_SRC_CUDA, "cudaFree", true, kFree, OpFamily::alloc},
-    {CW_OP_CUDA_MEMCPY, CW_SRC_CUDA, "cudaMemcpy", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CUDA_MEMCPY_ASYNC, CW_SRC_CUDA, "cudaMemcpyAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CUDA_MEMCPY_2D, CW_SRC_CUDA, "cudaMemcpy2D", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CUDA_MEMCPY_2D_ASYNC, CW_SRC_CUDA, "cudaMemcpy2DAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CUDA_MEMCPY_PEER, CW_SRC_CUDA, "cudaMemcpyPeer", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CUDA_MEMCPY_PEER_ASYNC, CW_SRC_CUDA, "cudaMemcpyPeerAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CUDA_MEMSET, CW_SRC_CUDA, "cudaMemset", true, kSet, OpFamily::memset},
-    {CW_OP_CUDA_MEMSET_ASYNC, CW_SRC_CUDA, "cudaMemsetAsync", true, kSet, OpFamily::memset},
-    {CW_OP_CUDA_LAUNCH_KERNEL, CW_SRC_CUDA, "cudaLaunchKernel", true, kLaunch, OpFamily::launch},
-    {CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL, CW_SRC_CUDA, "__cudaLaunchKernel", true, kLaunch, OpFamily::launch},
-    {CW_OP_CUDA_LAUNCH_KERNEL_EXC, CW_SRC_CUDA, "cudaLaunchKernelExC", true, kLaunch, OpFamily::launch},
-    {CW_OP_CUDA_GRAPH_LAUNCH, CW_SRC_CUDA, "cudaGraphLaunch", true, kStream, OpFamily::graph},
-    {CW_OP_CUDA_STREAM_SYNC, CW_SRC_CUDA, "cudaStreamSynchronize", true, kStream, OpFamily::sync, true},
-    {CW_OP_CUDA_DEVICE_SYNC, CW_SRC_CUDA, "cudaDeviceSynchronize", true, "", OpFamily::sync, true},
-    {CW_OP_CUDA_EVENT_SYNC, CW_SRC_CUDA, "cudaEventSynchronize", true, ",event", OpFamily::sync, true},
-    {CW_OP_CUDA_MEMCPY_ASYNC_PTSZ, CW_SRC_CUDA, "cudaMemcpyAsync_ptsz", true, kCopy, OpFamily::copy},
-    {CW_OP_CUDA_LAUNCH_KERNEL_PTSZ, CW_SRC_CUDA, "cudaLaunchKernel_ptsz", true, kLaunch, OpFamily::launch},
-    {CW_OP_CUDA_MEMSET_ASYNC_PTSZ, CW_SRC_CUDA, "cudaMemsetAsync_ptsz", true, kSet, OpFamily::memset},
-    {CW_OP_CUDA_GRAPH_LAUNCH_PTSZ, CW_SRC_CUDA, "cudaGraphLaunch_ptsz", true, kStream, OpFamily::graph},
-    {CW_OP_CUDA_STREAM_SYNC_PTSZ, CW_SRC_CUDA, "cudaStreamSynchronize_ptsz", true, kStream, OpFamily::sync, true},
-    {CW_OP_CUDA_MEMCPY_PTDS, CW_SRC_CUDA, "cudaMemcpy_ptds", true, kCopy, OpFamily::copy, true},
+    // CUDA runtime (libcudart)
+    {CW_OP_CUDA_MALLOC, CW_SRC_CUDA, "cudaMalloc", true, kAlloc, F::alloc, false, kAllocProbe},
+    {CW_OP_CUDA_MALLOC_MANAGED, CW_SRC_CUDA, "cudaMallocManaged", true, kAlloc, F::alloc, false, kAllocProbe},
+    {CW_OP_CUDA_MALLOC_HOST, CW_SRC_CUDA, "cudaMallocHost", true, kAlloc, F::host_alloc, false, kAllocProbe},
+    {CW_OP_CUDA_FREE, CW_SRC_CUDA, "cudaFree", true, kFree, F::alloc, false, {.dclass = CW_DC_FREE}},
+    {CW_OP_CUDA_MEMCPY, CW_SRC_CUDA, "cudaMemcpy", true, kCopy, F::copy, true, {.dclass = CW_DC_COPY}},
+    {CW_OP_CUDA_MEMCPY_ASYNC, CW_SRC_CUDA, "cudaMemcpyAsync", true, kCopy, F::copy, false, {.dclass = CW_DC_COPY, .aux = S}},
+    {CW_OP_CUDA_MEMCPY_2D, CW_SRC_CUDA, "cudaMemcpy2D", true, kCopy, F::copy, true, {.dclass = CW_DC_COPY_2D, .nstack = 1}},
+    {CW_OP_CUDA_MEMCPY_2D_ASYNC, CW_SRC_CUDA, "cudaMemcpy2DAsync", true, kCopy, F::copy, false,
+     {.dclass = CW_DC_COPY_2D, .aux = S, .nstack = 2}},
+    {CW_OP_CUDA_MEMCPY_PEER, CW_SRC_CUDA, "cudaMemcpyPeer", true, kCopy, F::copy, true, {.dclass = CW_DC_COPY_PEER}},
+    {CW_OP_CUDA_MEMCPY_PEER_ASYNC, CW_SRC_CUDA, "cudaMemcpyPeerAsync", true, kCopy, F::copy, false,
+     {.dclass = CW_DC_COPY_PEER, .aux = S}},
+    {CW_OP_CUDA_MEMSET, CW_SRC_CUDA, "cudaMemset", true, kSet, F::memset, false, {.dclass = CW_DC_SET}},
+    {CW_OP_CUDA_MEMSET_ASYNC, CW_SRC_CUDA, "cudaMemsetAsync", true, kSet, F::memset, false, {.dclass = CW_DC_SET, .aux = S}},
+    {CW_OP_CUDA_LAUNCH_KERNEL, CW_SRC_CUDA, "cudaLaunchKernel", true, kLaunch, F::launch, false, kLaunchRt},
+    {CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL, CW_SRC_CUDA, "__cudaLaunchKernel", true, kLaunch, F::launch, false, kLaunchRt},
+    {CW_OP_CUDA_LAUNCH_KERNEL_EXC, CW_SRC_CUDA, "cudaLaunchKernelExC", true, kLaunch, F::launch, false,
+     {.dclass = CW_DC_LAUNCH_RT_EXC, .aux = S, .struct_reg = 1}},
+    {CW_OP_CUDA_GRAPH_LAUNCH, CW_SRC_CUDA, "cudaGraphLaunch", true, kGraphLaunch, F::graph, false,
+     {.dclass = CW_DC_GRAPH_EXEC, .aux = S}},
+    {CW_OP_CUDA_STREAM_SYNC, CW_SRC_CUDA, "cudaStreamSynchronize", true, kStream, F::sync, true, kStreamArg},
+    {CW_OP_CUDA_DEVICE_SYNC, CW_SRC_CUDA, "cudaDeviceSynchronize", true, "", F::sync, true, {.dclass = CW_DC_NONE}},
+    {CW_OP_CUDA_EVENT_SYNC, CW_SRC_CUDA, "cudaEventSynchronize", true, ",event", F::sync, true, {.dclass = CW_DC_EVENT}},
+    {CW_OP_CUDA_MEMCPY_ASYNC_PTSZ, CW_SRC_CUDA, "cudaMemcpyAsync_ptsz", true, kCopy, F::copy, false,
+     {.dclass = CW_DC_COPY, .aux = S}},
+    {CW_OP_CUDA_LAUNCH_KERNEL_PTSZ, CW_SRC_CUDA, "cudaLaunchKernel_ptsz", true, kLaunch, F::launch, false, kLaunchRt},
+    {CW_OP_CUDA_MEMSET_ASYNC_PTSZ, CW_SRC_CUDA, "cudaMemsetAsync_ptsz", true, kSet, F::memset, false,
+     {.dclass = CW_DC_SET, .aux = S}},
+    {CW_OP_CUDA_GRAPH_LAUNCH_PTSZ, CW_SRC_CUDA, "cudaGraphLaunch_ptsz", true, kGraphLaunch, F::graph, false,
+     {.dclass = CW_DC_GRAPH_EXEC, .aux = S}},
+    {CW_OP_CUDA_STREAM_SYNC_PTSZ, CW_SRC_CUDA, "cudaStreamSynchronize_ptsz", true, kStream, F::sync, true, kStreamArg},
+    {CW_OP_CUDA_MEMCPY_PTDS, CW_SRC_CUDA, "cudaMemcpy_ptds", true, kCopy, F::copy, true, {.dclass = CW_DC_COPY}},
+    {CW_OP_CUDA_STREAM_BEGIN_CAPTURE, CW_SRC_CUDA, "cudaStreamBeginCapture", true, kCaptureBegin, F::graph_build, false,
+     kCaptureBeginProbe},
+    {CW_OP_CUDA_STREAM_BEGIN_CAPTURE_PTSZ, CW_SRC_CUDA, "cudaStreamBeginCapture_ptsz", true, kCaptureBegin, F::graph_build,
+     false, kCaptureBeginProbe},
+    {CW_OP_CUDA_STREAM_END_CAPTURE, CW_SRC_CUDA, "cudaStreamEndCapture", true, kCaptureEnd, F::graph_build, false,
+     kCaptureEndProbe},
+    {CW_OP_CUDA_STREAM_END_CAPTURE_PTSZ, CW_SRC_CUDA, "cudaStreamEndCapture_ptsz", true, kCaptureEnd, F::graph_build, false,
+     kCaptureEndProbe},
+    {CW_OP_CUDA_GRAPH_INSTANTIATE, CW_SRC_CUDA, "cudaGraphInstantiate", true, kInstantiate, F::graph_build, false,
+     kInstantiateProbe},
+    {CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS, CW_SRC_CUDA, "cudaGraphInstantiateWithFlags", true, kInstantiate,
+     F::graph_build, false, kInstantiateProbe},
+    {CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_PARAMS, CW_SRC_CUDA, "cudaGraphInstantiateWithParams", true, kInstantiate,
+     F::graph_build, false, kInstantiateProbe},
+    {CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ, CW_SRC_CUDA, "cudaGraphInstantiateWithParams_ptsz", true, kInstantiate,
+     F::graph_build, false, kInstantiateProbe},
+    {CW_OP_CUDA_GRAPH_EXEC_DESTROY, CW_SRC_CUDA, "cudaGraphExecDestroy", true, kGraphExec, F::graph_build, false,
+     {.dclass = CW_DC_GRAPH_EXEC}},
 
-    {CW_OP_CU_LAUNCH_KERNEL, CW_SRC_DRIVER, "cuLaunchKernel", true, kLaunch, OpFamily::launch},
-    {CW_OP_CU_LAUNCH_KERNEL_EX, CW_SRC_DRIVER, "cuLaunchKernelEx", true, kLaunch, OpFamily::launch},
-    {CW_OP_CU_MEM_ALLOC, CW_SRC_DRIVER, "cuMemAlloc", true, kAlloc, OpFamily::alloc},
-    {CW_OP_CU_MEM_FREE, CW_SRC_DRIVER, "cuMemFree", true, kFree, OpFamily::alloc},
-    {CW_OP_CU_MEM_ALLOC_MANAGED, CW_SRC_DRIVER, "cuMemAllocManaged", true, kAlloc, OpFamily::alloc},
-    {CW_OP_CU_MEMCPY, CW_SRC_DRIVER, "cuMemcpy", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CU_MEMCPY_ASYNC, CW_SRC_DRIVER, "cuMemcpyAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CU_MEMCPY_HTOD, CW_SRC_DRIVER, "cuMemcpyHtoD", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CU_MEMCPY_HTOD_ASYNC, CW_SRC_DRIVER, "cuMemcpyHtoDAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CU_MEMCPY_DTOH, CW_SRC_DRIVER, "cuMemcpyDtoH", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CU_MEMCPY_DTOH_ASYNC, CW_SRC_DRIVER, "cuMemcpyDtoHAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CU_MEMCPY_DTOD, CW_SRC_DRIVER, "cuMemcpyDtoD", true, kCopy, OpFamily::copy, true},
-    {CW_OP_CU_MEMCPY_DTOD_ASYNC, CW_SRC_DRIVER, "cuMemcpyDtoDAsync", true, kCopy, OpFamily::copy},
-    {CW_OP_CU_CTX_SYNC, CW_SRC_DRIVER, "cuCtxSynchronize", true, "", OpFamily::sync, true},
-    {CW_OP_CU_STREAM_SYNC, CW_SRC_DRIVER, "cuStreamSynchronize", true, kStream, OpFamily::sync, true},
-    {CW_OP_CU_GRAPH_LAUNCH, CW_SRC_DRIVER, "cuGraphLaunch", true, kStream, OpFamily::graph},
+    // CUDA driver (libcuda): the exported symbols are versioned (_v2) and have per-thread
+    // default-stream twins (_ptsz); each is one op.
+    {CW_OP_CU_LAUNCH_KERNEL, CW_SRC_DRIVER, "cuLaunchKernel", true, kLaunch, F::launch, false,
+     {.symbols = {"cuLaunchKernel", "cuLaunchKernel_ptsz"}, .dclass = CW_DC_LAUNCH_DRV, .aux = S, .nstack = 3}},
+    {CW_OP_CU_LAUNCH_KERNEL_EX, CW_SRC_DRIVER, "cuLaunchKernelEx", true, kLaunch, F::launch, false,
+     {.symbols = {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz"}, .dclass = CW_DC_LAUNCH_DRV_EX, .aux = S, .struct_reg = 1}},
+    {CW_OP_CU_MEM_ALLOC, CW_SRC_DRIVER, "cuMemAlloc", true, kAlloc, F::alloc, false, with_symbols(kAllocProbe, "cuMemAlloc_v2")},
+    {CW_OP_CU_MEM_FREE, CW_SRC_DRIVER, "cuMemFree", true, kFree, F::alloc, false,
+     {.symbols = {"cuMemFree_v2"}, .dclass = CW_DC_FREE}},
+    {CW_OP_CU_MEM_ALLOC_MANAGED, CW_SRC_DRIVER, "cuMemAllocManaged", true, kAlloc, F::alloc, false, kAllocProbe},
+    {CW_OP_CU_MEMCPY, CW_SRC_DRIVER, "cuMemcpy", true, kCopy, F::copy, true, drv_copy(kDefault)},
+    {CW_OP_CU_MEMCPY_ASYNC, CW_SRC_DRIVER, "cuMemcpyAsync", true, kCopy, F::copy, false, drv_copy(kDefault | S)},
+    {CW_OP_CU_MEMCPY_HTOD, CW_SRC_DRIVER, "cuMemcpyHtoD", true, kCopy, F::copy, true, drv_copy(kHtoD, "cuMemcpyHtoD_v2")},
+    {CW_OP_CU_MEMCPY_HTOD_ASYNC, CW_SRC_DRIVER, "cuMemcpyHtoDAsync", true, kCopy, F::copy, false,
+     drv_copy(kHtoD | S, "cuMemcpyHtoDAsync_v2")},
+    {CW_OP_CU_MEMCPY_DTOH, CW_SRC_DRIVER, "cuMemcpyDtoH", true, kCopy, F::copy, true, drv_copy(kDtoH, "cuMemcpyDtoH_v2")},
+    {CW_OP_CU_MEMCPY_DTOH_ASYNC, CW_SRC_DRIVER, "cuMemcpyDtoHAsync", true, kCopy, F::copy, false,
+     drv_copy(kDtoH | S, "cuMemcpyDtoHAsync_v2")},
+    {CW_OP_CU_MEMCPY_DTOD, CW_SRC_DRIVER, "cuMemcpyDtoD", true, kCopy, F::copy, true, drv_copy(kDtoD, "cuMemcpyDtoD_v2")},
+    {CW_OP_CU_MEMCPY_DTOD_ASYNC, CW_SRC_DRIVER, "cuMemcpyDtoDAsync", true, kCopy, F::copy, false,
+     drv_copy(kDtoD | S, "cuMemcpyDtoDAsync_v2")},
+    {CW_OP_CU_CTX_SYNC, CW_SRC_DRIVER, "cuCtxSynchronize", true, "", F::sync, true, {.dclass = CW_DC_NONE}},
+    {CW_OP_CU_STREAM_SYNC, CW_SRC_DRIVER, "cuStreamSynchronize", true, kStream, F::sync, true, kStreamArg},
+    {CW_OP_CU_GRAPH_LAUNCH, CW_SRC_DRIVER, "cuGraphLaunch", true, kGraphLaunch, F::graph, false,
+     {.symbols = {"cuGraphLaunch", "cuGraphLaunch_ptsz"}, .dclass = CW_DC_GRAPH_EXEC, .aux = S}},
+    // The unversioned cuStreamBeginCapture (CUDA 10.0) takes no mode; _v2 is what the
+    // runtime and current headers call.
+    {CW_OP_CU_STREAM_BEGIN_CAPTURE, CW_SRC_DRIVER, "cuStreamBeginCapture", true, kCaptureBegin, F::graph_build, false,
+     with_symbols(kCaptureBeginProbe, "cuStreamBeginCapture_v2", "cuStreamBeginCapture_v2_ptsz")},
+    {CW_OP_CU_STREAM_END_CAPTURE, CW_SRC_DRIVER, "cuStreamEndCapture", true, kCaptureEnd, F::graph_build, false,
+     with_symbols(kCaptureEndProbe, "cuStreamEndCapture", "cuStreamEndCapture_ptsz")},
+    // The exported cuGraphInstantiate(_v2) is the pre-12 form (exec*, graph, error node, log,
+    // log size); CUDA 12+ headers map cuGraphInstantiate to cuGraphInstantiateWithFlags. All
+    // instantiations share the first two arguments, all the decoding reads.
+    {CW_OP_CU_GRAPH_INSTANTIATE, CW_SRC_DRIVER, "cuGraphInstantiate", true, kInstantiate, F::graph_build, false,
+     with_symbols(kInstantiateProbe, "cuGraphInstantiate", "cuGraphInstantiate_v2")},
+    {CW_OP_CU_GRAPH_INSTANTIATE_WITH_FLAGS, CW_SRC_DRIVER, "cuGraphInstantiateWithFlags", true, kInstantiate,
+     F::graph_build, false, kInstantiateProbe},
+    {CW_OP_CU_GRAPH_INSTANTIATE_WITH_PARAMS, CW_SRC_DRIVER, "cuGraphInstantiateWithParams", true, kInstantiate,
+     F::graph_build, false,
+     with_symbols(kInstantiateProbe, "cuGraphInstantiateWithParams", "cuGraphInstantiateWithParams_ptsz")},
+    {CW_OP_CU_GRAPH_EXEC_DESTROY, CW_SRC_DRIVER, "cuGraphExecDestroy", true, kGraphExec, F::graph_build, false,
+     {.dclass = CW_DC_GRAPH_EXEC}},
 
-    {CW_OP_NCCL_COMM_INIT_RANK, CW_SRC_NCCL, "ncclCommInitRank", true, ",comm_hash,rank,nranks", OpFamily::setup},
-    {CW_OP_NCCL_COMM_INIT_ALL, CW_SRC_NCCL, "ncclCommInitAll", true, ",,,ndev", OpFamily::setup},
-    {CW_OP_NCCL_COMM_DESTROY, CW_SRC_NCCL, "ncclCommDestroy", true, ",comm_hash,rank,nranks", OpFamily::setup},
-    {CW_OP_NCCL_ALL_REDUCE, CW_SRC_NCCL, "ncclAllReduce", true, kColl, OpFamily::collective},
-    {CW_OP_NCCL_ALL_GATHER, CW_SRC_NCCL, "ncclAllGather", true, kColl, OpFamily::collective},
-    {CW_OP_NCCL_REDUCE_SCATTER, CW_SRC_NCCL, "ncclReduceScatter", true, kColl, OpFamily::collective},
-    {CW_OP_NCCL_BROADCAST, CW_SRC_NCCL, "ncclBroadcast", true, kColl, OpFamily::collective},
-    {CW_OP_NCCL_BCAST, CW_SRC_NCCL, "ncclBcast", true, kColl, OpFamily::collective},
-    {CW_OP_NCCL_REDUCE, CW_SRC_NCCL, "ncclReduce", true, kColl, OpFamily::collective},
-    {CW_OP_NCCL_SEND, CW_SRC_NCCL, "ncclSend", true, kColl, OpFamily::p2p},
-    {CW_OP_NCCL_RECV, CW_SRC_NCCL, "ncclRecv", true, kColl, OpFamily::p2p},
-    {CW_OP_NCCL_GROUP_START, CW_SRC_NCCL, "ncclGroupStart", true, "", OpFamily::group},
-    {CW_OP_NCCL_GROUP_END, CW_SRC_NCCL, "ncclGroupEnd", true, "", OpFamily::group},
+    // NCCL (libnccl)
+    {CW_OP_NCCL_COMM_INIT_RANK, CW_SRC_NCCL, "ncclCommInitRank", true, ",comm_hash,rank,nranks", F::setup, false,
+     {.dclass = CW_DC_NCCL_INIT_RANK, .nccl_role = CW_NCCL_INIT_RANK}},
+    {CW_OP_NCCL_COMM_INIT_ALL, CW_SRC_NCCL, "ncclCommInitAll", true, ",,,ndev", F::setup, false,
+     {.dclass = CW_DC_NCCL_INIT_ALL, .nccl_role = CW_NCCL_INIT_ALL}},
+    {CW_OP_NCCL_COMM_DESTROY, CW_SRC_NCCL, "ncclCommDestroy", true, ",comm_hash,rank,nranks", F::setup, false,
+     {.dclass = CW_DC_NCCL_DESTROY, .comm_loc = 1, .nccl_role = CW_NCCL_DESTROY}},
+    {CW_OP_NCCL_ALL_REDUCE, CW_SRC_NCCL, "ncclAllReduce", true, kColl, F::collective, false,
+     nccl_coll(CW_DC_NCCL_REDUCE_LIKE, 1, 6)},
+    {CW_OP_NCCL_ALL_GATHER, CW_SRC_NCCL, "ncclAllGather", true, kColl, F::collective, false,
+     nccl_coll(CW_DC_NCCL_ALL_GATHER, 0, 5)},
+    {CW_OP_NCCL_REDUCE_SCATTER, CW_SRC_NCCL, "ncclReduceScatter", true, kColl, F::collective, false,
+     nccl_coll(CW_DC_NCCL_REDUCE_LIKE, 1, 6)},
+    {CW_OP_NCCL_BROADCAST, CW_SRC_NCCL, "ncclBroadcast", true, kColl, F::collective, false,
+     nccl_coll(CW_DC_NCCL_BROADCAST, 1, 6)},
+    {CW_OP_NCCL_BCAST, CW_SRC_NCCL, "ncclBcast", true, kColl, F::collective, false, nccl_coll(CW_DC_NCCL_BCAST, 0, 5)},
+    {CW_OP_NCCL_REDUCE, CW_SRC_NCCL, "ncclReduce", true, kColl, F::collective, false, nccl_coll(CW_DC_NCCL_REDUCE, 2, 7)},
+    {CW_OP_NCCL_SEND, CW_SRC_NCCL, "ncclSend", true, kColl, F::p2p, false, nccl_coll(CW_DC_NCCL_P2P, 0, 5)},
+    {CW_OP_NCCL_RECV, CW_SRC_NCCL, "ncclRecv", true, kColl, F::p2p, false, nccl_coll(CW_DC_NCCL_P2P, 0, 5)},
+    {CW_OP_NCCL_GROUP_START, CW_SRC_NCCL, "ncclGroupStart", true, "", F::group, false, {.dclass = CW_DC_NONE}},
+    {CW_OP_NCCL_GROUP_END, CW_SRC_NCCL, "ncclGroupEnd", true, "", F::group, false, {.dclass = CW_DC_NONE}},
 
-    {CW_OP_SCHED_SWITCH, CW_SRC_HOST, "sched_switch", false, "", OpFamily::host},
-    {CW_OP_SCHED_WAKEUP, CW_SRC_HOST, "sched_wakeup", false, "", OpFamily::host},
-    {CW_OP_PROC_EXEC, CW_SRC_HOST, "process_exec", false, "ppid", OpFamily::host},
-    {CW_OP_PROC_FORK, CW_SRC_HOST, "process_fork", false, "child_pid", OpFamily::host},
-    {CW_OP_PROC_EXIT, CW_SRC_HOST, "process_exit", false, "exit_code", OpFamily::host},
-    {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, "bytes,dev,sector,is_write", OpFamily::host},
-    {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, "saddr,sport,daddr,dport,state,sock_owner", OpFamily::host},
+    // Host context (tracepoints, no probe)
+    {CW_OP_SCHED_SWITCH, CW_SRC_HOST, "sched_switch", false, "", F::host},
+    {CW_OP_SCHED_WAKEUP, CW_SRC_HOST, "sched_wakeup", false, "", F::host},
+    {CW_OP_PROC_EXEC, CW_SRC_HOST, "process_exec", false, "ppid", F::host},
+    {CW_OP_PROC_FORK, CW_SRC_HOST, "process_fork", false, "child_pid", F::host},
+    {CW_OP_PROC_EXIT, CW_SRC_HOST, "process_exit", false, "exit_code", F::host},
+    {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, "bytes,dev,sector,is_write", F::host},
+    {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, "saddr,sport,daddr,dport,state,sock_owner", F::host},
     {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false,
-     "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sport|dport<<16|state<<32,sock_owner", OpFamily::host},
-    {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, "pages,max_order", OpFamily::host},
-    {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, "victim_pid,total_pages", OpFamily::host},
+     "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sport|dport<<16|state<<32,sock_owner", F::host},
+    {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, "pages,max_order", F::host},
+    {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, "victim_pid,total_pages", F::host},
 };
 
-// The BPF side derives an event's source from its op id range (bpf/calls.bpf.h: < 200 runtime,
-// < 300 driver, else NCCL) and the correlator reads collectives' (comm, seq) from a1/a4: the
-// table must agree with both.
-constexpr bool sources_match_bpf_ranges() {
-  for (const OpInfo& op : kCatalog) {
-    if (op.id >= 100 && op.id < 200 && op.source != CW_SRC_CUDA) return false;
-    if (op.id >= 200 && op.id < 300 && op.source != CW_SRC_DRIVER) return false;
-    if (op.id >= 300 && op.id < 400 && op.source != CW_SRC_NCCL) return false;
-    if (op.id >= 400 && op.source < CW_SRC_HOST) return false;
+constexpr bool is_probed_source(uint8_t source) {
+  return source == CW_SRC_CUDA || source == CW_SRC_DRIVER || source == CW_SRC_NCCL;
+}
+
+// What the rest of the system assumes of the table, checked at compile time:
+//  - ids are unique and below kMaxOpId (the by-id index);
+//  - every op of a probed library is a call, every other op has no probe fields;
+//  - the source fits the cookie's 4 bits and an out register is an argument register;
+//  - collectives and p2p calls have the layout the correlator reads (comm, seq) from: a1/a4.
+constexpr bool table_is_consistent() {
+  for (size_t i = 0; i < std::size(kCatalog); ++i) {
+    const OpInfo& op = kCatalog[i];
+    if (op.id >= kMaxOpId || op.source > 0xf || op.probe.out_reg > CW_NREGS) return false;
+    for (size_t j = 0; j < i; ++j)
+      if (kCatalog[j].id == op.id) return false;
+    if (is_probed_source(op.source) && !op.is_call) return false;
+    if (!is_probed_source(op.source) && (op.probe.dclass || !op.probe.symbols[0].empty() || op.probe.out_reg)) return false;
+    if ((op.family == OpFamily::collective || op.family == OpFamily::p2p) && op.arg_names != kColl) return false;
   }
   return true;
 }
-static_assert(sources_match_bpf_ranges(), "an op id is outside its source's range in bpf/events.h");
-
-constexpr bool ids_fit_the_index() {
-  for (const OpInfo& op : kCatalog)
-    if (op.id >= kMaxOpId) return false;
-  return true;
-}
-static_assert(ids_fit_the_index());
+static_assert(table_is_consistent(), "the op table breaks an assumption listed above table_is_consistent()");
 
 // O(1) lookup by id: the correlator classifies every event through it.
 const std::array<const OpInfo*, kMaxOpId>& by_id() {
@@ -141,6 +234,7 @@ std::string_view family_name(OpFamily f) {
     case OpFamily::collective: return "collective";
     case OpFamily::p2p: return "p2p";
     case OpFamily::graph: return "graph";
+    case OpFamily::graph_build: return "graph_build";
     case OpFamily::setup: return "setup";
     case OpFamily::group: return "group";
     case OpFamily::host: return "host";

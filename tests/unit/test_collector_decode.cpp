@@ -2,7 +2,10 @@
 // catalog, from registers and stack words as the BPF side copies them.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
+#include <utility>
 
 #include "bpf/events.h"
 #include "collector/decode.h"
@@ -49,7 +52,7 @@ TEST_CASE("allocation: bytes and the pointer written through the out argument") 
 }
 
 TEST_CASE("copies: bytes, dst, kind, stream only for async variants") {
-  auto e = call(CW_OP_CUDA_MEMCPY_ASYNC, CW_DC_COPY, kHasStream);
+  auto e = call(CW_OP_CUDA_MEMCPY_ASYNC, CW_DC_COPY, CW_AUX_STREAM);
   e.regs[0] = 0xd000;
   e.regs[1] = 0x5000;
   e.regs[2] = 4096;
@@ -63,7 +66,7 @@ TEST_CASE("copies: bytes, dst, kind, stream only for async variants") {
   e.aux = 0;  // cudaMemcpy: r8 is garbage, not a stream
   CHECK(decode_call_args(e)[3] == 0);
 
-  auto d2 = call(CW_OP_CUDA_MEMCPY_2D_ASYNC, CW_DC_COPY_2D, kHasStream);
+  auto d2 = call(CW_OP_CUDA_MEMCPY_2D_ASYNC, CW_DC_COPY_2D, CW_AUX_STREAM);
   d2.regs[0] = 0xd000;
   d2.regs[4] = 64;  // width
   d2.regs[5] = 16;  // height
@@ -74,7 +77,7 @@ TEST_CASE("copies: bytes, dst, kind, stream only for async variants") {
   CHECK(a[2] == 2);
   CHECK(a[3] == 0x99);
 
-  auto drv = call(CW_OP_CU_MEMCPY_DTOH_ASYNC, CW_DC_DRV_COPY, 2 | kHasStream);
+  auto drv = call(CW_OP_CU_MEMCPY_DTOH_ASYNC, CW_DC_DRV_COPY, 2 | CW_AUX_STREAM);
   drv.regs[0] = 0xa;
   drv.regs[2] = 77;
   drv.regs[3] = 0x55;
@@ -86,7 +89,7 @@ TEST_CASE("copies: bytes, dst, kind, stream only for async variants") {
 }
 
 TEST_CASE("runtime launch: dim3 by value in register pairs, stream on the stack") {
-  auto e = call(CW_OP_CUDA_LAUNCH_KERNEL, CW_DC_LAUNCH_RT, kHasStream);
+  auto e = call(CW_OP_CUDA_LAUNCH_KERNEL, CW_DC_LAUNCH_RT, CW_AUX_STREAM);
   e.regs[0] = 0xdead0000;
   e.regs[1] = 4 | (uint64_t{2} << 32);  // grid x, y
   e.regs[2] = 1;                         // grid z
@@ -103,7 +106,7 @@ TEST_CASE("runtime launch: dim3 by value in register pairs, stream on the stack"
 }
 
 TEST_CASE("config-struct launches (cudaLaunchKernelExC, cuLaunchKernelEx)") {
-  auto e = call(CW_OP_CUDA_LAUNCH_KERNEL_EXC, CW_DC_LAUNCH_RT_EXC, kHasStream);
+  auto e = call(CW_OP_CUDA_LAUNCH_KERNEL_EXC, CW_DC_LAUNCH_RT_EXC, CW_AUX_STREAM);
   uint32_t dims[6] = {8, 4, 2, 256, 2, 1};
   std::memcpy(e.extra, dims, sizeof(dims));
   uint64_t stream = 0x77;
@@ -115,7 +118,7 @@ TEST_CASE("config-struct launches (cudaLaunchKernelExC, cuLaunchKernelEx)") {
   CHECK(a[4] == pack_dim3(8, 4, 2));
   CHECK(a[5] == pack_dim3(256, 2, 1));
 
-  auto d = call(CW_OP_CU_LAUNCH_KERNEL, CW_DC_LAUNCH_DRV, kHasStream);
+  auto d = call(CW_OP_CU_LAUNCH_KERNEL, CW_DC_LAUNCH_DRV, CW_AUX_STREAM);
   d.regs[0] = 0xf1;
   d.regs[1] = 3;
   d.regs[2] = 2;
@@ -132,7 +135,7 @@ TEST_CASE("config-struct launches (cudaLaunchKernelExC, cuLaunchKernelEx)") {
 }
 
 TEST_CASE("NCCL collectives: count, comm hash, rank, nranks, seq, datatype|redop|peer") {
-  auto e = call(CW_OP_NCCL_ALL_REDUCE, CW_DC_NCCL_REDUCE_LIKE, kHasStream);
+  auto e = call(CW_OP_NCCL_ALL_REDUCE, CW_DC_NCCL_REDUCE_LIKE, CW_AUX_STREAM);
   e.regs[2] = 1024;  // count
   e.regs[3] = 7;     // float32
   e.regs[4] = 0;     // sum
@@ -147,7 +150,7 @@ TEST_CASE("NCCL collectives: count, comm hash, rank, nranks, seq, datatype|redop
   CHECK(a[4] == 17);
   CHECK(a[5] == 7);
 
-  auto p = call(CW_OP_NCCL_SEND, CW_DC_NCCL_P2P, kHasStream);
+  auto p = call(CW_OP_NCCL_SEND, CW_DC_NCCL_P2P, CW_AUX_STREAM);
   p.regs[1] = 10;
   p.regs[2] = 3;
   p.regs[3] = 5;  // peer
@@ -157,7 +160,7 @@ TEST_CASE("NCCL collectives: count, comm hash, rank, nranks, seq, datatype|redop
   CHECK(a[2] == -1);
   CHECK(a[5] == (3 | (5 << 16)));
 
-  auto r = call(CW_OP_NCCL_REDUCE, CW_DC_NCCL_REDUCE, kHasStream);
+  auto r = call(CW_OP_NCCL_REDUCE, CW_DC_NCCL_REDUCE, CW_AUX_STREAM);
   r.regs[4] = 2;  // max
   r.regs[5] = 1;  // root
   r.regs[3] = 9;
@@ -240,30 +243,112 @@ TEST_CASE("host records") {
   CHECK(fr.a[0] == 51);
 }
 
-TEST_CASE("probe table: every op is in the catalog and cookies round-trip") {
+TEST_CASE("CUDA graphs: capture carries the stream and the graph, instantiation the new exec, launches the exec") {
+  // Decode classes and aux bits as the op table gives them to the probes.
+  auto from_table = [](uint16_t id) {
+    const OpInfo* op = find_op(id);
+    REQUIRE(op != nullptr);
+    return call(id, op->probe.dclass, op->probe.aux);
+  };
+  auto begin = from_table(CW_OP_CUDA_STREAM_BEGIN_CAPTURE);
+  begin.regs[0] = 0x1001;  // stream
+  begin.regs[1] = 2;       // cudaStreamCaptureModeRelaxed
+  auto a = decode_call_args(begin);
+  CHECK(a[0] == 2);
+  CHECK(a[3] == 0x1001);
+
+  auto end = from_table(CW_OP_CU_STREAM_END_CAPTURE);
+  end.regs[0] = 0x1001;
+  end.regs[1] = 0x7ffd1000;              // &graph
+  end.extra[CW_X_OUT] = 0x6a0000000001;  // read through it on return
+  a = decode_call_args(end);
+  CHECK(a[2] == 0x6a0000000001);
+  CHECK(a[3] == 0x1001);
+  CHECK(a[1] == 0);
+
+  auto inst = from_table(CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS);
+  inst.regs[0] = 0x7ffd2000;  // &exec
+  inst.regs[1] = 0x6a0000000001;
+  inst.regs[2] = 1;  // cudaGraphInstantiateFlagAutoFreeOnLaunch
+  inst.extra[CW_X_OUT] = 0x6e0000000001;
+  a = decode_call_args(inst);
+  CHECK(a[1] == 0x6e0000000001);
+  CHECK(a[2] == 0x6a0000000001);
+
+  auto launch = from_table(CW_OP_CU_GRAPH_LAUNCH);
+  launch.regs[0] = 0x6e0000000001;
+  launch.regs[1] = 0x1001;
+  a = decode_call_args(launch);
+  CHECK(a[1] == 0x6e0000000001);
+  CHECK(a[3] == 0x1001);
+
+  auto destroy = from_table(CW_OP_CUDA_GRAPH_EXEC_DESTROY);
+  destroy.regs[0] = 0x6e0000000001;
+  destroy.regs[1] = 0x999;  // not an argument of cudaGraphExecDestroy: no stream
+  a = decode_call_args(destroy);
+  CHECK(a[1] == 0x6e0000000001);
+  CHECK(a[3] == 0);
+}
+
+TEST_CASE("probe table: derived from the op table; every probe's op has a family, its cookie the op's source") {
+  std::set<std::pair<LibKind, std::string_view>> seen;
   for (const ProbeSpec& s : probe_specs()) {
     CAPTURE(s.symbol);
-    const OpInfo* op = find_op(s.op);
-    REQUIRE(op != nullptr);
-    // The probe table and the op table agree: the symbol is the op's name or a versioned
-    // alias of it (cuMemAlloc_v2, cuLaunchKernel_ptsz), and the library is the op's source.
+    REQUIRE(s.op != nullptr);
+    const OpInfo& op = *s.op;
+    CHECK(find_op(op.id) == &op);
+    CHECK(op.is_call);
+    CHECK(op.family != OpFamily::host);
+    CHECK(family_name(op.family) != "host");
+    CHECK(lib_kind_of_source(op.source) == s.lib);
+    CHECK(seen.insert({s.lib, s.symbol}).second);  // one probe per symbol
+    // The symbol is the op's name or a versioned alias of it (cuMemAlloc_v2,
+    // cuLaunchKernel_ptsz, cuStreamBeginCapture_v2_ptsz).
     const std::string_view sym = s.symbol;
-    CHECK(sym.substr(0, op->name.size()) == op->name);
-    const std::string_view suffix = sym.substr(op->name.size());
-    CHECK((suffix.empty() || suffix == "_v2" || suffix == "_ptsz"));
-    CHECK(op->source == (s.lib == LibKind::cudart ? CW_SRC_CUDA : s.lib == LibKind::cuda ? CW_SRC_DRIVER : CW_SRC_NCCL));
-    CHECK(op->is_call);
-    uint64_t c = make_cookie(s);
-    CHECK(CW_COOKIE_OP(c) == s.op);
-    CHECK(CW_COOKIE_CLASS(c) == s.dclass);
-    CHECK(CW_COOKIE_AUX(c) == s.aux);
-    CHECK(CW_COOKIE_NSTACK(c) == s.nstack);
-    CHECK(CW_COOKIE_STRUCT_REG(c) == s.struct_reg);
-    CHECK(CW_COOKIE_COMM_LOC(c) == s.comm_loc);
-    CHECK(CW_COOKIE_NCCL_ROLE(c) == s.nccl_role);
-    CHECK(CW_COOKIE_OUT_PTR(c) == (s.out_ptr ? 1u : 0u));
-    CHECK(s.nstack <= 4);
+    CHECK(sym.substr(0, op.name.size()) == op.name);
+    const std::string_view suffix = sym.substr(std::min(op.name.size(), sym.size()));
+    CHECK((suffix.empty() || suffix == "_v2" || suffix == "_ptsz" || suffix == "_v2_ptsz"));
+    // The cookie carries the table's fields, the source included (the BPF side has no op
+    // ranges to derive it from).
+    const uint64_t c = s.cookie;
+    CHECK(c == make_cookie(op));
+    CHECK(CW_COOKIE_OP(c) == op.id);
+    CHECK(CW_COOKIE_SRC(c) == op.source);
+    CHECK(CW_COOKIE_CLASS(c) == op.probe.dclass);
+    CHECK(CW_COOKIE_AUX(c) == op.probe.aux);
+    CHECK(CW_COOKIE_NSTACK(c) == op.probe.nstack);
+    CHECK(CW_COOKIE_STRUCT_REG(c) == op.probe.struct_reg);
+    CHECK(CW_COOKIE_COMM_LOC(c) == op.probe.comm_loc);
+    CHECK(CW_COOKIE_NCCL_ROLE(c) == op.probe.nccl_role);
+    CHECK(CW_COOKIE_OUT_REG(c) == op.probe.out_reg);
+    CHECK(op.probe.nstack <= 4);
+    // The classes that decode extra[CW_X_OUT] are exactly those whose cookie asks for it.
+    const bool reads_out = op.probe.dclass == CW_DC_ALLOC || op.probe.dclass == CW_DC_CAPTURE_END ||
+                           op.probe.dclass == CW_DC_GRAPH_INSTANTIATE;
+    CHECK((op.probe.out_reg != 0) == reads_out);
   }
+  // Every op of a probed library is probed; no host op is.
+  for (const OpInfo& op : op_catalog()) {
+    CAPTURE(op.name);
+    const bool probed = std::any_of(probe_specs().begin(), probe_specs().end(),
+                                    [&](const ProbeSpec& s) { return s.op == &op; });
+    CHECK(probed == lib_kind_of_source(op.source).has_value());
+  }
+  // The graph ops: capture, instantiation and destroy are host-side (graph_build), launches
+  // put work on a queue (graph).
+  for (uint16_t id : {CW_OP_CUDA_STREAM_BEGIN_CAPTURE, CW_OP_CUDA_STREAM_BEGIN_CAPTURE_PTSZ, CW_OP_CUDA_STREAM_END_CAPTURE,
+                      CW_OP_CUDA_STREAM_END_CAPTURE_PTSZ, CW_OP_CUDA_GRAPH_INSTANTIATE,
+                      CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS, CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_PARAMS,
+                      CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_PARAMS_PTSZ, CW_OP_CUDA_GRAPH_EXEC_DESTROY,
+                      CW_OP_CU_STREAM_BEGIN_CAPTURE, CW_OP_CU_STREAM_END_CAPTURE, CW_OP_CU_GRAPH_INSTANTIATE,
+                      CW_OP_CU_GRAPH_INSTANTIATE_WITH_FLAGS, CW_OP_CU_GRAPH_INSTANTIATE_WITH_PARAMS,
+                      CW_OP_CU_GRAPH_EXEC_DESTROY}) {
+    CAPTURE(id);
+    REQUIRE(find_op(id) != nullptr);
+    CHECK(find_op(id)->family == OpFamily::graph_build);
+  }
+  for (uint16_t id : {CW_OP_CUDA_GRAPH_LAUNCH, CW_OP_CUDA_GRAPH_LAUNCH_PTSZ, CW_OP_CU_GRAPH_LAUNCH})
+    CHECK(find_op(id)->family == OpFamily::graph);
   CHECK(lib_kind_of("libcudart.so.13") == LibKind::cudart);
   CHECK(lib_kind_of("libcudart.so.12.4.127") == LibKind::cudart);
   CHECK(lib_kind_of("libcuda.so.1") == LibKind::cuda);
