@@ -458,3 +458,30 @@ INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('v_tcp_retransmits', 'sock_owner', '', '1: pid/tid/comm are the process owning the socket (it sent on or connected it); 0: the task that happened to run when the kernel retransmitted'),
  ('v_tcp_retransmits', 'peer', '', 'Remote address:port of the connection'),
  ('v_tcp_retransmits', 'state', '', 'TCP state of the socket at the retransmit (ESTABLISHED, SYN_SENT, FIN_WAIT1, …)');
+
+-- @migration 6
+-- CUDA graphs (docs/TRACEDB.md "Op argument layouts"): capture, instantiation and exec
+-- destroy form the family graph_build. v_cuda_calls names the graph exec (a1 of
+-- instantiations, launches and destroys) and the graph (a2 of capture ends and
+-- instantiations; NULL where the op has none or a failed call wrote none), so launches count
+-- per exec and an exec traces back to its capture.
+DROP VIEW v_cuda_calls;
+CREATE VIEW v_cuda_calls AS
+SELECT e.session_id, e.ts_ns, o.source, o.name AS op, o.family, e.pid, e.tid, p.comm,
+       e.dur_ns / 1000.0 AS dur_us, e.ret,
+       CASE WHEN o.arg_names = 'bytes' OR substr(o.arg_names, 1, 6) = 'bytes,' THEN e.a0 END AS bytes,
+       e.a1 AS device_ptr,
+       CASE WHEN o.family = 'copy' THEN e.a2 END AS copy_kind,
+       e.a3 AS stream,
+       e.a4 AS grid_packed, e.a5 AS block_packed, e.stack_id,
+       CASE WHEN o.family IN ('graph', 'graph_build') AND e.a1 != 0 THEN e.a1 END AS graph_exec,
+       CASE WHEN o.family = 'graph_build' AND e.a2 != 0 THEN e.a2 END AS graph
+FROM events e JOIN ops o ON o.id = e.op_id
+LEFT JOIN processes p ON p.session_id = e.session_id AND p.pid = e.pid
+WHERE o.source IN ('cuda', 'driver');
+
+UPDATE schema_docs SET description = 'What the op does: sync, launch, copy, memset, alloc, host_alloc, collective, p2p, graph (graph launch), graph_build (graph capture, instantiation, exec destroy: host-side, nothing queued), setup, group, host (NULL for imported ops outside the catalog)'
+ WHERE object = 'ops' AND column_name = 'family';
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('v_cuda_calls', 'graph_exec', '', 'CUDA graph exec of an instantiation (written on success), graph launch or exec destroy: launches per exec are GROUP BY graph_exec'),
+ ('v_cuda_calls', 'graph', '', 'CUDA graph captured by a capture end, or instantiated by an instantiation: joins the two');

@@ -235,7 +235,8 @@ Result<int64_t> StoreWriter::begin_session(const SessionInfo& info) {
     return make_error("db_write", "cannot start a session in " + path_ + ": " + e);
   }
   session_id_ = sqlite3_last_insert_rowid(h);
-  // The catalog as this binary knows it: a DB made by an older one gains the newer fields.
+  // The catalog as this binary knows it: a DB made by an older one gains the newer fields and
+  // layouts (an arg a newer binary decodes reads 0 in an older session's rows).
   auto op = Statement::prepare(h,
                                "INSERT INTO ops (id, source, name, kind, arg_names, family) VALUES (?,?,?,?,?,?) "
                                "ON CONFLICT DO UPDATE SET family = excluded.family, arg_names = excluded.arg_names");

@@ -5,7 +5,9 @@
 
 #include <thread>
 
+#include "bpf/events.h"
 #include "tests/support/test_support.h"
+#include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"
 
@@ -250,4 +252,69 @@ TEST_CASE("a failed write loses its batch only: counted per op, rollups hold com
   CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'dropped_writer'") == 2000);
   CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'write_failures'") == 1);
   CHECK(count(path, "SELECT value FROM collector_stats WHERE name = 'events_written'") == 4000);
+}
+
+TEST_CASE("ops take the op table's family and layout, in a DB an older binary made too; v_cuda_calls names graphs") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  {
+    auto w = StoreWriter::open(path);
+    REQUIRE(w.ok());
+    REQUIRE((*w)->begin_session(live_session()).ok());
+    REQUIRE((*w)->close(kT0 + 1000).ok());
+  }
+  {
+    // What an older binary left: graph launches without the exec in their layout, no family.
+    auto db = open_for_write(path);
+    REQUIRE(db.ok());
+    REQUIRE(exec_sql(db->get(), "UPDATE ops SET arg_names = ',,,stream', family = NULL WHERE id = " +
+                                    std::to_string(CW_OP_CUDA_GRAPH_LAUNCH)).ok());
+    close_writer_cleanly(*db);
+  }
+  auto w = StoreWriter::open(path);
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  auto at = [](int64_t i, uint16_t op, std::array<int64_t, 6> a) {
+    CallRecord r = call_at(i);
+    r.op = op;
+    r.a = a;
+    return r;
+  };
+  const int64_t stream = 0x1000, graph = 0x6a0000000010, exec = 0x6e0000000010;
+  (*w)->push_wait(at(0, CW_OP_CUDA_STREAM_BEGIN_CAPTURE, {0, 0, 0, stream, 0, 0}));
+  (*w)->push_wait(at(1, CW_OP_CUDA_STREAM_END_CAPTURE, {0, 0, graph, stream, 0, 0}));
+  (*w)->push_wait(at(2, CW_OP_CUDA_GRAPH_INSTANTIATE, {0, exec, graph, 0, 0, 0}));
+  (*w)->push_wait(at(3, CW_OP_CUDA_GRAPH_LAUNCH, {0, exec, 0, stream, 0, 0}));
+  (*w)->push_wait(at(4, CW_OP_CUDA_GRAPH_LAUNCH, {0, exec, 0, stream, 0, 0}));
+  (*w)->push_wait(at(5, CW_OP_CUDA_GRAPH_INSTANTIATE, {0, 0, graph, 0, 0, 0}));  // failed: no exec written
+  REQUIRE((*w)->close(kT0 + 1'000'000).ok());
+
+  auto text = [&](const std::string& sql) {
+    auto db = open_read_only(path);
+    REQUIRE(db.ok());
+    auto st = Statement::prepare(db->get(), sql);
+    REQUIRE(st.ok());
+    REQUIRE(st->step() == SQLITE_ROW);
+    return st->col_text(0);
+  };
+  const std::string launch_id = std::to_string(CW_OP_CUDA_GRAPH_LAUNCH);
+  CHECK(text("SELECT arg_names FROM ops WHERE id = " + launch_id) == std::string(find_op(CW_OP_CUDA_GRAPH_LAUNCH)->arg_names));
+  CHECK(text("SELECT family FROM ops WHERE id = " + launch_id) == "graph");
+  for (const OpInfo& op : op_catalog()) {
+    CAPTURE(op.name);
+    CHECK(text("SELECT family || '/' || arg_names FROM ops WHERE id = " + std::to_string(op.id)) ==
+          std::string(family_name(op.family)) + "/" + std::string(op.arg_names));
+  }
+  const std::string in_session = " FROM v_cuda_calls WHERE session_id = 2";
+  CHECK(count(path, ("SELECT count(*)" + in_session + " AND op = 'cudaGraphLaunch' AND graph_exec = " +
+                     std::to_string(exec)).c_str()) == 2);
+  CHECK(count(path, ("SELECT count(*)" + in_session + " AND op = 'cudaGraphInstantiate' AND graph_exec = " +
+                     std::to_string(exec) + " AND graph = " + std::to_string(graph)).c_str()) == 1);
+  CHECK(count(path, ("SELECT count(*)" + in_session + " AND op = 'cudaStreamEndCapture' AND graph_exec IS NULL AND graph = " +
+                     std::to_string(graph) + " AND stream = " + std::to_string(stream)).c_str()) == 1);
+  CHECK(count(path, ("SELECT count(*)" + in_session + " AND op = 'cudaStreamBeginCapture' AND graph_exec IS NULL AND "
+                     "graph IS NULL AND family = 'graph_build'").c_str()) == 1);
+  CHECK(count(path, ("SELECT count(*)" + in_session + " AND op = 'cudaGraphInstantiate' AND graph_exec IS NULL").c_str()) == 1);
+  CHECK(count(path, "SELECT count(*) FROM schema_docs WHERE object = 'ops' AND column_name = 'family' AND "
+                    "description LIKE '%graph_build%'") == 1);
 }
