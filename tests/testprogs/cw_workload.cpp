@@ -12,8 +12,17 @@
 //   cw_workload --lock-holder-ms 5 --ops stream_sync      (a sibling thread holds the runtime lock)
 //   cw_workload --lock-holder-ms 5 --lock-gap-ms 45 --ops stream_sync   (held 5 ms of every 50 ms)
 //   cw_workload --slow-every 100 --slow-us 2000 --ops stream_sync,stream_sync_alt   (1 iteration in 100 slow)
+//   cw_workload --graph-build-us 5000 --ops graph_recapture,stream_sync   (a CUDA graph re-captured every step)
+//   cw_workload --graph-build-us 5000 --ops graph_replay,stream_sync      (captured once per thread, replayed)
 //
 // stream_sync_alt calls cudaStreamSynchronize from a second call site (stream + 0x100).
+// graph_recapture: begin capture on the thread's stream, 3 kernel launches into it, end
+// capture, cudaGraphInstantiate, launch the new exec, destroy it. graph_replay: the same
+// capture (instantiated WithFlags) on a thread's first step only, then one launch of that exec
+// per step. cu_graph_recapture / cu_graph_replay: the same through the driver API
+// (cuGraphInstantiateWithFlags for both). graph_instantiate_fail: cudaGraphInstantiateWithFlags
+// of a null graph, which fails without writing the exec (left at 0x5e5e).
+// --graph-build-us: how long the fakes take to end a capture or instantiate a graph.
 // At the end each process prints "calls pid=N OP=COUNT ..." (per --ops / --nccl-ops name).
 //
 // The hog is a process named cw_hog, forked when the work starts (after --wait-file); it spins
@@ -41,6 +50,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -72,6 +82,7 @@ struct Options {
   double lock_gap_ms = -1;  // the holder's pause between holds; default lock_holder_ms / 4
   long slow_every = 0;  // every Nth iteration runs its CUDA ops at --slow-us latency
   double slow_us = 0;
+  double graph_build_us = -1;  // the fakes' capture-end / instantiation time; < 0: their default
   long start_delay_ms = 0;
   long after_load_ms = 0;
   long linger_ms = 0;
@@ -140,6 +151,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--lock-gap-ms") o.lock_gap_ms = std::stod(val());
     else if (a == "--slow-every") o.slow_every = std::stol(val());
     else if (a == "--slow-us") o.slow_us = std::stod(val());
+    else if (a == "--graph-build-us") o.graph_build_us = std::stod(val());
     else if (a == "--start-delay-ms") o.start_delay_ms = std::stol(val());
     else if (a == "--after-load-ms") o.after_load_ms = std::stol(val());
     else if (a == "--linger-ms") o.linger_ms = std::stol(val());
@@ -192,6 +204,12 @@ void set_latency(void* lib, double us) {
     f(static_cast<uint64_t>(us * 1000));
 }
 
+void set_graph_build(void* lib, double us) {
+  if (!lib || us < 0) return;
+  if (auto f = reinterpret_cast<void (*)(uint64_t)>(dlsym(lib, "cwfake_set_graph_build_ns")))
+    f(static_cast<uint64_t>(us * 1000));
+}
+
 void pin_to(int cpu) {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -229,6 +247,48 @@ struct UniqueId {
 };
 
 using Op = std::function<int(int thread)>;
+
+// CUDA graphs at one API level (runtime or driver): same calls and argument order, other names.
+struct GraphApi {
+  int (*begin_capture)(void* stream, int mode);
+  int (*end_capture)(void* stream, void** graph);
+  int (*instantiate)(void** exec, void* graph, unsigned long long flags);
+  int (*launch)(void* exec, void* stream);
+  int (*destroy)(void* exec);
+  std::function<int(void*)> kernel;  // one kernel launch into a stream
+};
+
+constexpr int kCapturedKernels = 3;
+
+// Captures kCapturedKernels launches on stream into a graph and instantiates it into *exec.
+int capture_graph(const GraphApi& g, void* stream, void** exec) {
+  void* graph = nullptr;
+  int r = g.begin_capture(stream, 0);  // cudaStreamCaptureModeGlobal
+  for (int k = 0; k < kCapturedKernels; ++k) r |= g.kernel(stream);
+  r |= g.end_capture(stream, &graph);
+  return r | g.instantiate(exec, graph, 0);
+}
+
+// <prefix>graph_recapture and <prefix>graph_replay (see the header). The API is looked up at
+// each call, like every op's symbols, so a library without graphs serves the other ops.
+template <typename Stream>
+void add_graph_ops(std::map<std::string, Op>& m, const std::string& prefix, std::function<GraphApi()> recapture,
+                   std::function<GraphApi()> replay, Stream stream, int threads) {
+  m[prefix + "graph_recapture"] = [=](int t) {
+    const GraphApi g = recapture();
+    void* exec = nullptr;
+    int r = capture_graph(g, stream(t), &exec);
+    r |= g.launch(exec, stream(t));
+    return r | g.destroy(exec);
+  };
+  auto execs = std::make_shared<std::vector<void*>>(threads, nullptr);  // one per thread, its own slot
+  m[prefix + "graph_replay"] = [=](int t) {
+    const GraphApi g = replay();
+    void*& exec = (*execs)[t];
+    int r = exec ? 0 : capture_graph(g, stream(t), &exec);
+    return r | g.launch(exec, stream(t));
+  };
+}
 
 // The op table: name → one call with the documented fixed arguments.
 std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
@@ -290,6 +350,20 @@ std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
     };
     m["graph_launch"] = [=](int t) { return sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch")(dst, stream(t)); };
     m["graph_launch_ptsz"] = [=](int t) { return sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch_ptsz")(dst, stream(t)); };
+    using Instantiate = int (*)(void**, void*, unsigned long long);
+    auto graphs = [=](const char* instantiate) {
+      return [=] {
+        return GraphApi{sym<int (*)(void*, int)>(rt, "cudaStreamBeginCapture"),
+                        sym<int (*)(void*, void**)>(rt, "cudaStreamEndCapture"), sym<Instantiate>(rt, instantiate),
+                        sym<int (*)(void*, void*)>(rt, "cudaGraphLaunch"), sym<int (*)(void*)>(rt, "cudaGraphExecDestroy"),
+                        [=](void* st) { return launch(fn, Dim3{4, 2, 1}, Dim3{128, 1, 1}, nullptr, 0, st); }};
+      };
+    };
+    add_graph_ops(m, "", graphs("cudaGraphInstantiate"), graphs("cudaGraphInstantiateWithFlags"), stream, o.threads);
+    m["graph_instantiate_fail"] = [=](int) {
+      void* exec = reinterpret_cast<void*>(0x5e5e);
+      return sym<Instantiate>(rt, "cudaGraphInstantiateWithFlags")(&exec, nullptr, 0);
+    };
     m["stream_sync"] = [=](int t) { return ssync(stream(t)); };
     m["stream_sync_alt"] = [=](int t) {
       int r = ssync(static_cast<char*>(stream(t)) + 0x100);
@@ -335,6 +409,16 @@ std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
     m["cu_ctx_sync"] = [=](int) { return sym<int (*)()>(drv, "cuCtxSynchronize")(); };
     m["cu_stream_sync"] = [=](int t) { return sym<int (*)(void*)>(drv, "cuStreamSynchronize")(stream(t)); };
     m["cu_graph_launch"] = [=](int t) { return sym<int (*)(void*, void*)>(drv, "cuGraphLaunch")(reinterpret_cast<void*>(d), stream(t)); };
+    auto cu_launch = sym<int (*)(const void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*,
+                                 void**, void**)>(drv, "cuLaunchKernel");
+    auto graphs = [=] {
+      return GraphApi{sym<int (*)(void*, int)>(drv, "cuStreamBeginCapture_v2"),
+                      sym<int (*)(void*, void**)>(drv, "cuStreamEndCapture"),
+                      sym<int (*)(void**, void*, unsigned long long)>(drv, "cuGraphInstantiateWithFlags"),
+                      sym<int (*)(void*, void*)>(drv, "cuGraphLaunch"), sym<int (*)(void*)>(drv, "cuGraphExecDestroy"),
+                      [=](void* st) { return cu_launch(fn, 4, 2, 1, 128, 1, 1, 0, st, nullptr, nullptr); }};
+    };
+    add_graph_ops(m, "cu_", graphs, graphs, stream, o.threads);
   }
   return m;
 }
@@ -518,6 +602,8 @@ int main(int argc, char** argv) {
   set_latency(rt, o.latency_us);
   set_latency(drv, o.latency_us);
   set_latency(nccl, o.latency_us);
+  set_graph_build(rt, o.graph_build_us);
+  set_graph_build(drv, o.graph_build_us);
   sleep_ms(o.after_load_ms);
 
   int rc = 0;

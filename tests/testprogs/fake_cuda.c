@@ -12,9 +12,16 @@ typedef struct {
 } CUlaunchConfig;
 
 static uint64_t g_latency_ns;
+static uint64_t g_graph_build_ns;
 static uint64_t g_next_ptr = 0x7e0000000000ull;
-__attribute__((constructor)) static void init(void) { g_latency_ns = cwfake_env_latency(); }
+static uint64_t g_next_graph = 0x5a0000000000ull;
+static uint64_t g_next_exec = 0x5e0000000000ull;
+__attribute__((constructor)) static void init(void) {
+  g_latency_ns = cwfake_env_latency();
+  g_graph_build_ns = cwfake_env_graph_build();
+}
 CWFAKE_EXPORT void cwfake_set_latency_ns(uint64_t ns) { g_latency_ns = ns; }
+CWFAKE_EXPORT void cwfake_set_graph_build_ns(uint64_t ns) { g_graph_build_ns = ns; }
 
 #define SPIN_RET0 \
   cwfake_spin_ns(g_latency_ns); \
@@ -43,4 +50,27 @@ CWFAKE_EXPORT int cuMemcpyDtoD_v2(uint64_t d, uint64_t s, size_t n) { SPIN_RET0;
 CWFAKE_EXPORT int cuMemcpyDtoDAsync_v2(uint64_t d, uint64_t s, size_t n, void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cuCtxSynchronize(void) { SPIN_RET0; }
 CWFAKE_EXPORT int cuStreamSynchronize(void* st) { SPIN_RET0; }
-CWFAKE_EXPORT int cuGraphLaunch(void* g, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cuGraphLaunch(void* exec, void* st) { SPIN_RET0; }
+
+// Graphs: fresh handles; a null graph fails (CUDA_ERROR_INVALID_VALUE = 1), out untouched.
+CWFAKE_EXPORT int cuStreamBeginCapture_v2(void* st, int mode) { SPIN_RET0; }
+CWFAKE_EXPORT int cuStreamEndCapture(void* st, void** graph) {
+  cwfake_spin_ns(g_graph_build_ns);
+  *graph = cwfake_next_handle(&g_next_graph);
+  return 0;
+}
+// Out of line so the entry point starts with a frame push, as real ones do (an early-return
+// test first would make it a single-stepped probe).
+__attribute__((noinline)) static int instantiate(void** exec, void* graph) {
+  if (!graph) return 1;
+  cwfake_spin_ns(g_graph_build_ns);
+  *exec = cwfake_next_handle(&g_next_exec);
+  return 0;
+}
+CWFAKE_EXPORT int cuGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
+  return instantiate(exec, graph);
+}
+CWFAKE_EXPORT int cuGraphExecDestroy(void* exec) {
+  cwfake_spin_ns(g_latency_ns);
+  return exec ? 0 : 1;
+}

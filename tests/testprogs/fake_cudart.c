@@ -20,11 +20,18 @@ typedef struct {
 } cudaLaunchConfig_t;
 
 static uint64_t g_latency_ns;
+static uint64_t g_graph_build_ns;
 static uint64_t g_next_ptr = 0x7f0000000000ull;
+static uint64_t g_next_graph = 0x6a0000000000ull;
+static uint64_t g_next_exec = 0x6e0000000000ull;
 
-__attribute__((constructor)) static void init(void) { g_latency_ns = cwfake_env_latency(); }
+__attribute__((constructor)) static void init(void) {
+  g_latency_ns = cwfake_env_latency();
+  g_graph_build_ns = cwfake_env_graph_build();
+}
 
 CWFAKE_EXPORT void cwfake_set_latency_ns(uint64_t ns) { g_latency_ns = ns; }
+CWFAKE_EXPORT void cwfake_set_graph_build_ns(uint64_t ns) { g_graph_build_ns = ns; }
 
 // Lock contention inside the runtime: with serialize on, every call takes one process-wide
 // lock, and cwfake_hold_lock_ns lets a sibling thread sit on it (sleeping, not spinning).
@@ -87,8 +94,39 @@ CWFAKE_EXPORT int __cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args,
   return r;
 }
 CWFAKE_EXPORT int cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** args) { SPIN_RET0; }
-CWFAKE_EXPORT int cudaGraphLaunch(void* g, void* st) { SPIN_RET0; }
-CWFAKE_EXPORT int cudaGraphLaunch_ptsz(void* g, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaGraphLaunch(void* exec, void* st) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaGraphLaunch_ptsz(void* exec, void* st) { SPIN_RET0; }
+
+// Graphs. A null graph or exec fails like the real runtime (cudaErrorInvalidValue = 1)
+// without writing the out argument.
+static int end_capture(void* st, void** graph) {
+  cwfake_spin_ns(g_graph_build_ns);
+  *graph = cwfake_next_handle(&g_next_graph);
+  return 0;
+}
+static int instantiate(void** exec, void* graph) {
+  if (!graph) return 1;
+  cwfake_spin_ns(g_graph_build_ns);
+  *exec = cwfake_next_handle(&g_next_exec);
+  return 0;
+}
+CWFAKE_EXPORT int cudaStreamBeginCapture(void* st, int mode) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaStreamBeginCapture_ptsz(void* st, int mode) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaStreamEndCapture(void* st, void** graph) { return end_capture(st, graph); }
+CWFAKE_EXPORT int cudaStreamEndCapture_ptsz(void* st, void** graph) { return end_capture(st, graph); }
+CWFAKE_EXPORT int cudaGraphInstantiate(void** exec, void* graph, unsigned long long flags) {
+  return instantiate(exec, graph);
+}
+CWFAKE_EXPORT int cudaGraphInstantiateWithFlags(void** exec, void* graph, unsigned long long flags) {
+  return instantiate(exec, graph);
+}
+CWFAKE_EXPORT int cudaGraphInstantiateWithParams(void** exec, void* graph, void* params) {
+  return instantiate(exec, graph);
+}
+CWFAKE_EXPORT int cudaGraphExecDestroy(void* exec) {
+  body();
+  return exec ? 0 : 1;
+}
 CWFAKE_EXPORT int cudaStreamSynchronize(void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) { SPIN_RET0; }
 // Twins of cudaStreamSynchronize (same code, names causeway never probes) for bench/trace_cost:
