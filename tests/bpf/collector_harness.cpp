@@ -71,8 +71,10 @@ Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args)
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = spawn(argv, log_);
   try {
-    // Loading and verifying the BPF programs takes a few seconds; on a loaded 2-core host
-    // (builds beside the tests) it has taken over 20.
+    // Loading and verifying the BPF programs takes a few seconds, and the kernel serializes
+    // uprobe (un)registration host-wide (an RCU grace period each), so every tracer attaching or
+    // detaching meanwhile delays ours; on a loaded 2-core host (builds beside the tests) ready
+    // has taken over 20 s.
     wait_for_file(ready_, 60000);
   } catch (...) {
     ::kill(pid_, SIGKILL);

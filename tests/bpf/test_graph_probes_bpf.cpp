@@ -6,7 +6,9 @@
 
 #include <signal.h>
 
+#include <fstream>
 #include <map>
+#include <utility>
 
 #include "bpf/events.h"
 #include "tests/bpf/collector_harness.h"
@@ -76,18 +78,32 @@ void check_recaptured(const std::string& db, pid_t pid, const GraphOps& g, int64
   CHECK(launches[launches.size() / 2][0] < 1'000'000);
 }
 
-// cw_workload run to its exit under `causeway trace <tracer_args>`, the trace then stopped.
+// cw_workload run to its exit under `causeway trace <tracer_args> --pid <it>`, the trace then
+// stopped. The workload loads its libraries and waits for the trace: --pid keeps other
+// processes on a shared host (their libraries, calls and drops) out of the session.
 struct TracedRun {
   pid_t pid;
   std::string db;
   std::string log;  // the tracer's
 };
-TracedRun run_traced(const TempDir& dir, const std::vector<std::string>& tracer_args,
+TracedRun run_traced(const TempDir& dir, std::vector<std::string> tracer_args,
                      const std::vector<std::string>& workload_args) {
-  Tracer t(dir, tracer_args);
-  std::vector<std::string> argv{testprog("cw_workload")};
+  const std::string loaded = dir.file("loaded"), go = dir.file("go");
+  std::vector<std::string> argv{testprog("cw_workload"), "--ready-file", loaded, "--wait-file", go};
   argv.insert(argv.end(), workload_args.begin(), workload_args.end());
-  pid_t pid = spawn(argv, dir.file("w.log"));
+  struct Reaper {  // a workload left waiting when the trace failed to start
+    pid_t pid;
+    ~Reaper() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      wait_exit(pid);
+    }
+  } workload{spawn(argv, dir.file("w.log"))};
+  wait_for_file(loaded);
+  tracer_args.insert(tracer_args.end(), {"--pid", S(workload.pid)});
+  Tracer t(dir, tracer_args);
+  { std::ofstream(go.c_str()) << "go"; }
+  const pid_t pid = std::exchange(workload.pid, -1);
   REQUIRE(wait_exit(pid) == 0);
   sleep_ms(300);
   const int stopped = t.stop(SIGINT);
