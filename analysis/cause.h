@@ -20,6 +20,7 @@ enum class Cause : uint8_t {
   dataloader_starvation,
   host_bound,
   launch_bound,
+  graph_recapture,
   unknown,
 };
 

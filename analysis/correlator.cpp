@@ -563,6 +563,7 @@ class ChunkAnalyzer {
       w.startup = startup;
       if (has_timeline) w.off = tl_.off_cpu_in(e.tid, e.ts, e.end());
       account_activity(e, prev_end, w.off, has_timeline);
+      note_graph(e);
       const bool outlier = b.usable() && e.dur >= outlier_threshold(b, s_.opt.outlier);
       // An outlier needs only enough of a host cause to explain half its excess; a call that
       // is not an outlier (the baseline is made of stalled calls) needs a real stall.
@@ -651,6 +652,52 @@ class ChunkAnalyzer {
       ++a.long_gaps;
       a.gap_ops[e.op] += cpu;
       if (e.stack) a.gap_stacks[e.stack] += cpu;
+    }
+  }
+
+  // CUDA graphs (GraphAcc): captures and instantiations after graphs are in use, and how often
+  // each exec built then is replayed. Roles come from the op table's decode class.
+  void note_graph(const Ev& e) {
+    const OpInfo* o = find_op(e.op);
+    if (!o || (o->family != OpFamily::graph && o->family != OpFamily::graph_build)) return;
+    GraphAcc& g = s_.graphs[e.pid];
+    g.last_ns = std::max(g.last_ns, e.end());
+    if (o->family == OpFamily::graph) {
+      ++g.launches;
+      g.first_launch_ns = std::min(g.first_launch_ns, e.ts);
+      if (auto it = g.steady_exec_launches.find(e.a[1]); it != g.steady_exec_launches.end()) ++it->second;
+      return;
+    }
+    const bool steady = e.ts > g.first_launch_ns;
+    switch (o->probe.dclass) {
+      case CW_DC_CAPTURE_BEGIN:
+        g.open_captures[e.a[3]] = e.ts;
+        g.streams.insert(e.a[3]);
+        break;
+      case CW_DC_CAPTURE_END:
+        if (auto it = g.open_captures.find(e.a[3]); it != g.open_captures.end()) {
+          if (it->second > g.first_launch_ns) {
+            ++g.steady_captures;
+            g.steady_capture_ns += e.end() - it->second;
+          }
+          g.open_captures.erase(it);
+        }
+        break;
+      case CW_DC_GRAPH_INSTANTIATE:
+        if (!steady) {
+          ++g.warmup_instantiations;
+          break;
+        }
+        ++g.steady_instantiations;
+        g.steady_instantiate_ns += e.dur;
+        g.instantiate_op = e.op;
+        g.tid = e.tid;
+        g.first_steady_ns = std::min(g.first_steady_ns, e.ts);
+        if (e.stack) ++g.instantiate_stacks[e.stack];
+        // A failed instantiation writes no exec (a1 = 0).
+        if (e.a[1] != 0 && g.steady_exec_launches.size() < GraphAcc::kMaxTracked) g.steady_exec_launches.emplace(e.a[1], 0);
+        break;
+      default: break;
     }
   }
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -127,6 +128,26 @@ struct StragglerAcc {
   int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
 };
 
+// Per process: CUDA graph capture, instantiation and replay (graph_recapture). "Steady" is
+// after the process's first graph launch: captures before it are the warm-up.
+struct GraphAcc {
+  uint32_t tid = 0;              // the thread that instantiated last
+  uint16_t instantiate_op = 0;   // the instantiation op it used
+  int64_t first_launch_ns = INT64_MAX;
+  int64_t launches = 0;
+  int64_t warmup_instantiations = 0;
+  int64_t steady_captures = 0, steady_capture_ns = 0;  // begin capture -> end capture
+  int64_t steady_instantiations = 0, steady_instantiate_ns = 0;
+  int64_t first_steady_ns = INT64_MAX, last_ns = INT64_MIN;
+  std::map<int64_t, int64_t> open_captures;  // stream -> when its capture began
+  std::set<int64_t> streams;                 // streams captured on
+  // Launches of each exec built in the steady state; at most kMaxTracked execs are followed
+  // (a process re-instantiating every step for hours must not grow this without bound).
+  static constexpr size_t kMaxTracked = 65536;
+  std::unordered_map<int64_t, int64_t> steady_exec_launches;
+  std::map<uint64_t, int64_t> instantiate_stacks;
+};
+
 struct CommAcc {
   int64_t collectives = 0;
   std::map<uint32_t, int64_t> entries_by_pid;
@@ -173,6 +194,7 @@ struct Correlator::State {
   std::map<std::pair<int64_t, uint32_t>, StragglerAcc> stragglers;  // (comm, pid)
   std::map<int64_t, CommAcc> comms;
   std::map<uint32_t, GpuShareAcc> gpu_share;
+  std::map<uint32_t, GraphAcc> graphs;  // pid -> its CUDA graphs
   std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
   RankInference ranks;  // launcher ranks of processes whose ncclCommInitRank was not traced
   std::vector<CallCauseRecord> claims;  // slow calls claimed since the last Correlator::take_call_causes()

@@ -39,6 +39,7 @@ void scenario_network(ScenarioContext& c);
 void scenario_dataloader(ScenarioContext& c);
 void scenario_host_bound(ScenarioContext& c);
 void scenario_launch_bound(ScenarioContext& c);
+void scenario_graph_recapture(ScenarioContext& c);
 
 // Well-known pids of the cast, so tests and docs can name them.
 inline constexpr uint32_t kTrainerPid = 4821;

@@ -65,6 +65,9 @@ const std::vector<ScenarioDef>& definitions() {
       {{"launch-bound", "100 tiny kernels per step at 23 us a launch: the GPU drains each before the next arrives",
         "launch_bound", "", 0},
        synth::scenario_launch_bound, 10 * kSec, 39000},
+      {{"graph-recapture", "CUDA graphs re-captured every step once inputs change shape (replay defeated)",
+        "graph_recapture", "", 0},
+       synth::scenario_graph_recapture, 30 * kSec, 3000},
       {{"quiet", "a healthy training job: no chain should be HIGH", "", "", 0}, synth::scenario_quiet, 30 * kSec, 7400},
   };
   return defs;

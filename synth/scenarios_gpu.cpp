@@ -123,3 +123,58 @@ void scenario_gpu_steal(ScenarioContext& c) {
 }
 
 }  // namespace causeway::synth
+
+namespace causeway::synth {
+
+// vLLM/torch.compile-style CUDA graphs: the step is captured once and replayed for the first
+// 8 s; then inputs arrive in shapes no captured graph covers and every step captures,
+// instantiates (~6 ms) and launches a new graph, replayed once before the next replaces it.
+void scenario_graph_recapture(ScenarioContext& c) {
+  Trainer tr(c.b, c.rng, TrainerSpec{.script = "serve.py"});
+  tr.register_process(c.t0, c.t0 + c.duration);
+  const TrainerSpec& sp = tr.spec();
+  constexpr int64_t kStream = 0x55d0c0de;
+  const uint64_t st_capture =
+      c.b.stack({"libcudart.so.13!cudaGraphInstantiateWithFlags+0x4", "libtorch_cuda.so!at::cuda::CUDAGraph::capture_end+0x1b2",
+                 "libtorch_python.so!THCPGraph_capture_end+0x3c", "torch/cuda/graphs.py:94 (capture_end)",
+                 "serve.py:211 (run_with_graph: g.replay() after a new shape)"});
+  const uint64_t st_launch = c.b.stack({"libcudart.so.13!cudaGraphLaunch+0x4", "libtorch_cuda.so!at::cuda::CUDAGraph::replay+0x5e",
+                                        "torch/cuda/graphs.py:112 (replay)", "serve.py:214 (run_with_graph: g.replay())"});
+  int64_t next_graph = 0x7f4a10000000, next_exec = 0x7f4a20000000;
+  int64_t exec = 0;
+  auto capture = [&](int64_t t) {
+    c.b.call(sp.pid, sp.tid, CW_OP_CUDA_STREAM_BEGIN_CAPTURE, t, c.rng.around(6 * kUs), {0, 0, 0, kStream}, 0, 0, sp.cpu);
+    t += 10 * kUs;
+    for (int k = 0; k < sp.kernels; ++k) {  // recorded into the graph, not run
+      const int64_t d = c.rng.around(sp.launch_us * kUs);
+      c.b.call(sp.pid, sp.tid, CW_OP_CUDA_LAUNCH_KERNEL, t, d,
+               {0, static_cast<int64_t>(tr.kernel_function(k % 12)), 0, kStream, pack_dim3(256, 1, 1), pack_dim3(256, 1, 1)}, 0,
+               tr.stack_launch(), sp.cpu);
+      t += d + c.rng.around(3 * kUs);
+    }
+    const int64_t graph = (next_graph += 0x1000);
+    const int64_t end_dur = c.rng.around(1800 * kUs, 0.1);
+    c.b.call(sp.pid, sp.tid, CW_OP_CUDA_STREAM_END_CAPTURE, t, end_dur, {0, 0, graph, kStream}, 0, 0, sp.cpu);
+    t += end_dur + 5 * kUs;
+    exec = (next_exec += 0x1000);
+    const int64_t inst = c.rng.around(4200 * kUs, 0.1);
+    c.b.call(sp.pid, sp.tid, CW_OP_CUDA_GRAPH_INSTANTIATE_WITH_FLAGS, t, inst, {0, exec, graph}, 0, st_capture, sp.cpu);
+    return t + inst + 5 * kUs;
+  };
+  int64_t t = capture(c.t0 + 5 * kMs);
+  const int64_t dynamic_from = c.t0 + std::min<int64_t>(8 * kSec, c.duration / 3);
+  const int64_t end = c.t0 + c.duration;
+  int64_t gpu_done = 0;
+  while (t < end && !c.stopped()) {
+    if (t >= dynamic_from) t = capture(t);
+    const int64_t d = c.rng.around(9 * kUs);
+    c.b.call(sp.pid, sp.tid, CW_OP_CUDA_GRAPH_LAUNCH, t, d, {0, exec, 0, kStream}, 0, st_launch, sp.cpu);
+    gpu_done = std::max(gpu_done, t + d) + c.rng.around(static_cast<double>(sp.kernels) * sp.kernel_us * kUs * 0.8);
+    t += d + 15 * kUs;
+    const int64_t sync_end = std::max(gpu_done, t + 3 * kUs) + 2 * kUs;
+    tr.sync(t, sync_end);
+    t = tr.tail(sync_end);
+  }
+}
+
+}  // namespace causeway::synth

@@ -87,7 +87,7 @@ struct SessionCauseList {
   }
 };
 
-using SessionCauses = SessionCauseList<NcclStraggler, TransferBound, Allocator, HostBound, LaunchBound>;
+using SessionCauses = SessionCauseList<NcclStraggler, TransferBound, Allocator, HostBound, LaunchBound, GraphRecapture>;
 
 // The JSON spelling of a cause (INTERFACES.md `cause`).
 constexpr std::string_view cause_name(Cause c) {

@@ -50,4 +50,12 @@ struct LaunchBound {
   static void report(SessionReport& r);
 };
 
+// graph_recapture: CUDA graphs captured and instantiated again and again after graphs are in
+// use (dynamic shapes, compile-cache misses), each replayed only a few times.
+struct GraphRecapture {
+  static constexpr Cause id = Cause::graph_recapture;
+  static constexpr std::string_view name = "graph_recapture";
+  static void report(SessionReport& r);
+};
+
 }  // namespace causeway

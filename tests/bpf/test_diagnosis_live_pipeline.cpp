@@ -140,4 +140,30 @@ TEST_CASE("launch_bound: tiny kernels launched back to back, the syncs return at
   check_not_other_pipeline_causes(chains, t.pid, "launch_bound");
 }
 
+TEST_CASE("graph_recapture: a CUDA graph captured and instantiated every step is named; replaying one is not") {
+  TempDir dir;
+  // Each step: begin capture, 3 launches into it, end capture (5 ms), instantiate (5 ms), one
+  // launch of the new exec, destroy, sync.
+  Traced t = trace_workload(dir, {"--ops", "graph_recapture,stream_sync", "--graph-build-us", "5000", "--latency-us", "20",
+                                  "--rate", "0", "--iterations", "250"});
+  json chains = chains_of(t.db);
+  INFO(brief(t.db, chains));
+  MESSAGE("graph_recapture case: workload ran " << t.workload_s << " s");
+  const json c = find_chain(chains, t.pid, "graph_recapture");
+  REQUIRE(c.is_object());
+  CHECK(c.value("severity", "") == "HIGH");
+  CHECK(c.value("op", "") == "cudaGraphInstantiate");
+  CHECK(c.value("calls", 0) >= 240);  // every instantiation after the first launch
+  CHECK(c.value("summary", "").find("replaying each only 1.0 times") != std::string::npos);
+
+  // The healthy twin: captured once per thread, then replayed every step.
+  TempDir dir2;
+  Traced r = trace_workload(dir2, {"--ops", "graph_replay,stream_sync", "--graph-build-us", "5000", "--latency-us", "20",
+                                   "--rate", "0", "--iterations", "250"});
+  json healthy = chains_of(r.db);
+  INFO(brief(r.db, healthy));
+  CHECK(find_chain(healthy, r.pid, "graph_recapture").is_null());
+  check_not_other_pipeline_causes(healthy, r.pid, "");
+}
+
 }  // namespace causeway::test
