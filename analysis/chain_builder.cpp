@@ -8,6 +8,7 @@
 
 #include "analysis/causes/registry.h"
 #include "analysis/chain_view.h"
+#include "analysis/chains.h"
 #include "analysis/frames.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -21,8 +22,6 @@ namespace {
 
 constexpr double kHigh = 0.05;    // wall time lost >= 5% of the window
 constexpr double kMedium = 0.01;  // >= 1%
-
-int severity_rank(const std::string& s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : 1; }
 
 const char* severity_text(Severity s) { return s == Severity::high ? "HIGH" : s == Severity::medium ? "MEDIUM" : "LOW"; }
 

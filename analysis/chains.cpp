@@ -4,16 +4,8 @@
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
-namespace {
 
-int severity_rank(const std::string& s) {
-  if (s == "HIGH") return 3;
-  if (s == "MEDIUM") return 2;
-  if (s == "LOW") return 1;
-  return 0;
-}
-
-}  // namespace
+int severity_rank(std::string_view s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : s == "LOW" ? 1 : 0; }
 
 Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query) {
   auto scope = resolve_scope(db, query.session_id, query.since_ns);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/result.h"
 
@@ -24,5 +25,8 @@ struct ChainQuery {
 // {"chains": [ {id, severity, cause, summary, pid, comm, op, calls, p50_us, p99_us,
 //   slow_share, culprit?, evidence, timeline, stack, recommendation}, … ]}, most severe first.
 Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query);
+
+// HIGH 3, MEDIUM 2, LOW 1, anything else 0: severities compare as numbers.
+int severity_rank(std::string_view severity);
 
 }  // namespace causeway

@@ -4,8 +4,8 @@
 #include "cli/command.h"
 #include "collector/check.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_check {
 
 Runner setup(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
@@ -37,5 +37,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"check", "is this host ready to trace? (kernel, BPF, probes, libraries)", 10, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_check

@@ -4,8 +4,8 @@
 #include "cli/command.h"
 #include "synth/scenarios.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_demo {
 
 struct DemoArgs {
   std::string scenario = "incident";
@@ -61,5 +61,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"demo", "write a synthetic incident into a trace DB (no root, no GPU)", 30, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_demo

@@ -13,8 +13,8 @@
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_explain {
 
 struct ExplainArgs {
   std::string db;
@@ -30,8 +30,6 @@ struct ExplainArgs {
 };
 
 using json = nlohmann::json;
-
-int severity_rank(const std::string& s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : s == "LOW" ? 1 : 0; }
 
 // Text from the DB is untrusted (a traced process chose its comm and frames).
 std::string safe(const json& j, const char* key, size_t max = 600) {
@@ -258,5 +256,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"explain", "why the GPU job was slow: causal chains that name the culprit", 45, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_explain

@@ -6,8 +6,8 @@
 #include "common/units.h"
 #include "exporters/perfetto_export.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_export {
 
 struct ExportArgs {
   std::string format;
@@ -65,5 +65,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"export", "write a session as a Perfetto / Chrome trace (JSON)", 76, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_export

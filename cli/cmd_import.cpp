@@ -6,8 +6,8 @@
 #include "cli/command.h"
 #include "importers/ingero_import.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_import {
 
 struct ImportArgs {
   std::string format;
@@ -79,5 +79,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"import", "import another tool's trace file (ingero) as a session", 75, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_import

@@ -7,8 +7,8 @@
 #include "mcp/transport_stdio.h"
 #include "mcp/transport_https.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_mcp {
 
 struct McpArgs {
   std::string db;
@@ -76,5 +76,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"mcp", "serve the trace DB to MCP clients (stdio or HTTPS)", 60, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_mcp

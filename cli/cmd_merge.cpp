@@ -6,8 +6,8 @@
 #include "cli/command.h"
 #include "tracedb/merge.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_merge {
 
 struct MergeArgs {
   std::string out;
@@ -68,5 +68,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"merge", "combine several hosts' trace DBs into one (inputs are never modified)", 78, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_merge

@@ -5,8 +5,8 @@
 #include "tracedb/open.h"
 #include "tracedb/schema.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_migrate {
 
 Runner setup(CLI::App& app) {
   auto db = std::make_shared<std::string>();
@@ -26,5 +26,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"migrate", "upgrade a trace DB to the current schema", 90, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_migrate

@@ -12,8 +12,8 @@
 #include "sqlguard/guard.h"
 #include "sqlguard/schema_description.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_query {
 
 constexpr size_t kCellMaxBytes = 64;  // human table cells; --json output is never cut
 
@@ -140,5 +140,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"query", "run one read-only SQL query over the trace DB (sqlguard)", 60, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_query

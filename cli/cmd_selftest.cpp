@@ -5,8 +5,8 @@
 #include "cli/command.h"
 #include "collector/selftest.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_selftest {
 
 Runner setup(CLI::App& app) {
   auto json = std::make_shared<bool>(false);
@@ -37,5 +37,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"selftest", "trace a built-in workload end to end and store a report (root)", 90, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_selftest

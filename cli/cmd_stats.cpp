@@ -5,8 +5,8 @@
 #include "common/units.h"
 #include "tracedb/open.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_stats {
 
 struct StatsArgs {
   std::string db;
@@ -59,5 +59,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"stats", "per-op call counts and latency percentiles", 40, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_stats

@@ -11,8 +11,8 @@
 #include "collector/session.h"
 #include "common/units.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_trace {
 
 struct TraceArgs {
   std::string db;
@@ -125,5 +125,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"trace", "live capture of CUDA/NCCL calls and host context (root)", 20, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_trace

@@ -5,8 +5,8 @@
 #include "cli/command.h"
 #include "tracedb/schema.h"
 
-namespace causeway::cli {
-namespace {
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_version {
 
 Runner setup(CLI::App& app) {
   app.footer("Example:\n  causeway version");
@@ -19,5 +19,4 @@ Runner setup(CLI::App& app) {
 
 const Registrar reg{{"version", "print the version", 100, setup}};
 
-}  // namespace
-}  // namespace causeway::cli
+}  // namespace causeway::cli::cmd_version

@@ -1,5 +1,7 @@
 #include "collector/elf_file.h"
 
+#include "collector/elf_handle.h"
+
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -15,11 +17,6 @@
 
 namespace causeway::collector {
 namespace {
-
-struct ElfCloser {
-  void operator()(Elf* e) const { elf_end(e); }
-};
-using ElfPtr = std::unique_ptr<Elf, ElfCloser>;
 
 std::string demangle(const char* name) {
   if (name[0] != '_' || name[1] != 'Z') return name;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <gelf.h>
+
+#include "collector/elf_handle.h"
 #include <unistd.h>
 
 #include <cstring>
@@ -10,10 +12,6 @@
 namespace causeway::collector {
 
 namespace {
-
-struct ElfCloser {
-  void operator()(Elf* e) const { elf_end(e); }
-};
 
 struct Fd {
   int fd = -1;
@@ -47,7 +45,7 @@ std::optional<uint64_t> vaddr_to_off(Elf* elf, uint64_t vaddr) {
 PyElf scan_elf(int fd) {
   PyElf out;
   if (elf_version(EV_CURRENT) == EV_NONE) return out;
-  std::unique_ptr<Elf, ElfCloser> elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
+  ElfPtr elf(elf_begin(fd, ELF_C_READ_MMAP, nullptr));
   if (!elf || elf_kind(elf.get()) != ELF_K_ELF) return out;
   Elf_Scn* scn = nullptr;
   while ((scn = elf_nextscn(elf.get(), scn))) {

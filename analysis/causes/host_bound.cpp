@@ -9,16 +9,16 @@ namespace {
 
 // A thread must have driven the GPU for a while to say what bounds it: one that made a few
 // CUDA calls around long CPU work (a checker, a logger) is not a training loop.
-constexpr int64_t kMinSpanNs = 200'000'000;
-constexpr int64_t kMinSubmits = 20;
+constexpr int64_t kHostBoundMinSpanNs = 200'000'000;
+constexpr int64_t kHostBoundMinSubmits = 20;
 // Host-bound: on-CPU between calls for at least half the thread's time …
-constexpr double kMinHostShare = 0.5;
+constexpr double kHostBoundMinShare = 0.5;
 // … while its GPU waits took under a quarter of that host time. In a GPU-bound loop the syncs
 // absorb the host time (the GPU was still busy); here they return at once.
-constexpr int64_t kGpuWaitDivisor = 4;
+constexpr int64_t kHostBoundGpuWaitDivisor = 4;
 
 template <typename K>
-K top_key(const std::map<K, int64_t>& m) {
+K host_bound_top_key(const std::map<K, int64_t>& m) {
   K best{};
   int64_t n = -1;
   for (const auto& [k, v] : m)
@@ -36,15 +36,15 @@ void HostBound::report(SessionReport& c) {
   if (!s.sched_seen) return;  // without switch records the time between calls cannot be split on/off CPU
   for (const auto& [tid, a] : s.activity) {
     const int64_t span = a.span();
-    if (span < kMinSpanNs || a.submits < kMinSubmits) continue;
+    if (span < kHostBoundMinSpanNs || a.submits < kHostBoundMinSubmits) continue;
     const double host_share = static_cast<double>(a.gap_cpu_ns) / static_cast<double>(span);
-    if (host_share < kMinHostShare || a.gpu_wait_ns * kGpuWaitDivisor > a.gap_cpu_ns) continue;
+    if (host_share < kHostBoundMinShare || a.gpu_wait_ns * kHostBoundGpuWaitDivisor > a.gap_cpu_ns) continue;
     Doc d;
     d.cause = std::string(name);
     d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(a.pid) + "-t" + std::to_string(tid);
     d.pid = a.pid;
     d.tid = tid;
-    d.op_id = a.gap_ops.empty() ? 0 : top_key(a.gap_ops);
+    d.op_id = a.gap_ops.empty() ? 0 : host_bound_top_key(a.gap_ops);
     d.op = d.op_id ? op_name(d.op_id) : "";
     d.calls = a.long_gaps;
     d.between = true;
@@ -53,7 +53,7 @@ void HostBound::report(SessionReport& c) {
     d.lost_ns = a.gap_cpu_ns - a.gpu_wait_ns;
     d.impact = static_cast<double>(d.lost_ns) / static_cast<double>(c.window_ns);
     d.severity = severity_for(d.impact);
-    d.stack = a.gap_stacks.empty() ? 0 : top_key(a.gap_stacks);
+    d.stack = a.gap_stacks.empty() ? 0 : host_bound_top_key(a.gap_stacks);
     const int64_t in_calls = std::max<int64_t>(0, span - a.gap_ns);
     d.summary = s.comm_of(a.pid) + " (pid " + std::to_string(a.pid) + ", thread " + std::to_string(tid) + ") was on-CPU between its CUDA calls for " +
                 format_duration_ns(a.gap_cpu_ns) + " of " + format_duration_ns(span) + " (" + pct(host_share) +

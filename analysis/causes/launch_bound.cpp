@@ -5,14 +5,14 @@
 namespace causeway {
 namespace {
 
-constexpr int64_t kMinSpanNs = 200'000'000;
+constexpr int64_t kLaunchBoundMinSpanNs = 200'000'000;
 // Enough launches that per-launch overhead can add up; a few big kernels are not this cause.
-constexpr int64_t kMinLaunches = 1000;
+constexpr int64_t kLaunchBoundMinLaunches = 1000;
 // Launch-bound: the launch API itself holds the thread for at least 40% of its time …
-constexpr double kMinLaunchShare = 0.4;
+constexpr double kLaunchBoundMinShare = 0.4;
 // … and the GPU keeps up: its waits took under half the launch time (a GPU-bound loop waits
 // in its syncs for work the launches queued).
-constexpr int64_t kGpuWaitDivisor = 2;
+constexpr int64_t kLaunchBoundGpuWaitDivisor = 2;
 
 }  // namespace
 
@@ -20,9 +20,9 @@ void LaunchBound::report(SessionReport& c) {
   const Correlator::State& s = c.s;
   for (const auto& [tid, a] : s.activity) {
     const int64_t span = a.span();
-    if (span < kMinSpanNs || a.launches < kMinLaunches) continue;
+    if (span < kLaunchBoundMinSpanNs || a.launches < kLaunchBoundMinLaunches) continue;
     const double share = static_cast<double>(a.launch_cpu_ns) / static_cast<double>(span);
-    if (share < kMinLaunchShare || a.gpu_wait_ns * kGpuWaitDivisor > a.launch_cpu_ns) continue;
+    if (share < kLaunchBoundMinShare || a.gpu_wait_ns * kLaunchBoundGpuWaitDivisor > a.launch_cpu_ns) continue;
     const double seconds = static_cast<double>(span) / 1e9;
     const int64_t mean_launch = a.launch_cpu_ns / a.launches;
     const int64_t wait_per_launch = a.gpu_wait_ns / a.launches;

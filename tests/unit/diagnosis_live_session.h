@@ -55,7 +55,7 @@ struct Live {
     w->push_wait(WakeupRecord{ts, tid, pid, waker, waker_pid, 0});
   }
   std::vector<ChainRecord> finish(const std::string& path) {
-    REQUIRE(w->close(t0 + 60 * 1'000'000'000).ok());
+    REQUIRE(w->close(t0 + 60 * int64_t{1'000'000'000}).ok());
     auto db = open_read_only(path);
     REQUIRE(db.ok());
     auto c = diagnose_session(db->get(), 1);
