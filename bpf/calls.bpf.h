@@ -219,6 +219,7 @@ int cw_enter(struct pt_regs *ctx) {
     t->depth = 0;
     __builtin_memset(&t->stack, 0, sizeof(t->stack));
     first = mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
+    announce_process(tgid);
   }
   __u32 d = t->depth;
   t->depth = d + 1;

@@ -49,6 +49,23 @@ struct {
   __uint(max_entries, 2 << 20);
 } rb_host SEC(".maps");
 
+/* Processes whose maps user space has not snapshotted yet: on a process's first traced call
+ * its pid goes here, read by a thread of its own (collector/early_maps.h) that reads
+ * /proc/PID/maps at once — a process living a few ms may be gone before the drain gets to its
+ * records, and without its maps none of its stacks can be symbolized. 4-byte records. */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 64 << 10);
+} rb_new_procs SEC(".maps");
+
+/* Processes already announced on rb_new_procs (tgid → 1); exec forgets (new maps). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 8192);
+  __type(key, __u32);
+  __type(value, __u8);
+} announced SEC(".maps");
+
 /* Processes being traced (tgid → 1). Filled by the uprobe path on a thread's first call, by
  * discovery (maps containing the libraries), --pid, and fork of a traced process. */
 struct {
@@ -87,6 +104,16 @@ static __always_inline bool mark_traced(__u32 tgid) {
   long err = bpf_map_update_elem(&traced, &tgid, &one, BPF_NOEXIST);
   if (err == -7 /* -E2BIG: full */) count_drop(CW_DROP_TRACED_MAP);
   return err == 0;
+}
+
+/* Announces tgid on rb_new_procs once (per exec image). Called on a thread's first call only. */
+static __always_inline void announce_process(__u32 tgid) {
+  __u8 one = 1;
+  if (bpf_map_update_elem(&announced, &tgid, &one, BPF_NOEXIST) != 0) return;
+  __u32 *e = bpf_ringbuf_reserve(&rb_new_procs, sizeof(*e), 0);
+  if (!e) return; /* the drain's own snapshot is the fallback */
+  *e = tgid;
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 }
 
 /* Per-CPU wake-up state. The fill level is queried on every 64th submit only, because

@@ -23,6 +23,8 @@ SEC("raw_tp/sched_process_exec")
 int cw_proc_exec(struct bpf_raw_tracepoint_args *ctx) {
   if (cw_stopped) return 0;
   struct task_struct *p = (struct task_struct *)ctx->args[0];
+  __u32 tgid = BPF_CORE_READ(p, tgid);
+  bpf_map_delete_elem(&announced, &tgid); /* a new image: new maps to snapshot */
   struct cw_proc_event *e = proc_event(CW_OP_PROC_EXEC);
   if (!e) return 0;
   e->ppid = BPF_CORE_READ(p, real_parent, tgid);
@@ -56,6 +58,7 @@ int cw_proc_exit(struct bpf_raw_tracepoint_args *ctx) {
   struct task_struct *p = (struct task_struct *)ctx->args[0];
   __u32 pid = BPF_CORE_READ(p, tgid);
   if (BPF_CORE_READ(p, pid) != pid || !is_traced(pid)) return 0;
+  bpf_map_delete_elem(&announced, &pid); /* its pid may be reused */
   struct cw_proc_event *e = proc_event(CW_OP_PROC_EXIT);
   if (!e) return 0;
   e->ppid = BPF_CORE_READ(p, real_parent, tgid);

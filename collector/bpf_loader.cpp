@@ -281,5 +281,6 @@ std::vector<std::pair<uint32_t, cw_page_agg>> BpfObject::drain_page_agg() {
 
 int BpfObject::ring_calls_fd() const { return bpf_map__fd(skel_->maps.rb_calls); }
 int BpfObject::ring_host_fd() const { return bpf_map__fd(skel_->maps.rb_host); }
+int BpfObject::ring_new_procs_fd() const { return bpf_map__fd(skel_->maps.rb_new_procs); }
 
 }  // namespace causeway::collector

@@ -77,6 +77,7 @@ class BpfObject {
 
   int ring_calls_fd() const;
   int ring_host_fd() const;
+  int ring_new_procs_fd() const;  // pids (u32) at their first traced call: collector/early_maps.h
 
  private:
   BpfObject() = default;

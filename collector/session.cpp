@@ -28,6 +28,7 @@
 #include "collector/clock.h"
 #include "collector/decode.h"
 #include "collector/discovery.h"
+#include "collector/early_maps.h"
 #include "collector/elf_file.h"
 #include "collector/chain_watcher.h"
 #include "collector/detach_lock.h"
@@ -135,6 +136,7 @@ class Session {
   StackPolicy stack_policy_;
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_;
+  std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
   int64_t offset_ = 0;
   int64_t started_mono_ = 0;
   uint64_t round_ = 0;
@@ -178,6 +180,14 @@ Result<void> Session::start() {
   calls_rb_.reset(ring_buffer__new(bpf_.ring_calls_fd(), on_sample, this, nullptr));
   host_rb_.reset(ring_buffer__new(bpf_.ring_host_fd(), on_sample, this, nullptr));
   if (!calls_rb_ || !host_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
+  if (o_.stacks) {
+    early_maps_ = std::make_unique<EarlyMaps>(bpf_.ring_new_procs_fd());
+    if (!early_maps_->error().empty())
+      sum_.warnings.push_back(early_maps_->error());
+    else if (!early_maps_->realtime())
+      say("the early maps reader runs at normal priority (no CAP_SYS_NICE): stacks of processes that live a few ms "
+          "may go unsymbolized on a busy host");
+  }
 
   for (const std::string& tp : bpf_.attach_tracepoints()) sum_.warnings.push_back("tracepoint not attached: " + tp);
   for (const auto& w : sum_.warnings) say(w);
@@ -251,6 +261,10 @@ void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> p
     it->second.last_ns = std::max(it->second.last_ns, ts);
     return;
   }
+  // Maps first: a process of a few ms may be gone by the time its other /proc files are read,
+  // and without its maps none of its stacks can be symbolized; then the copy read at its
+  // first call stands in.
+  symbolizer_.snapshot(pid, early_maps_ ? early_maps_->take(pid) : std::nullopt);
   ProcessRecord p = read_process(pid);
   if (ppid) p.ppid = ppid;
   it->second.cgroup_id = p.cgroup_id;
@@ -258,7 +272,6 @@ void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> p
   p.first_ns = ts;
   p.last_ns = ts;
   writer_.push_meta(p);
-  symbolizer_.snapshot(pid);
   if (o_.stacks && o_.python_frames) detect_python_in(pid);
   if (!p.comm.empty()) name_thread(pid, pid, p.comm, p.cgroup_id);
 }

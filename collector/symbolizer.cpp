@@ -28,8 +28,9 @@ std::string hex(const char* fmt, uint64_t v) {
 
 }  // namespace
 
-void Symbolizer::snapshot(uint32_t pid) {
+void Symbolizer::snapshot(uint32_t pid, std::optional<std::vector<Mapping>> early) {
   auto maps = read_maps(pid);
+  if (maps.empty() && early) maps = std::move(*early);
   if (!maps.empty()) maps_[pid] = std::move(maps);
 }
 

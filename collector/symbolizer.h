@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -42,7 +43,8 @@ struct FrameLoc {
 class Symbolizer {
  public:
   // Takes (or refreshes) the maps snapshot of pid; call when a process is discovered.
-  void snapshot(uint32_t pid);
+  // early: its maps read sooner (collector/early_maps.h), used when the process is gone now.
+  void snapshot(uint32_t pid, std::optional<std::vector<Mapping>> early = std::nullopt);
   void forget(uint32_t pid) { maps_.erase(pid); }
 
   // The native walk is cut at the first address outside file-backed code ([stack], heap,

@@ -265,6 +265,9 @@ TEST_CASE("short-lived processes started back to back keep symbolized stacks") {
   const std::string db = t.db();
   for (pid_t p : pids) {
     CAPTURE(p);
+    INFO("its stacks: " << q_text(db, "SELECT group_concat(substr(frames, 1, 120), ' | ') FROM (SELECT DISTINCT s.frames "
+                                      "FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.pid = " + S(p) + ")"));
+    INFO("trace log: " << t.log());
     CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id < 400 AND pid = " + S(p)) == 40);
     // Every call takes 100 µs, over the 50 µs floor of the stack policy: each has a stack,
     // symbolized into the workload's frames.

@@ -28,7 +28,8 @@ async function investigate(client, label) {
   const prompt = await client.getPrompt({ name: 'investigate', arguments: {} });
   const script = prompt.messages[0].content.text;
   // The prompt names the walk: cause -> evidence -> follow-up SQL -> fix.
-  const order = ['get_check', 'get_causal_chains', 'get_trace_stats', 'get_stacks', 'describe_schema', 'run_sql', 'Fix'];
+  const order = ['get_check', 'get_causal_chains', 'get_trace_stats', 'get_stacks', 'get_tail_breakdown', 'describe_schema',
+    'run_sql', 'Fix'];
   const at = order.map((w) => script.indexOf(w));
   assert.ok(at.every((i) => i >= 0) && at.every((i, k) => k === 0 || i > at[k - 1]), `${label}: prompt order ${at}`);
 
@@ -50,7 +51,14 @@ async function investigate(client, label) {
   assert.ok(row && row.p99_us > row.p50_us, `${label}: victim op in stats`);
   const stacks = (await call(client, 'get_stacks', victim)).structuredContent;
   assert.ok(stacks.stacks.length > 0, `${label}: stacks`);
-  steps.push(`evidence: ${row.count} calls, p50 ${row.p50_us} us, p99 ${row.p99_us} us; ${stacks.stacks.length} stack(s)`);
+  // How much of the victim op's p99 tail the chain's cause explains.
+  const tail = (await call(client, 'get_tail_breakdown', victim)).structuredContent;
+  const tailOp = tail.ops.find((o) => o.op === victim.op && o.pid === victim.pid);
+  assert.ok(tailOp && tailOp.causes.length > 0, `${label}: tail breakdown of the victim op`);
+  assert.equal(tailOp.causes[0].cause, top.cause, `${label}: the chain's cause leads the tail`);
+  assert.ok(tailOp.causes[0].chain_ids.includes(top.id), `${label}: the tail names the chain`);
+  steps.push(`evidence: ${row.count} calls, p50 ${row.p50_us} us, p99 ${row.p99_us} us; ${stacks.stacks.length} stack(s); ` +
+    `${Math.round(tailOp.causes[0].call_share * 100)}% of the p99 tail is ${tailOp.causes[0].cause}`);
 
   // 4. Follow-up SQL: the schema's example for this cause, with the victim's pid put in.
   const schema = (await call(client, 'describe_schema', {})).structuredContent;
