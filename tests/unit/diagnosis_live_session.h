@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@ namespace causeway::test {
 struct Live {
   std::unique_ptr<StoreWriter> w;
   int64_t t0 = 1'790'000'100'000'000'000;
+  int64_t last = t0;  // the latest end of anything pushed: the session ends 1 ms after it
   explicit Live(const std::string& path) {
     auto r = StoreWriter::open(path);
     REQUIRE(r.ok());
@@ -46,16 +48,20 @@ struct Live {
     r.op = op;
     r.cpu = 0;
     r.a = a;
+    last = std::max(last, ts + dur);
     w->push_wait(r);
   }
   void sw(int64_t ts, uint32_t prev, uint32_t prev_pid, int64_t state, uint32_t next, uint32_t next_pid) {
+    last = std::max(last, ts);
     w->push_wait(SwitchRecord{ts, 0, prev, prev_pid, 120, state, next, next_pid, 120});
   }
   void wake(int64_t ts, uint32_t tid, uint32_t pid, uint32_t waker, uint32_t waker_pid) {
+    last = std::max(last, ts);
     w->push_wait(WakeupRecord{ts, tid, pid, waker, waker_pid, 0});
   }
+  // Like a live trace stopped when the workload is done: severities are shares of this window.
   std::vector<ChainRecord> finish(const std::string& path) {
-    REQUIRE(w->close(t0 + 60 * int64_t{1'000'000'000}).ok());
+    REQUIRE(w->close(last + 1'000'000).ok());
     auto db = open_read_only(path);
     REQUIRE(db.ok());
     auto c = diagnose_session(db->get(), 1);
