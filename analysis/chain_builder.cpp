@@ -1,4 +1,4 @@
-// Turns the correlator's accumulated evidence into chain documents (INTERFACES.md shape): each
+// Turns the correlator's accumulated evidence into chain documents (docs/INTERFACES.md shape): each
 // per-call chain is rendered by its cause module (analysis/causes/), session-level causes write
 // their own. Every sentence states a number the trace holds; where the data names no culprit
 // the chain has none, and where the evidence is weak the chain is LOW or `unknown`.

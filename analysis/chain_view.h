@@ -25,7 +25,7 @@ struct ChainView {
   int64_t window_ns = 1;
 };
 
-// A chain document before it is serialized (INTERFACES.md shape plus where/lost_us/impact/window).
+// A chain document before it is serialized (docs/INTERFACES.md shape plus where/lost_us/impact/window).
 struct Doc {
   std::string id, cause, severity, summary, recommendation;
   uint32_t pid = 0, tid = 0;

@@ -1,5 +1,5 @@
 // Reading diagnosed causal chains back from the trace DB (written by the correlator).
-// Shared by `causeway explain` and MCP get_causal_chains; JSON shape of INTERFACES.md.
+// Shared by `causeway explain` and MCP get_causal_chains; JSON shape of docs/INTERFACES.md.
 #pragma once
 
 #include <sqlite3.h>

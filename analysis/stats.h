@@ -1,6 +1,6 @@
 // Per-op latency statistics over a window, answered from rollups (whole seconds) plus raw
 // events (partial seconds at the window's edges and seconds not yet rolled up). Shared by
-// `causeway stats` and MCP get_trace_stats; JSON shape of INTERFACES.md.
+// `causeway stats` and MCP get_trace_stats; JSON shape of docs/INTERFACES.md.
 #pragma once
 
 #include <sqlite3.h>
@@ -59,7 +59,7 @@ struct StatsResult {
 // Fails with "no_data" when the DB holds no session (or not the one asked for).
 Result<StatsResult> compute_stats(sqlite3* db, const StatsQuery& query);
 
-// INTERFACES.md `stats` shape (times in µs).
+// docs/INTERFACES.md `stats` shape (times in µs).
 nlohmann::json stats_to_json(const StatsResult& stats);
 
 // Aligned table for people; comm is sanitized.

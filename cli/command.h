@@ -27,7 +27,7 @@ struct Registrar {
   explicit Registrar(Command c);
 };
 
-// Exit codes of INTERFACES.md.
+// Exit codes of docs/INTERFACES.md.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
 inline constexpr int kExitUsage = 2;
@@ -35,7 +35,7 @@ inline constexpr int kExitUsage = 2;
 // Adds --db with its documented default ($CAUSEWAY_DB, else the XDG data folder).
 void add_db_option(CLI::App& app, std::string& db);
 
-// Prints an error the way INTERFACES.md says: with --json one JSON document on stdout,
+// Prints an error the way docs/INTERFACES.md says: with --json one JSON document on stdout,
 // else "causeway <cmd>: message" on stderr. Returns the exit code (2 for "usage", else 1).
 int report_error(const std::string& command, const Error& error, bool json);
 

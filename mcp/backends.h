@@ -21,7 +21,7 @@ using json = nlohmann::json;
 // from `offset` on; plus "total_ops", and "next_cursor" when more ops follow.
 Result<json> stats_document(sqlite3* db, const StatsQuery& query, size_t offset = 0);
 
-// {"chains": [...]} (INTERFACES.md).
+// {"chains": [...]} (docs/INTERFACES.md).
 Result<json> chains_document(sqlite3* db, const ChainQuery& query);
 
 struct SqlLimits {
@@ -30,7 +30,7 @@ struct SqlLimits {
   int timeout_ms = 5000;
 };
 
-// INTERFACES.md `query` shape: {"columns", "rows", "truncated", "elapsed_ms"}. Untrusted SQL
+// docs/INTERFACES.md `query` shape: {"columns", "rows", "truncated", "elapsed_ms"}. Untrusted SQL
 // from the model: read-only, one statement, guarded. Errors name what to change.
 Result<json> guarded_query(sqlite3* db, const std::string& sql, const SqlLimits& limits, CancelToken& cancel);
 

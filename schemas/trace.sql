@@ -122,7 +122,7 @@ CREATE TABLE stacks (
   frames TEXT NOT NULL
 );
 
--- Diagnosis results; doc holds the full chain document (INTERFACES.md shape).
+-- Diagnosis results; doc holds the full chain document (docs/INTERFACES.md shape).
 CREATE TABLE chains (
   id            TEXT PRIMARY KEY,
   session_id    INTEGER NOT NULL,

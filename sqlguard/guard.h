@@ -64,7 +64,7 @@ struct QueryResult {
   double elapsed_ms = 0;
 };
 
-// INTERFACES.md shape: {"columns": [...], "rows": [[...]], "truncated": false, "elapsed_ms": 0}.
+// docs/INTERFACES.md shape: {"columns": [...], "rows": [[...]], "truncated": false, "elapsed_ms": 0}.
 nlohmann::json to_json(const QueryResult& r);
 
 // Which layers run. Only tests switch any off, to prove each one holds alone.

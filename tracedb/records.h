@@ -91,7 +91,7 @@ struct StackRecord {
   std::vector<std::string> frames;  // innermost first
 };
 
-// A diagnosed chain; doc is the full JSON document of INTERFACES.md's chain shape.
+// A diagnosed chain; doc is the full JSON document of docs/INTERFACES.md's chain shape.
 struct ChainRecord {
   std::string id;
   int64_t from_ns = 0;

@@ -89,7 +89,7 @@ struct SessionCauseList {
 
 using SessionCauses = SessionCauseList<NcclStraggler, TransferBound, Allocator, HostBound, LaunchBound, GraphRecapture>;
 
-// The JSON spelling of a cause (INTERFACES.md `cause`).
+// The JSON spelling of a cause (docs/INTERFACES.md `cause`).
 constexpr std::string_view cause_name(Cause c) {
   return CallCauses::has(c) ? CallCauses::name(c) : SessionCauses::name(c);
 }

@@ -19,7 +19,7 @@ namespace {
 const char* kRunaway = "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r";
 }
 
-TEST_CASE("values come back typed; the JSON shape is INTERFACES.md's") {
+TEST_CASE("values come back typed; the JSON shape is docs/INTERFACES.md's") {
   TempDir d;
   auto db = make_fixture_db(d);
   auto r = run_guarded_query(db, "SELECT 1 AS i, 1.5 AS f, 'x' AS t, NULL AS n, x'00ff' AS b");
