@@ -37,6 +37,11 @@ void StackResolver::run() {
     rec.frames = symbolizer_.resolve_stack(locs);
     writer_.push_meta(std::move(rec));
     lock.lock();
+    if (jobs_.empty()) {
+      lock.unlock();
+      symbolizer_.release_lines();  // out of work: the debug info's memory goes back
+      lock.lock();
+    }
   }
 }
 

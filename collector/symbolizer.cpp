@@ -1,6 +1,7 @@
 #include "collector/symbolizer.h"
 
 #include <cstdio>
+#include <cstdlib>
 
 #include "common/stack_text.h"
 
@@ -99,7 +100,19 @@ std::string Symbolizer::resolve(const FrameLoc& loc) {
   const std::string module(base_name(loc.path));
   if (auto elf = elf_for(loc))
     if (auto vaddr = elf->offset_to_vaddr(loc.file_off))
-      if (auto sym = elf->symbolize(*vaddr)) return module + "!" + *sym;
+      if (auto sym = elf->symbolize(*vaddr)) {
+        std::string text = module + "!" + *sym;
+        // A caller's frame holds the return address, which may already be the next line:
+        // look up the call instruction's byte before it (not for a function's first byte).
+        const size_t plus = sym->rfind("+0x");
+        const uint64_t off = plus == std::string::npos ? 0 : std::strtoull(sym->c_str() + plus + 3, nullptr, 16);
+        const uint64_t at = off == 0 ? *vaddr : *vaddr - 1, start = *vaddr - off;
+        auto line = lines_.lookup(elf->path(), elf->build_id(), at, start);
+        if (!line && elf->path() != loc.path) line = lines_.lookup(loc.path, elf->build_id(), at, start);  // the process is gone
+        if (line)
+          text += " (" + line->file + ":" + std::to_string(line->line) + ")";
+        return text;
+      }
   return module + hex("+0x%llx", loc.file_off);
 }
 

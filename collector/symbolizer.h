@@ -20,6 +20,7 @@
 #include "collector/elf_file.h"
 #include "collector/proc_maps.h"
 #include "collector/python_runtime.h"
+#include "collector/source_lines.h"
 
 namespace causeway::collector {
 
@@ -50,7 +51,10 @@ class Symbolizer {
   // The native walk is cut at the first address outside file-backed code ([stack], heap,
   // anonymous memory, unmapped): it ends with a Kind::cut mark instead of a made-up frame.
   std::vector<FrameLoc> locate(uint32_t pid, const std::vector<uint64_t>& ips);
+  // "module!symbol+0xoff", with " (file.cpp:LINE)" when the module has line tables.
   std::string resolve(const FrameLoc& loc);
+  // Drops the DWARF readers resolve() opened (collector/source_lines.h).
+  void release_lines() { lines_.release(); }
   // A whole stack to text. Python frames go where the interpreter's eval loop is in the
   // native frames (the first _PyEval_EvalFrame* frame), else where the native walk ended.
   std::vector<std::string> resolve_stack(const std::vector<FrameLoc>& locs);
@@ -67,6 +71,7 @@ class Symbolizer {
   std::unordered_map<uint32_t, std::vector<Mapping>> maps_;
   std::map<std::string, std::shared_ptr<const ElfFile>> elf_by_key_;  // build id or path:inode
   std::map<std::string, std::string> key_of_file_;                     // path:inode → key
+  SourceLines lines_;
 };
 
 // FNV-1a over the frame strings (never 0).

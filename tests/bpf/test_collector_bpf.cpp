@@ -4,13 +4,16 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "analysis/stacks.h"
 #include "bpf/events.h"
 #include "tests/bpf/collector_harness.h"
 
@@ -273,6 +276,38 @@ TEST_CASE("short-lived processes started back to back keep symbolized stacks") {
     // symbolized into the workload's frames.
     CHECK(q_int(db, "SELECT count(*) FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.pid = " + S(p) +
                         " AND s.frames LIKE '[\"cw_workload!%'") == 40);
+  }
+
+  // get_stacks (what MCP returns): cw_workload is built with -g, so its frames carry the source
+  // line. The lambda wrapping cudaMemcpy tail-calls it (no frame of its own), so the innermost
+  // frame is the worker loop's line that calls the op through its std::function — inlined
+  // std::function code reported at that call site, not at a line of <functional>.
+  std::vector<std::string> source;
+  {
+    std::ifstream in(std::string(std::getenv("CAUSEWAY_SOURCE_DIR")) + "/tests/testprogs/cw_workload.cpp");
+    for (std::string line; std::getline(in, line);) source.push_back(line);
+  }
+  REQUIRE(!source.empty());
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open_v2(db.c_str(), &h, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  StackQuery q;
+  q.op = "cudaMemcpy";
+  auto r = top_stacks(h, q);
+  REQUIRE(r);
+  const auto j = stacks_to_json(r.value());
+  sqlite3_close(h);
+  REQUIRE(!j["stacks"].empty());
+  for (const auto& st : j["stacks"]) {
+    const auto& f = st["frames"][0];  // the innermost user frame comes first
+    INFO(f.dump());
+    CHECK(f["kind"] == "native");
+    CHECK(f["module"] == "cw_workload");
+    REQUIRE(f["file"].is_string());
+    CHECK(f["file"] == "cw_workload.cpp");
+    const int line = f["line"].get<int>();
+    REQUIRE(line >= 1);
+    REQUIRE(line <= static_cast<int>(source.size()));
+    CHECK(source[line - 1].find("plan[k].second(t)") != std::string::npos);
   }
 }
 

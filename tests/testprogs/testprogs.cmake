@@ -18,7 +18,8 @@ causeway_fake_lib(cw_fake_cuda cuda 1 fake_cuda.c)
 causeway_fake_lib(cw_fake_nccl nccl 2 fake_nccl.c)
 
 add_executable(cw_workload ${CMAKE_CURRENT_LIST_DIR}/cw_workload.cpp)
-target_compile_options(cw_workload PRIVATE -fno-omit-frame-pointer)
+# -g whatever the build type: the bpf tests check file:line of its frames.
+target_compile_options(cw_workload PRIVATE -fno-omit-frame-pointer -g)
 target_link_libraries(cw_workload PRIVATE Threads::Threads ${CMAKE_DL_LIBS})
 set_target_properties(cw_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
 # One TCP connection over loopback (network bpf tests: retransmits attributed to the sender).

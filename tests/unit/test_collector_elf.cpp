@@ -10,6 +10,7 @@
 #include "collector/attacher.h"
 #include "collector/elf_file.h"
 #include "collector/proc_maps.h"
+#include "collector/source_lines.h"
 #include "collector/stack_resolver.h"
 #include "collector/symbolizer.h"
 #include "tracedb/open.h"
@@ -17,6 +18,7 @@
 
 using namespace causeway::collector;
 
+constexpr int kMarkerLine = __LINE__ + 1;
 extern "C" __attribute__((noinline, used)) int cw_unit_marker_function(int x) { return x * 3 + 1; }
 
 namespace {
@@ -49,6 +51,45 @@ TEST_CASE("the runtime address of a function symbolizes through the process maps
   CHECK(!s.frame(pid, 0x10).empty());
   auto frames = s.frames(pid, {reinterpret_cast<uint64_t>(&cw_unit_marker_function), 0x10});
   CHECK(frames.size() == 2);
+}
+
+namespace {
+__attribute__((noinline)) uint64_t return_address_here() {
+  return reinterpret_cast<uint64_t>(__builtin_extract_return_addr(__builtin_return_address(0)));
+}
+}  // namespace
+
+TEST_CASE("native frames carry file:line from the module's DWARF line table (this test is built with -g)") {
+  Symbolizer s;
+  const auto pid = static_cast<uint32_t>(::getpid());
+  s.snapshot(pid);
+  const int call_line = __LINE__ + 1;
+  const uint64_t ret = return_address_here();
+  // A caller's frame holds the return address; its line is the call's, not the next one's.
+  const std::string f = s.frame(pid, ret);
+  CHECK(f.find("(test_collector_elf.cpp:" + std::to_string(call_line) + ")") != std::string::npos);
+  // A function's first byte: the line of its opening.
+  const std::string entry = s.frame(pid, reinterpret_cast<uint64_t>(&cw_unit_marker_function));
+  CHECK(entry.find("!cw_unit_marker_function+0x0 (test_collector_elf.cpp:" + std::to_string(kMarkerLine) + ")") !=
+        std::string::npos);
+  // Dropping the DWARF readers changes nothing but memory.
+  s.release_lines();
+  CHECK(s.frame(pid, ret) == f);
+  // The same function in a copy without debug info: no line, never a guess.
+  REQUIRE(have("objcopy"));
+  causeway::test::TempDir dir;
+  const std::string nodebug = dir.file("nodebug");
+  REQUIRE(std::system(("objcopy --strip-debug " + self_exe() + " " + nodebug).c_str()) == 0);
+  auto elf = ElfFile::load(nodebug);
+  REQUIRE(elf.ok());
+  auto sym = (*elf)->find("cw_unit_marker_function");
+  REQUIRE(sym.has_value());
+  SourceLines lines;
+  CHECK(!lines.lookup(nodebug, "", sym->vaddr, sym->vaddr));
+  auto line = lines.lookup(self_exe(), "", sym->vaddr, sym->vaddr);
+  REQUIRE(line.has_value());
+  CHECK(line->file == "test_collector_elf.cpp");
+  CHECK(line->line == kMarkerLine);
 }
 
 TEST_CASE("locate on one thread, resolve on another: the StackResolver hands the writer the same frames") {
