@@ -6,9 +6,10 @@
 //   causeway      cudaStreamSynchronize   the real `causeway trace` binary, started with
 //                                         --lib <that library> plus each configuration's flags
 // Per configuration (default: the defaults, then --no-stack): start causeway, then R rounds
-// of N calls of each function (order rotated per round); the figure is the calling thread's
-// CPU time per call (user + kernel: the probes run in the calling thread), median of the
-// rounds. Afterwards every traced call must be in the trace DB or counted as dropped, and the
+// of N calls of each function, the three taking turns in batches of 2,000 calls (a uprobe's
+// cost on a VM drifts over tenths of a second; interleaving gives each function the same
+// drift); the figure is the calling thread's CPU time per call (user + kernel: the probes run
+// in the calling thread), median of the rounds. Afterwards every traced call must be in the trace DB or counted as dropped, and the
 // number of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
 // kernel.bpf_stats_enabled=1 and every BPF program the causeway and bpftrace processes hold
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
@@ -66,6 +67,31 @@ double cpu_ns_per_call(SyncFn fn, long calls) {
   const int64_t c0 = thread_cpu_ns();
   for (long i = 0; i < calls; ++i) fn(reinterpret_cast<void*>(0x1000));
   return double(thread_cpu_ns() - c0) / double(calls);
+}
+
+// Thread CPU per call of the three functions, measured together: `calls` calls of each, in
+// batches of kBatch calls taking turns (order rotated per batch). A uprobe's cost on a VM drifts
+// by ±20% over tenths of a second (measured: consecutive 100k-call runs of one empty probe pair
+// 1.68–2.8 µs); whole blocks of one function per measurement turned that drift into a ratio
+// spread of 1.15–1.42×. Interleaved, every function sees the same drift.
+struct Triple {
+  double untraced = 0, probed = 0, traced = 0;
+};
+constexpr long kBatch = 2000;
+
+Triple interleaved_cpu_ns_per_call(SyncFn untraced, SyncFn probed, SyncFn traced, long calls) {
+  SyncFn fns[3] = {untraced, probed, traced};
+  int64_t total[3] = {0, 0, 0};
+  for (long done = 0, b = 0; done < calls; done += kBatch, ++b) {
+    const long n = std::min(kBatch, calls - done);
+    for (int k = 0; k < 3; ++k) {
+      const int which = static_cast<int>((k + b) % 3);
+      const int64_t c0 = thread_cpu_ns();
+      for (long i = 0; i < n; ++i) fns[which](reinterpret_cast<void*>(0x1000));
+      total[which] += thread_cpu_ns() - c0;
+    }
+  }
+  return {double(total[0]) / double(calls), double(total[1]) / double(calls), double(total[2]) / double(calls)};
 }
 
 double median(std::vector<double> v) {
@@ -231,13 +257,11 @@ Row measure_config(const std::string& config, const Funcs& f, long calls, int ro
   row.made = warm;
   std::vector<double> u, p, t;
   for (int r = 0; r < rounds; ++r) {
-    for (int k = 0; k < 3; ++k) {
-      switch ((k + r) % 3) {
-        case 0: u.push_back(cpu_ns_per_call(f.untraced, calls)); break;
-        case 1: p.push_back(cpu_ns_per_call(f.probed, calls)); break;
-        case 2: t.push_back(cpu_ns_per_call(f.traced, calls)); row.made += calls; break;
-      }
-    }
+    const Triple m = interleaved_cpu_ns_per_call(f.untraced, f.probed, f.traced, calls);
+    u.push_back(m.untraced);
+    p.push_back(m.probed);
+    t.push_back(m.traced);
+    row.made += calls;
   }
   row.untraced = median(u);
   row.probed = median(p);

@@ -108,6 +108,7 @@ static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_sta
 struct cw_frame {
   __u64 ts;
   __u64 cookie;
+  __u64 sp; /* the stack pointer at entry: the return of this call sees sp + 8 (see cw_return) */
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
   __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
@@ -121,7 +122,7 @@ struct cw_task {
   struct cw_stack_state stack;
 };
 
-/* 32768 slots × 728 B = 22.8 MiB of kernel memory; the loader sizes it to pid_max rounded up
+/* 32768 slots × 760 B = 23.8 MiB of kernel memory; the loader sizes it to pid_max rounded up
  * to a power of two (at most 32768) and sets targ_task_mask = size - 1. */
 const volatile __u32 targ_task_mask = 32767;
 struct {
@@ -222,13 +223,28 @@ int cw_enter(struct pt_regs *ctx) {
     announce_process(tgid);
   }
   __u32 d = t->depth;
+  /* Saved frames whose stack is gone: their call was left without a return (longjmp, a C++
+   * exception unwinding through it), so this call, at or above their stack pointer, is not
+   * nested in them. Dropped and counted; without this, each such call would leave the thread
+   * one frame deeper until every later call overflowed the frames. */
+  __u64 sp = PT_REGS_SP(ctx);
+#pragma unroll
+  for (int k = 0; k < CW_MAX_DEPTH; k++) {
+    if (d == 0 || d > CW_MAX_DEPTH || t->f[(d - 1) & (CW_MAX_DEPTH - 1)].sp > sp) break;
+    d--;
+    count_drop(CW_DROP_UNPAIRED);
+  }
   t->depth = d + 1;
   if (d >= CW_MAX_DEPTH) {
     count_drop(CW_DROP_DEPTH);
     return 0;
   }
-  struct cw_frame *fr = &t->f[d];
+  /* d < CW_MAX_DEPTH already; the barrier keeps the compiler from dropping the mask the
+   * verifier needs after the loop above. */
+  barrier_var(d);
+  struct cw_frame *fr = &t->f[d & (CW_MAX_DEPTH - 1)];
   fr->cookie = cookie;
+  fr->sp = sp;
   fr->first_of_process = first;
   fr->regs[0] = PT_REGS_PARM1(ctx);
   fr->regs[1] = PT_REGS_PARM2(ctx);
@@ -287,28 +303,48 @@ static __always_inline void nccl_return(struct cw_frame *fr, struct cw_call_even
   }
 }
 
+/* The frame this return belongs to: the innermost saved frame whose entry stack pointer is the
+ * return's minus 8 (the `ret` popped the return address). A register compare, where asking the
+ * kernel for the attach cookie again is a helper call (~15 ns a call here, docs/BENCHMARKS.md),
+ * and it pairs exactly: the same function called recursively still has one frame per stack
+ * depth. Frames above the match lost their return (longjmp, a C++ exception unwinding through
+ * a traced call): they are dropped and counted. No match: the entry was not recorded (the trace
+ * was stopping), the depth stays. Returns the frame's depth, or -1. */
+static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
+  __u32 depth = t->depth;
+  if (depth == 0 || depth > CW_MAX_DEPTH) return -1;
+#pragma unroll
+  for (int k = CW_MAX_DEPTH - 1; k >= 0; k--) {
+    if ((__u32)k >= depth) continue;
+    if (t->f[k].sp + 8 == sp) {
+      for (__u32 lost = depth - 1 - k; lost > 0 && lost < CW_MAX_DEPTH; lost--) count_drop(CW_DROP_UNPAIRED);
+      t->depth = k;
+      return k;
+    }
+  }
+  return -1;
+}
+
 SEC("uretprobe")
 int cw_return(struct pt_regs *ctx) {
   __u64 now = bpf_ktime_get_ns();
-  __u64 cookie = bpf_get_attach_cookie(ctx);
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tid = (__u32)id;
   __u32 idx = tid & targ_task_mask;
   struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
   /* Not ours: the entry was filtered out (--pid) or its slot was busy (counted there). */
   if (!t || t->owner != tid) return 0;
-  if (t->depth == 0) {
+  if (t->depth > CW_MAX_DEPTH) {
+    t->depth--; /* a call nested deeper than the frames: counted at entry */
+    return 0;
+  }
+  int d = paired_frame(t, PT_REGS_SP(ctx));
+  if (d < 0) {
     if (!targ_filter) count_drop(CW_DROP_UNPAIRED);
     return 0;
   }
-  __u32 d = t->depth - 1;
-  t->depth = d;
-  if (d >= CW_MAX_DEPTH) return 0; /* counted at entry */
-  struct cw_frame *fr = &t->f[d];
-  if (fr->cookie != cookie) {
-    count_drop(CW_DROP_UNPAIRED);
-    return 0;
-  }
+  struct cw_frame *fr = &t->f[d & (CW_MAX_DEPTH - 1)];
+  __u64 cookie = fr->cookie;
 
   __u16 op = CW_COOKIE_OP(cookie);
   /* Before the reservation: a reserved record holds the consumer back until submitted. */

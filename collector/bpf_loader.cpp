@@ -138,6 +138,12 @@ int hand_off_last_close(std::vector<int> keep) {
       char c;
       while (::read(done[0], &c, 1) != 0 && errno == EINTR) {
       }
+      // The links first, one by one: each close returns only after its detach (the release
+      // runs before the syscall returns). Leaving them to _exit would release them in an
+      // order of the kernel's choosing, the lock possibly first, letting the next trace attach
+      // into a detach still in flight (its probes then stay dead: a CI run recorded 0 calls).
+      for (int fd : keep)
+        if (fd != lock && fd != done[0]) ::close(fd);
     }
     ::_exit(0);
   }

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -20,8 +22,14 @@ std::string missing_requirement() {
   if (::geteuid() != 0) return "bpf tests need root (CAP_BPF + CAP_PERFMON)";
   if (!file_exists("/sys/kernel/btf/vmlinux")) return "kernel BTF (/sys/kernel/btf/vmlinux) missing";
   auto r = run_causeway({"check", "--json", "--db", "/tmp/causeway-bpf-check.db"});
-  if (r.out.find("\"name\":\"bpf_load\",\"status\":\"PASS\"") == std::string::npos)
-    return "BPF programs do not load here: " + r.out;
+  if (r.out.find("\"name\":\"bpf_load\",\"status\":\"PASS\"") == std::string::npos) {
+    // EPERM: root without CAP_BPF (a container), lockdown — this machine cannot run the tier.
+    // Anything else as root with BTF (EACCES/EINVAL: the verifier rejected a program) is a
+    // defect of ours: failing here keeps a broken program from turning the tier into skips.
+    if (r.out.find("Operation not permitted") != std::string::npos) return "BPF programs may not be loaded here: " + r.out;
+    std::fprintf(stderr, "FAILED: the BPF programs do not load as root on a kernel with BTF:\n%s\n", r.out.c_str());
+    std::exit(1);
+  }
   return "";
 }
 

@@ -218,6 +218,37 @@ TEST_CASE("--pid traces only that process (and its children): calls and context 
   CHECK(q_int(t.db(), "SELECT count(*) FROM processes WHERE pid = " + S(b)) == 0);
 }
 
+TEST_CASE("calls left without a return (siglongjmp out of them): later calls are recorded, the lost frames counted") {
+  // Six cudaStreamSynchronize calls abandoned by siglongjmp from a SIGALRM handler, then 300
+  // ordinary ones. Returns are paired with entries by stack pointer: an abandoned call's frame
+  // is dropped when the next call starts at or above its stack pointer (here: the next
+  // abandoned call, from the same site), and the ordinary calls (from deeper frames) pair with
+  // their own frames. Before, each abandoned call left the thread a frame deeper and every call
+  // after the fourth was dropped as too deeply nested.
+  TempDir dir;
+  const std::string go = dir.file("go");
+  const int abandoned = 6, ordinary = 300;
+  pid_t pid = spawn(workload({"--abandon-calls", S(abandoned), "--iterations", S(ordinary), "--ops", "stream_sync",
+                              "--ready-file", dir.file("ready"), "--wait-file", go}),
+                    dir.file("w.log"));
+  wait_for_file(dir.file("ready"));
+  Tracer t(dir, {"--pid", S(pid), "--no-stack"});
+  { std::ofstream(go.c_str()) << "go"; }
+  INFO(read_file(dir.file("w.log")));
+  REQUIRE(wait_exit(pid) == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  const std::string db = t.db();
+  CHECK(op_counts(db, pid)[CW_OP_CUDA_STREAM_SYNC] == ordinary);
+  // Each abandoned frame but the last is dropped at the next abandoned call's entry; the last
+  // stays under the deeper ordinary calls (harmless: they pair by stack pointer).
+  CHECK(q_int(db, "SELECT value FROM collector_stats WHERE name = 'unpaired_returns'") == abandoned - 1);
+  CHECK(q_int(db, "SELECT value FROM collector_stats WHERE name = 'dropped_nesting'") == 0);
+  // No record was made up from a mismatched frame: every recorded call was an ordinary one.
+  CHECK(q_int(db, "SELECT max(dur_ns) FROM events WHERE op_id = " + S(CW_OP_CUDA_STREAM_SYNC) + " AND pid = " + S(pid)) <
+        1'000'000'000);
+}
+
 TEST_CASE("--pid follows children forked without exec after the trace started") {
   // NCCL ranks forked from a launcher (no exec): the BPF fork hook marks each child traced
   // before it runs, so its first call is already recorded.

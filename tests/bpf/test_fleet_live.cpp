@@ -82,8 +82,21 @@ uint64_t calls(const json& st) {
   return n;
 }
 
+// What the collector counted (calls per op and process, drops by reason): printed when a
+// check fails, so a miss says whether the calls were never recorded or not diagnosed.
+std::string collector_counts(const std::string& db) {
+  std::string out;
+  for (const std::string& sql :
+       {std::string("SELECT group_concat(name || '=' || value, ' ') FROM collector_stats WHERE value != 0"),
+        std::string("SELECT group_concat(pid || ':' || op || '=' || n, ' ') FROM "
+                    "(SELECT pid, op, count(*) AS n FROM v_calls GROUP BY pid, op)")})
+    out += q_text(db, sql) + "\n";
+  return out;
+}
+
 // The nccl_straggler chains; exactly one, blaming the late rank (no on-time rank blamed).
-json the_straggler(const json& chains, const std::set<int64_t>& rank_pids) {
+json the_straggler(const json& chains, const std::set<int64_t>& rank_pids, const std::string& db) {
+  INFO("collector counts: " << collector_counts(db));
   std::vector<json> found;
   std::string all;
   for (const json& c : chains) {
@@ -173,7 +186,7 @@ TEST_CASE("ranks from the environment: a tracer started after ncclCommInitRank n
   }
   const int64_t late_pid = rows[kLateRank][0];
 
-  const json c = the_straggler(explain(t.db), pids);
+  const json c = the_straggler(explain(t.db), pids, t.db);
   CHECK(c["culprit"].value("pid", int64_t{0}) == late_pid);
   std::set<int64_t> victims;
   for (const json& v : c["victims"]) victims.insert(v.value("pid", int64_t{0}));
@@ -207,7 +220,7 @@ TEST_CASE("attached mid-run: ranks inside a collective when the probes go live a
   INFO(read_file(t.log));
   REQUIRE(t.stop() == 0);
   const std::set<int64_t> pids(job.pids.begin(), job.pids.end());
-  const json c = the_straggler(explain(t.db), pids);
+  const json c = the_straggler(explain(t.db), pids, t.db);
   CHECK(c["culprit"].value("pid", int64_t{0}) == job.pids[kLateRank]);
   CHECK(c.value("calls", 0) >= 50);
 }
@@ -255,7 +268,7 @@ TEST_CASE("two hosts merged: the late rank is named with its host; inputs untouc
   std::set<int64_t> merged_pids;
   for (const auto& r : q_rows(merged, "SELECT pid FROM processes WHERE rank IS NOT NULL")) merged_pids.insert(r[0]);
   REQUIRE(merged_pids.size() == kRanks);
-  const json c = the_straggler(explain(merged), merged_pids);
+  const json c = the_straggler(explain(merged), merged_pids, merged);
   CHECK(c["culprit"].value("host", "") == "cw-node-b");
   CHECK(c["culprit"].value("host_pid", int64_t{0}) == job.pids[kLateRank]);
   CHECK(c.value("summary", "").find("cw-node-b") != std::string::npos);

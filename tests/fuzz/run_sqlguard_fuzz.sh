@@ -42,5 +42,15 @@ for f in "$root"/tests/golden/sql/*.sql; do
     n > 0 { print >> out }' "$f"
 done
 
+# libFuzzer's progress lines go to a log (thousands of them would bury the test summary of a CI
+# run); its tail is printed, and more of it when a crash was found.
+log="$build/fuzz.log"
+rc=0
 "$build/sqlguard_fuzz" -max_total_time="$seconds" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 -artifact_prefix="$build/" "$corpus"
+  -print_final_stats=1 -artifact_prefix="$build/" "$corpus" >"$log" 2>&1 || rc=$?
+if [ "$rc" -ne 0 ]; then
+  tail -n 200 "$log" >&2
+  echo "run_sqlguard_fuzz: the fuzzer exited $rc (crash input in $build, full log $log)" >&2
+  exit "$rc"
+fi
+grep -E '^(Done|stat::)' "$log" >&2

@@ -15,7 +15,12 @@
 //   cw_workload --graph-build-us 5000 --ops graph_recapture,stream_sync   (a CUDA graph re-captured every step)
 //   cw_workload --graph-build-us 5000 --ops graph_replay,stream_sync      (captured once per thread, replayed)
 //
+//   cw_workload --abandon-calls 6 --wait-file F --ops stream_sync   (6 calls left by siglongjmp first)
+//
 // stream_sync_alt calls cudaStreamSynchronize from a second call site (stream + 0x100).
+// --abandon-calls N: before the work (after --wait-file), N cudaStreamSynchronize calls that
+// never return: each spins 10 s in the fake, and a SIGALRM 20 ms in jumps out of it
+// (siglongjmp), the way longjmp or a C++ exception leaves a call without its return.
 // graph_recapture: begin capture on the thread's stream, 3 kernel launches into it, end
 // capture, cudaGraphInstantiate, launch the new exec, destroy it. graph_replay: the same
 // capture (instantiated WithFlags) on a thread's first step only, then one launch of that exec
@@ -36,6 +41,8 @@
 #include <sched.h>
 #include <signal.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <sys/time.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -63,6 +70,7 @@ struct Options {
   long iterations = 100;
   double latency_us = 0;
   std::vector<std::string> ops{"malloc", "memcpy", "launch", "stream_sync", "free"};
+  long abandon_calls = 0;
   std::string cudart, cuda, nccl;
   uint64_t bytes = 4096;
   uint64_t stream_base = 0x1000;
@@ -160,6 +168,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--wait-file") o.wait_file = val();
     else if (a == "--fork-wait-file") o.fork_wait_file = val();
     else if (a == "--nccl-job") o.nccl_job = val();
+    else if (a == "--abandon-calls") o.abandon_calls = std::stol(val());
     else if (a == "--help" || a == "-h") usage("help");
     else usage(("unknown flag " + a).c_str());
   }
@@ -202,6 +211,30 @@ void set_latency(void* lib, double us) {
   if (!lib) return;
   if (auto f = reinterpret_cast<void (*)(uint64_t)>(dlsym(lib, "cwfake_set_latency_ns")))
     f(static_cast<uint64_t>(us * 1000));
+}
+
+sigjmp_buf g_abandon_jump;
+
+void abandon_on_alarm(int) { siglongjmp(g_abandon_jump, 1); }
+
+// --abandon-calls: n calls of cudaStreamSynchronize left by siglongjmp from a signal handler.
+void abandon_calls(void* rt, long n, double latency_us) {
+  auto sync = sym<int (*)(void*)>(rt, "cudaStreamSynchronize");
+  struct sigaction sa {};
+  sa.sa_handler = abandon_on_alarm;
+  sigaction(SIGALRM, &sa, nullptr);
+  set_latency(rt, 10'000'000);
+  for (volatile long i = 0; i < n; i = i + 1) {
+    if (sigsetjmp(g_abandon_jump, 1) != 0) continue;
+    itimerval t{};
+    t.it_value.tv_usec = 20'000;
+    setitimer(ITIMER_REAL, &t, nullptr);
+    sync(reinterpret_cast<void*>(0x1000));
+    std::fprintf(stderr, "cw_workload: the abandoned call returned\n");
+    std::exit(1);
+  }
+  signal(SIGALRM, SIG_DFL);
+  set_latency(rt, latency_us);
 }
 
 void set_graph_build(void* lib, double us) {
@@ -516,6 +549,10 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
   if (!o.ready_file.empty()) touch(o.ready_file + (o.nccl_ranks > 0 ? "." + std::to_string(rank) : ""));
   if (!o.wait_file.empty())
     while (access(o.wait_file.c_str(), F_OK) != 0) sleep_ms(10);
+  if (o.abandon_calls > 0) {
+    if (!rt) usage("--abandon-calls needs libcudart (an --ops name of the runtime)");
+    abandon_calls(rt, o.abandon_calls, o.latency_us);
+  }
   // The hog starts with the work (after --wait-file), from rank 0's process.
   pid_t hog = -1;
   if (rank == 0 && o.hog_cpu >= 0 && o.hog_ms > 0) hog = run_hog(o.hog_cpu, o.hog_ms, o.hog_nice, o.hog_delay_ms);
