@@ -308,8 +308,8 @@ static __always_inline void nccl_return(struct cw_frame *fr, struct cw_call_even
  * kernel for the attach cookie again is a helper call (~15 ns a call here, docs/BENCHMARKS.md),
  * and it pairs exactly: the same function called recursively still has one frame per stack
  * depth. Frames above the match lost their return (longjmp, a C++ exception unwinding through
- * a traced call): they are dropped and counted. No match: the entry was not recorded (the trace
- * was stopping), the depth stays. Returns the frame's depth, or -1. */
+ * a traced call): they are dropped and counted. No match: the entry was not recorded, the depth
+ * stays. Returns the frame's depth, or -1. */
 static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
   __u32 depth = t->depth;
   if (depth == 0 || depth > CW_MAX_DEPTH) return -1;
@@ -338,11 +338,10 @@ int cw_return(struct pt_regs *ctx) {
     t->depth--; /* a call nested deeper than the frames: counted at entry */
     return 0;
   }
+  /* No frame: the entry was not recorded (probes going live while the call ran, or the trace
+   * stopping). Nothing was lost that the trace had. */
   int d = paired_frame(t, PT_REGS_SP(ctx));
-  if (d < 0) {
-    if (!targ_filter) count_drop(CW_DROP_UNPAIRED);
-    return 0;
-  }
+  if (d < 0) return 0;
   struct cw_frame *fr = &t->f[d & (CW_MAX_DEPTH - 1)];
   __u64 cookie = fr->cookie;
 

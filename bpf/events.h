@@ -333,7 +333,7 @@ enum cw_drop {
   CW_DROP_RING_CALL = 0,     /* call ring full: bpf_ringbuf_reserve failed */
   CW_DROP_RING_HOST = 1,     /* host ring full */
   CW_DROP_DEPTH = 2,         /* nesting deeper than CW_MAX_DEPTH on one thread */
-  CW_DROP_UNPAIRED = 3,      /* return without a matching entry */
+  CW_DROP_UNPAIRED = 3,      /* a recorded entry that never returned (longjmp, exception): its frame dropped */
   CW_DROP_SLOT = 4,          /* the thread's pairing slot was busy with another live thread */
   CW_DROP_STACK = 5,         /* bpf_get_stackid failed (event kept, no stack) */
   CW_DROP_BLOCK_MAP = 6,     /* in-flight block request map full */

@@ -51,12 +51,16 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
                     code.size() > 1 ? code[1] : 0, code.size() > 2 ? code[2] : 0);
       lib.slow.push_back(std::string(spec.symbol) + buf);
     }
-    auto r1 = bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, false);
-    // The return probe is a breakpoint at the entry too (it hijacks the return address), so it
-    // skips endbr64 as well: the stack pointer is unchanged there.
-    auto r2 = r1 ? bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, true) : Result<void>(r1.error());
+    // The return probe first: it is a breakpoint at the entry too (it hijacks the return
+    // address, so it skips endbr64 as well: the stack pointer is unchanged there), and once it
+    // is in, every call whose entry is recorded also returns through cw_return. Entry first
+    // left a window in which running threads recorded entries that never returned; each left a
+    // frame behind (a tracer attaching to NCCL ranks mid-run under load lost every call after
+    // four of them). Returns seen before the entry probe is in find no frame and are ignored.
+    auto r2 = bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, true);
+    auto r1 = r2 ? bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, false) : Result<void>(r2.error());
     if (!r1 || !r2) {
-      if (first_error.empty()) first_error = (!r1 ? r1.error() : r2.error()).message;
+      if (first_error.empty()) first_error = (!r2 ? r2.error() : r1.error()).message;
       continue;
     }
     ++lib.probes;
