@@ -108,7 +108,7 @@ static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_sta
 struct cw_frame {
   __u64 ts;
   __u64 cookie;
-  __u64 sp; /* the stack pointer at entry: the return of this call sees sp + 8 (see cw_return) */
+  __u64 sp; /* the stack pointer at entry: the return of this call sees sp + CW_RET_SP_DELTA */
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
   __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
@@ -303,8 +303,16 @@ static __always_inline void nccl_return(struct cw_frame *fr, struct cw_call_even
   }
 }
 
+/* How far the stack pointer moves between a function's first instruction and its return: x86-64's
+ * `call` pushed the return address, which `ret` pops; arm64 keeps it in the link register. */
+#if defined(__TARGET_ARCH_arm64)
+#define CW_RET_SP_DELTA 0
+#else
+#define CW_RET_SP_DELTA 8
+#endif
+
 /* The frame this return belongs to: the innermost saved frame whose entry stack pointer is the
- * return's minus 8 (the `ret` popped the return address). A register compare, where asking the
+ * return's minus CW_RET_SP_DELTA (on x86-64 the `ret` popped the return address). A register compare, where asking the
  * kernel for the attach cookie again is a helper call (~15 ns a call here, docs/BENCHMARKS.md),
  * and it pairs exactly: the same function called recursively still has one frame per stack
  * depth. Frames above the match lost their return (longjmp, a C++ exception unwinding through
@@ -316,7 +324,7 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
 #pragma unroll
   for (int k = CW_MAX_DEPTH - 1; k >= 0; k--) {
     if ((__u32)k >= depth) continue;
-    if (t->f[k].sp + 8 == sp) {
+    if (t->f[k].sp + CW_RET_SP_DELTA == sp) {
       for (__u32 lost = depth - 1 - k; lost > 0 && lost < CW_MAX_DEPTH; lost--) count_drop(CW_DROP_UNPAIRED);
       t->depth = k;
       return k;
