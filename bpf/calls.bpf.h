@@ -224,13 +224,18 @@ int cw_enter(struct pt_regs *ctx) {
   }
   __u32 d = t->depth;
   /* Saved frames whose stack is gone: their call was left without a return (longjmp, a C++
-   * exception unwinding through it), so this call, at or above their stack pointer, is not
-   * nested in them. Dropped and counted; without this, each such call would leave the thread
-   * one frame deeper until every later call overflowed the frames. */
+   * exception unwinding through it), so this call is not nested in them — it starts above
+   * their stack pointer, or at it as a new call of the same function. At the same stack
+   * pointer, another function is a tail call of the saved one (CUDA 13's __cudaLaunchKernel
+   * is `jmp cudaLaunchKernel`): both return at once, each through its own frame. Dropped
+   * frames are counted; without this, each such call would leave the thread one frame deeper
+   * until every later call overflowed the frames. */
   __u64 sp = PT_REGS_SP(ctx);
 #pragma unroll
   for (int k = 0; k < CW_MAX_DEPTH; k++) {
-    if (d == 0 || d > CW_MAX_DEPTH || t->f[(d - 1) & (CW_MAX_DEPTH - 1)].sp > sp) break;
+    if (d == 0 || d > CW_MAX_DEPTH) break;
+    const struct cw_frame *top = &t->f[(d - 1) & (CW_MAX_DEPTH - 1)];
+    if (top->sp > sp || (top->sp == sp && top->cookie != cookie)) break;
     d--;
     count_drop(CW_DROP_UNPAIRED);
   }
@@ -312,10 +317,11 @@ static __always_inline void nccl_return(struct cw_frame *fr, struct cw_call_even
 #endif
 
 /* The frame this return belongs to: the innermost saved frame whose entry stack pointer is the
- * return's minus CW_RET_SP_DELTA (on x86-64 the `ret` popped the return address). A register compare, where asking the
- * kernel for the attach cookie again is a helper call (~15 ns a call here, docs/BENCHMARKS.md),
- * and it pairs exactly: the same function called recursively still has one frame per stack
- * depth. Frames above the match lost their return (longjmp, a C++ exception unwinding through
+ * return's minus CW_RET_SP_DELTA (on x86-64 the `ret` popped the return address). A register
+ * compare, where asking the kernel for the attach cookie again is a helper call (~15 ns a call
+ * here, docs/BENCHMARKS.md), and it pairs exactly: the same function called recursively still
+ * has one frame per stack depth; a tail call and its caller share a stack pointer and return
+ * together, innermost frame first, each record with its own op and start. Frames above the match lost their return (longjmp, a C++ exception unwinding through
  * a traced call): they are dropped and counted. No match: the entry was not recorded, the depth
  * stays. Returns the frame's depth, or -1. */
 static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {

@@ -87,12 +87,20 @@ CWFAKE_EXPORT int cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, s
 CWFAKE_EXPORT int cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** args, size_t smem, void* st) {
   SPIN_RET0;
 }
-// CUDA 13's <<<>>> lowers to __cudaLaunchKernel, which tail-calls cudaLaunchKernel.
-CWFAKE_EXPORT int __cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem, void* st) {
-  int r = cudaLaunchKernel(f, g, b, args, smem, st);
-  __asm__ volatile("" ::: "memory");
-  return r;
-}
+// CUDA 13's <<<>>> lowers to __cudaLaunchKernel, which tail-calls cudaLaunchKernel: the same
+// four instructions as libcudart.so.13's (push/mov/pop rbp, jmp), so the tracer sees a traced
+// function entered at the stack pointer of another still in flight. In assembly: a C tail call
+// is up to the compiler's mood (-O1 does not make one).
+int __cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t smem, void* st);
+__asm__(".text\n"
+        ".globl __cudaLaunchKernel\n"
+        ".type __cudaLaunchKernel, @function\n"
+        "__cudaLaunchKernel:\n"
+        "  push %rbp\n"
+        "  mov %rsp, %rbp\n"
+        "  pop %rbp\n"
+        "  jmp cudaLaunchKernel@PLT\n"
+        ".size __cudaLaunchKernel, .-__cudaLaunchKernel\n");
 CWFAKE_EXPORT int cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** args) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaGraphLaunch(void* exec, void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaGraphLaunch_ptsz(void* exec, void* st) { SPIN_RET0; }
