@@ -9,8 +9,8 @@
 // of N calls of each function, the three taking turns in batches of 2,000 calls (a uprobe's
 // cost on a VM drifts over tenths of a second; interleaving gives each function the same
 // drift); the figure is the calling thread's CPU time per call (user + kernel: the probes run
-// in the calling thread), median of the rounds. Afterwards every traced call must be in the trace DB or counted as dropped, and the
-// number of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
+// in the calling thread), median of the rounds. Afterwards every traced call must be in the
+// trace DB or counted as dropped, and the number of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
 // kernel.bpf_stats_enabled=1 and every BPF program the causeway and bpftrace processes hold
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).

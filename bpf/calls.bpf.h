@@ -321,9 +321,10 @@ static __always_inline void nccl_return(struct cw_frame *fr, struct cw_call_even
  * compare, where asking the kernel for the attach cookie again is a helper call (~15 ns a call
  * here, docs/BENCHMARKS.md), and it pairs exactly: the same function called recursively still
  * has one frame per stack depth; a tail call and its caller share a stack pointer and return
- * together, innermost frame first, each record with its own op and start. Frames above the match lost their return (longjmp, a C++ exception unwinding through
- * a traced call): they are dropped and counted. No match: the entry was not recorded, the depth
- * stays. Returns the frame's depth, or -1. */
+ * together, innermost frame first, each record with its own op and start. Frames above the
+ * match lost their return (longjmp, a C++ exception unwinding through a traced call): they are
+ * dropped and counted. No match: the entry was not recorded, the depth stays. Returns the
+ * frame's depth, or -1. */
 static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
   __u32 depth = t->depth;
   if (depth == 0 || depth > CW_MAX_DEPTH) return -1;
