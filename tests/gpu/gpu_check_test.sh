@@ -1,0 +1,38 @@
+#!/bin/sh
+# scripts/gpu-check.sh as a test: --fake (the fake libcudart, CI) or --gpu (a real GPU and
+# PyTorch; skipped when nvidia-smi finds no GPU). Passes when verdict.json says every planted
+# incident was named right; the inference loop may be skipped only for a causeway without
+# `requests`. Prints the summary either way.
+#   gpu_check_test.sh --fake|--gpu SOURCE_DIR BUILD_DIR
+set -u
+kind=$1 src=$2 build=$3
+out="$build/gpu-check-${kind#--}"
+rm -rf "$out"
+if [ "$kind" = --gpu ]; then
+  if ! command -v nvidia-smi > /dev/null; then echo "SKIP: no nvidia-smi: no NVIDIA driver on this host"; exit 77; fi
+  if ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then echo "SKIP: nvidia-smi finds no GPU"; exit 77; fi
+  "$src/scripts/gpu-check.sh" --build "$build" --out "$out"; rc=$?
+else
+  "$src/scripts/gpu-check.sh" --fake --build "$build" --out "$out"; rc=$?
+fi
+[ $rc -ne 77 ] || exit 77
+[ -f "$out/verdict.json" ] || { echo "FAIL: no verdict.json (exit $rc)"; exit 1; }
+python3 - "$out/verdict.json" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+bad = []
+for name in ["cpu_hog", "dataloader", "launch_bound", "graph_replay", "graph_recapture", "inference"]:
+    i = v["incidents"].get(name)
+    if i is None:
+        bad.append(name + ": not run")
+    elif i["verdict"] == "skipped" and name == "inference" and "no 'requests' command" in i.get("reason", ""):
+        continue
+    elif i["verdict"] != "right":
+        bad.append("%s: %s %s got %s" % (name, i["verdict"], i.get("reason", ""), json.dumps(i.get("got"))[:600]))
+print("\n".join(bad) or "every planted incident named right")
+sys.exit(1 if bad else 0)
+PY
+vrc=$?
+[ $vrc -eq 0 ] && [ $rc -eq 0 ] && { echo PASS; exit 0; }
+[ $vrc -eq 0 ] && { echo "FAIL: gpu-check.sh exited $rc"; exit 1; }
+exit 1
