@@ -285,7 +285,7 @@ run_phase() {
     phase_meta "$d" requests_skipped "this causeway has no 'requests' command: the inference loop ran traced, requests not checked"
   fi
   [ $have_report = false ] || step "phases/$ph/report" 120 "$cw" report --db "$d/trace.db" -o "$d/report.html"
-  log "$ph: done ($(grep -c '"cause"' "$d/explain.json" 2>/dev/null || echo 0) chains)"
+  log "$ph: done ($(grep -o '"cause":' "$d/explain.json" 2>/dev/null | wc -l) chains)"
 }
 
 # --- (5) the verdict and the results, after every phase: whatever stops this script (a

@@ -51,7 +51,7 @@ CAUSEWAY_PKG_GLIBC=bundled LD_DEBUG=files "$pkg/causeway" version > "$tmp/bundle
 grep -q "calling init: $pkg/lib/glibc/libc.so.6" "$tmp/bundled.err" ||
   { echo "FAIL: bundled glibc not loaded from the package"; grep 'calling init' "$tmp/bundled.err"; exit 1; }
 CAUSEWAY_PKG_GLIBC=bundled "$pkg/causeway" demo --db "$tmp/demo2.db" --quiet || { echo "FAIL: demo, bundled glibc"; exit 1; }
-echo "bundled glibc: $(head -1 "$tmp/bundled.out")"
+echo "bundled glibc: \$(head -1 "$tmp/bundled.out")"
 EOF
 unshare -m sh "$tmp/inside.sh" || fail "inside the namespace (output above)"
 echo "PASS"
