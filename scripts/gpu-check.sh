@@ -240,7 +240,9 @@ run_phase() {
   t_ready=$(now_ms)
   for try in 1 2; do
     rm -f "$d/trace.db"* "$d/t.ready"
-    timeout -s TERM -k 15 "$(left $((seconds + 300)))" "$cw" trace --db "$d/trace.db" --quiet --ready-file "$d/t.ready" \
+    # --foreground: our SIGTERM reaches trace once. Without it timeout also signals its process
+    # group, and a second SIGTERM makes trace exit at once, before the diagnosis is stored.
+    timeout --foreground -s TERM -k 15 "$(left $((seconds + 300)))" "$cw" trace --db "$d/trace.db" --quiet --ready-file "$d/t.ready" \
       --max-db 400m --pid "$wpid" "${targs[@]}" > "$d/trace.log" 2>&1 &
     tpid=$!; children="$children $tpid"
     wait_file "$d/t.ready" "$(left 90)" "$tpid"; rc=$?
