@@ -1,10 +1,12 @@
 // trace_cost: what `causeway trace` as shipped costs a traced call, side by side in one run.
 //
-// Three functions of the fake libcudart.so.13 with the same code, called from this process:
-//   untraced      cwfake_twin_bare        no probe
-//   bare probes   cwfake_twin_probed      an empty bpftrace uprobe + uretprobe
-//   causeway      cudaStreamSynchronize   the real `causeway trace` binary, started with
-//                                         --lib <that library> plus each configuration's flags
+// Three functions of the fake libcudart.so.13 with the same code, called from this process
+// (--op launch, the default: cudaLaunchKernel and its twins cwfake_launch_twin_*; --op sync:
+// cudaStreamSynchronize and cwfake_twin_*):
+//   untraced      cwfake_launch_twin_bare     no probe
+//   bare probes   cwfake_launch_twin_probed   an empty bpftrace uprobe + uretprobe
+//   causeway      cudaLaunchKernel            the real `causeway trace` binary, started with
+//                                             --lib <that library> plus each configuration's flags
 // Per configuration (default: the defaults, then --no-stack): start causeway, then R rounds
 // of N calls of each function, the three taking turns in batches of 2,000 calls (a uprobe's
 // cost on a VM drifts over tenths of a second; interleaving gives each function the same
@@ -15,7 +17,7 @@
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).
 //
-//   sudo build/bench/trace_cost [--calls 300000] [--rounds 3] [--config "FLAGS"]... [--bpf-stats]
+//   sudo build/bench/trace_cost [--op launch|sync] [--calls 300000] [--rounds 3] [--config "FLAGS"]... [--bpf-stats]
 //                               [--causeway PATH] [--lib PATH] [--bpftrace PATH] [--keep DIR]
 //
 // A --config word {pid} stands for this process's pid (--config "--no-stack --pid {pid}").
@@ -51,6 +53,23 @@ using namespace causeway;
 namespace {
 
 using SyncFn = int (*)(void*);
+
+// cudaLaunchKernel's signature; the bench calls every function through a SyncFn, so a launch
+// goes through one of these (the same extra call for all three functions).
+struct Dim3 {
+  unsigned x, y, z;
+};
+using LaunchFn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);
+LaunchFn g_launch_untraced, g_launch_probed, g_launch_traced;
+int kernel_stub;  // the "kernel" launched: any address
+int launch_untraced(void*) { return g_launch_untraced(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
+int launch_probed(void*) { return g_launch_probed(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
+int launch_traced(void*) { return g_launch_traced(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
+
+// What is measured: the traced function and its two twins in the fake libcudart.
+struct OpUnderTest {
+  std::string traced, twin_bare, twin_probed;
+};
 
 [[noreturn]] void die(const std::string& msg) {
   std::fprintf(stderr, "trace_cost: %s\n", msg.c_str());
@@ -235,7 +254,7 @@ void print_bpf_stats(const std::map<uint32_t, ProgStat>& a, const std::map<uint3
   }
 }
 
-Row measure_config(const std::string& config, const Funcs& f, long calls, int rounds, bool bpf_stats,
+Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs& f, long calls, int rounds, bool bpf_stats,
                    const std::string& causeway, const std::string& lib, const std::string& dir, pid_t bpftrace_pid) {
   const std::string tag = config.empty() ? "defaults" : config;
   std::string stem = tag;
@@ -286,7 +305,7 @@ Row measure_config(const std::string& config, const Funcs& f, long calls, int ro
   if (int rc = cw.stop(); rc != 0) die("causeway trace exited " + std::to_string(rc) + ":\n" + cw.log());
   auto h = open_read_only(db);
   if (!h) die("cannot open " + db + ": " + h.error().message);
-  const std::string mine = " FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'cudaStreamSynchronize' AND e.pid = " +
+  const std::string mine = " FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = '" + op.traced + "' AND e.pid = " +
                            std::to_string(getpid());
   row.recorded = q_int(h->get(), "SELECT count(*)" + mine);
   row.with_stack = q_int(h->get(), "SELECT count(*)" + mine + " AND e.stack_id IS NOT NULL");
@@ -316,7 +335,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> configs;
   const std::string here = self_dir();
   std::string causeway = here + "/../causeway", lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
-  std::string keep;
+  std::string keep, op_name = "launch";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -331,6 +350,7 @@ int main(int argc, char** argv) {
     else if (a == "--lib") lib = next();
     else if (a == "--bpftrace") bpftrace = next();
     else if (a == "--keep") keep = next();
+    else if (a == "--op") op_name = next();
     else die("unknown argument " + a + " (see the header of bench/trace_cost.cpp)");
   }
   if (configs.empty()) configs = {"", "--no-stack"};
@@ -340,11 +360,23 @@ int main(int argc, char** argv) {
   causeway = fs::absolute(causeway).string();
   lib = fs::absolute(lib).string();
 
+  if (op_name != "launch" && op_name != "sync") die("--op is launch or sync");
+  const bool launch = op_name == "launch";
+  const OpUnderTest op = launch ? OpUnderTest{"cudaLaunchKernel", "cwfake_launch_twin_bare", "cwfake_launch_twin_probed"}
+                                : OpUnderTest{"cudaStreamSynchronize", "cwfake_twin_bare", "cwfake_twin_probed"};
   void* h = dlopen(lib.c_str(), RTLD_NOW);
   if (!h) die(std::string("dlopen: ") + dlerror());
-  Funcs f{reinterpret_cast<SyncFn>(dlsym(h, "cwfake_twin_bare")), reinterpret_cast<SyncFn>(dlsym(h, "cwfake_twin_probed")),
-          reinterpret_cast<SyncFn>(dlsym(h, "cudaStreamSynchronize"))};
-  if (!f.untraced || !f.probed || !f.traced) die(lib + " lacks cudaStreamSynchronize or its twins (the fake libcudart)");
+  void* bare = dlsym(h, op.twin_bare.c_str());
+  void* probed = dlsym(h, op.twin_probed.c_str());
+  void* traced = dlsym(h, op.traced.c_str());
+  if (!bare || !probed || !traced) die(lib + " lacks " + op.traced + " or its twins (the fake libcudart)");
+  Funcs f{reinterpret_cast<SyncFn>(bare), reinterpret_cast<SyncFn>(probed), reinterpret_cast<SyncFn>(traced)};
+  if (launch) {
+    g_launch_untraced = reinterpret_cast<LaunchFn>(bare);
+    g_launch_probed = reinterpret_cast<LaunchFn>(probed);
+    g_launch_traced = reinterpret_cast<LaunchFn>(traced);
+    f = Funcs{launch_untraced, launch_probed, launch_traced};
+  }
 
   std::string dir = keep;
   if (dir.empty()) {
@@ -354,8 +386,8 @@ int main(int argc, char** argv) {
   }
   fs::create_directories(dir);
 
-  const std::string script = "uprobe:" + lib + ":cwfake_twin_probed {} uretprobe:" + lib +
-                             ":cwfake_twin_probed {} BEGIN { printf(\"probes attached\\n\"); }";
+  const std::string script = "uprobe:" + lib + ":" + op.twin_probed + " {} uretprobe:" + lib + ":" + op.twin_probed +
+                             " {} BEGIN { printf(\"probes attached\\n\"); }";
   Child bt({bpftrace, "-e", script}, dir + "/bpftrace.log");
   wait_until([&] { return bt.log().find("probes attached") != std::string::npos; }, bt, "bpftrace");
 
@@ -363,11 +395,11 @@ int main(int argc, char** argv) {
   uname(&u);
   double load[3] = {};
   getloadavg(load, 3);
-  std::printf("trace_cost: %ld calls × %d rounds per function (median), thread CPU time per call; kernel %s, %u CPUs, "
-              "load %.2f\n",
-              calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
+  std::printf("trace_cost: %s, %ld calls × %d rounds per function (median), thread CPU time per call; kernel %s, "
+              "%u CPUs, load %.2f\n",
+              op.traced.c_str(), calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
   std::vector<Row> rows;
-  for (const auto& c : configs) rows.push_back(measure_config(c, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid()));
+  for (const auto& c : configs) rows.push_back(measure_config(c, op, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid()));
   bt.stop();
 
   std::printf("%-34s %10s %13s %10s %8s %14s\n", "configuration", "untraced", "bare probes", "causeway", "ratio",

@@ -2,7 +2,9 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "collector/elf_file.h"
 
@@ -30,15 +32,11 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
   files_.insert(key);
 
   AttachedLib lib{path, display, kind, (*elf)->build_id(), 0, {}, {}};
-  std::string first_error;
+  std::vector<UprobeSite> sites;
   for (const ProbeSpec& spec : probe_specs()) {
     if (spec.lib != kind) continue;
     auto sym = (*elf)->find(spec.symbol);
-    if (!sym) {
-      lib.missing.emplace_back(spec.symbol);
-      continue;
-    }
-    auto off = (*elf)->vaddr_to_offset(sym->vaddr);
+    auto off = sym ? (*elf)->vaddr_to_offset(sym->vaddr) : std::nullopt;
     if (!off) {
       lib.missing.emplace_back(spec.symbol);
       continue;
@@ -51,20 +49,35 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
                     code.size() > 1 ? code[1] : 0, code.size() > 2 ? code[2] : 0);
       lib.slow.push_back(std::string(spec.symbol) + buf);
     }
-    // The return probe first: it is a breakpoint at the entry too (it hijacks the return
-    // address, so it skips endbr64 as well: the stack pointer is unchanged there), and once it
-    // is in, every call whose entry is recorded also returns through cw_return. Entry first
-    // left a window in which running threads recorded entries that never returned; each left a
-    // frame behind (a tracer attaching to NCCL ranks mid-run under load lost every call after
-    // four of them). Returns seen before the entry probe is in find no frame and are ignored.
-    auto r2 = bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, true);
-    auto r1 = r2 ? bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, false) : Result<void>(r2.error());
-    if (!r1 || !r2) {
-      if (first_error.empty()) first_error = (!r2 ? r2.error() : r1.error()).message;
-      continue;
-    }
-    ++lib.probes;
+    sites.push_back(UprobeSite{*off + plan.skip, spec.cookie});
   }
+  // The return probes first: a return probe is a breakpoint at the entry too (it hijacks the
+  // return address, so it skips endbr64 as well: the stack pointer is unchanged there), and
+  // once it is in, every call whose entry is recorded also returns through cw_return. Entry
+  // first left a window in which running threads recorded entries that never returned; each
+  // left a frame behind (a tracer attaching to NCCL ranks mid-run under load lost every call
+  // after four of them). Returns seen before the entry probe is in find no frame and are ignored.
+  const auto t0 = std::chrono::steady_clock::now();
+  std::string first_error;
+  auto attach_pair = [&](const std::vector<UprobeSite>& s) {
+    const size_t mark = bpf_.uprobe_mark();
+    auto r = bpf_.attach_uprobes(path, s, true);
+    if (r) r = bpf_.attach_uprobes(path, s, false);
+    if (!r) {
+      bpf_.rollback_uprobes(mark);
+      if (first_error.empty()) first_error = r.error().message;
+    }
+    return r.ok();
+  };
+  // With multi links, the whole library in one pair of links; one site the kernel refuses
+  // fails the whole link, and then (as with perf-event links) each site is attached alone.
+  if (bpf_.link_kind() == UprobeLinkKind::multi && sites.size() > 1 && attach_pair(sites)) {
+    lib.probes = static_cast<int>(sites.size());
+  } else {
+    for (const UprobeSite& site : sites) lib.probes += attach_pair({site}) ? 1 : 0;
+  }
+  lib.attach_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0).count();
   if (lib.probes == 0 && !first_error.empty()) return make_error("attach", first_error);
   libs_.push_back(std::move(lib));
   return &libs_.back();

@@ -95,6 +95,13 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
       if (p != obj->skel_->progs.cw_enter && p != obj->skel_->progs.cw_return) bpf_program__set_autoload(p, false);
     }
   }
+  // Programs used in multi-uprobe links must be loaded with that attach type, and such a
+  // program cannot be attached as a perf-event uprobe: the kind is chosen once, here.
+  obj->link_kind_ = detect_uprobe_link_kind();
+  if (obj->link_kind_ == UprobeLinkKind::multi) {
+    for (bpf_program* p : {obj->skel_->progs.cw_enter, obj->skel_->progs.cw_return})
+      bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  }
   if (int err = causeway_bpf__load(obj->skel_); err)
     return make_error("bpf_load", "loading the BPF programs failed (" + errno_text(err) +
                                       "); run as root or with CAP_BPF+CAP_PERFMON, on a kernel with BTF. libbpf: " +
@@ -158,13 +165,34 @@ int hand_off_last_close(std::vector<int> keep) {
 
 }  // namespace
 
-BpfObject::~BpfObject() {
+std::chrono::milliseconds BpfObject::detach_uprobes() {
+  const auto t0 = std::chrono::steady_clock::now();
+  // Each close returns once its probes are out of every process's text (the link's release
+  // unregisters them and waits for one grace period for the whole set).
+  for (int fd : multi_links_) ::close(fd);
+  multi_links_.clear();
   std::vector<int> fds;
   for (const auto& l : uprobe_links_)
     if (int fd = bpf_link__fd(l.get()); fd >= 0) fds.push_back(fd);
   const int done = fds.empty() || !detach_after_return_ ? -1 : hand_off_last_close(std::move(fds));
   uprobe_links_.clear();
   if (done >= 0) ::close(done);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0);
+}
+
+void BpfObject::rollback_uprobes(size_t mark) {
+  while (uprobe_mark() > mark) {
+    if (!multi_links_.empty()) {
+      ::close(multi_links_.back());
+      multi_links_.pop_back();
+    } else {
+      uprobe_links_.pop_back();
+    }
+  }
+}
+
+BpfObject::~BpfObject() {
+  (void)detach_uprobes();
   tp_links_.clear();
   if (skel_) causeway_bpf__destroy(skel_);
 }
@@ -198,12 +226,22 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
   return failed;
 }
 
-Result<void> BpfObject::attach_uprobe(const std::string& binary, uint64_t offset, uint64_t cookie, bool retprobe) {
-  LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = cookie, .retprobe = retprobe);
+Result<void> BpfObject::attach_uprobes(const std::string& binary, const std::vector<UprobeSite>& sites,
+                                       bool retprobe) {
   bpf_program* prog = retprobe ? skel_->progs.cw_return : skel_->progs.cw_enter;
-  bpf_link* l = bpf_program__attach_uprobe_opts(prog, -1, binary.c_str(), offset, &opts);
-  if (!l) return make_error("attach", "uprobe on " + binary + "+0x" + std::to_string(offset) + ": " + errno_text(errno));
-  uprobe_links_.emplace_back(l);
+  if (link_kind_ == UprobeLinkKind::multi) {
+    auto fd = attach_uprobe_multi(bpf_program__fd(prog), binary, sites, retprobe);
+    if (!fd) return fd.error();
+    multi_links_.push_back(*fd);
+    return {};
+  }
+  for (const UprobeSite& site : sites) {
+    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = retprobe);
+    bpf_link* l = bpf_program__attach_uprobe_opts(prog, -1, binary.c_str(), site.offset, &opts);
+    if (!l)
+      return make_error("attach", "uprobe on " + binary + "+0x" + std::to_string(site.offset) + ": " + errno_text(errno));
+    uprobe_links_.emplace_back(l);
+  }
   return {};
 }
 

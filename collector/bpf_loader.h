@@ -3,6 +3,7 @@
 // this kernel are skipped with a warning rather than failing the whole load.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "bpf/events.h"
 #include "collector/stack_policy.h"
+#include "collector/uprobe_multi.h"
 #include "common/result.h"
 
 struct causeway_bpf;
@@ -48,9 +50,21 @@ class BpfObject {
 
   // Attaches the host tracepoints; returns the names that could not attach (warnings).
   std::vector<std::string> attach_tracepoints();
-  // One uprobe (entry) or uretprobe (return) at a file offset of binary, for every process.
-  Result<void> attach_uprobe(const std::string& binary, uint64_t offset, uint64_t cookie, bool retprobe);
-  size_t uprobe_links() const { return uprobe_links_.size(); }
+  // Uprobes (entry) or uretprobes (return) at file offsets of binary, for every process: one
+  // link for all of them where the kernel has multi-uprobe links, else one per site.
+  Result<void> attach_uprobes(const std::string& binary, const std::vector<UprobeSite>& sites, bool retprobe);
+  Result<void> attach_uprobe(const std::string& binary, uint64_t offset, uint64_t cookie, bool retprobe) {
+    return attach_uprobes(binary, {UprobeSite{offset, cookie}}, retprobe);
+  }
+  UprobeLinkKind link_kind() const { return link_kind_; }
+  // Links held: two per library with multi links, two per probed function without.
+  size_t uprobe_links() const { return multi_links_.size() + uprobe_links_.size(); }
+  // Undoes the uprobe attaches made since uprobe_mark() returned `mark`.
+  size_t uprobe_mark() const { return uprobe_links(); }
+  void rollback_uprobes(size_t mark);
+  // Detaches every uprobe now (one close per link) and returns how long that took; the
+  // destructor does the same for whatever is still attached.
+  std::chrono::milliseconds detach_uprobes();
   // Tells the programs to ignore new calls and host events (returns of calls already entered
   // still complete); instant, unlike detaching (each uprobe unregistration waits for RCU).
   void stop_producers();
@@ -83,7 +97,9 @@ class BpfObject {
   BpfObject() = default;
   causeway_bpf* skel_ = nullptr;
   std::vector<LinkPtr> tp_links_;
-  std::vector<LinkPtr> uprobe_links_;
+  std::vector<LinkPtr> uprobe_links_;  // perf-event uprobes (fallback)
+  std::vector<int> multi_links_;       // multi-uprobe link fds
+  UprobeLinkKind link_kind_ = UprobeLinkKind::perf_event;
   int ncpus_ = 1;
   bool detach_after_return_ = false;
 };

@@ -164,7 +164,7 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
     auto loc = selftest_call_location();
     Result<void> up = loc ? (*bpf)->attach_uprobe(loc->binary, loc->offset, 0, false) : Result<void>(loc.error());
     if (up) up = (*bpf)->attach_uprobe(loc->binary, loc->offset, 0, true);
-    if (up) items.push_back(pass("uprobes", "uprobe and uretprobe attach"));
+    if (up) items.push_back(pass("uprobes", std::string("uprobe and uretprobe attach: ") + link_kind_name((*bpf)->link_kind())));
     else
       items.push_back(fail("uprobes", up.error().message,
                            "the kernel needs CONFIG_UPROBES; in containers, run privileged with the host PID namespace"));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <optional>
@@ -64,6 +65,13 @@ const char* drop_counter_name(uint32_t reason) {
 }
 
 namespace {
+
+// " in 3.1 ms, multi-uprobe links …": when the probes of a library went live, and how.
+std::string attach_time_text(const AttachedLib& lib, const BpfObject& bpf) {
+  char ms[32];
+  std::snprintf(ms, sizeof(ms), "%.1f", static_cast<double>(lib.attach_us) / 1000.0);
+  return std::string(" in ") + ms + " ms, " + link_kind_name(bpf.link_kind());
+}
 
 struct RingBufferCloser {
   void operator()(ring_buffer* r) const { ring_buffer__free(r); }
@@ -200,7 +208,7 @@ Result<void> Session::start() {
     auto r = attacher_.attach(lib, lib, *kind);
     if (!r) return r.error();
     if (*r) {
-      say("attached " + std::to_string((*r)->probes) + " probes to " + lib);
+      say("attached " + std::to_string((*r)->probes) + " probes to " + lib + attach_time_text(**r, bpf_));
       for (const auto& slow : (*r)->slow) {
         say("slow probe: " + slow);
         sum_.warnings.push_back("slow probe: " + slow);
@@ -243,7 +251,7 @@ void Session::rescan(const std::vector<uint32_t>& only) {
         say(r.error().message);
       } else if (*r) {
         say("attached " + std::to_string((*r)->probes) + " probes to " + f.path + " (found in pid " +
-            std::to_string(f.pid) + ")");
+            std::to_string(f.pid) + ")" + attach_time_text(**r, bpf_));
         for (const auto& s : (*r)->slow) {
           say("slow probe: " + s);
           sum_.warnings.push_back("slow probe: " + s);
@@ -662,6 +670,13 @@ TraceSummary Session::finish() {
   ::usleep(20'000);
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
+  // Out of the traced processes' text before we exit: with multi-uprobe links one close per
+  // link (milliseconds); the perf-event fallback hands its closes to a background process.
+  const bool background = bpf_.link_kind() == UprobeLinkKind::perf_event && o_.detach_after_return;
+  const auto detach = bpf_.detach_uprobes();
+  say(background ? "uprobes handed to a background process to detach (perf-event uprobes: one link per probe)"
+                 : "uprobes detached in " + std::to_string(detach.count()) + " ms (" + link_kind_name(bpf_.link_kind()) +
+                       ")");
   resolver_.finish();  // every stack's frames reach the writer before it flushes
   cgroups_.finish();   // and every cgroup's path
   emit_page_allocs(monotonic_ns());

@@ -143,6 +143,16 @@ CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) { SPIN_RET0; }
 // (~15 µs), while causeway probes the instruction after it.
 CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_probed(void* st) { SPIN_RET0; }
 CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_bare(void* st) { SPIN_RET0; }
+// The same for cudaLaunchKernel, the call launch-bound jobs make most (its entry decodes the
+// grid, block, stream and function arguments).
+CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_probed(const void* f, dim3 g, dim3 b, void** args,
+                                                                        size_t smem, void* st) {
+  SPIN_RET0;
+}
+CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_bare(const void* f, dim3 g, dim3 b, void** args,
+                                                                      size_t smem, void* st) {
+  SPIN_RET0;
+}
 CWFAKE_EXPORT int cudaDeviceSynchronize(void) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaEventSynchronize(void* ev) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaGetDeviceCount(int* n) {
