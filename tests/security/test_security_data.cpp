@@ -2,15 +2,24 @@
 // a demo DB is made by the real binary, then edited through the sqlite3 API the way an attacker
 // would hand-craft a file; the CLI runs as a subprocess and the MCP server over real stdio.
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/support/test_support.h"
@@ -75,12 +84,104 @@ std::string varint(uint64_t v) {
 // 400,000 levels in ~800 KB: what crashed the stdio server and every stored-JSON reader.
 std::string deep_json(size_t levels = 400000) { return std::string(levels, '[') + std::string(levels, ']'); }
 
-// The MCP server over real stdio: sends the lines (after the handshake), closes stdin, and
-// returns the replies by id ("null" for a reply without an id).
+// The MCP server over real stdio. stdin stays open until every request has its reply: at EOF
+// the server interrupts running tool calls. Returns the replies by id ("null" for a reply
+// without an id).
 struct McpRun {
-  int exit_code = -1;
+  int exit_code = -1;  // -1: killed by a signal (the crash these tests look for)
   std::map<std::string, json> replies;
   std::string err;
+};
+
+class ChildPipes {
+ public:
+  explicit ChildPipes(const std::vector<std::string>& argv) {
+    int in[2], out[2], err[2];
+    REQUIRE((pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 && pipe2(err, O_CLOEXEC) == 0));
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, err[1], 2);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(in[0]);
+    ::close(out[1]);
+    ::close(err[1]);
+    in_ = in[1];
+    out_ = out[0];
+    err_ = err[0];
+    REQUIRE(rc == 0);
+  }
+  ~ChildPipes() {
+    close_stdin();
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(out_);
+    ::close(err_);
+  }
+  ChildPipes(const ChildPipes&) = delete;
+  ChildPipes& operator=(const ChildPipes&) = delete;
+
+  void write_all(const std::string& text) {
+    for (size_t off = 0; off < text.size();) {
+      pollfd p[2] = {{in_, POLLOUT, 0}, {out_, POLLIN, 0}};
+      ::poll(p, 2, 1000);
+      if (p[1].revents & POLLIN) drain_once();  // a full stdout pipe must not block the server
+      if (!(p[0].revents & POLLOUT)) {
+        if (p[0].revents & (POLLERR | POLLHUP)) return;  // the server died
+        continue;
+      }
+      const ssize_t n = ::write(in_, text.data() + off, text.size() - off);
+      if (n <= 0) return;
+      off += static_cast<size_t>(n);
+    }
+  }
+  // Reads stdout until `done` holds for the lines read so far, EOF, or the deadline.
+  void read_until(const std::function<bool()>& done, int timeout_s) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    while (!done() && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out_, POLLIN, 0};
+      if (::poll(&p, 1, 200) > 0 && !drain_once()) return;
+    }
+  }
+  void close_stdin() {
+    if (in_ >= 0) ::close(in_);
+    in_ = -1;
+  }
+  int wait_exit(int timeout_s) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+    int status = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      drain_once_nonblocking();
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -2;  // still running
+  }
+  std::string out;
+
+ private:
+  bool drain_once() {
+    char buf[65536];
+    const ssize_t n = ::read(out_, buf, sizeof buf);
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+    return n > 0;
+  }
+  void drain_once_nonblocking() {
+    pollfd p{out_, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) drain_once();
+  }
+  pid_t pid_ = -1;
+  int in_ = -1, out_ = -1, err_ = -1;
 };
 
 McpRun mcp_stdio(const std::string& db, const std::vector<std::string>& lines) {
@@ -91,17 +192,23 @@ McpRun mcp_stdio(const std::string& db, const std::vector<std::string>& lines) {
       R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
       "\n";
   for (const std::string& l : lines) in += l + "\n";
-  auto r = run_causeway({"mcp", "--db", db}, {}, in);
-  McpRun out;
-  out.exit_code = r.exit_code;
-  out.err = r.err;
-  std::istringstream s(r.out);
-  for (std::string line; std::getline(s, line);) {
-    json j = json::parse(line, nullptr, false);
-    if (!j.is_object()) continue;
-    out.replies[j.contains("id") ? j["id"].dump() : "null"] = j;
-  }
-  return out;
+  McpRun run;
+  ChildPipes child({causeway::test::causeway_bin(), "mcp", "--db", db});
+  auto parse = [&] {
+    run.replies.clear();
+    std::istringstream s(child.out);
+    for (std::string line; std::getline(s, line);) {
+      json j = json::parse(line, nullptr, false);
+      if (j.is_object()) run.replies[j.contains("id") ? j["id"].dump() : "null"] = j;
+    }
+  };
+  child.write_all(in);
+  // Every line sent (the handshake's notification aside) is answered.
+  child.read_until([&] { parse(); return run.replies.size() >= lines.size() + 1; }, 120);
+  child.close_stdin();
+  run.exit_code = child.wait_exit(30);
+  parse();
+  return run;
 }
 
 std::string tool_call(int id, const std::string& tool, const json& args = json::object()) {
@@ -183,18 +290,25 @@ TEST_CASE("item 4: deep stacks.frames, test_reports.doc and chains.doc do not cr
   TempDir dir;
   const std::string db = hostile_copy(dir);
   edit(db, "UPDATE stacks SET frames = ?1", {deep_json()});
-  edit(db, "INSERT INTO test_reports (ts_ns, host, ok, summary, doc) VALUES (1, 'h', 1, 's', ?1)", {deep_json()});
+  edit(db, "INSERT INTO test_reports (ts_ns, host, ok, summary, doc) VALUES (9000000000000000000, 'h', 1, 's', ?1)", {deep_json()});
   auto m = mcp_stdio(db, {tool_call(1, "get_stacks"), tool_call(2, "get_test_report"), ping(3)});
   REQUIRE_MESSAGE(m.replies.count("1"), ("get_stacks gave no reply; server exit " + std::to_string(m.exit_code) + ": " + m.err));
   CHECK_FALSE(m.replies["1"]["result"].value("isError", true));
   REQUIRE(m.replies.count("2"));
   CHECK(m.replies["2"]["result"]["structuredContent"]["found"] == true);
+  CHECK(m.replies["2"]["result"]["structuredContent"]["report"]["ts_ns"] == 9000000000000000000);
   CHECK(m.replies.count("3"));
   CHECK(m.exit_code == 0);
 
+  // A chain document causeway cannot use is said (exit 1, an error), never crashed on: past
+  // SQLite's own JSON depth limit (1000) its json_extract refuses it, below that ours does.
   edit(db, "UPDATE chains SET doc = ?1", {deep_json()});
   auto e = run_causeway({"explain", "--json", "--db", db});
-  CHECK_MESSAGE(e.exit_code == 1, e.err);  // a chain document it cannot use: said, not crashed on
+  CHECK_MESSAGE(e.exit_code == 1, e.err);
+  CHECK(json::parse(e.out, nullptr, false)["error"].is_object());
+  edit(db, "UPDATE chains SET doc = ?1", {R"({"impact":1,"evidence":)" + deep_json(500) + "}"});
+  e = run_causeway({"explain", "--json", "--db", db});
+  CHECK_MESSAGE(e.exit_code == 1, e.err);
   CHECK(json::parse(e.out, nullptr, false)["error"]["code"] == "db_corrupt");
 }
 
