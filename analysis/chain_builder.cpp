@@ -3,6 +3,7 @@
 // their own. Every sentence states a number the trace holds; where the data names no culprit
 // the chain has none, and where the evidence is weak the chain is LOW or `unknown`.
 #include <algorithm>
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "analysis/frames.h"
 #include "common/sanitize.h"
 #include "common/units.h"
+#include "common/untrusted_json.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -89,7 +91,7 @@ std::vector<std::string> load_stack(sqlite3* db, uint64_t id) {
   if (!st) return frames;
   st->bind(1, static_cast<int64_t>(id));
   if (st->step() != SQLITE_ROW) return frames;
-  auto j = json::parse(st->col_text(0), nullptr, false);
+  auto j = parse_untrusted_json_or_null(st->col_text(0));
   if (!j.is_array()) return frames;
   std::vector<std::string> raw;
   for (const auto& f : j)

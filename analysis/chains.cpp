@@ -1,9 +1,15 @@
 #include "analysis/chains.h"
 
 #include "analysis/session_scope.h"
+#include "common/untrusted_json.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
+namespace {
+// Longer than any string the correlator writes (evidence lines and recommendations are a few
+// hundred bytes), so only a hostile document is cut.
+constexpr size_t kChainStringMaxBytes = 4096;
+}  // namespace
 
 int severity_rank(std::string_view s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : s == "LOW" ? 1 : 0; }
 
@@ -32,9 +38,11 @@ Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query) {
     if (severity_rank(st->col_text(1)) < min_rank) continue;
     ++matched;
     if (chains.size() >= query.limit) continue;
-    auto doc = nlohmann::json::parse(st->col_text(0), nullptr, false);
-    if (doc.is_discarded()) return make_error("db_corrupt", "a chain document in the trace DB is not valid JSON");
-    chains.push_back(std::move(doc));
+    auto doc = parse_untrusted_json(st->col_text(0));
+    if (!doc) return make_error("db_corrupt", "a chain document in the trace DB is unusable: " + doc.error().message);
+    // Stored by whoever wrote the DB: every string is sanitized before a person or a model
+    // sees it (explain prints cause, op and evidence; get_causal_chains quotes them).
+    chains.push_back(sanitize_json_strings(std::move(*doc), kChainStringMaxBytes));
   }
   if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
   return nlohmann::json{{"session_id", scope->session_id},

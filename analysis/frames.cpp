@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 
+#include "common/sanitize.h"
 #include "common/stack_text.h"
 
 namespace causeway {
@@ -118,10 +119,11 @@ std::vector<std::string> user_first_texts(const std::vector<std::string>& texts)
 
 nlohmann::json frame_to_json(const Frame& f) {
   static constexpr std::array<const char*, 3> kKinds = {"python", "native", "kernel"};
-  return {{"function", f.function},
-          {"file", f.file ? nlohmann::json(*f.file) : nlohmann::json(nullptr)},
+  // Frames are stacks.frames text from the DB (symbols and file names of traced programs).
+  return {{"function", sanitize_untrusted(f.function, 256)},
+          {"file", f.file ? nlohmann::json(sanitize_untrusted(*f.file, 256)) : nlohmann::json(nullptr)},
           {"line", f.line},
-          {"module", f.module},
+          {"module", sanitize_untrusted(f.module, 128)},
           {"kind", kKinds[static_cast<size_t>(f.kind)]}};
 }
 

@@ -1,7 +1,10 @@
 #include "analysis/stacks.h"
 
+#include <charconv>
 #include <sstream>
 
+#include "common/sanitize.h"
+#include "common/untrusted_json.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -77,9 +80,10 @@ Result<StacksResult> top_stacks(sqlite3* db, const StackQuery& q) {
     e.errors = static_cast<uint64_t>(st->col_int(6));
     std::stringstream pids(st->col_text(7));
     for (std::string p; std::getline(pids, p, ',');)
-      if (!p.empty()) e.pids.push_back(static_cast<uint32_t>(std::stoul(p)));
+      // A hostile DB may hold text or huge numbers in events.pid: skip what is not a pid.
+      if (uint32_t pid = 0; std::from_chars(p.data(), p.data() + p.size(), pid).ec == std::errc()) e.pids.push_back(pid);
     if (!st->col_null(8)) {
-      auto frames = nlohmann::json::parse(st->col_text(8), nullptr, false);
+      auto frames = parse_untrusted_json_or_null(st->col_text(8));
       std::vector<std::string> texts;
       if (frames.is_array())
         for (const auto& f : frames) texts.push_back(f.is_string() ? f.get<std::string>() : f.dump());
@@ -108,8 +112,8 @@ nlohmann::json stacks_to_json(const StacksResult& r) {
     nlohmann::json frames = nlohmann::json::array();
     for (const Frame& f : s.frames) frames.push_back(frame_to_json(f));
     stacks.push_back({{"stack_id", s.stack_id},
-                      {"source", s.source},
-                      {"op", s.op},
+                      {"source", sanitize_untrusted(s.source, 64)},
+                      {"op", sanitize_untrusted(s.op, 128)},
                       {"calls", s.calls},
                       {"total_us", s.total_ns / 1000.0},
                       {"mean_us", s.calls ? s.total_ns / 1000.0 / static_cast<double>(s.calls) : 0.0},

@@ -11,6 +11,7 @@
 #include "analysis/session_scope.h"
 #include "common/sanitize.h"
 #include "common/units.h"
+#include "common/untrusted_json.h"
 #include "tracedb/histogram.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -267,19 +268,14 @@ double round_us(uint64_t ns) { return static_cast<double>(static_cast<int64_t>(n
 
 namespace {
 // Host identity strings came from the traced host (hostname, CPU model, GPU names).
-nlohmann::json sanitized(nlohmann::json j) {
-  if (j.is_string()) return sanitize_untrusted(j.get<std::string>(), 128);
-  if (j.is_structured())
-    for (auto& v : j) v = sanitized(std::move(v));
-  return j;
-}
+nlohmann::json sanitized(nlohmann::json j) { return sanitize_json_strings(std::move(j), 128); }
 }  // namespace
 
 nlohmann::json stats_to_json(const StatsResult& stats) {
   nlohmann::json ops = nlohmann::json::array();
   for (const OpStats& o : stats.ops) {
-    ops.push_back({{"source", o.source},
-                   {"op", o.op},
+    ops.push_back({{"source", sanitize_untrusted(o.source, 64)},
+                   {"op", sanitize_untrusted(o.op, 128)},
                    {"pid", o.pid},
                    {"comm", sanitize_untrusted(o.comm, 64)},
                    {"count", o.count},
@@ -291,7 +287,7 @@ nlohmann::json stats_to_json(const StatsResult& stats) {
                    {"errors", o.errors}});
   }
   nlohmann::json host = nlohmann::json::array();
-  for (const HostCount& h : stats.host) host.push_back({{"event", h.event}, {"count", h.count}});
+  for (const HostCount& h : stats.host) host.push_back({{"event", sanitize_untrusted(h.event, 64)}, {"count", h.count}});
   (void)us;
   nlohmann::json doc = {{"session_id", stats.session_id},
           {"window", {{"from_ns", stats.from_ns}, {"to_ns", stats.to_ns}}},
@@ -309,7 +305,8 @@ std::string stats_to_table(const StatsResult& stats) {
   std::vector<std::vector<std::string>> rows;
   rows.push_back({"SOURCE", "OP", "PID", "COMM", "CALLS", "TOTAL", "P50", "P95", "P99", "MAX", "ERRORS"});
   for (const OpStats& o : stats.ops)
-    rows.push_back({o.source, o.op, std::to_string(o.pid), sanitize_untrusted(o.comm, 16), std::to_string(o.count),
+    rows.push_back({sanitize_untrusted(o.source, 32), sanitize_untrusted(o.op, 64), std::to_string(o.pid),
+                    sanitize_untrusted(o.comm, 16), std::to_string(o.count),
                     format_duration_ns(static_cast<int64_t>(o.total_ns)), format_duration_ns(static_cast<int64_t>(o.p50_ns)),
                     format_duration_ns(static_cast<int64_t>(o.p95_ns)), format_duration_ns(static_cast<int64_t>(o.p99_ns)),
                     format_duration_ns(static_cast<int64_t>(o.max_ns)), std::to_string(o.errors)});
@@ -332,7 +329,7 @@ std::string stats_to_table(const StatsResult& stats) {
   if (stats.truncated) out << "(list cut to the top " << stats.ops.size() << " ops by total time)\n";
   if (!stats.host.empty()) {
     out << "\nhost:";
-    for (const HostCount& h : stats.host) out << "  " << h.event << " " << h.count;
+    for (const HostCount& h : stats.host) out << "  " << sanitize_untrusted(h.event, 64) << " " << h.count;
     out << '\n';
   }
   out << "dropped: ring " << stats.dropped_ring << ", writer " << stats.dropped_writer << '\n';

@@ -1,6 +1,7 @@
 #include "analysis/system_info.h"
 
 #include "common/sanitize.h"
+#include "common/untrusted_json.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -13,10 +14,10 @@ bool has_column(sqlite3* db, const char* table, const char* column) {
   return st->step() == SQLITE_ROW;
 }
 
+// The document came from the traced host or from a DB file of unknown origin: depth- and
+// size-limited, and its strings (hostname, CPU model, GPU names) sanitized for display.
 nlohmann::json parse_or_null(const std::string& text) {
-  if (text.empty()) return nullptr;
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  return j.is_discarded() ? nlohmann::json(nullptr) : j;
+  return sanitize_json_strings(parse_untrusted_json_or_null(text), 128);
 }
 
 }  // namespace
@@ -41,7 +42,7 @@ Result<nlohmann::json> load_session_system(sqlite3* db, int64_t session_id) {
     sys["driver_reason"] = kind == "import" ? "imported trace: the source did not record the host"
                                             : "not recorded by the causeway that wrote this session";
   sys["recorded"] = false;
-  return sys;
+  return sanitize_json_strings(std::move(sys), 128);
 }
 
 Result<std::vector<HostSpan>> load_merged_hosts(sqlite3* db, int64_t session_id) {
@@ -57,7 +58,7 @@ Result<std::vector<HostSpan>> load_merged_hosts(sqlite3* db, int64_t session_id)
   while (st->step() == SQLITE_ROW) {
     HostSpan h;
     h.pid_base = st->col_int(0);
-    h.host = st->col_text(1);
+    h.host = sanitize_untrusted(st->col_text(1), 128);
     h.system = parse_or_null(st->col_text(2));
     if (!h.system.is_object()) h.system = {{"hostname", h.host}};
     h.system["host_index"] = st->col_int(3);
@@ -109,7 +110,7 @@ Result<HostOfPid> HostOfPid::load(sqlite3* db, int64_t session_id) {
   auto st = Statement::prepare(db, "SELECT host FROM sessions WHERE id = ?1");
   if (!st) return st.error();
   st->bind(1, session_id);
-  if (st->step() == SQLITE_ROW) h.session_host_ = st->col_text(0);
+  if (st->step() == SQLITE_ROW) h.session_host_ = sanitize_untrusted(st->col_text(0), 128);
   return h;
 }
 

@@ -131,20 +131,29 @@ Result<TailResult> tail_breakdown(sqlite3* db, const TailQuery& q) {
   return out;
 }
 
+namespace {
+// Op names, causes and chain ids come from the DB (ops, call_causes), which may be hostile.
+std::vector<std::string> sanitized_ids(const std::vector<std::string>& ids) {
+  std::vector<std::string> out;
+  for (const std::string& id : ids) out.push_back(sanitize_untrusted(id, 64));
+  return out;
+}
+}  // namespace
+
 nlohmann::json tail_to_json(const TailResult& r) {
   nlohmann::json ops = nlohmann::json::array();
   for (const TailOp& t : r.ops) {
     nlohmann::json causes = nlohmann::json::array();
     for (const TailCause& c : t.causes)
-      causes.push_back({{"cause", c.cause},
+      causes.push_back({{"cause", sanitize_untrusted(c.cause, 64)},
                         {"calls", c.calls},
                         {"call_share", share(static_cast<double>(c.calls), static_cast<double>(t.tail_calls))},
                         {"time_us", std::round(c.time_ns / 1000.0)},
                         {"time_share", share(c.time_ns, t.tail_ns)},
                         {"lost_us", std::round(c.lost_ns / 1000.0)},
-                        {"chain_ids", c.chain_ids}});
-    ops.push_back({{"source", t.source},
-                   {"op", t.op},
+                        {"chain_ids", sanitized_ids(c.chain_ids)}});
+    ops.push_back({{"source", sanitize_untrusted(t.source, 64)},
+                   {"op", sanitize_untrusted(t.op, 128)},
                    {"pid", t.pid},
                    {"comm", sanitize_untrusted(t.comm, 64)},
                    {"calls", t.calls},
@@ -176,14 +185,15 @@ std::string tail_to_text(const TailResult& r) {
     return std::string(b);
   };
   for (const TailOp& t : r.ops) {
-    out += t.op + " in " + sanitize_untrusted(t.comm, 64) + " (pid " + std::to_string(t.pid) + "): " + qn + " " +
+    out += sanitize_untrusted(t.op, 128) + " in " + sanitize_untrusted(t.comm, 64) + " (pid " + std::to_string(t.pid) + "): " + qn + " " +
            format_duration_ns(static_cast<int64_t>(t.quantile_ns)) + " over " + std::to_string(t.calls) + " calls; the " +
            std::to_string(t.tail_calls) + " calls >= " + format_duration_ns(static_cast<int64_t>(t.threshold_ns)) + " took " +
            format_duration_ns(static_cast<int64_t>(t.tail_ns)) + ":\n";
     for (const TailCause& c : t.causes) {
-      out += "  " + c.cause + ": " + std::to_string(c.calls) + " calls (" + pct(static_cast<double>(c.calls), static_cast<double>(t.tail_calls)) +
+      out += "  " + sanitize_untrusted(c.cause, 64) + ": " + std::to_string(c.calls) + " calls (" + pct(static_cast<double>(c.calls), static_cast<double>(t.tail_calls)) +
              "), " + format_duration_ns(static_cast<int64_t>(c.time_ns)) + " (" + pct(c.time_ns, t.tail_ns) + " of the tail time), " +
-             format_duration_ns(static_cast<int64_t>(c.lost_ns)) + " lost to it; chain " + c.chain_ids.front() +
+             format_duration_ns(static_cast<int64_t>(c.lost_ns)) + " lost to it; chain " +
+             sanitize_untrusted(c.chain_ids.front(), 64) +
              (c.chain_ids.size() > 1 ? " and " + std::to_string(c.chain_ids.size() - 1) + " more" : "") + "\n";
     }
     out += "  unexplained: " + std::to_string(t.unexplained_calls) + " calls (" +

@@ -224,7 +224,7 @@ Runner setup(CLI::App& app) {
     if (auto st = Statement::prepare(db->get(), "SELECT source_kind, coalesce(label, '') FROM sessions WHERE id = ?1")) {
       st->bind(1, sid);
       if (st->step() == SQLITE_ROW)
-        label = st->col_text(0) + (st->col_text(1).empty() ? "" : " \"" + sanitize_untrusted(st->col_text(1), 80) + "\"");
+        label = sanitize_untrusted(st->col_text(0), 32) + (st->col_text(1).empty() ? "" : " \"" + sanitize_untrusted(st->col_text(1), 80) + "\"");
     }
     int64_t from = doc["window"].value("from_ns", int64_t{0}), to = doc["window"].value("to_ns", int64_t{0});
     std::ostringstream out;

@@ -4,6 +4,7 @@
 
 #include "analysis/correlator.h"
 #include "cli/command.h"
+#include "common/sanitize.h"
 #include "tracedb/merge.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -16,14 +17,21 @@ struct MergeArgs {
   bool quiet = false;
 };
 
+// Notes name the inputs' hosts, which come from the input DBs (possibly hostile).
+std::vector<std::string> sanitized(const std::vector<std::string>& notes) {
+  std::vector<std::string> out;
+  for (const std::string& n : notes) out.push_back(sanitize_untrusted(n, 400));
+  return out;
+}
+
 nlohmann::json summary_json(const MergeSummary& s, const std::string& out, size_t chains) {
   nlohmann::json inputs = nlohmann::json::array();
   for (const MergeInputSummary& i : s.inputs)
-    inputs.push_back({{"path", i.path}, {"sha256", i.sha256}, {"host", i.host}, {"session_id", i.source_session_id},
+    inputs.push_back({{"path", i.path}, {"sha256", i.sha256}, {"host", sanitize_untrusted(i.host, 128)}, {"session_id", i.source_session_id},
                       {"schema_version", i.schema_version}, {"events", i.events}, {"pid_base", i.pid_base},
                       {"clock_offset_ns", i.clock_offset_ns}, {"started_ns", i.started_ns}});
   return {{"db", out}, {"session_id", s.session_id}, {"events", s.events}, {"inputs", inputs},
-          {"assumed_skew_ns", 0}, {"notes", s.notes}, {"chains", chains}};
+          {"assumed_skew_ns", 0}, {"notes", sanitized(s.notes)}, {"chains", chains}};
 }
 
 Runner setup(CLI::App& app) {
@@ -56,10 +64,11 @@ Runner setup(CLI::App& app) {
       std::fprintf(stderr, "merged %zu hosts into %s: session %lld, %lld events, %zu chain(s)\n", s->inputs.size(),
                    a->out.c_str(), static_cast<long long>(s->session_id), static_cast<long long>(s->events), *d);
       for (const MergeInputSummary& i : s->inputs)
-        std::fprintf(stderr, "  host %-20s %10lld events  pids +%lld  realtime-monotonic %lld ns  (%s)\n", i.host.c_str(),
+        std::fprintf(stderr, "  host %-20s %10lld events  pids +%lld  realtime-monotonic %lld ns  (%s)\n",
+                     sanitize_untrusted(i.host, 128).c_str(),
                      static_cast<long long>(i.events), static_cast<long long>(i.pid_base),
                      static_cast<long long>(i.clock_offset_ns), i.path.c_str());
-      for (const std::string& n : s->notes) std::fprintf(stderr, "  note: %s\n", n.c_str());
+      for (const std::string& n : sanitized(s->notes)) std::fprintf(stderr, "  note: %s\n", n.c_str());
       std::fprintf(stderr, "run: causeway explain --db %s\n", a->out.c_str());
     }
     return kExitOk;

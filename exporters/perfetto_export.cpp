@@ -13,6 +13,7 @@
 #include "analysis/session_scope.h"
 #include "analysis/thread_timeline.h"
 #include "common/sanitize.h"
+#include "common/untrusted_json.h"
 #include "exporters/trace_event_writer.h"
 #include "tracedb/event_columns.h"
 #include "tracedb/open.h"
@@ -124,8 +125,8 @@ class Exporter {
     if (!st) return st.error();
     while (st->step() == SQLITE_ROW) {
       OpDesc d;
-      d.name = st->col_text(1);
-      d.source = st->col_text(2);
+      d.name = sanitize_untrusted(st->col_text(1), 128);  // ops.name may come from an imported file
+      d.source = sanitize_untrusted(st->col_text(2), 64);
       d.is_call = st->col_text(3) == "call";
       std::string names = st->col_text(4);
       size_t pos = 0;
@@ -220,7 +221,7 @@ class Exporter {
     if (!st) return it->second;
     st->bind(1, id);
     if (st->step() != SQLITE_ROW) return it->second;
-    const json j = json::parse(st->col_text(0), nullptr, false);
+    const json j = parse_untrusted_json_or_null(st->col_text(0));
     if (!j.is_array()) return it->second;
     std::vector<std::string> texts;
     for (const auto& f : j)
@@ -382,12 +383,13 @@ class Exporter {
     uint32_t k = 0;
     int rc;
     while ((rc = st->step()) == SQLITE_ROW) {
-      const std::string id = st->col_text(0), severity = st->col_text(1), cause = st->col_text(2);
+      const std::string id = sanitize_untrusted(st->col_text(0), 64), severity = sanitize_untrusted(st->col_text(1), 16),
+                        cause = sanitize_untrusted(st->col_text(2), 64);
       const std::string summary = sanitize_untrusted(st->col_text(3), 300);
       const auto pid = static_cast<uint32_t>(st->col_int(4));
       const int64_t from = st->col_int(5), to = std::max(st->col_int(6), st->col_int(5) + 1);
-      json doc = json::parse(st->col_text(7), nullptr, false);
-      if (doc.is_discarded()) doc = json::object();
+      json doc = sanitize_json_strings(parse_untrusted_json_or_null(st->col_text(7)), 4096);
+      if (!doc.is_object()) doc = json::object();
       const uint32_t vt = kChainTrackBase + 2 * k, ct = vt + 1;
       ++k;
       ensure_process(pid);

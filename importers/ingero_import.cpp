@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/untrusted_json.h"
 #include "importers/ingero_ops.h"
 #include "importers/ingero_source.h"
 #include "tracedb/store_writer.h"
@@ -19,8 +20,8 @@ std::string col(const IngeroLayout& l, const std::string& name) { return l.has(n
 // as our strings "module!symbol" / "python!function (file:line)", innermost first.
 std::vector<std::string> convert_frames(const std::string& frames_json, const std::string& ips_json) {
   std::vector<std::string> out;
-  auto frames = nlohmann::json::parse(frames_json, nullptr, false);
-  if (!frames.is_discarded() && frames.is_array()) {
+  auto frames = parse_untrusted_json_or_null(frames_json);
+  if (frames.is_array()) {
     for (const auto& f : frames) {
       if (!f.is_object()) continue;
       auto str = [&](const char* k) { return f.contains(k) && f[k].is_string() ? f[k].get<std::string>() : ""; };
@@ -36,8 +37,8 @@ std::vector<std::string> convert_frames(const std::string& frames_json, const st
     }
     if (!out.empty()) return out;
   }
-  auto ips = nlohmann::json::parse(ips_json, nullptr, false);
-  if (!ips.is_discarded() && ips.is_array())
+  auto ips = parse_untrusted_json_or_null(ips_json);
+  if (ips.is_array())
     for (const auto& ip : ips)
       if (ip.is_string()) out.push_back("?!" + ip.get<std::string>());
   return out;

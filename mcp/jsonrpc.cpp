@@ -1,5 +1,7 @@
 #include "mcp/jsonrpc.h"
 
+#include "common/untrusted_json.h"
+
 namespace causeway::mcp {
 namespace {
 
@@ -12,8 +14,10 @@ bool valid_id(const json& id) { return id.is_string() || id.is_number_integer() 
 }  // namespace
 
 std::variant<Message, ParseFailure> parse_message(std::string_view text) {
-  json doc = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return ParseFailure{RpcError{kParseError, "Parse error: not valid JSON", nullptr}, nullptr};
+  // Depth-limited: params are copied and later dumped, both recursive in nlohmann.
+  auto parsed = parse_untrusted_json(text);
+  if (!parsed) return ParseFailure{RpcError{kParseError, "Parse error: " + parsed.error().message, nullptr}, nullptr};
+  json doc = std::move(*parsed);
   if (doc.is_array()) return invalid("Invalid Request: JSON-RPC batches are not supported (MCP removed them)");
   if (!doc.is_object()) return invalid("Invalid Request: a message must be a JSON object");
 

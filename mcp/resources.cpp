@@ -1,4 +1,5 @@
 #include "mcp/resources.h"
+#include "common/sanitize.h"
 
 #include "mcp/backends.h"
 #include "mcp/jsonrpc.h"
@@ -35,8 +36,10 @@ Result<json> read_resource(const std::string& uri, DbPool& pool, const ServerCon
     if (!st) return st.error();
     body = {{"sessions", json::array()}};
     while (st->step() == SQLITE_ROW)
-      body["sessions"].push_back({{"id", st->col_int(0)}, {"source_kind", st->col_text(1)}, {"label", st->col_text(2)},
-                                  {"host", st->col_text(3)}, {"started_ns", st->col_int(4)},
+      // Labels (an imported file's name) and hosts come from the DB: sanitized for the model.
+      body["sessions"].push_back({{"id", st->col_int(0)}, {"source_kind", sanitize_untrusted(st->col_text(1), 32)},
+                                  {"label", sanitize_untrusted(st->col_text(2), 128)},
+                                  {"host", sanitize_untrusted(st->col_text(3), 128)}, {"started_ns", st->col_int(4)},
                                   {"stopped_ns", st->col_null(5) ? json(nullptr) : json(st->col_int(5))}});
   }
   // The schema is fixed while the server runs; sessions grow while a trace is being written.

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/untrusted_json.h"
 #include "mcp/audit_log.h"
 #include "mcp/auth.h"
 #include "mcp/rate_limit.h"
@@ -74,7 +75,7 @@ RequestHeaders routing_headers(const httplib::Request& req) {
 
 bool wants_progress(const std::string& body) {
   if (body.find("progressToken") == std::string::npos) return false;
-  json doc = json::parse(body, nullptr, false);
+  json doc = parse_untrusted_json_or_null(body);
   return doc.is_object() && doc.value("method", "") == "tools/call" && doc.contains("params") && doc["params"].is_object() &&
          doc["params"].contains("_meta") && doc["params"]["_meta"].is_object() && doc["params"]["_meta"].contains("progressToken");
 }

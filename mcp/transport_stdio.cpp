@@ -1,5 +1,7 @@
 #include "mcp/transport_stdio.h"
 
+#include "common/untrusted_json.h"
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -35,7 +37,7 @@ class LineWriter {
 // tools/call requests may run for seconds; everything else answers inline.
 bool is_tool_call(const std::string& line) {
   if (line.find("tools/call") == std::string::npos) return false;
-  json doc = json::parse(line, nullptr, false);
+  json doc = parse_untrusted_json_or_null(line);
   return doc.is_object() && doc.contains("id") && doc.value("method", "") == "tools/call";
 }
 

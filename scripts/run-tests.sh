@@ -15,7 +15,7 @@ if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/trac
 fi
 status=0
 ctest --test-dir build --output-on-failure --timeout 900 2>&1 | tee build/ctest-output.log || status=1
-for extra in tests/fuzz/run_sqlguard_fuzz.sh tests/sanitize/run_asan.sh; do
+for extra in tests/fuzz/run_fuzz.sh tests/sanitize/run_asan.sh; do
   if [ -x "$extra" ]; then
     echo "== $extra" >&2
     "$extra" || status=1

@@ -68,18 +68,30 @@ uint64_t LatencyHistogram::min_value() const {
 }
 
 bool LatencyHistogram::merge_encoded(std::string_view blob) {
-  // Validate fully before touching counts_, so a malformed blob merges nothing.
+  // The blob may come from a hostile DB (docs/SECURITY.md): validate fully before touching
+  // counts_, so a malformed blob merges nothing. encode() writes strictly increasing buckets,
+  // so every delta after the first is >= 1; a delta that would pass kMaxBucket is rejected
+  // before it is added (a wrapped sum could otherwise land back in range), and the vector is
+  // sized by the largest bucket, not the last one. The counts must not wrap total_ either.
   size_t pos = 0;
-  uint64_t bucket = 0, max_bucket = 0;
+  uint64_t bucket = 0, max_bucket = 0, sum = 0;
   bool first = true;
   while (pos < blob.size()) {
     uint64_t delta = 0, count = 0;
     if (!get_varint(blob, pos, delta) || !get_varint(blob, pos, count)) return false;
-    bucket = first ? delta : bucket + delta;
+    if (first) {
+      if (delta > kMaxBucket) return false;
+      bucket = delta;
+    } else {
+      if (delta == 0 || delta > kMaxBucket - bucket) return false;
+      bucket += delta;
+    }
     first = false;
-    if (bucket > kMaxBucket || count == 0) return false;
-    max_bucket = bucket;
+    if (count == 0 || count > UINT64_MAX - sum) return false;
+    sum += count;
+    max_bucket = std::max(max_bucket, bucket);
   }
+  if (sum > UINT64_MAX - total_) return false;
   if (!first && max_bucket >= counts_.size()) counts_.resize(max_bucket + 1, 0);
   pos = 0;
   bucket = 0;
@@ -91,8 +103,8 @@ bool LatencyHistogram::merge_encoded(std::string_view blob) {
     bucket = first ? delta : bucket + delta;
     first = false;
     counts_[bucket] += count;
-    total_ += count;
   }
+  total_ += sum;
   return true;
 }
 

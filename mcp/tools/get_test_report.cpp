@@ -1,4 +1,6 @@
+#include "common/sanitize.h"
 #include "common/units.h"
+#include "common/untrusted_json.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"
@@ -15,10 +17,13 @@ static Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
   if (rc == SQLITE_DONE)
     return ToolOutput{json{{"found", false}}, "no selftest report stored yet: run `causeway selftest` on this host"};
   if (rc != SQLITE_ROW) return make_error("query_failed", sqlite_error_text(db->get()));
-  json doc = json::parse(st->col_text(5), nullptr, false);
-  if (doc.is_discarded()) doc = st->col_text(5);
-  json report = {{"id", st->col_int(0)}, {"ts_ns", st->col_int(1)}, {"host", st->col_text(2)},
-                 {"ok", st->col_int(3) != 0}, {"summary", st->col_text(4)}, {"doc", doc}};
+  // The stored report may come from another host's DB: depth-limited (it is copied and dumped
+  // below) and its strings sanitized; text that is not a usable document is passed as text.
+  const size_t cap = ctx.config.limits.max_structured_bytes + 1;  // over budget is cut below
+  auto parsed = parse_untrusted_json(st->col_text(5));
+  json doc = parsed ? sanitize_json_strings(std::move(*parsed), cap) : json(sanitize_untrusted(st->col_text(5), cap));
+  json report = {{"id", st->col_int(0)}, {"ts_ns", st->col_int(1)}, {"host", sanitize_untrusted(st->col_text(2), 128)},
+                 {"ok", st->col_int(3) != 0}, {"summary", sanitize_untrusted(st->col_text(4), 1000)}, {"doc", doc}};
   json d = {{"found", true}, {"report", report}};
   if (d.dump(-1, ' ', false, json::error_handler_t::replace).size() > ctx.config.limits.max_structured_bytes) {
     d["report"]["doc"] = "(report document over the response budget; read it with run_sql on test_reports.doc)";

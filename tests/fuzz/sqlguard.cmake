@@ -1,6 +1,6 @@
 # libFuzzer target for sqlguard's lexer + validator (CAUSEWAY_FUZZ=ON, clang). It compiles
 # those sources itself, with coverage instrumentation, instead of linking causeway_sqlguard.
-# Run it with tests/fuzz/run_sqlguard_fuzz.sh <seconds>.
+# Run it with tests/fuzz/run_fuzz.sh <seconds>.
 if(CAUSEWAY_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     message(FATAL_ERROR "CAUSEWAY_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++-14")

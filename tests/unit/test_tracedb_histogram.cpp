@@ -41,6 +41,35 @@ TEST_CASE("encode/merge_encoded round-trips and rejects malformed blobs") {
   CHECK(LatencyHistogram().merge_encoded(""));
 }
 
+namespace {
+std::string varint(uint64_t v) {
+  std::string out;
+  for (; v >= 0x80; v >>= 7) out.push_back(static_cast<char>((v & 0x7F) | 0x80));
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("merge_encoded refuses hostile blobs: wrapped deltas, repeated buckets, wrapped totals") {
+  const uint64_t top = LatencyHistogram::kMaxBucket;
+  LatencyHistogram h;
+  h.add(7);
+  // Bucket kMaxBucket, then a delta that wraps past 2^64 back to bucket 0: sizing by the last
+  // bucket wrote counts_[kMaxBucket] out of bounds (issue 24).
+  CHECK_FALSE(h.merge_encoded(varint(top) + varint(1) + varint(UINT64_MAX - top + 1) + varint(1)));
+  CHECK_FALSE(h.merge_encoded(varint(3) + varint(1) + varint(0) + varint(1)));                // bucket 3 twice
+  CHECK_FALSE(h.merge_encoded(varint(top - 1) + varint(1) + varint(2) + varint(1)));          // past the top
+  CHECK_FALSE(h.merge_encoded(varint(1) + varint(UINT64_MAX) + varint(1) + varint(1)));       // counts wrap
+  CHECK(h.total() == 1);
+  LatencyHistogram full;
+  REQUIRE(full.merge_encoded(varint(1) + varint(UINT64_MAX - 1)));
+  CHECK_FALSE(full.merge_encoded(varint(2) + varint(2)));  // would wrap total()
+  CHECK(full.total() == UINT64_MAX - 1);
+  LatencyHistogram edge;
+  CHECK(edge.merge_encoded(varint(0) + varint(1) + varint(top) + varint(1)));  // bucket 0 and the top one
+  CHECK(edge.total() == 2);
+}
+
 TEST_CASE("nearest-rank percentiles stay within 0.4% of the exact value") {
   std::mt19937_64 gen(42);
   std::lognormal_distribution<double> dist(10.0, 2.0);  // ~22 µs median, very wide tail
