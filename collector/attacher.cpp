@@ -1,7 +1,5 @@
 #include "collector/attacher.h"
 
-#include <sys/stat.h>
-
 #include <cstdio>
 
 #include "collector/elf_file.h"
@@ -20,32 +18,36 @@ EntryPlan plan_entry(const std::vector<uint8_t>& code) {
   return p;
 }
 
-Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::string& display, LibKind kind) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return make_error("lib_missing", "cannot stat " + path);
-  auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::string& display, LibKind kind,
+                                            const LibOpenOptions& how) {
+  if (how.expect && files_.count({how.expect->dev, how.expect->ino})) return static_cast<const AttachedLib*>(nullptr);
+  auto opened = OpenedLib::open(path, how);
+  if (!opened) return opened.error();
+  const auto key = std::make_pair(opened->id().dev, opened->id().ino);
   if (files_.count(key)) return static_cast<const AttachedLib*>(nullptr);
-  auto elf = ElfFile::load(path);
-  if (!elf) return elf.error();
+  const auto& elf = opened->elf();
   files_.insert(key);
+  if (how.expect) files_.insert({how.expect->dev, how.expect->ino});
+  // The kernel resolves /proc/self/fd/N to the file we parsed, whatever the path leads to now.
+  const std::string probe_path = opened->fd_path();
 
-  AttachedLib lib{path, display, kind, (*elf)->build_id(), 0, {}, {}};
+  AttachedLib lib{path, display, kind, elf->build_id(), 0, {}, {}};
   std::string first_error;
   for (const ProbeSpec& spec : probe_specs()) {
     if (spec.lib != kind) continue;
-    auto sym = (*elf)->find(spec.symbol);
+    auto sym = elf->find(spec.symbol);
     if (!sym) {
       lib.missing.emplace_back(spec.symbol);
       continue;
     }
-    auto off = (*elf)->vaddr_to_offset(sym->vaddr);
+    auto off = elf->vaddr_to_offset(sym->vaddr);
     if (!off) {
       lib.missing.emplace_back(spec.symbol);
       continue;
     }
-    EntryPlan plan = plan_entry((*elf)->read_bytes(*off, 8));
+    EntryPlan plan = plan_entry(opened->read_at(*off, 8));
     if (!plan.fast) {
-      auto code = (*elf)->read_bytes(*off + plan.skip, 3);
+      auto code = opened->read_at(*off + plan.skip, 3);
       char buf[64];
       std::snprintf(buf, sizeof(buf), " (first insn %02x %02x %02x: single-stepped)", code.size() > 0 ? code[0] : 0,
                     code.size() > 1 ? code[1] : 0, code.size() > 2 ? code[2] : 0);
@@ -57,8 +59,8 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
     // left a window in which running threads recorded entries that never returned; each left a
     // frame behind (a tracer attaching to NCCL ranks mid-run under load lost every call after
     // four of them). Returns seen before the entry probe is in find no frame and are ignored.
-    auto r2 = bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, true);
-    auto r1 = r2 ? bpf_.attach_uprobe(path, *off + plan.skip, spec.cookie, false) : Result<void>(r2.error());
+    auto r2 = bpf_.attach_uprobe(probe_path, *off + plan.skip, spec.cookie, true);
+    auto r1 = r2 ? bpf_.attach_uprobe(probe_path, *off + plan.skip, spec.cookie, false) : Result<void>(r2.error());
     if (!r1 || !r2) {
       if (first_error.empty()) first_error = (!r2 ? r2.error() : r1.error()).message;
       continue;

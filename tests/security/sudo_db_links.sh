@@ -1,0 +1,128 @@
+#!/bin/sh
+# Root under sudo never follows or acts on the invoking user's links (docs/SECURITY.md
+# "Root writing into a user's folder"). A real unprivileged user owns the home; root runs
+# `causeway demo` with SUDO_USER/SUDO_UID/SUDO_GID set as sudo sets them. Cases:
+#   plain     the DB, its folders and every file beside it belong to the user, 0700/0600
+#   db-link   trace.db → a root-owned file: refused (exit 1), the file untouched
+#   dir-link  ~/.local/share/causeway or ~/.local/share → a root folder: nothing made there
+#   hardlink  trace.db a second name of a root-owned file: refused, the file untouched
+#   race      the user keeps swapping ~/.local/share/causeway between a dangling link and a
+#             link to a root-owned file while root writes: the file stays root's, unchanged
+# Usage: sudo_db_links.sh CAUSEWAY [RACE_RUNS]. Exits 77 (skipped) without root/useradd/setpriv.
+set -eu
+bin=$1 runs=${2:-20}
+skip() { echo "SKIPPED: $*"; exit 77; }
+fail() { echo "FAIL: $*"; exit 1; }
+[ "$(id -u)" -eq 0 ] || skip "needs root (plays root under sudo)"
+for tool in useradd userdel setpriv python3; do command -v $tool >/dev/null || skip "needs $tool"; done
+
+tmp=$(mktemp -d)
+chmod 0755 "$tmp"
+user=cwsec$$
+cleanup() {
+  [ -n "${fpid:-}" ] && kill "$fpid" 2>/dev/null || true
+  userdel "$user" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+home=$tmp/home
+useradd -M -d "$home" -s /bin/sh "$user" || skip "useradd $user failed"
+mkdir "$home" && chown "$user:" "$home"
+uid=$(id -u "$user") gid=$(id -g "$user")
+as_user() { setpriv --reuid "$uid" --regid "$gid" --clear-groups "$@"; }
+# sudo keeps root's HOME in some configurations: the DB must land in the user's home anyway.
+as_sudo() { env -u XDG_DATA_HOME -u CAUSEWAY_DB HOME=/root SUDO_USER=$user SUDO_UID=$uid SUDO_GID=$gid "$bin" "$@"; }
+demo() { as_sudo demo --quiet --events 2000 "$@"; }
+
+# Root's things the user must not be able to reach through root.
+rootdir=$tmp/rootdir
+mkdir "$rootdir" && chmod 0755 "$rootdir"
+echo precious > "$rootdir/victim" && chmod 0644 "$rootdir/victim"
+want_sum=$(sha256sum < "$rootdir/victim")
+root_intact() {
+  [ "$(stat -c %u:%g:%a "$rootdir/victim")" = "0:0:644" ] || fail "$1: $rootdir/victim is now $(stat -c %U:%G:%a "$rootdir/victim")"
+  [ "$(sha256sum < "$rootdir/victim")" = "$want_sum" ] || fail "$1: $rootdir/victim was written"
+  [ "$(ls -A "$rootdir")" = victim ] || fail "$1: root wrote into $rootdir: $(ls -A "$rootdir" | tr '\n' ' ')"
+  [ "$(stat -c %u:%a "$rootdir")" = "0:755" ] || fail "$1: $rootdir is now $(stat -c %U:%a "$rootdir")"
+}
+nothing_of_root_in_home() {
+  left=$(find "$home" ! -user "$user" 2>/dev/null | head -5)
+  [ -z "$left" ] || fail "$1: files in the user's home not owned by $user: $left"
+}
+expect_refused() {  # name, then the stderr text that says why
+  rc=0; demo 2> "$tmp/err" || rc=$?
+  [ $rc -eq 1 ] || fail "$1: demo exited $rc, want 1 (refused): $(cat "$tmp/err")"
+  grep -qi "$2" "$tmp/err" || fail "$1: stderr does not say '$2': $(cat "$tmp/err")"
+  root_intact "$1"
+  echo "$1: refused: $(head -c 200 "$tmp/err")"
+}
+share=$home/.local/share
+db=$share/causeway/trace.db
+
+# plain: everything the writer made is the user's.
+demo 2> "$tmp/err" || fail "plain: demo as sudo failed: $(cat "$tmp/err")"
+[ -s "$db" ] || fail "plain: no DB at $db"
+for f in "$home/.local" "$share" "$share/causeway"; do
+  [ "$(stat -c %u:%a "$f")" = "$uid:700" ] || fail "plain: $f is $(stat -c %U:%a "$f"), want $user 700"
+done
+[ "$(stat -c %u:%a "$db")" = "$uid:600" ] || fail "plain: $db is $(stat -c %U:%a "$db"), want $user 600"
+nothing_of_root_in_home plain
+echo "plain: DB, folders and files all $user's"
+rm -rf "$home/.local"
+
+# db-link: trace.db → root's file.
+as_user mkdir -p "$share/causeway"
+as_user ln -s "$rootdir/victim" "$db"
+expect_refused db-link "symbolic link"
+rm -rf "$home/.local"
+
+# dir-link: the DB folder, then its parent, → root's folder.
+as_user mkdir -p "$share"
+as_user ln -s "$rootdir" "$share/causeway"
+expect_refused dir-link "permission denied"
+rm -rf "$home/.local"
+as_user mkdir -p "$home/.local"
+as_user ln -s "$rootdir" "$share"
+expect_refused parent-link "permission denied"
+rm -rf "$home/.local"
+
+# hardlink: a second name of root's file in the user's folder (made by root here: with
+# fs.protected_hardlinks the user could not, on a host without it they could).
+as_user mkdir -p "$share/causeway"
+ln "$rootdir/victim" "$db"
+expect_refused hardlink "permission denied\|hard link\|belongs to"
+rm -rf "$home/.local"
+
+# race: a user-side process flips the DB folder's name as fast as it can.
+as_user mkdir -p "$share"
+echo precious > "$rootdir/victim.race" && chmod 0600 "$rootdir/victim.race"
+as_user python3 - "$share" "$rootdir/victim.race" <<'PY' &
+import os, sys
+share, target = sys.argv[1], sys.argv[2]
+dangling, pointing, name = share + "/.d", share + "/.p", share + "/causeway"
+while True:
+    for tmp, dest in ((dangling, share + "/nothing-here"), (pointing, target)):
+        try:
+            os.symlink(dest, tmp)
+            os.rename(tmp, name)
+        except OSError:
+            pass
+PY
+fpid=$!
+sleep 0.5
+kill -0 $fpid 2>/dev/null || fail "race: the flipping process did not start"
+ok=0
+i=0
+while [ $i -lt "$runs" ]; do
+  i=$((i + 1))
+  if demo 2>> "$tmp/race.err"; then ok=$((ok + 1)); fi
+  [ "$(stat -c %u "$rootdir/victim.race")" = 0 ] || fail "race: run $i: root gave $rootdir/victim.race to $(stat -c %U "$rootdir/victim.race")"
+done
+kill $fpid; wait $fpid 2>/dev/null || true; fpid=
+[ "$(stat -c %u:%g:%a "$rootdir/victim.race")" = "0:0:600" ] || fail "race: $rootdir/victim.race is now $(stat -c %U:%G:%a "$rootdir/victim.race")"
+[ "$(cat "$rootdir/victim.race")" = precious ] || fail "race: $rootdir/victim.race was written"
+rm -f "$rootdir/victim.race"
+root_intact race
+nothing_of_root_in_home race
+echo "race: $runs runs against a flipping link ($ok wrote a DB, the rest refused); root's file intact"
+echo PASS
