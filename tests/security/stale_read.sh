@@ -27,6 +27,9 @@ cleanup() {
 trap cleanup EXIT
 useradd -M -d "$tmp/nohome" -s /bin/sh "$user" || skip "useradd $user failed"
 uid=$(id -u "$user") gid=$(id -g "$user")
+# The user runs causeway from a folder they can read, as an installed one would be.
+cp "$bin" "$tmp/causeway"
+bin=$tmp/causeway
 as_user() { setpriv --reuid "$uid" --regid "$gid" --clear-groups env -i PATH=/usr/bin:/bin "$@"; }
 
 # A DB in folder $1 whose last commit (a new session row) is only in the -wal when $2 is
@@ -42,7 +45,7 @@ path, mode = sys.argv[1], sys.argv[2]
 db = sqlite3.connect(path, isolation_level=None)
 db.execute("PRAGMA journal_mode=WAL")
 db.execute("PRAGMA wal_autocheckpoint=0")
-db.execute("INSERT INTO sessions (source_kind, label, started_ns) VALUES ('demo', 'only-in-wal', 1)")
+db.execute("INSERT INTO sessions (source_kind, label, tool_version, started_ns) VALUES ('demo', 'only-in-wal', 'test', 1)")
 if mode == "checkpointed":
     db.execute("PRAGMA wal_checkpoint(PASSIVE)")
 os._exit(0)  # no close: a close would checkpoint and remove the -wal

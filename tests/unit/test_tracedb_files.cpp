@@ -64,15 +64,20 @@ TEST_CASE("a -wal is stale for an immutable reader only while it holds commits t
   REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
   DbHandle db(raw);
   REQUIRE(exec_sql(raw, "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;").ok());
-  REQUIRE(exec_sql(raw, "INSERT INTO sessions (source_kind, label, started_ns) VALUES ('demo', 'x', 1)").ok());
+  const auto add_session = [&](const std::string& prefix, const char* label) {
+    return exec_sql(raw, prefix + "INSERT INTO sessions (source_kind, label, tool_version, started_ns) VALUES "
+                                  "('demo', '" + label + "', 'test', 1)")
+        .ok();
+  };
+  REQUIRE(add_session("", "x"));
   CHECK(wal_has_unmerged_commits(path));
   REQUIRE(exec_sql(raw, "PRAGMA wal_checkpoint(PASSIVE)").ok());
   CHECK_FALSE(wal_has_unmerged_commits(path));  // same pages in the DB file now
-  REQUIRE(exec_sql(raw, "INSERT INTO sessions (source_kind, label, started_ns) VALUES ('demo', 'y', 2)").ok());
+  REQUIRE(add_session("", "y"));
   CHECK(wal_has_unmerged_commits(path));
   // A transaction not committed yet is nothing a reader would miss.
   REQUIRE(exec_sql(raw, "PRAGMA wal_checkpoint(PASSIVE)").ok());
-  REQUIRE(exec_sql(raw, "BEGIN; INSERT INTO sessions (source_kind, label, started_ns) VALUES ('demo', 'z', 3)").ok());
+  REQUIRE(add_session("BEGIN; ", "z"));
   CHECK_FALSE(wal_has_unmerged_commits(path));
   REQUIRE(exec_sql(raw, "ROLLBACK").ok());
 }
