@@ -11,6 +11,7 @@
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/open.h"
+#include "tracedb/stale_read.h"
 #include "tracedb/sqlite_handle.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -143,7 +144,9 @@ int run_tail(const ExplainArgs& a) {
   auto r = tail_breakdown(db->get(), q);
   if (!r) return report_error("explain", r.error(), a.json);
   if (a.json) {
-    std::cout << tail_to_json(*r).dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+    json doc = tail_to_json(*r);
+    note_stale_read(doc, db->get());
+    std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
     return kExitOk;
   }
   std::cout << system_line(db->get(), r->session_id) << "\n"
@@ -216,6 +219,7 @@ Runner setup(CLI::App& app) {
     }
     if (a->json) {
       if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;
+      note_stale_read(doc, db->get());
       std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
       return kExitOk;
     }

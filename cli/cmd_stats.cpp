@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "common/units.h"
 #include "tracedb/open.h"
+#include "tracedb/stale_read.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
 namespace causeway::cli::cmd_stats {
@@ -51,7 +52,11 @@ Runner setup(CLI::App& app) {
     if (!db) return report_error("stats", db.error(), a->json);
     auto r = compute_stats(db->get(), q);
     if (!r) return report_error("stats", r.error(), a->json);
-    if (a->json) std::cout << stats_to_json(*r).dump() << std::endl;
+    if (a->json) {
+      auto doc = stats_to_json(*r);
+      note_stale_read(doc, db->get());
+      std::cout << doc.dump() << std::endl;
+    }
     else std::cout << stats_to_table(*r);
     return kExitOk;
   };

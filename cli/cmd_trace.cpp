@@ -7,7 +7,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "common/db_path.h"
+#include "common/fs_user.h"
 #include "collector/session.h"
 #include "common/units.h"
 
@@ -104,8 +104,9 @@ Runner setup(CLI::App& app) {
     }
     o.live_table = !a->quiet && ::isatty(STDERR_FILENO);
     o.verbose = !a->quiet;
-    const auto inv = sudo_invoker();
-    std::cerr << "causeway trace: writing " << a->db << (inv ? " (owned by " + inv->name + ")" : "") << std::endl;
+    auto as = write_identity_for(a->db);
+    if (!as) return report_error("trace", as.error(), false);
+    std::cerr << "causeway trace: writing " << a->db << (*as ? " (owned by " + (*as)->name + ")" : "") << std::endl;
     install_stop_handlers();
     auto sum = collector::run_trace(o, [] { return stop_requested(); });
     if (!sum) return report_error("trace", sum.error(), false);

@@ -1,7 +1,5 @@
 #include "collector/attacher.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -22,28 +20,32 @@ EntryPlan plan_entry(const std::vector<uint8_t>& code) {
   return p;
 }
 
-Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::string& display, LibKind kind) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return make_error("lib_missing", "cannot stat " + path);
-  auto key = std::make_pair(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));
+Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::string& display, LibKind kind,
+                                            const LibOpenOptions& how) {
+  if (how.expect && files_.count({how.expect->dev, how.expect->ino})) return static_cast<const AttachedLib*>(nullptr);
+  auto opened = OpenedLib::open(path, how);
+  if (!opened) return opened.error();
+  const auto key = std::make_pair(opened->id().dev, opened->id().ino);
   if (files_.count(key)) return static_cast<const AttachedLib*>(nullptr);
-  auto elf = ElfFile::load(path);
-  if (!elf) return elf.error();
+  const auto& elf = opened->elf();
   files_.insert(key);
+  if (how.expect) files_.insert({how.expect->dev, how.expect->ino});
+  // The kernel resolves /proc/self/fd/N to the file we parsed, whatever the path leads to now.
+  const std::string probe_path = opened->fd_path();
 
-  AttachedLib lib{path, display, kind, (*elf)->build_id(), 0, {}, {}};
+  AttachedLib lib{path, display, kind, elf->build_id(), 0, {}, {}};
   std::vector<UprobeSite> sites;
   for (const ProbeSpec& spec : probe_specs()) {
     if (spec.lib != kind) continue;
-    auto sym = (*elf)->find(spec.symbol);
-    auto off = sym ? (*elf)->vaddr_to_offset(sym->vaddr) : std::nullopt;
+    auto sym = elf->find(spec.symbol);
+    auto off = sym ? elf->vaddr_to_offset(sym->vaddr) : std::nullopt;
     if (!off) {
       lib.missing.emplace_back(spec.symbol);
       continue;
     }
-    EntryPlan plan = plan_entry((*elf)->read_bytes(*off, 8));
+    EntryPlan plan = plan_entry(opened->read_at(*off, 8));
     if (!plan.fast) {
-      auto code = (*elf)->read_bytes(*off + plan.skip, 3);
+      auto code = opened->read_at(*off + plan.skip, 3);
       char buf[64];
       std::snprintf(buf, sizeof(buf), " (first insn %02x %02x %02x: single-stepped)", code.size() > 0 ? code[0] : 0,
                     code.size() > 1 ? code[1] : 0, code.size() > 2 ? code[2] : 0);
@@ -61,8 +63,8 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
   std::string first_error;
   auto attach_pair = [&](const std::vector<UprobeSite>& s) {
     const size_t mark = bpf_.uprobe_mark();
-    auto r = bpf_.attach_uprobes(path, s, true);
-    if (r) r = bpf_.attach_uprobes(path, s, false);
+    auto r = bpf_.attach_uprobes(probe_path, s, true);
+    if (r) r = bpf_.attach_uprobes(probe_path, s, false);
     if (!r) {
       bpf_.rollback_uprobes(mark);
       if (first_error.empty()) first_error = r.error().message;

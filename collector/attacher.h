@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collector/bpf_loader.h"
+#include "collector/lib_file.h"
 #include "collector/probe_table.h"
 #include "common/result.h"
 
@@ -41,8 +42,11 @@ class Attacher {
   explicit Attacher(BpfObject& bpf) : bpf_(bpf) {}
 
   // Attaches every probe of the library's kind; a no-op (returns nullptr-free ok) when this
-  // file was attached before. `display` is the path the process maps.
-  Result<const AttachedLib*> attach(const std::string& path, const std::string& display, LibKind kind);
+  // file was attached before. `display` is the path the process maps. The file is opened,
+  // checked and parsed once (OpenedLib: `how` gives the mapping's inode) and every probe is
+  // attached through that open file.
+  Result<const AttachedLib*> attach(const std::string& path, const std::string& display, LibKind kind,
+                                    const LibOpenOptions& how = {});
   const std::vector<AttachedLib>& libs() const { return libs_; }
   bool attached(uint64_t dev, uint64_t inode) const { return files_.count({dev, inode}) > 0; }
 

@@ -1,5 +1,6 @@
 #include "collector/check.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -15,7 +16,7 @@
 #include <sstream>
 
 #include "collector/bpf_loader.h"
-#include "common/db_path.h"
+#include "common/fs_user.h"
 #include "collector/discovery.h"
 #include "collector/probe_table.h"
 #include "collector/proc_maps.h"
@@ -219,15 +220,26 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
   if (dir.empty()) dir = ".";
   struct stat st {};
   while (::stat(dir.c_str(), &st) != 0 && dir.has_parent_path() && dir != dir.parent_path()) dir = dir.parent_path();
-  const auto inv = sudo_invoker();
-  const std::string owner = inv ? " (files owned by " + inv->name + ")" : "";
-  if (::stat(db_path.c_str(), &st) == 0 && st.st_uid != ::geteuid() && !(inv && st.st_uid == inv->uid))
+  auto as = write_identity_for(db_path);
+  if (!as) {
+    items.push_back(fail("db", as.error().message, "pass --db PATH of your own, or set CAUSEWAY_DB"));
+    return items;
+  }
+  const std::string owner = *as ? " (files owned by " + (*as)->name + ")" : "";
+  const uid_t expected = *as ? (*as)->uid : ::geteuid();
+  // Looked at as the user trace writes as: root's override of permissions does not count.
+  auto scope = AsFsUser::enter(*as);
+  if (::lstat(db_path.c_str(), &st) == 0 && (!S_ISREG(st.st_mode) || st.st_nlink != 1))
+    items.push_back(fail("db", db_path + " is a symbolic link, not a regular file, or has other hard links; trace "
+                                         "refuses to write it",
+                         "pass --db PATH of a plain file, or set CAUSEWAY_DB"));
+  else if (::lstat(db_path.c_str(), &st) == 0 && st.st_uid != expected)
     items.push_back(fail("db", db_path + " belongs to another user; trace refuses to write into it",
                          "pass --db PATH of your own, or set CAUSEWAY_DB"));
-  else if (::access(dir.c_str(), W_OK) == 0)
+  else if (scope && ::faccessat(AT_FDCWD, dir.c_str(), W_OK, AT_EACCESS) == 0)
     items.push_back(pass("db", "trace writes " + db_path + owner));
   else
-    items.push_back(fail("db", "cannot write in " + dir.string(), "pass --db PATH in a writable folder, or set CAUSEWAY_DB"));
+    items.push_back(fail("db", "cannot write in " + dir.string() + owner, "pass --db PATH in a writable folder, or set CAUSEWAY_DB"));
   return items;
 }
 

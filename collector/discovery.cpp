@@ -35,17 +35,14 @@ std::vector<FoundLib> scan_process(uint32_t pid) {
     if (!kind) continue;
     if (!seen.insert({makedev(m.dev_major, m.dev_minor), m.inode}).second) continue;
     std::string path = m.path;
-    const std::string proc = "/proc/" + std::to_string(pid);
+    // The mapping's own link: it opens the file the process maps, not whatever its path leads
+    // to now (a FIFO bind-mounted over it, a swapped file, an upgrade that deleted it).
+    char range[40];
+    std::snprintf(range, sizeof range, "%lx-%lx", static_cast<unsigned long>(m.start), static_cast<unsigned long>(m.end));
     FoundLib f;
-    f.open_path = proc + "/root" + path;
-    if (constexpr std::string_view del = " (deleted)"; path.size() > del.size() && path.ends_with(del)) {
-      // Deleted (or replaced by an upgrade) while mapped: no path leads to the file any more,
-      // but the mapping's map_files link opens it, and a uprobe on it is on the same inode.
+    f.open_path = "/proc/" + std::to_string(pid) + "/map_files/" + range;
+    if (constexpr std::string_view del = " (deleted)"; path.size() > del.size() && path.ends_with(del))
       path.resize(path.size() - del.size());
-      char range[40];
-      std::snprintf(range, sizeof range, "%lx-%lx", static_cast<unsigned long>(m.start), static_cast<unsigned long>(m.end));
-      f.open_path = proc + "/map_files/" + range;
-    }
     f.pid = pid;
     f.kind = *kind;
     f.path = path;

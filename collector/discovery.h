@@ -16,7 +16,7 @@ struct FoundLib {
   uint32_t pid = 0;
   LibKind kind;
   std::string path;       // as mapped inside the process
-  std::string open_path;  // openable from here: /proc/PID/root/<path>
+  std::string open_path;  // openable from here: /proc/PID/map_files/<range> (the mapped file itself)
   uint64_t dev = 0, inode = 0;
 };
 

@@ -1,13 +1,13 @@
 #include "collector/elf_file.h"
 
 #include "collector/elf_handle.h"
+#include "collector/lib_file.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <lzma.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,35 +38,6 @@ std::string hex(const uint8_t* p, size_t n) {
   return s;
 }
 
-// A read-only mapping of a whole file, unmapped on destruction.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && st.st_size > 0) {
-      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) {
-        data_ = p;
-        size_ = static_cast<size_t>(st.st_size);
-      }
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_) ::munmap(data_, size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const void* data() const { return data_; }
-  size_t size() const { return size_; }
-
- private:
-  void* data_ = nullptr;
-  size_t size_ = 0;
-};
-
 }  // namespace
 
 std::vector<uint8_t> xz_decompress(const uint8_t* data, size_t size) {
@@ -87,13 +58,17 @@ std::vector<uint8_t> xz_decompress(const uint8_t* data, size_t size) {
 }
 
 Result<std::shared_ptr<const ElfFile>> ElfFile::load(const std::string& path) {
+  auto lib = OpenedLib::open(path);
+  if (!lib) return lib.error();
+  return lib->elf();
+}
+
+Result<std::shared_ptr<const ElfFile>> ElfFile::from_image(const void* image, size_t size, const std::string& path) {
   if (elf_version(EV_CURRENT) == EV_NONE) return make_error("elf", "libelf initialisation failed");
-  MappedFile file(path);
-  if (!file.data()) return make_error("elf_open", "cannot read " + path + ": " + std::strerror(errno));
   std::shared_ptr<ElfFile> f(new ElfFile());
   f->path_ = path;
   std::string err;
-  if (!f->parse(file.data(), file.size(), false, err)) return make_error("elf_parse", path + ": " + err);
+  if (!f->parse(image, size, false, err)) return make_error("elf_parse", path + ": " + err);
   f->finish();
   return std::shared_ptr<const ElfFile>(std::move(f));
 }
@@ -203,8 +178,13 @@ std::optional<std::string> ElfFile::symbolize(uint64_t vaddr) const {
 
 std::vector<uint8_t> ElfFile::read_bytes(uint64_t offset, size_t n) const {
   std::vector<uint8_t> out(n);
-  int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return {};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return {};
+  }
   ssize_t got = ::pread(fd, out.data(), n, static_cast<off_t>(offset));
   ::close(fd);
   out.resize(got > 0 ? static_cast<size_t>(got) : 0);

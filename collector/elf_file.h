@@ -30,7 +30,10 @@ struct ElfSegment {
 
 class ElfFile {
  public:
+  // Through OpenedLib (collector/lib_file.h): O_NONBLOCK, regular files only, with a deadline.
   static Result<std::shared_ptr<const ElfFile>> load(const std::string& path);
+  // Parses a file already in memory; `path` names it in messages and for read_bytes().
+  static Result<std::shared_ptr<const ElfFile>> from_image(const void* image, size_t size, const std::string& path);
 
   const std::string& path() const { return path_; }
   const std::string& build_id() const { return build_id_; }  // lowercase hex, "" when absent

@@ -216,11 +216,11 @@ Result<void> Session::start() {
     }
   }
   for (const ExtraProbe& x : o_.extra_probes) {
-    auto elf = ElfFile::load(x.binary);
-    if (!elf) return elf.error();
-    EntryPlan plan = plan_entry((*elf)->read_bytes(x.offset, 8));
-    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, x.cookie, false); !r) return r.error();
-    if (auto r = bpf_.attach_uprobe(x.binary, x.offset + plan.skip, x.cookie, true); !r) return r.error();
+    auto bin = OpenedLib::open(x.binary);
+    if (!bin) return bin.error();
+    EntryPlan plan = plan_entry(bin->read_at(x.offset, 8));
+    if (auto r = bpf_.attach_uprobe(bin->fd_path(), x.offset + plan.skip, x.cookie, false); !r) return r.error();
+    if (auto r = bpf_.attach_uprobe(bin->fd_path(), x.offset + plan.skip, x.cookie, true); !r) return r.error();
   }
   rescan(o_.pids);
   if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
@@ -242,7 +242,8 @@ void Session::rescan(const std::vector<uint32_t>& only) {
   for (const FoundLib& f : scan_all(pids)) {
     if (!pid_allowed(f.pid)) continue;
     if (!attacher_.attached(f.dev, f.inode) && !attach_failed_.count({f.dev, f.inode})) {
-      auto r = attacher_.attach(f.open_path, f.path, f.kind);
+      auto r = attacher_.attach(f.open_path, f.path, f.kind,
+                                LibOpenOptions{.expect = FileId{f.dev, f.inode}, .check_dev = false});
       if (!r) {
         // Once per file: a library deleted (or upgraded in place) under a running process
         // stays mapped but has no path to probe, and the scan sees it every second.

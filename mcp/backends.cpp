@@ -5,6 +5,7 @@
 #include "sqlguard/guard.h"
 #include "sqlguard/schema_description.h"
 #include "synth/scenarios.h"
+#include "tracedb/stale_read.h"
 
 namespace causeway::mcp {
 
@@ -24,10 +25,15 @@ Result<json> stats_document(sqlite3* db, const StatsQuery& query, size_t offset)
   json doc = stats_to_json(st);
   doc["total_ops"] = total;
   if (to < total) doc["next_cursor"] = "o:" + std::to_string(to);
+  note_stale_read(doc, db);
   return doc;
 }
 
-Result<json> chains_document(sqlite3* db, const ChainQuery& query) { return load_chains(db, query); }
+Result<json> chains_document(sqlite3* db, const ChainQuery& query) {
+  auto doc = load_chains(db, query);
+  if (doc) note_stale_read(*doc, db);
+  return doc;
+}
 
 Result<json> guarded_query(sqlite3* db, const std::string& sql, const SqlLimits& limits, CancelToken& cancel) {
   sqlguard::QueryLimits l;

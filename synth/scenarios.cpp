@@ -83,8 +83,12 @@ std::string kernel_release() {
 // db_path, removed after).
 Result<uint64_t> pilot_calls(const ScenarioDef& def, const std::string& db_path, int64_t duration, uint64_t seed) {
   const std::string scratch = db_path + ".sizing-" + std::to_string(getpid());
+  // Removed as the user the DB is for (root under sudo: the folder may hold that user's links).
+  auto as = write_identity_for(scratch);
+  if (!as) return as.error();
   auto remove_scratch = [&] {
-    for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((scratch + suffix).c_str());
+    if (auto scope = AsFsUser::enter(*as))
+      for (const char* suffix : {"", "-wal", "-shm", "-journal"}) std::remove((scratch + suffix).c_str());
   };
   remove_scratch();
   uint64_t calls = 0;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "common/fs_user.h"
 #include "tracedb/schema.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -255,6 +256,12 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
 
 Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vector<std::string>& inputs) {
   if (inputs.empty()) return make_error("merge_usage", "no input DB given");
+  // Root merging into a user's folder works there as that user, inputs read included
+  // (docs/SECURITY.md): the output's folder is theirs to redirect.
+  auto as = write_identity_for(out_path);
+  if (!as) return as.error();
+  auto scope = AsFsUser::enter(*as);
+  if (!scope) return scope.error();
   std::error_code ec;
   if (fs::exists(out_path, ec))
     return make_error("merge_usage", out_path + " exists: merge writes a new DB and never overwrites one");

@@ -1,17 +1,19 @@
 #include "tracedb/open.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <set>
 #include <vector>
 
-#include "common/db_path.h"
 #include "tracedb/schema.h"
+#include "tracedb/stale_read.h"
 
 namespace causeway {
 namespace {
@@ -76,61 +78,83 @@ std::string uri_escape(const std::string& path) {
   return out;
 }
 
-std::string user_name(uid_t uid) {
-  std::vector<char> buf(16384);
-  struct passwd pw {};
-  struct passwd* found = nullptr;
-  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return pw.pw_name;
-  return "uid " + std::to_string(uid);
+// The DB header says WAL (file format bytes 18/19 = 2): a connection needs the -shm.
+bool header_says_wal(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char hdr[20] = {};
+  const bool wal = ::pread(fd, hdr, sizeof hdr, 0) == static_cast<ssize_t>(sizeof hdr) && hdr[18] == 2 && hdr[19] == 2;
+  ::close(fd);
+  return wal;
+}
+
+// A reader may make the -shm only in a folder of its own.
+bool folder_is_ours(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  struct stat st {};
+  return ::stat(dir.c_str(), &st) == 0 && st.st_uid == ::geteuid();
+}
+
+void warn_stale_once(const std::string& path) {
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard lock(mu);
+  if (warned.insert(path).second) std::cerr << "causeway: warning: " << stale_read_warning(path) << std::endl;
 }
 
 }  // namespace
 
-// Makes the missing folders (0700) and the DB file (0600) before SQLite opens it. Under sudo
-// they belong to the invoking user when the nearest existing folder is theirs (the default
-// path, or any --db in their own tree); SQLite running as root gives -wal/-shm the owner of
-// the DB file. A DB owned by someone other than us or the sudo invoker is refused: writing
-// into it would silently take over another user's file.
-Result<void> prepare_db_files(const std::string& path) {
+// Makes the missing folders (0700) and the DB file (0600) before SQLite opens it, as the user
+// the DB is for: root under sudo writing into the user's folder never follows their links
+// with root's rights and never chowns anything (docs/SECURITY.md). SQLite running as root
+// gives -wal/-shm the owner of the DB file, and makes them as that user here too.
+Result<std::optional<FsUser>> prepare_db_files(const std::string& path) {
   namespace fs = std::filesystem;
-  const auto inv = sudo_invoker();
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
-    if (st.st_uid != ::geteuid() && !(inv && st.st_uid == inv->uid))
-      return make_error("db_owner", path + " belongs to " + user_name(st.st_uid) +
-                                        ", not to you: refusing to write into another user's trace DB; pass --db PATH "
-                                        "of your own, or run as that user");
-    return {};
-  }
+  auto as = write_identity_for(path);
+  if (!as) return as.error();
+  auto scope = AsFsUser::enter(*as);
+  if (!scope) return scope.error();
+  const std::string who = *as ? " as " + (*as)->name : "";
   fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) parent = ".";
   std::vector<fs::path> missing;
-  fs::path existing = parent;
-  while (::stat(existing.c_str(), &st) != 0 && existing.has_parent_path() && existing != existing.parent_path()) {
-    missing.push_back(existing);
-    existing = existing.parent_path();
-  }
-  const bool for_invoker = inv && ::stat(existing.c_str(), &st) == 0 && st.st_uid == inv->uid;
-  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+  struct stat st {};
+  for (fs::path p = parent; !p.empty() && ::lstat(p.c_str(), &st) != 0 && p != p.parent_path(); p = p.parent_path())
+    missing.push_back(p);
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it)
     if (::mkdir(it->c_str(), 0700) != 0 && errno != EEXIST)
-      return make_error("db_open", "cannot create folder " + it->string() + ": " + std::strerror(errno));
-    if (for_invoker && ::chown(it->c_str(), inv->uid, inv->gid) != 0)
-      return make_error("db_open", "cannot give " + it->string() + " to " + inv->name + ": " + std::strerror(errno));
-  }
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      return make_error("db_open", "cannot create folder " + it->string() + who + ": " + std::strerror(errno));
+  // O_NONBLOCK: a FIFO at the path must not hang the writer (it is refused below).
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno == EEXIST) return prepare_db_files(path);  // another writer made it meanwhile: check its owner
-    return make_error("db_open", "cannot create " + path + ": " + std::strerror(errno));
+    if (errno == ELOOP)
+      return make_error("db_link", path + " is a symbolic link: a trace DB is written only as a plain file at its "
+                                          "own path; pass --db with the link's target");
+    return make_error("db_open", "cannot open " + path + who + ": " + std::strerror(errno));
   }
-  int rc = for_invoker ? ::fchown(fd, inv->uid, inv->gid) : 0;
-  int err = errno;
+  const int fst = ::fstat(fd, &st);
+  const int err = errno;
   ::close(fd);
-  if (rc != 0) return make_error("db_open", "cannot give " + path + " to " + inv->name + ": " + std::strerror(err));
-  return {};
+  if (fst != 0) return make_error("db_open", "cannot stat " + path + ": " + std::strerror(err));
+  if (!S_ISREG(st.st_mode)) return make_error("db_link", path + " is not a regular file: refusing to write it as a trace DB");
+  if (st.st_nlink != 1)
+    return make_error("db_link", path + " has " + std::to_string(st.st_nlink) +
+                                     " hard links: writing it would change the other names' file too; pass --db PATH "
+                                     "of a file with one name");
+  const uid_t owner = *as ? (*as)->uid : ::geteuid();
+  if (st.st_uid != owner)
+    return make_error("db_owner", path + " belongs to " + user_name_of(st.st_uid) + ", not to " + user_name_of(owner) +
+                                      ": refusing to write into another user's trace DB; pass --db PATH of your own, "
+                                      "or run as that user");
+  return *as;
 }
 
-Result<DbHandle> open_for_write(const std::string& path) {
-  if (auto r = prepare_db_files(path); !r) return r.error();
+Result<WriterDb> open_for_write(const std::string& path) {
+  auto as = prepare_db_files(path);
+  if (!as) return as.error();
+  // Every file SQLite makes from here on (-wal, -shm, -journal) is made as that user too.
+  auto scope = AsFsUser::enter(*as);
+  if (!scope) return scope.error();
   auto db = open_with(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   if (!db) return db.error();
   sqlite3* h = db->get();
@@ -152,7 +176,7 @@ Result<DbHandle> open_for_write(const std::string& path) {
       !r)
     return make_error("db_open", "cannot configure " + path + ": " + r.error().message);
   if (auto r = migrate(h); !r) return r.error();
-  return db;
+  return WriterDb{std::move(*db), *as};
 }
 
 Result<DbHandle> open_read_only(const std::string& path) {
@@ -162,30 +186,41 @@ Result<DbHandle> open_read_only(const std::string& path) {
   if (::access(path.c_str(), R_OK) != 0)
     return make_error("db_open", "cannot read " + path + ": " + std::strerror(errno));
   const int flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX;
-  auto db = open_with("file:" + uri_escape(path), flags);
-  if (db) {
-    sqlite3_busy_timeout(db->get(), 2000);
-    auto probe = query_int(db->get(), "PRAGMA application_id");
-    if (probe) {
-      if (auto r = check_identity(db->get(), path, false); !r) return r.error();
-      return db;
+  // SQLite would make a missing -shm of a WAL DB, as whoever we are (root: anywhere).
+  const bool would_make_shm = header_says_wal(path) && !file_exists(path + "-shm") && !folder_is_ours(path);
+  if (!would_make_shm) {
+    auto db = open_with("file:" + uri_escape(path), flags);
+    if (db) {
+      sqlite3_busy_timeout(db->get(), 2000);
+      auto probe = query_int(db->get(), "PRAGMA application_id");
+      if (probe) {
+        if (auto r = check_identity(db->get(), path, false); !r) return r.error();
+        return db;
+      }
+      int code = sqlite3_errcode(db->get());
+      if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
+        return make_error("db_corrupt", path + " is not a SQLite database or is corrupt");
     }
-    int code = sqlite3_errcode(db->get());
-    if (code == SQLITE_NOTADB || code == SQLITE_CORRUPT)
-      return make_error("db_corrupt", path + " is not a SQLite database or is corrupt");
   }
-  // A WAL database in a folder we cannot write: no -shm can be made. Without a live writer
-  // (which would have created -shm) the file is self-contained, so immutable=1 is exact.
-  auto imm = open_with("file:" + uri_escape(path) + "?immutable=1", flags);
+  // A WAL database without a -shm we may use: immutable=1 reads the DB file alone. Exact when
+  // no writer is live (it would have made the -shm) and the -wal holds nothing the DB file
+  // lacks; otherwise the answers are stale, and the connection says so.
+  const bool stale = wal_has_unmerged_commits(path);
+  auto imm = open_with("file:" + uri_escape(path) + "?immutable=1" + (stale ? std::string("&") + kStaleUriParam + "=1" : ""),
+                       flags);
   if (!imm) return imm.error();
   if (auto r = check_identity(imm->get(), path, false); !r) return r.error();
+  if (stale) warn_stale_once(path);
   return imm;
 }
 
-void close_writer_cleanly(DbHandle& db) {
-  if (!db) return;
-  (void)exec_sql(db.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
-  db.reset();
+void close_writer_cleanly(WriterDb& w) {
+  if (!w) return;
+  // Leaving WAL mode removes the -wal and -shm: as the user who owns them.
+  auto scope = AsFsUser::enter(w.as);
+  if (scope) (void)exec_sql(w.get(), "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode = DELETE;");
+  else (void)sqlite3_db_config(w.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  w.reset();
 }
 
 }  // namespace causeway

@@ -118,8 +118,9 @@ bool write_fault_may_clear(WriteFault f) { return f != WriteFault::db_deleted &&
 
 Result<std::unique_ptr<StoreWriter>> StoreWriter::open(const std::string& path, const WriterOptions& options) {
   // The lock first: a second writer must not even migrate a DB that another one is writing.
-  if (auto r = prepare_db_files(path); !r) return r.error();
-  auto lock = DbWriterLock::acquire(path, options.holder);
+  auto as = prepare_db_files(path);
+  if (!as) return as.error();
+  auto lock = DbWriterLock::acquire(path, options.holder, *as);
   if (!lock) return lock.error();
   auto db = open_for_write(path);
   if (!db) return db.error();
@@ -132,7 +133,7 @@ Result<std::unique_ptr<StoreWriter>> StoreWriter::open(const std::string& path, 
   return w;
 }
 
-StoreWriter::StoreWriter(DbHandle db, DbWriterLock lock, std::string path, WriterOptions options)
+StoreWriter::StoreWriter(WriterDb db, DbWriterLock lock, std::string path, WriterOptions options)
     : db_(std::move(db)), lock_(std::move(lock)), path_(std::move(path)), options_(options), known_ops_(65536, 0) {
   for (const OpInfo& op : op_catalog()) known_ops_[op.id] = 1;
 }
@@ -411,6 +412,16 @@ void StoreWriter::count_lost(uint16_t op, uint64_t n) {
 
 void StoreWriter::run() {
   const auto interval = std::chrono::milliseconds(options_.flush_interval_ms);
+  // SQLite may make or remove files on this thread too (a -journal, the -wal after a writer
+  // of another process left WAL mode): as the user the DB is for, like the open.
+  auto as = AsFsUser::enter(db_.as);
+  if (!as) {  // never as root instead: nothing is written, and producers stop waiting
+    fault_ = WriteFault::write_failed;
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    batch_done_.notify_all();
+    return;
+  }
   for (;;) {
     Batch batch;
     bool stopping = false;
@@ -935,7 +946,9 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     thread_.join();
   }
   Result<void> r;
-  if (db_) {
+  auto as = AsFsUser::enter(db_.as);
+  if (!as) r = as.error();
+  if (db_ && as) {
     std::lock_guard db_lock(db_mu_);
     if (gone_ == WriteFault::none) gone_ = check_db_file();
     if (gone_ == WriteFault::none) {

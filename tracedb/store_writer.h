@@ -33,6 +33,7 @@
 #include "tracedb/histogram.h"
 #include "tracedb/record_lane.h"
 #include "tracedb/records.h"
+#include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 #include "tracedb/writer_lock.h"
 
@@ -151,7 +152,7 @@ class StoreWriter {
     void merge(const RollupAcc& other);
   };
 
-  StoreWriter(DbHandle db, DbWriterLock lock, std::string path, WriterOptions options);
+  StoreWriter(WriterDb db, DbWriterLock lock, std::string path, WriterOptions options);
   template <typename R>
   bool push_or_drop(const R& r, RecordLane<R>& lane);
   template <typename R>
@@ -194,7 +195,7 @@ class StoreWriter {
   Result<void> prune_if_needed(bool disk_full);
   bool op_is_known(uint16_t op);
 
-  DbHandle db_;
+  WriterDb db_;  // written as db_.as: on the writer thread and in close() too
   DbWriterLock lock_;
   std::string path_;
   dev_t db_dev_ = 0;  // the DB file as opened: a different inode at path_ later means it was replaced

@@ -25,8 +25,11 @@ std::string holder_of(int fd) {
 
 }  // namespace
 
-Result<DbWriterLock> DbWriterLock::acquire(const std::string& db_path, std::string_view holder) {
+Result<DbWriterLock> DbWriterLock::acquire(const std::string& db_path, std::string_view holder,
+                                           const std::optional<FsUser>& as) {
   const std::string path = db_path + "-lock";
+  auto scope = AsFsUser::enter(as);
+  if (!scope) return scope.error();
   // A holder that exits removes the file between our open and our flock; only a lock on the
   // file still at the path counts, so look again (a few times: each needs a holder to exit).
   for (int attempt = 0; attempt < 8; ++attempt) {
@@ -57,10 +60,7 @@ Result<DbWriterLock> DbWriterLock::acquire(const std::string& db_path, std::stri
       continue;
     }
     lock.path_ = path;
-    // Root writing a user's DB (sudo) gives the lock file to the DB's owner, like -wal/-shm.
-    struct stat db {};
-    if (::geteuid() == 0 && ::stat(db_path.c_str(), &db) == 0 && (held.st_uid != db.st_uid || held.st_gid != db.st_gid))
-      (void)::fchown(fd, db.st_uid, db.st_gid);
+    lock.as_ = as;
     const std::string line = std::to_string(::getpid()) + " " + std::string(holder) + "\n";
     if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, line.data(), line.size(), 0) != static_cast<ssize_t>(line.size()))
       return make_error("db_open", "cannot write the writer lock " + path + ": " + std::strerror(errno));
@@ -78,6 +78,7 @@ DbWriterLock& DbWriterLock::operator=(DbWriterLock&& other) noexcept {
     unlock();
     fd_ = other.fd_;
     path_ = std::move(other.path_);
+    as_ = std::move(other.as_);
     header_bytes_ = other.header_bytes_;
     reserved_ = other.reserved_;
     other.fd_ = -1;
@@ -91,7 +92,8 @@ DbWriterLock::~DbWriterLock() { unlock(); }
 void DbWriterLock::unlock() {
   if (fd_ < 0) return;
   // Removed while still locked: a writer waiting on this file finds it gone and retries.
-  (void)::unlink(path_.c_str());
+  // As the user it was made as: by now the folder may hold their links.
+  if (auto scope = AsFsUser::enter(as_)) (void)::unlink(path_.c_str());
   ::close(fd_);
   fd_ = -1;
 }

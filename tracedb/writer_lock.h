@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "common/fs_user.h"
 #include "common/result.h"
 
 namespace causeway {
@@ -22,9 +24,11 @@ class DbWriterLock {
   // was committed, sessions.stopped_ns) is a few dozen 4 KiB WAL frames; 1 MiB is ~250.
   static constexpr int64_t kReserveBytes = 1 << 20;
 
-  // Locks DB_PATH-lock (created beside the DB, owned like the DB file) for `holder` (e.g.
-  // "causeway trace"). Fails with "db_busy" when another process holds it.
-  static Result<DbWriterLock> acquire(const std::string& db_path, std::string_view holder);
+  // Locks DB_PATH-lock (created and removed beside the DB as `as`, the user the DB is for:
+  // prepare_db_files) for `holder` (e.g. "causeway trace"). Fails with "db_busy" when another
+  // process holds it.
+  static Result<DbWriterLock> acquire(const std::string& db_path, std::string_view holder,
+                                      const std::optional<FsUser>& as = std::nullopt);
 
   DbWriterLock() = default;
   DbWriterLock(DbWriterLock&& other) noexcept;
@@ -45,6 +49,7 @@ class DbWriterLock {
 
   int fd_ = -1;
   std::string path_;
+  std::optional<FsUser> as_;
   int64_t header_bytes_ = 0;  // the "PID holder" line
   bool reserved_ = false;
 };

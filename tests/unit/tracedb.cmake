@@ -12,3 +12,7 @@ causeway_test(test_cli_foundation LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cli_foundation.cpp LIBS causeway_tracedb nlohmann_json::nlohmann_json)
 causeway_test(test_tracedb_merge LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tracedb_merge.cpp LIBS causeway_tracedb)
+# Writer refusals and stale-read detection (also in the security tier).
+causeway_test(test_tracedb_files LABEL unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tracedb_files.cpp LIBS causeway_tracedb)
+set_tests_properties(test_tracedb_files PROPERTIES LABELS "unit;security")
