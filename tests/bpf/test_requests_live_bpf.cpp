@@ -162,3 +162,47 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
                                     << " / " << pct(gaps_t, 0.99) / 1e6 << " ms; E2E p99 " << pct(e2e_c, 0.99) / 1e6
                                     << " / " << pct(e2e_t, 0.99) / 1e6 << " ms");
 }
+
+TEST_CASE("prefill_interference: long prompts among short streams stall their tokens; the long requests are named") {
+  if (run_process({kPython, "-c", "import aiohttp"}).exit_code != 0) {
+    std::printf("SKIPPED: python3-aiohttp is not installed (scripts/install-deps.sh --tests)\n");
+    std::exit(77);
+  }
+  TempDir dir;
+  const int port = 40000 + static_cast<int>(::getpid() % 20000);
+  // Every 8th prompt is 15 kB: a 300 ms prefill (20 µs a byte) the engine runs while the
+  // other streams wait for their next token (decode steps are 20 ms).
+  pid_t server = spawn({kPython, source_dir() + "/tests/testprogs/inference_server.py", "--port", std::to_string(port),
+                        "--cudart", testprog("libcudart.so.13"), "--step-ms", "20", "--prefill-us-per-byte", "20",
+                        "--ready-file", dir.file("server.ready")},
+                       dir.file("server.log"));
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      ::kill(pid, SIGTERM);
+      wait_exit(pid);
+    }
+  } reap{server};
+  wait_for_file(dir.file("server.ready"), 30000);
+  Tracer t(dir, {"--http-port", std::to_string(port), "--no-stack"});
+  auto c = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(port),
+                        "--requests", "32", "--concurrency", "4", "--max-tokens", "10", "--long-every", "8",
+                        "--long-bytes", "15000", "--out", dir.file("client.json")});
+  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  auto r = run_causeway({"requests", "--db", t.db(), "--json", "--metric", "itl", "--slowest", "3"});
+  REQUIRE(r.exit_code == 0);
+  json d = json::parse(r.out)["requests"];
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 32);
+  const json* pi = nullptr;
+  for (const auto& cause : d["tail"]["causes"])
+    if (cause["cause"] == "prefill_interference") pi = &cause;
+  REQUIRE(pi != nullptr);
+  CHECK((*pi)["share_time"].get<double>() >= 0.5);
+  // The culprits are the long requests: ids req-NNNN-w with NNNN % 8 == 7.
+  REQUIRE(!(*pi)["culprit"]["requests"].empty());
+  for (const auto& id : (*pi)["culprit"]["requests"]) CHECK(std::stoi(id.get<std::string>().substr(4, 4)) % 8 == 7);
+  CHECK(d["slowest"][0]["causes"][0]["cause"] == "prefill_interference");
+}

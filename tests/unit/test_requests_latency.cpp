@@ -106,3 +106,45 @@ TEST_CASE("request_latency_json: percentiles, groups, filters, slowest by metric
   q.quantile = 1.5;
   CHECK_FALSE(request_latency_json(h->get(), q));
 }
+
+TEST_CASE("request_latency_json: a long prompt's prefill during a request's slow part is prefill_interference") {
+  test::TempDir dir;
+  const std::string db = dir.file("t.db");
+  {
+    auto w = StoreWriter::open(db);
+    REQUIRE(w);
+    SessionInfo info;
+    info.source_kind = "live";
+    info.started_ns = 1'700'000'000'000'000'000;
+    REQUIRE((*w)->begin_session(info));
+    for (int i = 0; i < 98; ++i) {
+      Request r = streamed("r" + std::to_string(i), i * 10, 10, 5, 2);
+      r.prompt_bytes = 100;
+      (*w)->push_meta(to_record(r));
+    }
+    Request slow = streamed("slow", 2000, 900, 5, 2);  // slow part: 2001..2901 ms
+    slow.prompt_bytes = 100;
+    Request long_prompt = streamed("long", 1990, 800, 5, 2);  // its prefill: 1991..2791 ms
+    long_prompt.prompt_bytes = 50000;
+    (*w)->push_meta(to_record(slow));
+    (*w)->push_meta(to_record(long_prompt));
+    REQUIRE((*w)->close(1'700'000'000'000'000'000 + 4'000'000'000));
+  }
+  auto h = open_read_only(db);
+  REQUIRE(h);
+  RequestQuery q;
+  q.quantile = 0.98;
+  auto r = request_latency_json(h->get(), q);
+  REQUIRE(r);
+  const auto& tail = (*r)["requests"]["tail"];
+  CAPTURE(tail.dump());
+  REQUIRE(tail["causes"].size() == 1);
+  CHECK(tail["causes"][0]["cause"] == "prefill_interference");
+  CHECK(tail["causes"][0]["culprit"]["requests"] == nlohmann::json::array({"long"}));
+  // slow's 890 ms above the median: 790 ms of it under long's prefill; long's own is unexplained.
+  CHECK(tail["causes"][0]["share_time"].get<double>() == doctest::Approx(790.0 / (890 + 790)).epsilon(0.01));
+  CHECK(tail["unexplained_share"].get<double>() == doctest::Approx(1 - 790.0 / (890 + 790)).epsilon(0.01));
+  const auto& slowest = (*r)["requests"]["slowest"];
+  CHECK(slowest[0]["request_id"] == "slow");
+  CHECK(slowest[0]["causes"][0]["lost_ms"].get<double>() == doctest::Approx(790));
+}
