@@ -28,7 +28,12 @@ CauseFinder::CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpa
     std::nth_element(bytes.begin(), bytes.begin() + bytes.size() / 2, bytes.end());
     long_prompt_bytes_ = std::max<uint64_t>(1024, 4 * bytes[bytes.size() / 2]);
   }
-  if (auto st = Statement::prepare(db_, "SELECT pid, comm FROM processes WHERE session_id = ?1")) {
+  // Names of processes, and of threads seen in context switches (a culprit need not be traced).
+  if (auto st = Statement::prepare(db_, "SELECT tid, comm FROM threads WHERE session_id = ?1 AND tid = pid")) {
+    st->bind(1, session_id_);
+    while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
+  }
+  if (auto st = Statement::prepare(db_, "SELECT pid, comm FROM processes WHERE session_id = ?1 AND comm != ''")) {
     st->bind(1, session_id_);
     while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
   }
@@ -56,12 +61,13 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
   const auto& pids = engine_pids(server_pid);
   std::string in;
   for (uint32_t p : pids) in += (in.empty() ? "" : ",") + std::to_string(p);
+  // Per switch-in: the thread's last wake-up, and its last switch-out with its state.
   auto st = Statement::prepare(
       db_,
-      "SELECT s.ts_ns, s.prev_pid, max(coalesce((SELECT max(ts_ns) FROM sched x WHERE x.session_id = ?1 AND x.ts_ns >= "
-      "s.ts_ns - ?4 AND x.ts_ns < s.ts_ns AND x.prev_tid = s.next_tid AND x.prev_state = 0), 0), "
-      "coalesce((SELECT max(ts_ns) FROM wakeups w WHERE w.session_id = ?1 AND w.ts_ns >= s.ts_ns - ?4 AND w.ts_ns < "
-      "s.ts_ns AND w.tid = s.next_tid), 0)) FROM sched s WHERE s.session_id = ?1 AND s.ts_ns > ?2 AND s.ts_ns <= ?3 + ?4 "
+      "SELECT s.ts_ns, s.prev_pid, (SELECT max(ts_ns) FROM wakeups w WHERE w.session_id = ?1 AND w.ts_ns >= s.ts_ns - ?4 "
+      "AND w.ts_ns < s.ts_ns AND w.tid = s.next_tid), o.ts_ns, o.prev_state FROM sched s LEFT JOIN sched o ON o.id = "
+      "(SELECT x.id FROM sched x WHERE x.session_id = ?1 AND x.ts_ns >= s.ts_ns - ?4 AND x.ts_ns < s.ts_ns AND x.prev_tid = "
+      "s.next_tid ORDER BY x.ts_ns DESC LIMIT 1) WHERE s.session_id = ?1 AND s.ts_ns > ?2 AND s.ts_ns <= ?3 + ?4 "
       "AND s.next_pid IN (" + in + ") AND s.prev_pid NOT IN (" + in + ")");
   if (!st) return;
   st->bind(1, session_id_);
@@ -72,9 +78,15 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
   while (st->step() == SQLITE_ROW) {
     const int64_t t_in = st->col_int(0);
     const auto culprit = static_cast<uint32_t>(st->col_int(1));
-    const int64_t t_ready = st->col_int(2);
-    if (!t_ready || culprit == 0) continue;  // idle before: a wake-up latency, not contention
-    by_culprit[culprit] += overlap(t_ready, t_in, from, to);
+    const int64_t woken = st->col_null(2) ? 0 : st->col_int(2);
+    const int64_t out_ts = st->col_null(3) ? 0 : st->col_int(3);
+    // Runnable since its wake-up, or since it was preempted; a thread whose last switch-out
+    // put it to sleep with no wake-up seen since is not known to have waited.
+    int64_t ready = 0;
+    if (woken && woken > out_ts) ready = woken;
+    else if (out_ts && st->col_int(4) == 0) ready = out_ts;
+    if (!ready || culprit == 0) continue;  // idle before: a wake-up latency, not contention
+    by_culprit[culprit] += overlap(ready, t_in, from, to);
   }
   if (by_culprit.empty()) return;
   auto top = std::max_element(by_culprit.begin(), by_culprit.end(), [](auto& a, auto& b) { return a.second < b.second; });
