@@ -354,7 +354,12 @@ std::string request_latency_text(const json& doc) {
   }
   o << "slowest:\n";
   for (const auto& s : r["slowest"]) {
-    auto v = [](const json& x) { return x.is_null() ? std::string("-") : std::to_string(x.get<double>()); };
+    auto v = [](const json& x) {
+      if (x.is_null()) return std::string("-");
+      std::ostringstream t;
+      t << x.get<double>();
+      return t.str();
+    };
     o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << s["method"].get<std::string>() << " "
       << sanitize_untrusted(s["path"].get<std::string>(), 80) << " status " << s["status"].get<int>() << ": TTFT "
       << v(s["ttft_ms"]) << " ms, ITL max " << v(s["itl_max_ms"]) << " ms, E2E " << v(s["e2e_ms"]) << " ms, "
