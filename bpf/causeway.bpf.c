@@ -6,5 +6,6 @@
 #include "net.bpf.h"
 #include "proc.bpf.h"
 #include "sched.bpf.h"
+#include "sock.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -125,6 +125,7 @@ enum cw_record_kind {
   CW_REC_WAKEUP = 3,  /* struct cw_wakeup_event */
   CW_REC_PROC = 4,    /* struct cw_proc_event */
   CW_REC_HOST = 5,    /* struct cw_host_event */
+  CW_REC_SOCK = 6,    /* struct cw_sock_event, on rb_sock */
 };
 
 /* Common header: 40 bytes. ts_ns is CLOCK_MONOTONIC (bpf_ktime_get_ns); user space converts
@@ -289,6 +290,37 @@ struct cw_host_event {
   __s64 a[6];
 };
 
+/* ---- Sockets of serving processes (bpf/sock.bpf.h, requests/) ---- */
+
+/* What a socket record is. */
+enum cw_sock_op {
+  CW_SOCK_ACCEPT = 1, /* fd: the new connection; addr: the peer's sockaddr */
+  CW_SOCK_READ = 2,   /* read, readv, recvfrom, recvmsg: bytes received */
+  CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (one record per iovec) */
+  CW_SOCK_CLOSE = 4,
+};
+
+/* The copy of each syscall's buffer: enough for a request head and its x-request-id
+ * (OpenAI clients send 300-700 bytes of headers), and for SSE events (a vLLM completion
+ * chunk is ~250 bytes). Records are reserved in two sizes so a token write does not take a
+ * full KiB of the ring. */
+#define CW_SOCK_CAP 1024
+#define CW_SOCK_CAP_SMALL 384
+
+/* CW_REC_SOCK: 88 bytes + `captured` bytes of data. hdr.ts_ns is the syscall's exit. */
+struct cw_sock_event {
+  struct cw_header hdr;
+  __s64 bytes;      /* what the syscall moved (of this iovec, for vectored I/O) */
+  __s32 fd;
+  __u16 captured;   /* bytes of data[] copied: min(bytes, capacity of the record) */
+  __u8 sock_op;     /* enum cw_sock_op */
+  __u8 _pad1;
+  __u8 addr[28];    /* accept: struct sockaddr_in / sockaddr_in6 as the kernel wrote it */
+  __u32 _pad2;
+  char data[CW_SOCK_CAP];
+};
+#define CW_SOCK_HDR_BYTES 88
+
 /* Key of the stack_thresholds map: user space sets, per (process, op), the duration from
  * which a call's user stack is taken (bpf/calls.bpf.h "User stacks"). */
 struct cw_stack_key {
@@ -340,7 +372,9 @@ enum cw_drop {
   CW_DROP_PAGE_MAP = 7,      /* page-alloc aggregation map full */
   CW_DROP_NCCL_MAP = 8,      /* communicator map full */
   CW_DROP_TRACED_MAP = 9,    /* traced-process map full */
-  CW_DROP__COUNT = 10,
+  CW_DROP_RING_SOCK = 10,    /* socket ring full (bpf/sock.bpf.h) */
+  CW_DROP_SOCK_CONN_MAP = 11, /* accepted-connection or syscall-argument map full */
+  CW_DROP__COUNT = 12,
 };
 
 /* Page allocations aggregated in the kernel per process (drained each second). */

@@ -29,6 +29,9 @@ struct TraceArgs {
   std::string metrics;
   bool no_diagnose = false;
   std::string stall_exit = "30s";  // hidden: tests shorten the wait on a full disk
+  std::vector<uint16_t> http_ports;
+  std::string tenant_header = "x-tenant";
+  bool no_requests = false;
 };
 
 // The loss report: what could not be stored, by op, most first.
@@ -56,6 +59,9 @@ Runner setup(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--quiet", a->quiet, "no live table");
   app.add_option("--metrics", a->metrics, "serve Prometheus metrics at http://HOST:PORT/metrics (e.g. 127.0.0.1:9464)");
+  app.add_option("--http-port", a->http_ports, "also trace HTTP requests served on this TCP port (repeatable)");
+  app.add_option("--tenant-header", a->tenant_header, "request header naming the tenant (default x-tenant)");
+  app.add_flag("--no-requests", a->no_requests, "do not trace HTTP requests of serving processes");
   app.add_flag("--no-diagnose", a->no_diagnose, "do not run the correlator (live and at the end)");
   app.add_option("--ring-size", a->ring_size, "call ring buffer size (power of two)")->group("");
   app.add_option("--ready-file", a->ready_file, "create this file once probes are attached")->group("");
@@ -71,7 +77,10 @@ Runner setup(CLI::App& app) {
       "  sudo causeway trace --pid 4821 --no-stack     one job (and its children), no stacks\n"
       "  sudo causeway trace --lib ./venv/lib/python3.12/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12\n"
       "  sudo causeway trace --max-db 2g --quiet > /dev/null &   long-running capture with a size cap\n"
-      "  sudo causeway trace --metrics 127.0.0.1:9464   and scrape it from Prometheus");
+      "  sudo causeway trace --metrics 127.0.0.1:9464   and scrape it from Prometheus\n"
+      "  sudo causeway trace --http-port 8000           and the HTTP requests served on port 8000 (then: causeway requests)\n\n"
+      "HTTP/1.1 requests (TTFT, inter-token gaps, E2E) are traced on the sockets of processes that listen on TCP in the\n"
+      "traced process tree, and of any process listening on an --http-port port (docs/INFERENCE.md).");
   return [a]() -> int {
     collector::TraceOptions o;
     o.db = a->db;
@@ -85,6 +94,11 @@ Runner setup(CLI::App& app) {
     o.detach_after_return = true;
     o.metrics_addr = a->metrics;
     o.diagnose = !a->no_diagnose;
+    o.requests = !a->no_requests;
+    o.http_ports = a->http_ports;
+    o.tenant_header = a->tenant_header;
+    if (o.tenant_header.empty() || o.tenant_header.find_first_of(" :\r\n") != std::string::npos)
+      return report_error("trace", make_error("usage", "--tenant-header: a header name, e.g. x-tenant"), false);
     if (!a->duration.empty()) {
       auto d = parse_duration_ns(a->duration);
       if (!d) return report_error("trace", make_error("usage", "--duration: " + d.error().message), false);
@@ -113,7 +127,7 @@ Runner setup(CLI::App& app) {
     std::cerr << "causeway trace: session " << sum->session_id << ": " << sum->calls << " calls, " << sum->switches
               << " context switches, " << sum->wakeups << " wake-ups, " << sum->host_events << " host events from "
               << sum->processes << " processes in " << format_duration_ns(sum->elapsed_ns) << "; dropped ring "
-              << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains → "
+              << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains, " << sum->requests << " HTTP requests → "
               << a->db << std::endl;
     for (const auto& w : sum->warnings) std::cerr << "causeway trace: warning: " << w << std::endl;
     if (sum->loss.failed) {

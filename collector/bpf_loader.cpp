@@ -194,6 +194,7 @@ void BpfObject::rollback_uprobes(size_t mark) {
 BpfObject::~BpfObject() {
   (void)detach_uprobes();
   tp_links_.clear();
+  sock_links_.clear();
   if (skel_) causeway_bpf__destroy(skel_);
 }
 
@@ -244,6 +245,28 @@ Result<void> BpfObject::attach_uprobes(const std::string& binary, const std::vec
   }
   return {};
 }
+
+Result<void> BpfObject::attach_sock_tracing() {
+  if (!sock_links_.empty()) return {};
+  for (auto [prog, name] : {std::pair{skel_->progs.cw_sock_enter, "sys_enter"}, std::pair{skel_->progs.cw_sock_exit, "sys_exit"}}) {
+    if (!bpf_program__autoload(prog)) return make_error("attach", "socket tracing needs the host tracepoints");
+    bpf_link* l = bpf_program__attach_raw_tracepoint(prog, name);
+    if (!l) {
+      const int err = errno;
+      sock_links_.clear();
+      return make_error("attach", std::string("raw tracepoint ") + name + ": " + errno_text(err));
+    }
+    sock_links_.emplace_back(l);
+  }
+  return {};
+}
+
+void BpfObject::trace_server(uint32_t pid) {
+  uint8_t one = 1;
+  bpf_map__update_elem(skel_->maps.sock_pids, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
+}
+
+void BpfObject::untrace_server(uint32_t pid) { bpf_map__delete_elem(skel_->maps.sock_pids, &pid, sizeof(pid), 0); }
 
 void BpfObject::trace_pid(uint32_t pid) {
   uint8_t one = 1;
@@ -327,5 +350,6 @@ std::vector<std::pair<uint32_t, cw_page_agg>> BpfObject::drain_page_agg() {
 int BpfObject::ring_calls_fd() const { return bpf_map__fd(skel_->maps.rb_calls); }
 int BpfObject::ring_host_fd() const { return bpf_map__fd(skel_->maps.rb_host); }
 int BpfObject::ring_new_procs_fd() const { return bpf_map__fd(skel_->maps.rb_new_procs); }
+int BpfObject::ring_sock_fd() const { return bpf_map__fd(skel_->maps.rb_sock); }
 
 }  // namespace causeway::collector

@@ -73,6 +73,13 @@ class BpfObject {
   void untrace_pid(uint32_t pid);
   bool is_traced(uint32_t pid) const;
 
+  // Socket syscalls of serving processes (bpf/sock.bpf.h): attached on the first server,
+  // since once attached they run on every syscall of the host. Idempotent.
+  Result<void> attach_sock_tracing();
+  bool sock_tracing() const { return !sock_links_.empty(); }
+  void trace_server(uint32_t pid);
+  void untrace_server(uint32_t pid);
+
   // Per-(process, op) duration from which a returning call's user stack is taken.
   void set_stack_threshold(uint32_t pid, uint16_t op, uint64_t ns);
   void clear_stack_threshold(uint32_t pid, uint16_t op);
@@ -91,7 +98,8 @@ class BpfObject {
 
   int ring_calls_fd() const;
   int ring_host_fd() const;
-  int ring_new_procs_fd() const;  // pids (u32) at their first traced call: collector/early_maps.h
+  int ring_new_procs_fd() const;
+  int ring_sock_fd() const;  // pids (u32) at their first traced call: collector/early_maps.h
 
  private:
   BpfObject() = default;
@@ -100,6 +108,7 @@ class BpfObject {
   std::vector<LinkPtr> uprobe_links_;  // perf-event uprobes (fallback)
   std::vector<int> multi_links_;       // multi-uprobe link fds
   UprobeLinkKind link_kind_ = UprobeLinkKind::perf_event;
+  std::vector<LinkPtr> sock_links_;
   int ncpus_ = 1;
   bool detach_after_return_ = false;
 };

@@ -42,7 +42,11 @@
 #include "collector/proc_maps.h"
 #include "collector/stack_policy.h"
 #include "collector/python_runtime.h"
+#include "collector/servers.h"
+#include "collector/sock_decode.h"
 #include "collector/stack_resolver.h"
+#include "requests/to_record.h"
+#include "requests/tracker.h"
 #include "collector/symbolizer.h"
 #include "tracedb/store_writer.h"
 
@@ -60,6 +64,8 @@ const char* drop_counter_name(uint32_t reason) {
     case CW_DROP_PAGE_MAP: return "dropped_page_map";
     case CW_DROP_NCCL_MAP: return "dropped_nccl_map";
     case CW_DROP_TRACED_MAP: return "dropped_traced_map";
+    case CW_DROP_RING_SOCK: return "dropped_ring_sock";
+    case CW_DROP_SOCK_CONN_MAP: return "dropped_sock_map";
   }
   return "dropped_other";
 }
@@ -110,6 +116,9 @@ class Session {
   void handle(const void* data, size_t size);
   void on_call(const cw_call_event& e);
   void on_proc(const cw_proc_event& e);
+  void on_sock(const void* data, size_t size);
+  void find_servers_now();
+  void store_requests();
   enum class OnFullQueue { leave_in_ring, drain_anyway };
   void drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full);
   bool claim_budget(std::chrono::milliseconds wait);
@@ -143,7 +152,9 @@ class Session {
   std::unordered_set<uint64_t> submitted_stacks_;
   StackPolicy stack_policy_;
   LiveStats stats_;
-  RingPtr calls_rb_, host_rb_;
+  RingPtr calls_rb_, host_rb_, sock_rb_;
+  requests::Tracker tracker_{requests::TrackerOptions{o_.tenant_header}};
+  std::set<uint32_t> servers_;  // pids whose accepted connections are traced
   std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
   int64_t offset_ = 0;
   int64_t started_mono_ = 0;
@@ -187,7 +198,8 @@ Result<void> Session::start() {
   }
   calls_rb_.reset(ring_buffer__new(bpf_.ring_calls_fd(), on_sample, this, nullptr));
   host_rb_.reset(ring_buffer__new(bpf_.ring_host_fd(), on_sample, this, nullptr));
-  if (!calls_rb_ || !host_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
+  sock_rb_.reset(ring_buffer__new(bpf_.ring_sock_fd(), on_sample, this, nullptr));
+  if (!calls_rb_ || !host_rb_ || !sock_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
   if (o_.stacks) {
     early_maps_ = std::make_unique<EarlyMaps>(bpf_.ring_new_procs_fd());
     if (!early_maps_->error().empty())
@@ -261,6 +273,44 @@ void Session::rescan(const std::vector<uint32_t>& only) {
     }
     bpf_.trace_pid(f.pid);
     ensure_process(f.pid, monotonic_ns() + offset_);
+  }
+  find_servers_now();
+}
+
+// New serving processes start being traced at their next accept: connections accepted
+// before are not seen (docs/INFERENCE.md "Not done yet").
+void Session::find_servers_now() {
+  if (!o_.requests) return;
+  std::set<uint32_t> traced;
+  for (const auto& [pid, k] : known_)
+    if (pid_allowed(pid)) traced.insert(pid);
+  for (const Server& srv : find_servers(traced, o_.http_ports, static_cast<uint32_t>(::getpid()))) {
+    if (servers_.count(srv.pid)) continue;
+    if (!bpf_.sock_tracing()) {
+      if (auto r = bpf_.attach_sock_tracing(); !r) {
+        sum_.warnings.push_back("HTTP requests not traced: " + r.error().message);
+        say(sum_.warnings.back());
+        return;
+      }
+    }
+    servers_.insert(srv.pid);
+    bpf_.trace_server(srv.pid);
+    ensure_process(srv.pid, monotonic_ns() + offset_);
+    say("tracing HTTP requests of pid " + std::to_string(srv.pid) + " (listening on port " + std::to_string(srv.port) + ")");
+  }
+}
+
+void Session::on_sock(const void* data, size_t size) {
+  auto r = decode_sock(data, size);
+  if (!r) return;
+  r->ts_ns += offset_;
+  tracker_.add(*r);
+}
+
+void Session::store_requests() {
+  for (const requests::Request& q : tracker_.take()) {
+    writer_.push_meta(requests::to_record(q));
+    ++sum_.requests;
   }
 }
 
@@ -454,6 +504,9 @@ void Session::handle(const void* data, size_t size) {
     case CW_REC_PROC:
       if (size >= sizeof(cw_proc_event)) on_proc(*static_cast<const cw_proc_event*>(data));
       break;
+    case CW_REC_SOCK:
+      on_sock(data, size);
+      break;
     case CW_REC_HOST:
       if (size >= sizeof(cw_host_event)) {
         const auto& e = *static_cast<const cw_host_event*>(data);
@@ -528,6 +581,15 @@ void Session::update_counters() {
   int64_t slow = 0;
   for (const auto& lib : attacher_.libs()) slow += static_cast<int64_t>(lib.slow.size());
   writer_.set_counter("slow_probes", slow);
+  const requests::Counters& rc = tracker_.counters();
+  for (auto [name, v] : {std::pair{"http_connections", rc.connections}, {"http_requests", rc.requests},
+                         {"http_tls_connections", rc.tls}, {"http2_connections", rc.http2},
+                         {"http_non_http_connections", rc.non_http}, {"http_headers_oversized", rc.headers_oversized},
+                         {"http_headers_truncated", rc.headers_truncated}, {"http_desync", rc.desync},
+                         {"http_disconnected", rc.disconnected}, {"http_unmatched_responses", rc.unmatched_responses}}) {
+    writer_.set_counter(name, static_cast<int64_t>(v));
+    sum_.counters[name] = v;
+  }
   sum_.counters["dropped_ring"] = ring;
 }
 
@@ -658,6 +720,8 @@ void Session::loop(const std::function<bool()>& stop) {
     }
     drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
     drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    drain(sock_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    store_requests();
     periodic(monotonic_ns());
   }
 }
@@ -671,6 +735,9 @@ TraceSummary Session::finish() {
   ::usleep(20'000);
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
+  drain(sock_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
+  tracker_.finish();  // exchanges still open come out incomplete
+  store_requests();
   // Out of the traced processes' text before we exit: with multi-uprobe links one close per
   // link (milliseconds); the perf-event fallback hands its closes to a background process.
   const bool background = bpf_.link_kind() == UprobeLinkKind::perf_event && o_.detach_after_return;

@@ -43,6 +43,11 @@ struct TraceOptions {
   std::function<void()> on_ready;
   bool diagnose = true;               // run the correlator live and at the end
   std::string metrics_addr;           // --metrics HOST:PORT: Prometheus exposition
+  // HTTP requests of serving processes (docs/INFERENCE.md): listeners in the traced tree,
+  // and any process listening on one of these ports.
+  bool requests = true;
+  std::vector<uint16_t> http_ports;
+  std::string tenant_header = "x-tenant";
   // The trace ends by itself once the writer has stored nothing for this long (a full disk
   // nobody frees); a deleted or replaced DB ends it at once. docs/COLLECTOR.md "Faults".
   int64_t stall_exit_ns = 30'000'000'000;
@@ -73,6 +78,7 @@ struct TraceSummary {
   std::vector<std::string> warnings;
   size_t processes = 0;
   size_t chains = 0;
+  uint64_t requests = 0;
   std::string metrics_url;
   WriteLoss loss;
 };

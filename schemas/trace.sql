@@ -485,3 +485,64 @@ UPDATE schema_docs SET description = 'What the op does: sync, launch, copy, mems
 INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('v_cuda_calls', 'graph_exec', '', 'CUDA graph exec of an instantiation (written on success), graph launch or exec destroy: launches per exec are GROUP BY graph_exec'),
  ('v_cuda_calls', 'graph', '', 'CUDA graph captured by a capture end, or instantiated by an instantiation: joins the two');
+
+-- @migration 7
+-- Inference requests (docs/INFERENCE.md): HTTP/1.1 exchanges seen on the sockets of serving
+-- processes, one row each, and the engines' own Prometheus metrics sampled beside them.
+CREATE TABLE requests (
+  session_id     INTEGER NOT NULL,
+  request_id     TEXT NOT NULL,     -- x-request-id, else generated ('gen-PID-CONN-N'); untrusted text
+  id_generated   INTEGER NOT NULL,  -- 1 when the request carried no x-request-id
+  server_pid     INTEGER NOT NULL,  -- the process owning the socket
+  fd             INTEGER NOT NULL,
+  method         TEXT NOT NULL,
+  path           TEXT NOT NULL,     -- target without the query string; untrusted text
+  tenant         TEXT NOT NULL,     -- the tenant header, else the client's address
+  peer           TEXT NOT NULL,     -- client address:port ('' when unknown)
+  start_ns       INTEGER NOT NULL,  -- first read of the request
+  end_ns         INTEGER NOT NULL,  -- the read that completed it
+  first_byte_ns  INTEGER,           -- first write of the response
+  first_token_ns INTEGER,           -- the write carrying the first SSE data: event
+  last_byte_ns   INTEGER,           -- the write completing the response
+  ttft_ns        INTEGER,           -- end_ns → first token (streamed) or first byte (not streamed)
+  e2e_ns         INTEGER,           -- start_ns → last_byte_ns
+  itl_max_ns     INTEGER,           -- longest gap between consecutive tokens
+  itl_us         TEXT,              -- JSON array: every gap between consecutive tokens, µs
+  status         INTEGER NOT NULL,  -- 0: no response head seen
+  prompt_bytes   INTEGER NOT NULL,
+  response_bytes INTEGER NOT NULL,
+  streamed       INTEGER NOT NULL,
+  events         INTEGER NOT NULL,  -- SSE data: events ([DONE] excluded)
+  complete       INTEGER NOT NULL   -- 0: the client went away or the trace ended mid-response
+);
+CREATE INDEX requests_by_time ON requests(session_id, start_ns);
+
+CREATE TABLE engine_metrics (
+  session_id INTEGER NOT NULL,
+  ts_ns      INTEGER NOT NULL,
+  pid        INTEGER NOT NULL,      -- the serving process scraped
+  engine     TEXT NOT NULL,         -- vllm | tgi | sglang | unknown
+  name       TEXT NOT NULL,         -- the metric's own name, as exposed
+  labels     TEXT NOT NULL,         -- its label set as exposed ('' none)
+  value      REAL NOT NULL
+);
+CREATE INDEX engine_metrics_by_time ON engine_metrics(session_id, pid, name, ts_ns);
+CREATE TABLE engines (
+  session_id INTEGER NOT NULL,
+  pid        INTEGER NOT NULL,      -- the serving process
+  engine     TEXT NOT NULL,         -- vllm | tgi | sglang | unknown
+  url        TEXT NOT NULL,         -- the /metrics endpoint scraped
+  PRIMARY KEY (session_id, pid)
+) WITHOUT ROWID;
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('requests', '', '', 'One HTTP/1.1 request served by a traced process, seen on its socket from the kernel side (docs/INFERENCE.md)'),
+ ('requests', 'start_ns', 'ns', 'Unix time of the server''s first read of the request'),
+ ('requests', 'end_ns', 'ns', 'Unix time of the read that completed the request'),
+ ('requests', 'ttft_ns', 'ns', 'Time to first token: end_ns to the write carrying the first SSE data: event (not streamed: the first response byte)'),
+ ('requests', 'e2e_ns', 'ns', 'start_ns to the last byte written'),
+ ('requests', 'itl_us', 'µs', 'JSON array of the gaps between consecutive SSE data: events (inter-token latency); json_each() lists them'),
+ ('requests', 'complete', '', '0 when the response was cut off (client disconnect, trace end)'),
+ ('engine_metrics', '', '', 'Samples of each detected inference engine''s Prometheus /metrics during the trace'),
+ ('engine_metrics', 'value', '', 'The sample value (counters are cumulative, as exposed)'),
+ ('engines', '', '', 'Inference engines detected among the serving processes, and the /metrics endpoint sampled');

@@ -127,8 +127,39 @@ struct CallCausesRecord {
   std::vector<CallCauseRecord> rows;
 };
 
-// Rare, never dropped: identity and results rather than the event stream.
-using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord>;
+// One HTTP request served by a traced process: a row of `requests` (schemas/trace.sql,
+// migration 7; docs/INFERENCE.md). Times are Unix ns; 0 = not seen.
+struct RequestRecord {
+  std::string request_id;
+  bool id_generated = false;
+  uint32_t server_pid = 0;
+  int32_t fd = -1;
+  std::string method, path, tenant, peer;
+  int64_t start_ns = 0, end_ns = 0, first_byte_ns = 0, first_token_ns = 0, last_byte_ns = 0;
+  std::optional<int64_t> ttft_ns, e2e_ns, itl_max_ns;
+  std::string itl_us;  // JSON array of token gaps in µs ("" = none)
+  int status = 0;
+  uint64_t prompt_bytes = 0, response_bytes = 0;
+  bool streamed = false, complete = false;
+  uint32_t events = 0;
+};
+
+// Samples of one scrape of an inference engine's /metrics: rows of engine_metrics.
+struct EngineSampleRecord {
+  int64_t ts_ns = 0;
+  uint32_t pid = 0;
+  std::string engine;
+  struct Sample {
+    std::string name, labels;
+    double value = 0;
+  };
+  std::vector<Sample> samples;
+};
+
+// Rare, never dropped: identity and results rather than the event stream. Requests come at
+// most thousands a second, far below the event lanes, and each one is a result to keep.
+using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord,
+                                RequestRecord, EngineSampleRecord>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import

@@ -88,6 +88,43 @@ std::optional<FsRoom> fs_room(const std::string& path) {
                 std::min<int64_t>(kMinFreeBytes, static_cast<int64_t>(fs.f_blocks) * frsize / 2)};
 }
 
+int finish_meta(Statement& s);
+
+// 0 (not seen) is stored as NULL.
+void bind_ns(Statement& s, int i, int64_t v) {
+  if (v) s.bind(i, v);
+  else s.bind_null(i);
+}
+
+int write_request(Statement& s, int64_t sid, const RequestRecord& q) {
+  s.bind(1, sid);
+  s.bind(2, q.request_id);
+  s.bind(3, int64_t{q.id_generated});
+  s.bind(4, int64_t{q.server_pid});
+  s.bind(5, int64_t{q.fd});
+  s.bind(6, q.method);
+  s.bind(7, q.path);
+  s.bind(8, q.tenant);
+  s.bind(9, q.peer);
+  s.bind(10, q.start_ns);
+  s.bind(11, q.end_ns);
+  bind_ns(s, 12, q.first_byte_ns);
+  bind_ns(s, 13, q.first_token_ns);
+  bind_ns(s, 14, q.last_byte_ns);
+  s.bind_opt(15, q.ttft_ns);
+  s.bind_opt(16, q.e2e_ns);
+  s.bind_opt(17, q.itl_max_ns);
+  if (q.itl_us.empty()) s.bind_null(18);
+  else s.bind(18, q.itl_us);
+  s.bind(19, int64_t{q.status});
+  s.bind(20, static_cast<int64_t>(q.prompt_bytes));
+  s.bind(21, static_cast<int64_t>(q.response_bytes));
+  s.bind(22, int64_t{q.streamed});
+  s.bind(23, int64_t{q.events});
+  s.bind(24, int64_t{q.complete});
+  return finish_meta(s);
+}
+
 // A meta row that breaks a constraint is skipped (as an upsert it should not); any other
 // failure (a full disk) fails the batch.
 int finish_meta(Statement& s) {
@@ -194,6 +231,12 @@ Result<void> StoreWriter::prepare_statements() {
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
       {&upd_rolled_, "UPDATE sessions SET rolled_up_to_ns = ? WHERE id = ?"},
       {&upd_stopped_, "UPDATE sessions SET stopped_ns = ? WHERE id = ?"},
+      {&ins_request_,
+       "INSERT INTO requests (session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, start_ns, "
+       "end_ns, first_byte_ns, first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, prompt_bytes, "
+       "response_bytes, streamed, events, complete) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+      {&ins_engine_sample_,
+       "INSERT INTO engine_metrics (session_id, ts_ns, pid, engine, name, labels, value) VALUES (?,?,?,?,?,?,?)"},
       {&ins_block_,
        "INSERT OR REPLACE INTO event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
        "VALUES (?,?,?,?,?,?)"},
@@ -775,6 +818,20 @@ int StoreWriter::write_meta(const MetaRecord& m) {
       bind_call_cause(s, sid, row);
       if (int rc = finish_meta(s); rc != SQLITE_DONE) return rc;
     }
+  } else if (auto* q = std::get_if<RequestRecord>(&m)) {
+    return write_request(ins_request_, sid, *q);
+  } else if (auto* es = std::get_if<EngineSampleRecord>(&m)) {
+    Statement& s = ins_engine_sample_;
+    for (const EngineSampleRecord::Sample& x : es->samples) {
+      s.bind(1, sid);
+      s.bind(2, es->ts_ns);
+      s.bind(3, int64_t{es->pid});
+      s.bind(4, es->engine);
+      s.bind(5, x.name);
+      s.bind(6, x.labels);
+      s.bind(7, x.value);
+      if (int rc = finish_meta(s); rc != SQLITE_DONE) return rc;
+    }
   }
   return SQLITE_DONE;
 }
@@ -960,7 +1017,7 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     }
     for (Statement* st : {&ins_event_, &ins_events_, &ins_sched_, &ins_wakeup_, &ins_rollup_, &upsert_process_,
                           &upsert_thread_, &upsert_cgroup_, &ins_stack_, &upsert_chain_, &upsert_call_cause_,
-                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_})
+                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_, &ins_request_, &ins_engine_sample_})
       *st = Statement();
     // A checkpoint copies the WAL into the DB file, which grows: on a disk that is failing
     // writes it cannot complete, and it is not tried. The WAL stays, complete, beside the DB

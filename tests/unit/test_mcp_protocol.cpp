@@ -139,8 +139,9 @@ TEST_CASE("protocol: list pagination with opaque cursors") {
     if (!r["result"].contains("nextCursor")) break;
     cursor = r["result"]["nextCursor"];
   }
-  CHECK(names.size() == 9);
+  CHECK(names.size() == 10);
   CHECK(std::find(names.begin(), names.end(), "get_tail_breakdown") != names.end());
+  CHECK(std::find(names.begin(), names.end(), "get_request_latency") != names.end());
   CHECK(rpc(s, req(99, "tools/list", {{"cursor", "garbage"}}))["error"]["code"] == -32602);
 }
 

@@ -27,6 +27,7 @@ const json kCalls = {
     {"run_sql", {{"query", "SELECT pid, comm, cmdline FROM processes ORDER BY pid"}}},
     {"describe_schema", json::object()},
     {"get_tail_breakdown", {{"op", "cudaStreamSynchronize"}, {"quantile", 0.99}}},
+    {"get_request_latency", {{"metric", "itl"}, {"slowest", 3}}},
 };
 }  // namespace
 

@@ -1,0 +1,249 @@
+/* Socket syscalls of serving processes: accept, reads, writes and close of the connections
+ * they accept, with a bounded copy of each buffer, for the HTTP reassembly in user space
+ * (requests/, docs/INFERENCE.md). Pixie's socket tracer has this shape; we filter harder:
+ * only processes the collector put in `sock_pids`, and of those only the fds they accepted
+ * while traced, so no buffer of an unrelated fd or process is ever copied.
+ *
+ * Raw tracepoints sys_enter / sys_exit (no tracefs needed). They run on every syscall of
+ * every process once attached, so the collector attaches them only when there is a server to
+ * trace; an untraced process pays one hash lookup per syscall. */
+#pragma once
+
+#include "maps.bpf.h"
+
+#if defined(__TARGET_ARCH_x86)
+#define CW_NR_READ 0
+#define CW_NR_WRITE 1
+#define CW_NR_CLOSE 3
+#define CW_NR_READV 19
+#define CW_NR_WRITEV 20
+#define CW_NR_ACCEPT 43
+#define CW_NR_SENDTO 44
+#define CW_NR_RECVFROM 45
+#define CW_NR_SENDMSG 46
+#define CW_NR_RECVMSG 47
+#define CW_NR_ACCEPT4 288
+#elif defined(__TARGET_ARCH_arm64)
+#define CW_NR_READ 63
+#define CW_NR_WRITE 64
+#define CW_NR_CLOSE 57
+#define CW_NR_READV 65
+#define CW_NR_WRITEV 66
+#define CW_NR_ACCEPT 202
+#define CW_NR_SENDTO 206
+#define CW_NR_RECVFROM 207
+#define CW_NR_SENDMSG 211
+#define CW_NR_RECVMSG 212
+#define CW_NR_ACCEPT4 242
+#endif
+
+/* Vectored syscalls: at most this many iovecs get a record of their own; the bytes of the
+ * rest go in one record without data (user space counts them as unseen). */
+#define CW_SOCK_MAX_IOV 8
+
+/* Serving processes (tgid → 1), filled by the collector (collector/servers.h). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, __u32);
+  __type(value, __u8);
+} sock_pids SEC(".maps");
+
+struct cw_sock_key {
+  __u32 pid; /* tgid */
+  __s32 fd;
+};
+
+/* Connections accepted by a serving process while traced. LRU: a server that leaks fds
+ * evicts its oldest instead of making new ones invisible. 65536 × ~80 B ≈ 5 MiB. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 65536);
+  __type(key, struct cw_sock_key);
+  __type(value, __u8);
+} sock_fds SEC(".maps");
+
+/* A syscall in flight on a traced connection (tid → its arguments), read back on exit. */
+struct cw_sock_args {
+  __u64 buf;     /* buffer, iovec array, msghdr or (accept) sockaddr pointer */
+  __u64 iovcnt;  /* readv/writev */
+  __s32 fd;
+  __u8 sock_op;  /* enum cw_sock_op */
+  __u8 shape;    /* 0 flat buffer, 1 iovec array, 2 msghdr */
+  __u16 _pad;
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, struct cw_sock_args);
+} sock_args SEC(".maps");
+
+/* Records of 88 + up to 1 KiB: 1000 req/s × ~25 records (a read, a head, 20 tokens, a
+ * close) ≈ 25k records/s ≈ 12 MB/s; 4 MiB holds 300 ms of that. */
+struct {
+  __uint(type, BPF_MAP_TYPE_RINGBUF);
+  __uint(max_entries, 4 << 20);
+} rb_sock SEC(".maps");
+
+#define CW_SHAPE_FLAT 0
+#define CW_SHAPE_IOV 1
+#define CW_SHAPE_MSG 2
+
+static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u8 op, __s32 fd, __s64 bytes, __u16 captured) {
+  fill_header_nocg(&e->hdr, id, bpf_ktime_get_ns(), 0, CW_REC_SOCK, CW_SRC_NET);
+  e->bytes = bytes;
+  e->fd = fd;
+  e->captured = captured;
+  e->sock_op = op;
+  e->_pad1 = 0;
+  e->_pad2 = 0;
+}
+
+/* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
+ * reservation sizes). */
+static __always_inline void sock_emit_cap(__u64 id, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap) {
+  struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES + cap, 0);
+  if (!e) {
+    count_drop(CW_DROP_RING_SOCK);
+    return;
+  }
+  __u32 n = bytes > 0 ? (__u32)(bytes < cap ? bytes : cap) : 0;
+  if (!buf) n = 0;
+  asm volatile("" : "+r"(n)); /* keep the clamp below: the verifier needs n <= cap on this path */
+  if (n > cap) n = cap;
+  if (n && bpf_probe_read_user(e->data, n, (const void *)buf) != 0) n = 0;
+  sock_fill(e, id, op, fd, bytes, (__u16)n);
+  __builtin_memset(e->addr, 0, sizeof(e->addr));
+  bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void sock_emit(__u64 id, __u8 op, __s32 fd, __s64 bytes, __u64 buf) {
+  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, op, fd, bytes, buf, CW_SOCK_CAP_SMALL);
+  else sock_emit_cap(id, op, fd, bytes, buf, CW_SOCK_CAP);
+}
+
+static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
+  struct cw_sock_key k = {.pid = tgid, .fd = fd};
+  return bpf_map_lookup_elem(&sock_fds, &k) != 0;
+}
+
+SEC("raw_tp/sys_enter")
+int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  if (!bpf_map_lookup_elem(&sock_pids, &tgid)) return 0;
+  if (cw_stopped) return 0;
+  struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
+  long nr = (long)ctx->args[1];
+  struct cw_sock_args a = {};
+  switch (nr) {
+    case CW_NR_ACCEPT:
+    case CW_NR_ACCEPT4:
+      a.sock_op = CW_SOCK_ACCEPT;
+      a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
+      a.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+      break;
+    case CW_NR_CLOSE: {
+      struct cw_sock_key k = {.pid = tgid, .fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs)};
+      if (bpf_map_delete_elem(&sock_fds, &k) != 0) return 0; /* not a traced connection */
+      sock_emit_cap(id, CW_SOCK_CLOSE, k.fd, 0, 0, 0);
+      return 0;
+    }
+    case CW_NR_READ:
+    case CW_NR_RECVFROM:
+      a.sock_op = CW_SOCK_READ;
+      break;
+    case CW_NR_WRITE:
+    case CW_NR_SENDTO:
+      a.sock_op = CW_SOCK_WRITE;
+      break;
+    case CW_NR_READV:
+      a.sock_op = CW_SOCK_READ;
+      a.shape = CW_SHAPE_IOV;
+      break;
+    case CW_NR_WRITEV:
+      a.sock_op = CW_SOCK_WRITE;
+      a.shape = CW_SHAPE_IOV;
+      break;
+    case CW_NR_RECVMSG:
+      a.sock_op = CW_SOCK_READ;
+      a.shape = CW_SHAPE_MSG;
+      break;
+    case CW_NR_SENDMSG:
+      a.sock_op = CW_SOCK_WRITE;
+      a.shape = CW_SHAPE_MSG;
+      break;
+    default:
+      return 0;
+  }
+  if (a.sock_op != CW_SOCK_ACCEPT) {
+    a.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+    if (!sock_conn(tgid, a.fd)) return 0;
+    a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
+    a.iovcnt = PT_REGS_PARM3_CORE_SYSCALL(regs);
+  }
+  __u32 tid = (__u32)id;
+  if (bpf_map_update_elem(&sock_args, &tid, &a, BPF_ANY) != 0) count_drop(CW_DROP_SOCK_CONN_MAP);
+  return 0;
+}
+
+/* One record per iovec (its own bytes and copy), so no variable offset into a record. */
+static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
+  __s64 left = ret;
+  for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
+    if (left <= 0 || (__u64)i >= cnt) return;
+    struct iovec v = {};
+    if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
+    __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
+    if (n <= 0) continue;
+    sock_emit(id, a->sock_op, a->fd, n, (__u64)v.iov_base);
+    left -= n;
+  }
+  if (left > 0) sock_emit_cap(id, a->sock_op, a->fd, left, 0, 0);
+}
+
+SEC("raw_tp/sys_exit")
+int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  __u32 tgid = id >> 32;
+  if (!bpf_map_lookup_elem(&sock_pids, &tgid)) return 0;
+  __u32 tid = (__u32)id;
+  struct cw_sock_args *ap = bpf_map_lookup_elem(&sock_args, &tid);
+  if (!ap) return 0;
+  struct cw_sock_args a = *ap;
+  bpf_map_delete_elem(&sock_args, &tid);
+  __s64 ret = (__s64)ctx->args[1];
+  if (ret <= 0) return 0; /* EAGAIN (non-blocking servers read until it), errors, EOF */
+  if (a.sock_op == CW_SOCK_ACCEPT) {
+    struct cw_sock_key k = {.pid = tgid, .fd = (__s32)ret};
+    __u8 one = 1;
+    if (bpf_map_update_elem(&sock_fds, &k, &one, BPF_ANY) != 0) {
+      count_drop(CW_DROP_SOCK_CONN_MAP);
+      return 0;
+    }
+    struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES, 0);
+    if (!e) {
+      count_drop(CW_DROP_RING_SOCK);
+      return 0;
+    }
+    sock_fill(e, id, CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
+    __builtin_memset(e->addr, 0, sizeof(e->addr));
+    if (a.buf) bpf_probe_read_user(e->addr, sizeof(e->addr), (const void *)a.buf);
+    bpf_ringbuf_submit(e, 0);
+    return 0;
+  }
+  if (a.shape == CW_SHAPE_FLAT) {
+    sock_emit(id, a.sock_op, a.fd, ret, a.buf);
+  } else if (a.shape == CW_SHAPE_IOV) {
+    sock_emit_iov(id, &a, a.buf, a.iovcnt, ret);
+  } else {
+    struct user_msghdr m = {};
+    if (bpf_probe_read_user(&m, sizeof(m), (const void *)a.buf) != 0) {
+      sock_emit_cap(id, a.sock_op, a.fd, ret, 0, 0);
+      return 0;
+    }
+    sock_emit_iov(id, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
+  }
+  return 0;
+}

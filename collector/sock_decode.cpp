@@ -1,0 +1,68 @@
+#include "collector/sock_decode.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+
+#include "bpf/events.h"
+
+namespace causeway::collector {
+
+static_assert(offsetof(cw_sock_event, bytes) == 40 && offsetof(cw_sock_event, fd) == 48 &&
+              offsetof(cw_sock_event, captured) == 52 && offsetof(cw_sock_event, sock_op) == 54 &&
+              offsetof(cw_sock_event, addr) == 56 && offsetof(cw_sock_event, data) == CW_SOCK_HDR_BYTES &&
+              sizeof(cw_sock_event) == CW_SOCK_HDR_BYTES + CW_SOCK_CAP);
+
+namespace {
+
+// "10.0.0.2:51234" / "[::1]:51234" from the sockaddr accept() wrote; "" for other families.
+std::string peer_text(const uint8_t* addr) {
+  uint16_t family = 0;
+  std::memcpy(&family, addr, sizeof(family));
+  char buf[INET6_ADDRSTRLEN] = {};
+  uint16_t port_be = 0;
+  std::memcpy(&port_be, addr + 2, sizeof(port_be));
+  const std::string port = std::to_string(ntohs(port_be));
+  if (family == AF_INET) {
+    if (!inet_ntop(AF_INET, addr + 4, buf, sizeof(buf))) return {};
+    return std::string(buf) + ":" + port;
+  }
+  if (family == AF_INET6) {
+    if (!inet_ntop(AF_INET6, addr + 8, buf, sizeof(buf))) return {};
+    std::string host = buf;
+    if (host.rfind("::ffff:", 0) == 0 && host.find('.') != std::string::npos) return host.substr(7) + ":" + port;
+    return "[" + host + "]:" + port;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
+  if (size < CW_SOCK_HDR_BYTES) return std::nullopt;
+  cw_sock_event e;
+  std::memcpy(&e, data, CW_SOCK_HDR_BYTES);
+  if (e.hdr.kind != CW_REC_SOCK || e.captured > CW_SOCK_CAP || CW_SOCK_HDR_BYTES + size_t{e.captured} > size)
+    return std::nullopt;
+  requests::SockRecord r;
+  r.ts_ns = static_cast<int64_t>(e.hdr.ts_ns);
+  r.pid = e.hdr.pid;
+  r.tid = e.hdr.tid;
+  r.fd = e.fd;
+  switch (e.sock_op) {
+    case CW_SOCK_ACCEPT: r.op = requests::SockOp::accept; break;
+    case CW_SOCK_READ: r.op = requests::SockOp::read; break;
+    case CW_SOCK_WRITE: r.op = requests::SockOp::write; break;
+    case CW_SOCK_CLOSE: r.op = requests::SockOp::close; break;
+    default: return std::nullopt;
+  }
+  r.bytes = e.bytes > 0 ? static_cast<uint64_t>(e.bytes) : 0;
+  r.data = std::string_view(static_cast<const char*>(data) + CW_SOCK_HDR_BYTES, e.captured);
+  if (r.op == requests::SockOp::accept) r.peer = peer_text(e.addr);
+  return r;
+}
+
+}  // namespace causeway::collector

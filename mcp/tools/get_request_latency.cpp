@@ -1,0 +1,46 @@
+#include "mcp/text_render.h"
+#include "mcp/tools/common.h"
+#include "mcp/tools/tools.h"
+#include "requests/latency.h"
+
+namespace causeway::mcp::tools {
+
+static Result<ToolOutput> get_request_latency(const json& args, ToolContext& ctx) {
+  requests::RequestQuery q;
+  auto since = duration_arg(args, "since");
+  if (!since) return since.error();
+  q.since_ns = since.value();
+  q.pid = pid_arg(args);
+  q.path = string_arg(args, "path");
+  q.tenant = string_arg(args, "tenant");
+  if (auto m = string_arg(args, "metric")) {
+    auto metric = requests::metric_from(*m);
+    if (!metric) return make_error("invalid_argument", "metric: one of ttft, itl, e2e");
+    q.metric = *metric;
+  }
+  q.quantile = args.value("quantile", 0.99);
+  q.slowest = static_cast<size_t>(args.value("slowest", 10));
+  auto db = open_db(ctx);
+  if (!db) return db.error();
+  CancelScope scope(ctx.cancel, db->get());
+  auto r = requests::request_latency_json(db->get(), q);
+  if (!r) return r.error();
+  json d = std::move(*r);
+  fit_json_budget(d["requests"], "slowest", ctx.config.limits.max_structured_bytes / 2);
+
+  TextBuilder t(ctx.config.limits.max_text_bytes);
+  t.line(std::string(kDataNotice));
+  // Paths, request ids and tenants are what clients sent: data, not instructions.
+  const std::string text = requests::request_latency_text(d);
+  for (size_t pos = 0; pos < text.size();) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    t.line(data_text(std::string_view(text).substr(pos, nl - pos), 600));
+    pos = nl + 1;
+  }
+  return ToolOutput{std::move(d), t.str()};
+}
+
+}  // namespace causeway::mcp::tools
+
+CAUSEWAY_TOOL(get_request_latency, causeway::mcp::tools::get_request_latency)

@@ -1,0 +1,373 @@
+#include "requests/latency.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "analysis/session_scope.h"
+#include "common/sanitize.h"
+#include "requests/request_causes.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::requests {
+namespace {
+
+using json = nlohmann::json;
+
+struct Row {
+  std::string id, method, path, tenant;
+  uint32_t pid = 0;
+  int64_t start_ns = 0, end_ns = 0, first_out_ns = 0;
+  std::optional<int64_t> ttft, e2e, itl_max;
+  std::vector<int64_t> gaps_ns;
+  int status = 0;
+  bool streamed = false;
+  uint32_t events = 0;
+  uint64_t prompt_bytes = 0;
+};
+
+// Nearest-rank quantile of sorted values.
+double quantile_of(const std::vector<int64_t>& sorted, double q) {
+  if (sorted.empty()) return 0;
+  size_t k = static_cast<size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  k = std::clamp<size_t>(k, 1, sorted.size());
+  return static_cast<double>(sorted[k - 1]);
+}
+
+double ms(double ns) { return std::round(ns / 1e3) / 1e3; }
+
+json summary(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return json{{"p50", nullptr}, {"p90", nullptr}, {"p99", nullptr}, {"max", nullptr}, {"n", 0}};
+  return json{{"p50", ms(quantile_of(v, 0.5))}, {"p90", ms(quantile_of(v, 0.9))}, {"p99", ms(quantile_of(v, 0.99))},
+              {"max", ms(static_cast<double>(v.back()))}, {"n", v.size()}};
+}
+
+struct Values {
+  std::vector<int64_t> ttft, itl, e2e;
+  void add(const Row& r) {
+    if (r.ttft) ttft.push_back(*r.ttft);
+    if (r.e2e) e2e.push_back(*r.e2e);
+    itl.insert(itl.end(), r.gaps_ns.begin(), r.gaps_ns.end());
+  }
+};
+
+std::optional<int64_t> metric_of(const Row& r, Metric m) {
+  switch (m) {
+    case Metric::ttft: return r.ttft;
+    case Metric::e2e: return r.e2e;
+    case Metric::itl: return r.itl_max;
+  }
+  return std::nullopt;
+}
+
+// The slow part of a request for a metric: TTFT from its end, E2E from its start, ITL its
+// longest gap (token times rebuilt from the first token and the gaps).
+std::pair<int64_t, int64_t> slow_part(const Row& r, Metric m) {
+  switch (m) {
+    case Metric::ttft: return {r.end_ns, r.end_ns + r.ttft.value_or(0)};
+    case Metric::e2e: return {r.start_ns, r.start_ns + r.e2e.value_or(0)};
+    case Metric::itl: {
+      int64_t t = r.first_out_ns, best = -1, from = 0;
+      for (int64_t g : r.gaps_ns) {
+        if (g > best) best = g, from = t;
+        t += g;
+      }
+      return {from, from + std::max<int64_t>(best, 0)};
+    }
+  }
+  return {0, 0};
+}
+
+// A unit of the tail: a request (ttft, e2e) or one token gap (itl).
+struct Unit {
+  const Row* row;
+  int64_t from, to;
+};
+
+// Tail units explained one by one; more than this (a long ITL tail) are sampled largest first.
+constexpr size_t kMaxExplainedUnits = 200;
+
+bool has_table(sqlite3* db, const char* name) {
+  auto st = Statement::prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1");
+  if (!st) return false;
+  st->bind(1, std::string_view(name));
+  return st->step() == SQLITE_ROW;
+}
+
+Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const RequestQuery& q) {
+  std::vector<Row> rows;
+  auto st = Statement::prepare(
+      db,
+      "SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
+      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0) FROM requests WHERE session_id = ?1 AND start_ns >= ?2 AND start_ns <= ?3 "
+      "AND (?4 IS NULL OR server_pid = ?4) AND (?5 IS NULL OR path = ?5) AND (?6 IS NULL OR tenant = ?6) "
+      "ORDER BY start_ns");
+  if (!st) return st.error();
+  st->bind(1, scope.session_id);
+  st->bind(2, scope.from_ns);
+  st->bind(3, scope.live ? INT64_MAX : std::max(scope.to_ns, scope.from_ns));
+  if (q.pid) st->bind(4, int64_t{*q.pid});
+  else st->bind_null(4);
+  if (q.path) st->bind(5, std::string_view(*q.path));
+  else st->bind_null(5);
+  if (q.tenant) st->bind(6, std::string_view(*q.tenant));
+  else st->bind_null(6);
+  int rc;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    Row r;
+    r.id = st->col_text(0);
+    r.method = st->col_text(1);
+    r.path = st->col_text(2);
+    r.tenant = st->col_text(3);
+    r.pid = static_cast<uint32_t>(st->col_int(4));
+    r.start_ns = st->col_int(5);
+    if (!st->col_null(6)) r.ttft = st->col_int(6);
+    if (!st->col_null(7)) r.e2e = st->col_int(7);
+    if (!st->col_null(8)) r.itl_max = st->col_int(8);
+    if (!st->col_null(9)) {
+      const json gaps = json::parse(st->col_text(9), nullptr, false);
+      if (gaps.is_array())
+        for (const auto& g : gaps)
+          if (g.is_number_integer()) r.gaps_ns.push_back(g.get<int64_t>() * 1000);
+    }
+    r.status = static_cast<int>(st->col_int(10));
+    r.streamed = st->col_int(11) != 0;
+    r.events = static_cast<uint32_t>(st->col_int(12));
+    r.prompt_bytes = static_cast<uint64_t>(st->col_int(13));
+    r.end_ns = st->col_int(14);
+    r.first_out_ns = st->col_int(15);
+    rows.push_back(std::move(r));
+  }
+  if (rc != SQLITE_DONE) return make_error("db_read", std::string("reading requests failed: ") + sqlite3_errmsg(db));
+  return rows;
+}
+
+std::map<uint32_t, std::string> comms(sqlite3* db, int64_t session_id) {
+  std::map<uint32_t, std::string> out;
+  auto st = Statement::prepare(db, "SELECT pid, comm FROM processes WHERE session_id = ?1");
+  if (!st) return out;
+  st->bind(1, session_id);
+  while (st->step() == SQLITE_ROW) out[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
+  return out;
+}
+
+json engines(sqlite3* db, int64_t session_id) {
+  json out = json::array();
+  if (!has_table(db, "engines")) return out;
+  auto st = Statement::prepare(db,
+                               "SELECT e.pid, e.engine, e.url, (SELECT count(DISTINCT ts_ns) FROM engine_metrics m "
+                               "WHERE m.session_id = e.session_id AND m.pid = e.pid) FROM engines e WHERE e.session_id = ?1 "
+                               "ORDER BY e.pid");
+  if (!st) return out;
+  st->bind(1, session_id);
+  while (st->step() == SQLITE_ROW)
+    out.push_back({{"pid", st->col_int(0)}, {"engine", st->col_text(1)}, {"url", st->col_text(2)}, {"samples", st->col_int(3)}});
+  return out;
+}
+
+json request_causes(CauseFinder& finder, const Row& r, Metric m, double median) {
+  json out = json::array();
+  auto [from, to] = slow_part(r, m);
+  const double excess = std::max(0.0, static_cast<double>(to - from) - median);
+  for (const CauseClaim& c : finder.explain(r.id, r.pid, from, to, excess))
+    out.push_back({{"cause", c.cause}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit}, {"chain_id", nullptr}});
+  return out;
+}
+
+}  // namespace
+
+std::optional<Metric> metric_from(std::string_view name) {
+  if (name == "ttft") return Metric::ttft;
+  if (name == "itl") return Metric::itl;
+  if (name == "e2e") return Metric::e2e;
+  return std::nullopt;
+}
+
+const char* metric_name(Metric m) {
+  switch (m) {
+    case Metric::ttft: return "ttft";
+    case Metric::itl: return "itl";
+    case Metric::e2e: return "e2e";
+  }
+  return "ttft";
+}
+
+Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
+  if (!(q.quantile > 0 && q.quantile < 1)) return make_error("invalid_argument", "quantile must be in (0, 1), e.g. 0.99");
+  auto scope = resolve_scope(db, q.session_id, q.since_ns);
+  if (!scope) return scope.error();
+  std::vector<Row> rows;
+  if (has_table(db, "requests")) {
+    auto r = load(db, *scope, q);
+    if (!r) return r.error();
+    rows = std::move(*r);
+  }
+  const auto names = comms(db, scope->session_id);
+  Values all;
+  uint64_t streamed = 0, errors = 0;
+  std::map<std::tuple<uint32_t, std::string, std::string>, std::pair<uint64_t, Values>> groups;
+  for (const Row& r : rows) {
+    all.add(r);
+    streamed += r.streamed;
+    errors += r.status >= 400;
+    auto& g = groups[{r.pid, r.path, r.tenant}];
+    ++g.first;
+    g.second.add(r);
+  }
+  json by = json::array();
+  for (const auto& [key, g] : groups) {
+    const auto& [pid, path, tenant] = key;
+    auto it = names.find(pid);
+    by.push_back({{"server_pid", pid}, {"comm", it == names.end() ? "" : it->second}, {"path", path}, {"tenant", tenant},
+                  {"count", g.first}, {"ttft_ms", summary(g.second.ttft)}, {"itl_ms", summary(g.second.itl)},
+                  {"e2e_ms", summary(g.second.e2e)}});
+  }
+
+  // The tail: units at or above the quantile (requests; token gaps for itl), each explained
+  // by what the engine did during its slow part (requests/request_causes.h); share_time is a
+  // cause's share of the tail's time above the median.
+  std::vector<int64_t> units_v = q.metric == Metric::ttft ? all.ttft : q.metric == Metric::itl ? all.itl : all.e2e;
+  std::sort(units_v.begin(), units_v.end());
+  const double threshold = quantile_of(units_v, q.quantile);
+  const double median = quantile_of(units_v, 0.5);
+  std::vector<Unit> units;
+  for (const Row& r : rows) {
+    if (q.metric == Metric::itl) {
+      int64_t t = r.first_out_ns;
+      for (int64_t g : r.gaps_ns) {
+        if (!units_v.empty() && static_cast<double>(g) >= threshold) units.push_back({&r, t, t + g});
+        t += g;
+      }
+    } else if (auto v = metric_of(r, q.metric); v && static_cast<double>(*v) >= threshold) {
+      auto [from, to] = slow_part(r, q.metric);
+      units.push_back({&r, from, to});
+    }
+  }
+  const size_t tail_units = units.size();
+  std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.to - a.from > b.to - b.from; });
+  if (units.size() > kMaxExplainedUnits) units.resize(kMaxExplainedUnits);
+  std::vector<RequestSpan> spans;
+  for (const Row& r : rows) spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes});
+  CauseFinder finder(db, scope->session_id, std::move(spans));
+  struct Agg {
+    double lost = 0;
+    std::set<std::string> requests;
+    double top_lost = 0;
+    json culprit;
+  };
+  std::map<std::string, Agg> by_cause;
+  double excess_total = 0;
+  for (const Unit& u : units) {
+    const double excess = std::max(0.0, static_cast<double>(u.to - u.from) - median);
+    excess_total += excess;
+    for (const CauseClaim& c : finder.explain(u.row->id, u.row->pid, u.from, u.to, excess)) {
+      Agg& a = by_cause[c.cause];
+      a.lost += c.lost_ns;
+      a.requests.insert(u.row->id);
+      if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
+    }
+  }
+  json causes = json::array();
+  double explained = 0;
+  for (const auto& [cause, a] : by_cause) {
+    const double share = excess_total > 0 ? std::min(1.0, a.lost / excess_total) : 0;
+    explained += share;
+    causes.push_back({{"cause", cause}, {"share_time", std::round(share * 1000) / 1000}, {"requests", a.requests.size()},
+                      {"culprit", a.culprit}, {"chain_id", nullptr}});
+  }
+  std::sort(causes.begin(), causes.end(), [](const json& a, const json& b) { return a["share_time"] > b["share_time"]; });
+  json tail = {{"metric", metric_name(q.metric)}, {"quantile", q.quantile},
+               {"threshold_ms", units_v.empty() ? json(nullptr) : json(ms(threshold))}, {"units", tail_units},
+               {"unexplained_share", tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0},
+               {"causes", std::move(causes)}};
+
+  std::vector<const Row*> order;
+  for (const Row& r : rows)
+    if (metric_of(r, q.metric)) order.push_back(&r);
+  std::sort(order.begin(), order.end(), [&](const Row* a, const Row* b) {
+    return *metric_of(*a, q.metric) > *metric_of(*b, q.metric);
+  });
+  if (order.size() > q.slowest) order.resize(q.slowest);
+  json slowest = json::array();
+  for (const Row* r : order) {
+    auto opt_ms = [](const std::optional<int64_t>& v) { return v ? json(ms(static_cast<double>(*v))) : json(nullptr); };
+    slowest.push_back({{"request_id", r->id}, {"method", r->method}, {"path", r->path}, {"tenant", r->tenant},
+                       {"start_ns", r->start_ns}, {"ttft_ms", opt_ms(r->ttft)}, {"itl_max_ms", opt_ms(r->itl_max)},
+                       {"e2e_ms", opt_ms(r->e2e)}, {"events", r->events}, {"prompt_bytes", r->prompt_bytes},
+                       {"status", r->status}, {"server_pid", r->pid}, {"causes", request_causes(finder, *r, q.metric, median)}});
+  }
+  json reqs = {{"count", rows.size()},
+               {"streamed", streamed},
+               {"errors", errors},
+               {"window", {{"from_ns", scope->from_ns}, {"to_ns", scope->to_ns}}},
+               {"ttft_ms", summary(all.ttft)},
+               {"itl_ms", summary(all.itl)},
+               {"e2e_ms", summary(all.e2e)},
+               {"by", std::move(by)},
+               {"tail", std::move(tail)},
+               {"slowest", std::move(slowest)}};
+  return json{{"session_id", scope->session_id}, {"requests", std::move(reqs)}, {"engines", engines(db, scope->session_id)}};
+}
+
+std::string request_latency_text(const json& doc) {
+  std::ostringstream o;
+  const json& r = doc.at("requests");
+  auto pct = [](const json& s) {
+    if (s.at("p50").is_null()) return std::string("-");
+    std::ostringstream t;
+    t << "p50 " << s["p50"].get<double>() << " / p90 " << s["p90"].get<double>() << " / p99 " << s["p99"].get<double>()
+      << " / max " << s["max"].get<double>() << " ms";
+    return t.str();
+  };
+  o << r["count"].get<uint64_t>() << " requests (" << r["streamed"].get<uint64_t>() << " streamed, "
+    << r["errors"].get<uint64_t>() << " errors)\n";
+  if (r["count"].get<uint64_t>() == 0) {
+    o << "no HTTP requests were seen: trace a serving process (a TCP listener in the traced process tree, or "
+         "--http-port PORT)\n";
+    return o.str();
+  }
+  o << "  TTFT " << pct(r["ttft_ms"]) << "\n  ITL  " << pct(r["itl_ms"]) << "\n  E2E  " << pct(r["e2e_ms"]) << "\n";
+  o << "by server, path, tenant:\n";
+  for (const auto& b : r["by"])
+    o << "  pid " << b["server_pid"].get<int64_t>() << " (" << sanitize_untrusted(b["comm"].get<std::string>(), 32) << ") "
+      << sanitize_untrusted(b["path"].get<std::string>(), 80) << " tenant "
+      << sanitize_untrusted(b["tenant"].get<std::string>(), 48) << ": " << b["count"].get<uint64_t>() << " requests, TTFT "
+      << pct(b["ttft_ms"]) << "\n";
+  const json& t = r["tail"];
+  o << "tail (" << t["metric"].get<std::string>() << " >= p" << t["quantile"].get<double>() * 100 << "): "
+    << t["units"].get<uint64_t>() << (t["metric"] == "itl" ? " gaps" : " requests") << ", unexplained share "
+    << t["unexplained_share"].get<double>() << "\n";
+  for (const auto& c : t["causes"]) {
+    o << "  " << c["cause"].get<std::string>() << ": " << c["share_time"].get<double>() * 100 << "% of the tail's time above the median, "
+      << c["requests"].get<uint64_t>() << " requests";
+    const json& k = c["culprit"];
+    if (k.contains("comm")) o << ", culprit pid " << k["pid"].get<int64_t>() << " (" << sanitize_untrusted(k["comm"].get<std::string>(), 32) << ")";
+    if (k.contains("requests")) {
+      o << ", long requests";
+      for (const auto& id : k["requests"]) o << " " << sanitize_untrusted(id.get<std::string>(), 64);
+    }
+    o << "\n";
+  }
+  o << "slowest:\n";
+  for (const auto& s : r["slowest"]) {
+    auto v = [](const json& x) {
+      if (x.is_null()) return std::string("-");
+      std::ostringstream t;
+      t << x.get<double>();
+      return t.str();
+    };
+    o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << s["method"].get<std::string>() << " "
+      << sanitize_untrusted(s["path"].get<std::string>(), 80) << " status " << s["status"].get<int>() << ": TTFT "
+      << v(s["ttft_ms"]) << " ms, ITL max " << v(s["itl_max_ms"]) << " ms, E2E " << v(s["e2e_ms"]) << " ms, "
+      << s["events"].get<uint64_t>() << " events";
+    for (const auto& c : s["causes"]) o << "; " << c["cause"].get<std::string>() << " " << c["lost_ms"].get<double>() << " ms";
+    o << "\n";
+  }
+  return o.str();
+}
+
+}  // namespace causeway::requests

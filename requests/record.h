@@ -1,0 +1,63 @@
+// What the requests room takes in (socket records, decoded from bpf/sock.bpf.h by the
+// collector, or captured byte streams in tests) and what it gives out (one Request per HTTP
+// exchange). Plain data: the reassembly (requests/tracker.h) does no I/O.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace causeway::requests {
+
+enum class SockOp : uint8_t { accept, read, write, close };
+
+// One socket syscall of a server process. `data` is the prefix the kernel side copied (at
+// most its capture size); `bytes` what the syscall moved, so bytes > data.size() means the
+// rest went unseen (bodies are followed by count, headers must fit in what was copied).
+struct SockRecord {
+  int64_t ts_ns = 0;  // syscall exit, Unix ns
+  uint32_t pid = 0;   // tgid owning the socket
+  uint32_t tid = 0;
+  int32_t fd = -1;
+  SockOp op = SockOp::read;
+  uint64_t bytes = 0;
+  std::string_view data;
+  std::string peer;  // accept: the client's address ("10.0.0.2:51234"), "" when unknown
+};
+
+// One HTTP/1.1 request and its response, as seen on the server's socket (docs/INFERENCE.md
+// "What is measured").
+struct Request {
+  uint32_t pid = 0;
+  int32_t fd = -1;
+  std::string request_id;  // x-request-id, else generated ("gen-PID-CONN-N")
+  bool id_generated = false;
+  std::string method, path, tenant, peer;
+  int64_t start_ns = 0;        // first read of the request
+  int64_t end_ns = 0;          // the read that completed it
+  int64_t first_byte_ns = 0;   // first write of the response (0: none)
+  int64_t last_byte_ns = 0;    // the write that completed the response (or the last one seen)
+  int status = 0;              // 0: no response head seen
+  uint64_t prompt_bytes = 0;   // request body bytes
+  uint64_t response_bytes = 0; // response body bytes
+  bool streamed = false;       // Content-Type: text/event-stream
+  bool complete = false;       // the whole response was written (false: disconnected / trace ended)
+  std::vector<int64_t> token_ns;  // writes carrying each SSE `data:` event ([DONE] excluded)
+};
+
+// What could not be turned into requests, and why (stored in collector_stats as request_*).
+struct Counters {
+  uint64_t connections = 0;
+  uint64_t requests = 0;
+  uint64_t tls = 0;                // connections whose first bytes are a TLS handshake
+  uint64_t http2 = 0;              // HTTP/2 prior-knowledge preface
+  uint64_t non_http = 0;           // anything else that is not an HTTP/1.x request
+  uint64_t headers_oversized = 0;  // a head longer than kMaxHeadBytes
+  uint64_t headers_truncated = 0;  // a head longer than the kernel side's copy of one syscall
+  uint64_t desync = 0;             // framing lost (a gap in a chunk header, a bad head)
+  uint64_t disconnected = 0;       // closed before the response was complete
+  uint64_t unmatched_responses = 0;
+};
+
+}  // namespace causeway::requests

@@ -1,0 +1,142 @@
+#include "requests/request_causes.h"
+
+#include <algorithm>
+#include <set>
+
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::requests {
+namespace {
+
+// A claim below this is noise on a busy host (scheduler ticks, a page fault).
+constexpr double kMinLostNs = 1e6;
+// How far back a runnable wait may start (a wake-up or a preemption before the window).
+constexpr int64_t kLookbackNs = 500'000'000;
+
+double overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  return static_cast<double>(std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0)));
+}
+
+}  // namespace
+
+CauseFinder::CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpan> spans)
+    : db_(db), session_id_(session_id), spans_(std::move(spans)) {
+  // Long prompts: 4× the median, and at least 1 KiB (a uniform load has no long prefills).
+  std::vector<uint64_t> bytes;
+  for (const auto& s : spans_) bytes.push_back(s.prompt_bytes);
+  if (!bytes.empty()) {
+    std::nth_element(bytes.begin(), bytes.begin() + bytes.size() / 2, bytes.end());
+    long_prompt_bytes_ = std::max<uint64_t>(1024, 4 * bytes[bytes.size() / 2]);
+  }
+  // Names of processes, and of threads seen in context switches (a culprit need not be traced).
+  if (auto st = Statement::prepare(db_, "SELECT tid, comm FROM threads WHERE session_id = ?1 AND tid = pid")) {
+    st->bind(1, session_id_);
+    while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
+  }
+  if (auto st = Statement::prepare(db_, "SELECT pid, comm FROM processes WHERE session_id = ?1 AND comm != ''")) {
+    st->bind(1, session_id_);
+    while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
+  }
+}
+
+// The server and its descendants (two levels: vLLM's API server → engine core → workers).
+const std::vector<uint32_t>& CauseFinder::engine_pids(uint32_t server_pid) {
+  auto it = engines_.find(server_pid);
+  if (it != engines_.end()) return it->second;
+  std::vector<uint32_t> pids{server_pid};
+  auto st = Statement::prepare(db_,
+                               "SELECT pid FROM processes WHERE session_id = ?1 AND (ppid = ?2 OR ppid IN "
+                               "(SELECT pid FROM processes WHERE session_id = ?1 AND ppid = ?2))");
+  if (st) {
+    st->bind(1, session_id_);
+    st->bind(2, int64_t{server_pid});
+    while (st->step() == SQLITE_ROW) pids.push_back(static_cast<uint32_t>(st->col_int(0)));
+  }
+  return engines_[server_pid] = pids;
+}
+
+// Runnable but not running: each switch-in of an engine thread ends a wait that began at its
+// last wake-up or preemption; whoever ran on that CPU just before took that time.
+void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out) {
+  const auto& pids = engine_pids(server_pid);
+  std::string in;
+  for (uint32_t p : pids) in += (in.empty() ? "" : ",") + std::to_string(p);
+  // Per switch-in: the thread's last wake-up, and its last switch-out with its state.
+  auto st = Statement::prepare(
+      db_,
+      "SELECT s.ts_ns, s.prev_pid, (SELECT max(ts_ns) FROM wakeups w WHERE w.session_id = ?1 AND w.ts_ns >= s.ts_ns - ?4 "
+      "AND w.ts_ns < s.ts_ns AND w.tid = s.next_tid), o.ts_ns, o.prev_state FROM sched s LEFT JOIN sched o ON o.id = "
+      "(SELECT x.id FROM sched x WHERE x.session_id = ?1 AND x.ts_ns >= s.ts_ns - ?4 AND x.ts_ns < s.ts_ns AND x.prev_tid = "
+      "s.next_tid ORDER BY x.ts_ns DESC LIMIT 1) WHERE s.session_id = ?1 AND s.ts_ns > ?2 AND s.ts_ns <= ?3 + ?4 "
+      "AND s.next_pid IN (" + in + ") AND s.prev_pid NOT IN (" + in + ")");
+  if (!st) return;
+  st->bind(1, session_id_);
+  st->bind(2, from);
+  st->bind(3, to);
+  st->bind(4, kLookbackNs);
+  std::map<uint32_t, double> by_culprit;
+  while (st->step() == SQLITE_ROW) {
+    const int64_t t_in = st->col_int(0);
+    const auto culprit = static_cast<uint32_t>(st->col_int(1));
+    const int64_t woken = st->col_null(2) ? 0 : st->col_int(2);
+    const int64_t out_ts = st->col_null(3) ? 0 : st->col_int(3);
+    // Runnable since its wake-up, or since it was preempted; a thread whose last switch-out
+    // put it to sleep with no wake-up seen since is not known to have waited.
+    int64_t ready = 0;
+    if (woken && woken > out_ts) ready = woken;
+    else if (out_ts && st->col_int(4) == 0) ready = out_ts;
+    if (!ready || culprit == 0) continue;  // idle before: a wake-up latency, not contention
+    by_culprit[culprit] += overlap(ready, t_in, from, to);
+  }
+  if (by_culprit.empty()) return;
+  auto top = std::max_element(by_culprit.begin(), by_culprit.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  double total = 0;
+  for (const auto& [pid, ns] : by_culprit) total += ns;
+  if (total < kMinLostNs) return;
+  auto c = comms_.find(top->first);
+  out.push_back({"cpu_contention", total,
+                 {{"pid", top->first}, {"comm", c == comms_.end() ? "" : c->second},
+                  {"share", total > 0 ? top->second / total : 0}}});
+}
+
+// Other requests' long prefills (prompt read → their first token) during the slow part:
+// the engine ran their forward passes instead of this request's next step.
+void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
+                          std::vector<CauseClaim>& out) {
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  nlohmann::json ids = nlohmann::json::array();
+  for (const auto& s : spans_) {
+    if (s.id == id || s.server_pid != server_pid || s.prompt_bytes < long_prompt_bytes_ || !s.first_out_ns) continue;
+    if (overlap(s.end_ns, s.first_out_ns, from, to) <= 0) continue;
+    spans.emplace_back(std::max(s.end_ns, from), std::min(s.first_out_ns, to));
+    if (ids.size() < 10) ids.push_back(s.id);
+  }
+  if (spans.empty()) return;
+  std::sort(spans.begin(), spans.end());
+  double lost = 0;
+  int64_t cur0 = spans[0].first, cur1 = spans[0].second;
+  for (const auto& [a, b] : spans) {
+    if (a > cur1) {
+      lost += static_cast<double>(cur1 - cur0);
+      cur0 = a;
+    }
+    cur1 = std::max(cur1, b);
+  }
+  lost += static_cast<double>(cur1 - cur0);
+  if (lost < kMinLostNs) return;
+  const auto& pids = engine_pids(server_pid);
+  out.push_back({"prefill_interference", lost, {{"requests", ids}, {"pid", pids.size() > 1 ? pids[1] : pids[0]}}});
+}
+
+std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
+                                             double excess_ns) {
+  std::vector<CauseClaim> out;
+  if (to <= from || excess_ns <= 0) return out;
+  cpu_contention(server_pid, from, to, out);
+  prefill(id, server_pid, from, to, out);
+  for (auto& c : out) c.lost_ns = std::min(c.lost_ns, excess_ns);
+  std::sort(out.begin(), out.end(), [](const CauseClaim& a, const CauseClaim& b) { return a.lost_ns > b.lost_ns; });
+  return out;
+}
+
+}  // namespace causeway::requests

@@ -1,0 +1,52 @@
+// Why a request (or one of its token gaps) was slow: what the engine's threads and the other
+// requests were doing during its slow part (docs/INFERENCE.md "Causes keyed to requests").
+// Read from the session's sched/wakeups rows and the requests table at question time.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace causeway::requests {
+
+// What the finder needs of every request in the window (prefill of the others).
+struct RequestSpan {
+  std::string id;
+  uint32_t server_pid = 0;
+  int64_t end_ns = 0;        // request read
+  int64_t first_out_ns = 0;  // first token (streamed) or first byte; 0 none
+  uint64_t prompt_bytes = 0;
+};
+
+struct CauseClaim {
+  std::string cause;  // cpu_contention | prefill_interference
+  double lost_ns = 0;
+  nlohmann::json culprit;
+};
+
+class CauseFinder {
+ public:
+  CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpan> spans);
+  // The slow part [from, to] of request `id` served by `server_pid`; excess_ns: how much
+  // longer than typical it was (claims are capped at it). Largest claim first.
+  std::vector<CauseClaim> explain(const std::string& id, uint32_t server_pid, int64_t from_ns, int64_t to_ns,
+                                  double excess_ns);
+
+ private:
+  const std::vector<uint32_t>& engine_pids(uint32_t server_pid);
+  void cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
+  void prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
+
+  sqlite3* db_;
+  int64_t session_id_;
+  std::vector<RequestSpan> spans_;
+  uint64_t long_prompt_bytes_ = 0;  // a prompt this long is a long prefill
+  std::map<uint32_t, std::vector<uint32_t>> engines_;
+  std::map<uint32_t, std::string> comms_;
+};
+
+}  // namespace causeway::requests

@@ -1,0 +1,48 @@
+#include "requests/to_record.h"
+
+#include <algorithm>
+
+namespace causeway::requests {
+
+RequestRecord to_record(const Request& r) {
+  RequestRecord o;
+  o.request_id = r.request_id;
+  o.id_generated = r.id_generated;
+  o.server_pid = r.pid;
+  o.fd = r.fd;
+  o.method = r.method;
+  o.path = r.path;
+  o.tenant = r.tenant;
+  o.peer = r.peer;
+  o.start_ns = r.start_ns;
+  o.end_ns = r.end_ns;
+  o.first_byte_ns = r.first_byte_ns;
+  o.last_byte_ns = r.last_byte_ns;
+  o.status = r.status;
+  o.prompt_bytes = r.prompt_bytes;
+  o.response_bytes = r.response_bytes;
+  o.streamed = r.streamed;
+  o.complete = r.complete;
+  o.events = static_cast<uint32_t>(r.token_ns.size());
+  // TTFT: streamed responses count from the first data: event (the response head written
+  // before it does not count); others from their first byte.
+  if (r.streamed && !r.token_ns.empty()) o.first_token_ns = r.token_ns.front();
+  const int64_t first = r.streamed ? o.first_token_ns : r.first_byte_ns;
+  if (first && r.end_ns) o.ttft_ns = std::max<int64_t>(0, first - r.end_ns);
+  if (r.last_byte_ns) o.e2e_ns = std::max<int64_t>(0, r.last_byte_ns - r.start_ns);
+  if (r.token_ns.size() >= 2) {
+    std::string gaps = "[";
+    int64_t max_gap = 0;
+    for (size_t i = 1; i < r.token_ns.size(); ++i) {
+      const int64_t g = std::max<int64_t>(0, r.token_ns[i] - r.token_ns[i - 1]);
+      max_gap = std::max(max_gap, g);
+      if (i > 1) gaps += ',';
+      gaps += std::to_string((g + 500) / 1000);
+    }
+    o.itl_us = gaps + "]";
+    o.itl_max_ns = max_gap;
+  }
+  return o;
+}
+
+}  // namespace causeway::requests

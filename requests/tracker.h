@@ -1,0 +1,52 @@
+// HTTP/1.1 reassembly from socket records: one state machine per (pid, fd) connection, each
+// direction framed on its own (heads parsed from the copied bytes, bodies followed by count),
+// responses paired with requests in order (keep-alive and pipelining), SSE events found in
+// streamed responses. Pure code: records in, requests out (docs/INFERENCE.md).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "requests/http_head.h"
+#include "requests/record.h"
+#include "requests/sse_scanner.h"
+
+namespace causeway::requests {
+
+struct TrackerOptions {
+  std::string tenant_header = "x-tenant";  // lower-cased by the tracker
+  size_t max_connections = 65536;          // beyond: the oldest-seen connection is dropped, counted as desync
+  size_t max_tokens = 1 << 16;             // token times kept per request
+};
+
+class Tracker {
+ public:
+  explicit Tracker(TrackerOptions options = {});
+  ~Tracker();
+  Tracker(const Tracker&) = delete;
+  Tracker& operator=(const Tracker&) = delete;
+
+  void add(const SockRecord& r);
+  // Requests finished (or abandoned by a close) since the last call.
+  std::vector<Request> take();
+  // The trace ends: requests still open come out as incomplete.
+  void finish();
+  const Counters& counters() const { return counters_; }
+  size_t open_connections() const { return conns_.size(); }
+
+  struct Connection;
+
+ private:
+  void close(uint64_t key);
+  TrackerOptions o_;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;
+  std::vector<Request> done_;
+  Counters counters_;
+  uint64_t next_conn_ = 1;
+};
+
+}  // namespace causeway::requests

@@ -1,0 +1,3 @@
+causeway_test(test_requests LABEL unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_tracker.cpp ${CMAKE_CURRENT_LIST_DIR}/test_requests_latency.cpp
+  LIBS causeway_requests)

@@ -1,0 +1,295 @@
+// requests/tracker: HTTP/1.1 + SSE reassembly on byte streams shaped like what the kernel
+// side captures (a bounded prefix of each syscall plus its byte count).
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "requests/http_head.h"
+#include "requests/tracker.h"
+
+using namespace causeway::requests;
+
+namespace {
+
+constexpr uint32_t kPid = 4242;
+constexpr size_t kCap = 1024;  // the kernel side's copy per syscall (bpf/sock.bpf.h)
+
+struct Feed {
+  Tracker t;
+  int64_t now = 1'000'000'000;
+  explicit Feed(TrackerOptions o = {}) : t(std::move(o)) {}
+  void accept(int32_t fd, std::string peer = "10.1.2.3:5555") {
+    SockRecord r;
+    r.ts_ns = now;
+    r.pid = kPid;
+    r.fd = fd;
+    r.op = SockOp::accept;
+    r.peer = std::move(peer);
+    t.add(r);
+  }
+  // One syscall moving `bytes`; only the first kCap are copied.
+  void io(int32_t fd, SockOp op, const std::string& bytes, int64_t at) {
+    now = at;
+    SockRecord r;
+    r.ts_ns = at;
+    r.pid = kPid;
+    r.fd = fd;
+    r.op = op;
+    r.bytes = bytes.size();
+    r.data = std::string_view(bytes).substr(0, std::min(kCap, bytes.size()));
+    t.add(r);
+  }
+  void read(int32_t fd, const std::string& b, int64_t at) { io(fd, SockOp::read, b, at); }
+  void write(int32_t fd, const std::string& b, int64_t at) { io(fd, SockOp::write, b, at); }
+  void close(int32_t fd, int64_t at) {
+    SockRecord r;
+    r.ts_ns = at;
+    r.pid = kPid;
+    r.fd = fd;
+    r.op = SockOp::close;
+    t.add(r);
+  }
+};
+
+std::string post(const std::string& path, const std::string& body, const std::string& extra = "") {
+  return "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" + extra +
+         "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+std::string chunk(const std::string& data) {
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%zx\r\n", data.size());
+  return hex + data + "\r\n";
+}
+
+const std::string kSseHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nTransfer-Encoding: chunked\r\n\r\n";
+
+std::string event(int i) {
+  return "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" tok" +
+         std::to_string(i) + "\",\"finish_reason\":null}]}\n\n";
+}
+
+}  // namespace
+
+TEST_CASE("a streamed completion: TTFT from the request's last read to the first data event; [DONE] is no token") {
+  Feed f;
+  f.accept(7);
+  f.read(7, post("/v1/completions?x=1", R"({"prompt":"hi","stream":true})", "X-Request-Id: req-1\r\nX-Tenant: acme\r\n"), 100);
+  f.write(7, kSseHead, 150);
+  for (int i = 0; i < 5; ++i) f.write(7, chunk(event(i)), 1000 + i * 100);
+  f.write(7, chunk("data: [DONE]\n\n"), 2000);
+  f.write(7, "0\r\n\r\n", 2001);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  const Request& q = rs[0];
+  CHECK(q.request_id == "req-1");
+  CHECK_FALSE(q.id_generated);
+  CHECK(q.method == "POST");
+  CHECK(q.path == "/v1/completions");
+  CHECK(q.tenant == "acme");
+  CHECK(q.status == 200);
+  CHECK(q.streamed);
+  CHECK(q.complete);
+  CHECK(q.start_ns == 100);
+  CHECK(q.end_ns == 100);
+  CHECK(q.first_byte_ns == 150);
+  CHECK(q.last_byte_ns == 2001);
+  CHECK(q.prompt_bytes == std::string(R"({"prompt":"hi","stream":true})").size());
+  CHECK(q.token_ns == std::vector<int64_t>{1000, 1100, 1200, 1300, 1400});
+}
+
+TEST_CASE("keep-alive: two requests in a row on one connection, a body spread over reads") {
+  Feed f;
+  f.accept(8);
+  const std::string body(3000, 'a');  // longer than one copy: followed by count
+  const std::string req = post("/v1/completions", body);
+  f.read(8, req.substr(0, 1500), 10);
+  f.read(8, req.substr(1500), 20);
+  f.write(8, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 30);
+  f.read(8, "GET /health HTTP/1.1\r\nHost: x\r\n\r\n", 40);
+  f.write(8, "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\n\r\n", 50);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].start_ns == 10);
+  CHECK(rs[0].end_ns == 20);
+  CHECK(rs[0].prompt_bytes == 3000);
+  CHECK(rs[0].first_byte_ns == 30);
+  CHECK(rs[0].response_bytes == 5);
+  CHECK(rs[0].complete);
+  CHECK_FALSE(rs[0].streamed);
+  CHECK(rs[0].tenant == "10.1.2.3");  // no tenant header: the peer's address
+  CHECK(rs[0].id_generated);
+  CHECK(rs[1].path == "/health");
+  CHECK(rs[1].status == 503);
+  CHECK(rs[1].request_id != rs[0].request_id);
+  CHECK(f.t.counters().requests == 2);
+}
+
+TEST_CASE("pipelined requests in one read are answered in order") {
+  Feed f;
+  f.accept(9);
+  f.read(9, post("/a", "1", "X-Request-Id: a\r\n") + post("/b", "22", "X-Request-Id: b\r\n"), 5);
+  f.write(9, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nA", 6);
+  f.write(9, "HTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nB", 7);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].request_id == "a");
+  CHECK(rs[0].status == 200);
+  CHECK(rs[1].request_id == "b");
+  CHECK(rs[1].status == 201);
+  CHECK(rs[1].prompt_bytes == 2);
+}
+
+TEST_CASE("concurrent connections interleave without mixing") {
+  Feed f;
+  f.accept(10);
+  f.accept(11);
+  f.read(10, post("/v1/completions", "{}", "X-Request-Id: one\r\n"), 1);
+  f.read(11, post("/v1/completions", "{}", "X-Request-Id: two\r\n"), 2);
+  f.write(11, kSseHead, 3);
+  f.write(10, kSseHead, 4);
+  f.write(10, chunk(event(0)), 5);
+  f.write(11, chunk(event(0)), 6);
+  f.write(11, chunk(event(1)), 7);
+  f.write(10, "0\r\n\r\n", 8);
+  f.write(11, "0\r\n\r\n", 9);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].request_id == "one");
+  CHECK(rs[0].token_ns == std::vector<int64_t>{5});
+  CHECK(rs[1].request_id == "two");
+  CHECK(rs[1].token_ns == std::vector<int64_t>{6, 7});
+}
+
+TEST_CASE("several events in one write, an event split over writes, data lines out of sight") {
+  Feed f;
+  f.accept(12);
+  f.read(12, post("/v1/completions", "{}"), 1);
+  f.write(12, kSseHead, 2);
+  f.write(12, chunk(event(0) + event(1)), 3);  // two tokens at one time
+  const std::string e = event(2);
+  f.write(12, chunk(e.substr(0, 3)), 4);       // "dat" ...
+  f.write(12, chunk(e.substr(3)), 5);          // ... "a: {...}": the token is where its line starts to be decided
+  f.write(12, chunk(std::string(2000, 'x') + "\n\n" + event(3)), 6);  // a long comment-less line, then an event out of the copy
+  f.write(12, chunk(event(4)), 7);             // a fresh write resynchronises
+  f.write(12, "0\r\n\r\n", 8);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].token_ns == std::vector<int64_t>{3, 3, 5, 7});
+  CHECK(rs[0].complete);
+}
+
+TEST_CASE("TLS, HTTP/2 and other protocols are counted, never parsed") {
+  Feed f;
+  f.accept(20);
+  f.read(20, std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", 11) + "GET / HTTP/1.1\r\n\r\n", 1);
+  f.write(20, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 2);
+  f.accept(21);
+  f.read(21, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", 3);
+  f.accept(22);
+  f.read(22, "SSH-2.0-OpenSSH_9.2\r\n", 4);
+  f.accept(23);
+  f.read(23, "GE", 5);  // too little to tell yet
+  f.read(23, "T /ok HTTP/1.1\r\n\r\n", 6);
+  f.write(23, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 7);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].path == "/ok");
+  CHECK(rs[0].start_ns == 5);
+  CHECK(f.t.counters().tls == 1);
+  CHECK(f.t.counters().http2 == 1);
+  CHECK(f.t.counters().non_http == 1);
+  CHECK(f.t.counters().unmatched_responses == 0);
+}
+
+TEST_CASE("a head longer than the copy is counted and the connection resynchronises on the next request") {
+  Feed f;
+  f.accept(30);
+  f.read(30, post("/big", "{}", "Cookie: " + std::string(3000, 'c') + "\r\n"), 1);
+  f.write(30, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 2);  // the dropped request's response
+  f.read(30, post("/next", "{}", "X-Request-Id: n\r\n"), 3);
+  f.write(30, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 4);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].request_id == "n");
+  CHECK(rs[0].first_byte_ns == 4);
+  CHECK(f.t.counters().headers_truncated == 1);
+}
+
+TEST_CASE("an oversized head (over 16 KiB across reads) is refused and counted") {
+  Feed f;
+  f.accept(31);
+  f.read(31, "GET / HTTP/1.1\r\n", 1);
+  for (int i = 0; i < 20; ++i) f.read(31, "X-Pad: " + std::string(1000, 'p') + "\r\n", 2 + i);
+  CHECK(f.t.take().empty());
+  CHECK(f.t.counters().headers_oversized == 1);
+}
+
+TEST_CASE("a client that disconnects mid-stream: the request is kept, incomplete, and counted") {
+  Feed f;
+  f.accept(40);
+  f.read(40, post("/v1/completions", "{}", "X-Request-Id: cut\r\n"), 1);
+  f.write(40, kSseHead, 2);
+  f.write(40, chunk(event(0)), 3);
+  f.close(40, 9);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].request_id == "cut");
+  CHECK_FALSE(rs[0].complete);
+  CHECK(rs[0].token_ns.size() == 1);
+  CHECK(rs[0].last_byte_ns == 3);
+  CHECK(f.t.counters().disconnected == 1);
+}
+
+TEST_CASE("chunked request bodies, a response running until close, a bad chunk size") {
+  Feed f;
+  f.accept(50);
+  f.read(50, "POST /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk("abc") + chunk("de") + "0\r\n\r\n", 1);
+  f.write(50, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nstream", 2);
+  f.write(50, "ing", 3);
+  f.close(50, 4);
+  f.accept(51);
+  f.read(51, "POST /bad HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 5);
+  f.write(51, "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", 6);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].prompt_bytes == 5);
+  CHECK(rs[0].complete);
+  CHECK(rs[0].last_byte_ns == 3);
+  CHECK(rs[0].response_bytes == 9);
+  CHECK(f.t.counters().desync == 1);
+  CHECK(f.t.counters().disconnected == 0);
+}
+
+TEST_CASE("random bytes never crash the tracker nor make requests") {
+  Feed f;
+  uint64_t x = 88172645463325252ull;
+  for (int fd = 60; fd < 80; ++fd) {
+    f.accept(fd);
+    for (int i = 0; i < 50; ++i) {
+      std::string b(static_cast<size_t>(x % 1500), '\0');
+      for (char& c : b) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        c = static_cast<char>(x);
+      }
+      f.io(fd, i % 2 ? SockOp::write : SockOp::read, b, i);
+    }
+    f.close(fd, 100);
+  }
+  f.t.finish();
+  CHECK(f.t.take().empty());
+  CHECK(f.t.open_connections() == 0);
+}
+
+TEST_CASE("protocol sniffing") {
+  CHECK(sniff_protocol("POST /v1 HTTP/1.1") == Protocol::http1);
+  CHECK(sniff_protocol("PO") == Protocol::unknown_yet);
+  CHECK(sniff_protocol("PRI * HTTP/2.0\r\n") == Protocol::http2);
+  CHECK(sniff_protocol(std::string("\x16\x03\x01", 3)) == Protocol::tls);
+  CHECK(sniff_protocol("hello") == Protocol::other);
+  CHECK(looks_like_request_line("GET /x HTTP/1.1\r\n"));
+  CHECK_FALSE(looks_like_request_line("GET /x HTTP/2\r\n"));
+  CHECK_FALSE(looks_like_request_line("{\"prompt\": 1}"));
+}
