@@ -13,7 +13,7 @@
 namespace causeway {
 namespace {
 
-constexpr double kW = 560, kH = 210, kLeft = 44, kRight = 10, kTop = 26, kBottom = 30;
+constexpr double kHistW = 560, kHistH = 210, kHistLeft = 44, kHistRight = 10, kHistTop = 26, kHistBottom = 30;
 // Claimed calls read per op: the tail is the slowest 1%, so a 10M-call op has 100k; past this
 // the colours are drawn from the first ones read (the caption's shares stay exact: they come
 // from tail_breakdown).
@@ -118,7 +118,7 @@ Result<OpHistogram> build_op_histogram(sqlite3* db, int64_t sid, int64_t from, i
 }
 
 std::string render_op_histogram(const OpHistogram& h) {
-  const double pw = kW - kLeft - kRight, ph = kH - kTop - kBottom;
+  const double pw = kHistW - kHistLeft - kHistRight, ph = kHistH - kHistTop - kHistBottom;
   const double bw = pw / static_cast<double>(h.bins.size());
   uint64_t top = 1;
   for (const auto& b : h.bins) top = std::max(top, b.count);
@@ -133,21 +133,21 @@ std::string render_op_histogram(const OpHistogram& h) {
     double hi = b.hi == UINT64_MAX ? static_cast<double>(std::max(h.max, b.lo + 1)) : static_cast<double>(b.hi);
     double lo = std::max(static_cast<double>(b.lo), 1.0);
     double frac = hi > lo && v > lo ? std::log(static_cast<double>(v) / lo) / std::log(hi / lo) : 0.0;
-    return kLeft + bw * (static_cast<double>(i) + std::clamp(frac, 0.0, 1.0));
+    return kHistLeft + bw * (static_cast<double>(i) + std::clamp(frac, 0.0, 1.0));
   };
-  Svg svg(kW, kH, "latency histogram of " + h.title, "histogram");
-  svg.line(kLeft, kTop + ph, kLeft + pw, kTop + ph, "axis");
-  svg.text(kLeft - 4, kTop + 8, std::to_string(top), "ax", Anchor::end);
-  svg.text(kLeft - 4, kTop + ph, "0", "ax", Anchor::end);
-  svg.text(4, kTop + ph + 27, "calls, log scale", "ax");
+  Svg svg(kHistW, kHistH, "latency histogram of " + h.title, "histogram");
+  svg.line(kHistLeft, kHistTop + ph, kHistLeft + pw, kHistTop + ph, "axis");
+  svg.text(kHistLeft - 4, kHistTop + 8, std::to_string(top), "ax", Anchor::end);
+  svg.text(kHistLeft - 4, kHistTop + ph, "0", "ax", Anchor::end);
+  svg.text(4, kHistTop + ph + 27, "calls, log scale", "ax");
   std::set<std::string> causes_seen;
   bool unexplained_seen = false;
   for (size_t i = 0; i < h.bins.size(); ++i) {
     const HistBin& b = h.bins[i];
     if (b.count == 0) continue;
-    const double x = kLeft + bw * static_cast<double>(i) + 0.5, w = std::max(bw - 1, 1.0);
+    const double x = kHistLeft + bw * static_cast<double>(i) + 0.5, w = std::max(bw - 1, 1.0);
     const double full = height_of(b.count);
-    double y = kTop + ph;
+    double y = kHistTop + ph;
     const std::string range = dur_label(b.lo) + (b.hi == UINT64_MAX ? "+" : " – " + dur_label(b.hi));
     const bool in_tail = h.threshold && b.lo >= h.threshold;
     // Stacked from the bottom: each cause's share of the bin, then the rest.
@@ -161,7 +161,7 @@ std::string render_op_histogram(const OpHistogram& h) {
       claimed += n;
     }
     if (claimed < b.count) {
-      double seg = full - (kTop + ph - y);
+      double seg = full - (kHistTop + ph - y);
       y -= seg;
       svg.rect(x, y, w, seg, in_tail ? "unexplained" : "bar",
                range + ": " + std::to_string(b.count - claimed) + " calls" + (in_tail ? ", no cause found" : ""));
@@ -174,19 +174,19 @@ std::string render_op_histogram(const OpHistogram& h) {
   for (uint64_t p = 1; p <= hi_v && p < UINT64_MAX / 10; p *= 10) {
     if (p < lo_v) continue;
     double x = x_of_value(p);
-    svg.line(x, kTop + ph, x, kTop + ph + 4, "axis");
-    svg.text(x, kTop + ph + 15, dur_label(p), "ax", Anchor::middle);
+    svg.line(x, kHistTop + ph, x, kHistTop + ph + 4, "axis");
+    svg.text(x, kHistTop + ph + 15, dur_label(p), "ax", Anchor::middle);
   }
   auto marker = [&](uint64_t v, const char* cls, const std::string& name, double label_y) {
     double x = x_of_value(v);
-    svg.line(x, kTop - 2, x, kTop + ph, cls);
+    svg.line(x, kHistTop - 2, x, kHistTop + ph, cls);
     // Near the right edge the label goes left of its line, so it is not cut off.
-    const bool left = x > kW - 80;
+    const bool left = x > kHistW - 80;
     svg.text(left ? x - 3 : x + 3, label_y, name + " " + dur_label(v), "ax", left ? Anchor::end : Anchor::start);
   };
-  marker(h.p50, "p50", "p50", kTop - 14);
-  marker(h.p99, "p99", "p99", kTop - 3);
-  svg.text(kLeft + pw, kTop + ph + 27, "max " + dur_label(h.max), "ax", Anchor::end);
+  marker(h.p50, "p50", "p50", kHistTop - 14);
+  marker(h.p99, "p99", "p99", kHistTop - 3);
+  svg.text(kHistLeft + pw, kHistTop + ph + 27, "max " + dur_label(h.max), "ax", Anchor::end);
 
   std::string cap = "<figcaption><b>" + html_escape(h.title) + "</b> <span class=\"note\">" + html_escape(h.source) +
                     "</span><br>" + std::to_string(h.calls) + " calls · p50 " + html_escape(dur_label(h.p50)) + " · p99 " +

@@ -50,7 +50,7 @@ i.sw{display:inline-block;width:10px;height:10px;border-radius:2px;vertical-alig
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:4px;vertical-align:-2px}
 i.on_cpu{background:#2e7d32}i.runnable{background:#ef6c00}i.sleeping{background:#cfd8dc}i.blocked{background:#6a1b9a}
 i.culprit{background:#c62828}i.other{background:#90a4ae}i.idle{background:#f1f3f5;border:1px solid #d5dbe0}
-i.focus{background:#fff59d;border:1px dashed #f9a825}i.call{background:#64b5f6}i.slow_call{background:#0d47a1}i.io{background:#00897b}i.bar{background:#90a4ae}i.unexplained{background:#546e7a}
+i.focus{background:#fff59d;border:1px dashed #f9a825}i.unknown{background:#eceff1;border:1px solid #d5dbe0}i.call{background:#64b5f6}i.slow_call{background:#0d47a1}i.io{background:#00897b}i.bar{background:#90a4ae}i.unexplained{background:#546e7a}
 i.c0{background:#c62828}i.c1{background:#6a1b9a}i.c2{background:#ef6c00}i.c3{background:#00897b}i.c4{background:#f9a825}i.c5{background:#5d4037}i.c6{background:#ad1457}i.c7{background:#283593}i.c8{background:#827717}i.c9{background:#0277bd}i.c10{background:#ff8a65}
 footer{margin-top:30px;color:var(--muted);font-size:12px}
 )css";

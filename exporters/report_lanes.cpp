@@ -62,6 +62,7 @@ struct Focus {
   uint32_t pid = 0, tid = 0;
   int64_t from = 0, to = 0;
   std::string label;
+  bool call = false;
 };
 
 class Names {
@@ -118,6 +119,7 @@ Result<std::optional<Focus>> worst_call(sqlite3* db, int64_t sid, const std::str
   // A gap row is the host stall before the call starts: draw the stall and the call.
   f.from = gap ? ts - lost : ts;
   f.to = ts + dur;
+  f.call = true;
   f.label = gap ? "stall of " + format_duration_ns(lost) + " before " + op + " (worst)"
                 : op + " " + format_duration_ns(dur) + " (worst call)";
   return std::optional<Focus>{f};
@@ -199,6 +201,7 @@ class Builder {
     d_.focus_from = f.from;
     d_.focus_to = f.to;
     d_.focus_label = f.label;
+    d_.focus_is_call = f.call;
     if (chain.contains("culprit") && chain["culprit"].is_object()) {
       culprit_pid_ = u32(chain["culprit"], "pid");
       culprit_cpu_ = chain["culprit"].contains("cpu") && chain["culprit"]["cpu"].is_number_integer()
@@ -296,6 +299,7 @@ class Builder {
       }
     if (first && first->prev_tid == tid) {
       cur = Mark::on_cpu;
+      cur_label = "on CPU " + std::to_string(first->cpu);
     } else {
       auto p = prior_switch(tid);
       if (!p) return p.error();
@@ -308,8 +312,6 @@ class Builder {
       } else {
         cur_label = "state not in the trace";
       }
-    } else {
-      cur_label = "on CPU " + std::to_string(first->cpu);
     }
     auto w = wakeups(tid);
     if (!w) return w.error();
@@ -358,6 +360,9 @@ class Builder {
     if (preempted_cpu_ >= 0) return preempted_cpu_;
     for (const auto& r : rows)
       if (r.prev_pid == f_.pid || r.next_pid == f_.pid) return r.cpu;
+    // No victim thread on a CPU here (a chain over ranks): where the culprit ran.
+    for (const auto& r : rows)
+      if (culprit_pid_ && (r.prev_pid == culprit_pid_ || r.next_pid == culprit_pid_)) return r.cpu;
     return -1;
   }
 
@@ -461,7 +466,7 @@ class Builder {
         const auto& [name, source] = it->second;
         const bool gpu_call = source == "cuda" || source == "driver" || source == "nccl";
         if (gpu_call && pid == f_.pid && (!f_.tid || tid == f_.tid)) {
-          const bool worst = ts <= d_.focus_to && ts + dur >= d_.focus_to && ts >= d_.focus_from;
+          const bool worst = d_.focus_is_call && ts <= d_.focus_to && ts + dur >= d_.focus_to && ts >= d_.focus_from;
           push(calls, ts, ts + dur, worst ? Mark::slow_call : Mark::call,
                sanitize_untrusted(name, 64));
         } else if (source == "io" || source == "mem" || source == "net") {

@@ -42,6 +42,7 @@ struct SwimlaneData {
   int64_t from_ns = 0, to_ns = 0;            // the drawn window
   int64_t focus_from = 0, focus_to = 0;      // the worst call (or the chain's slow moment)
   std::string focus_label;                   // "cudaStreamSynchronize 41.2ms (worst call)"
+  bool focus_is_call = false;                // false: the chain's timeline, no call to single out
   std::vector<Lane> lanes;
 };
 

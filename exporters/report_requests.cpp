@@ -14,7 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr double kW = 1160, kLabelW = 90, kRight = 20, kRowH = 34;
+constexpr double kReqW = 1160, kReqLabelW = 90, kReqRight = 20, kReqRowH = 34;
 
 double num(const json& j, const char* k) {
   return j.is_object() && j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
@@ -49,24 +49,24 @@ std::string percentile_chart(const json& r) {
   if (!(hi > 0)) return "<p class=\"note\">No latency percentiles in the requests data.</p>";
   lo = std::pow(10.0, std::floor(std::log10(lo)));
   hi = std::pow(10.0, std::ceil(std::log10(hi * 1.0001)));
-  const double pw = kW - kLabelW - kRight;
-  auto x_of = [&](double v) { return kLabelW + pw * std::log10(std::clamp(v, lo, hi) / lo) / std::log10(hi / lo); };
+  const double pw = kReqW - kReqLabelW - kReqRight;
+  auto x_of = [&](double v) { return kReqLabelW + pw * std::log10(std::clamp(v, lo, hi) / lo) / std::log10(hi / lo); };
   const json tail = r.contains("tail") && r["tail"].is_object() ? r["tail"] : json::object();
   const std::string tail_metric = tail.contains("metric") && tail["metric"].is_string() ? tail["metric"].get<std::string>() : "ttft";
-  Svg svg(kW, 24 + 3 * kRowH, "request latency percentiles (ms, log scale)", "requests");
+  Svg svg(kReqW, 24 + 3 * kReqRowH, "request latency percentiles (ms, log scale)", "requests");
   for (double d = lo; d <= hi * 1.0001; d *= 10) {
-    svg.line(x_of(d), 16, x_of(d), 24 + 3 * kRowH, "grid");
+    svg.line(x_of(d), 16, x_of(d), 24 + 3 * kReqRowH, "grid");
     svg.text(x_of(d), 12, ms(d), "ax", Anchor::middle);
   }
   double y = 24;
   for (auto& [name, key] : metrics) {
     svg.begin_group("metric", "metric", name);
-    svg.text(kLabelW - 8, y + 18, std::string(name == std::string("ttft") ? "TTFT" : name == std::string("itl") ? "ITL" : "E2E"),
+    svg.text(kReqLabelW - 8, y + 18, std::string(name == std::string("ttft") ? "TTFT" : name == std::string("itl") ? "ITL" : "E2E"),
              "lane", Anchor::end);
     const json m = r.contains(key) && r[key].is_object() ? r[key] : json::object();
     const double p50 = num(m, "p50"), p90 = num(m, "p90"), p99 = num(m, "p99"), mx = num(m, "max");
     if (std::isfinite(p50) && std::isfinite(p99)) {
-      svg.rect(x_of(p50), y + 6, std::max(x_of(p99) - x_of(p50), 1.0), kRowH - 12, "bar",
+      svg.rect(x_of(p50), y + 6, std::max(x_of(p99) - x_of(p50), 1.0), kReqRowH - 12, "bar",
                std::string(name) + " p50 " + ms(p50) + " → p99 " + ms(p99));
       // The tail band: each cause's share of the tail's time, the rest unexplained.
       if (std::isfinite(mx) && mx > p99) {
@@ -76,20 +76,20 @@ std::string percentile_chart(const json& r) {
             double share = std::clamp(num(c, "share_time"), 0.0, 1.0);
             if (!std::isfinite(share) || share <= 0) continue;
             const std::string cause = c.contains("cause") && c["cause"].is_string() ? c["cause"].get<std::string>() : "?";
-            svg.rect(x, y + 6, w * share, kRowH - 12, cause_class(cause), cause + " " + percent_text(share) + " of the tail's time");
+            svg.rect(x, y + 6, w * share, kReqRowH - 12, cause_class(cause), cause + " " + percent_text(share) + " of the tail's time");
             x += w * share;
           }
         }
-        svg.rect(x, y + 6, std::max(x_of(mx) - x, 0.0), kRowH - 12, "unexplained", std::string(name) + " tail up to max " + ms(mx));
+        svg.rect(x, y + 6, std::max(x_of(mx) - x, 0.0), kReqRowH - 12, "unexplained", std::string(name) + " tail up to max " + ms(mx));
       }
     }
     for (auto& [q, v] : {std::pair{"p50", p50}, {"p90", p90}, {"p99", p99}, {"max", mx}}) {
       if (!std::isfinite(v)) continue;
-      svg.line(x_of(v), y + 2, x_of(v), y + kRowH - 2, std::string(q) == "p50" ? "p50" : "p99");
-      svg.text(x_of(v) + 2, y + kRowH - 1, std::string(q) + " " + ms(v), "ax");
+      svg.line(x_of(v), y + 2, x_of(v), y + kReqRowH - 2, std::string(q) == "p50" ? "p50" : "p99");
+      svg.text(x_of(v) + 2, y + kReqRowH - 1, std::string(q) + " " + ms(v), "ax");
     }
     svg.end_group();
-    y += kRowH;
+    y += kReqRowH;
   }
   return "<figure class=\"requests\">" + svg.finish() + "</figure>";
 }

@@ -12,7 +12,7 @@
 namespace causeway {
 namespace {
 
-constexpr double kWidth = 1160, kLabelW = 190, kRight = 12, kAxisH = 34, kLaneH = 26, kLaneGap = 8;
+constexpr double kLaneWidth = 1160, kLaneLabelW = 190, kLaneRight = 12, kAxisH = 34, kLaneH = 26, kLaneGap = 8;
 // About the advance of one 11 px sans-serif glyph: a label is drawn inside its segment only
 // when it fits.
 constexpr double kCharW = 6.4;
@@ -60,13 +60,13 @@ std::string fitting(const std::string& label, const std::string& dur, double wid
 }  // namespace
 
 std::string render_swimlanes(const SwimlaneData& d) {
-  const double plot_w = kWidth - kLabelW - kRight;
+  const double plot_w = kLaneWidth - kLaneLabelW - kLaneRight;
   const double height = kAxisH + static_cast<double>(d.lanes.size()) * (kLaneH + kLaneGap) + 4;
   const int64_t span = std::max<int64_t>(1, d.to_ns - d.from_ns);
   auto x_of = [&](int64_t t) {
-    return kLabelW + plot_w * static_cast<double>(std::clamp(t, d.from_ns, d.to_ns) - d.from_ns) / static_cast<double>(span);
+    return kLaneLabelW + plot_w * static_cast<double>(std::clamp(t, d.from_ns, d.to_ns) - d.from_ns) / static_cast<double>(span);
   };
-  Svg svg(kWidth, height, "swimlanes: " + std::to_string(d.lanes.size()) + " lanes around " + d.focus_label, "swimlanes");
+  Svg svg(kLaneWidth, height, "swimlanes: " + std::to_string(d.lanes.size()) + " lanes around " + d.focus_label, "swimlanes");
 
   // Axis: ms from the worst call's start, so "+12 ms" reads as "12 ms into the call".
   const int64_t step = tick_step(span);
@@ -78,14 +78,14 @@ std::string render_swimlanes(const SwimlaneData& d) {
   }
   const double fx1 = x_of(d.focus_from), fx2 = std::max(x_of(d.focus_to), fx1 + 1);
   svg.rect(fx1, kAxisH - 4, fx2 - fx1, height - kAxisH + 2, "focus", d.focus_label);
-  svg.text(std::min(fx1 + 3, kWidth - kRight - kCharW * static_cast<double>(d.focus_label.size())), 12, d.focus_label, "lane");
+  svg.text(std::min(fx1 + 3, kLaneWidth - kLaneRight - kCharW * static_cast<double>(d.focus_label.size())), 12, d.focus_label, "lane");
 
   std::set<Mark> used;
   double y = kAxisH;
   for (const Lane& lane : d.lanes) {
     svg.begin_group("lane", "lane", lane_kind(lane.kind));
-    svg.text(kLabelW - 8, y + kLaneH / 2 + 4, lane.name, "lane", Anchor::end);
-    svg.rect(kLabelW, y, plot_w, kLaneH, "idle");
+    svg.text(kLaneLabelW - 8, y + kLaneH / 2 + 4, lane.name, "lane", Anchor::end);
+    svg.rect(kLaneLabelW, y, plot_w, kLaneH, "idle");
     // Merge what is narrower than half a pixel into the segment before it when both show the
     // same thing; anything left is drawn at least 1 px wide so a short event stays visible.
     struct Px {
@@ -122,7 +122,7 @@ std::string render_swimlanes(const SwimlaneData& d) {
       }
     }
     if (lane.dropped)
-      svg.text(kWidth - kRight, y + kLaneH / 2 + 4, "+" + std::to_string(lane.dropped) + " not drawn", "ax", Anchor::end);
+      svg.text(kLaneWidth - kLaneRight, y + kLaneH / 2 + 4, "+" + std::to_string(lane.dropped) + " not drawn", "ax", Anchor::end);
     svg.end_group();
     y += kLaneH + kLaneGap;
   }

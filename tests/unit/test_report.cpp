@@ -16,6 +16,7 @@
 #include "exporters/report_requests.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
+#include "tracedb/merge.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -97,7 +98,6 @@ TEST_CASE("every demo scenario's report: self-contained, a section per chain, a 
 TEST_CASE("incident: the swimlanes show tar preempting python3 on CPU 3") {
   Demo d("incident");
   const std::string html = d.report();
-  { FILE* f = fopen("/tmp/w27/incident.html", "w"); fwrite(html.data(), 1, html.size(), f); fclose(f); }  // DEBUG
   auto first = html.find("<section class=\"chain sev-HIGH\" id=\"chain-1\" data-cause=\"cpu_contention\"");
   REQUIRE(first != std::string::npos);
   const std::string chain = html.substr(first, html.find("</section>", first) - first);
@@ -203,6 +203,36 @@ TEST_CASE("the report includes the requests section only when the provider retur
   html = d.report(&s, [](sqlite3*, const RequestsScope&) -> Result<std::optional<json>> { return std::optional<json>{}; });
   CHECK_FALSE(s.requests);
   CHECK(html.find("id=\"requests\"") == std::string::npos);
+}
+
+TEST_CASE("a merged session: one row per host, the straggler's host highlighted") {
+  Demo straggler("nccl-straggler"), incident("incident");
+  TempDir dir;
+  const std::string merged = dir.file("job.db");
+  auto m = merge_trace_dbs(merged, {straggler.db, incident.db});
+  REQUIRE_MESSAGE(m, (m ? std::string() : m.error().message));
+  REQUIRE(diagnose_and_store(merged, m->session_id).ok());
+  ReportOptions o;
+  o.db_path = merged;
+  o.out_path = dir.file("r.html");
+  auto s = write_report(o);
+  REQUIRE_MESSAGE(s, (s ? std::string() : s.error().message));
+  CHECK(s->hosts == 2);
+  const std::string html = test::read_file(o.out_path);
+  check_self_contained(html);
+  auto at = html.find("<section class=\"hosts\" id=\"hosts\">");
+  REQUIRE(at != std::string::npos);
+  const std::string hosts = html.substr(at, html.find("</section>", at) - at);
+  CHECK(count_of(hosts, "<tr") == 3);  // head + 2 hosts
+  CHECK(count_of(hosts, "<tr class=\"straggler\">") == 1);
+  // The highlighted host is the one the nccl_straggler chain's culprit ran on.
+  auto db = open_read_only(merged);
+  REQUIRE(db.ok());
+  auto st = Statement::prepare(db->get(),
+                               "SELECT json_extract(doc, '$.culprit.host') FROM chains WHERE cause = 'nccl_straggler' LIMIT 1");
+  REQUIRE(st.ok());
+  REQUIRE(st->step() == SQLITE_ROW);
+  CHECK(hosts.find("<tr class=\"straggler\"><td>" + html_escape(st->col_text(0)) + "</td>") != std::string::npos);
 }
 
 TEST_CASE("html_escape") {
