@@ -135,7 +135,7 @@ std::string render_op_histogram(const OpHistogram& h) {
     double frac = hi > lo && v > lo ? std::log(static_cast<double>(v) / lo) / std::log(hi / lo) : 0.0;
     return kHistLeft + bw * (static_cast<double>(i) + std::clamp(frac, 0.0, 1.0));
   };
-  Svg svg(kHistW, kHistH, "latency histogram of " + h.title, "histogram");
+  Svg svg(kHistW, kHistH, "latency histogram, log bins, tail coloured by cause", "histogram");
   svg.line(kHistLeft, kHistTop + ph, kHistLeft + pw, kHistTop + ph, "axis");
   svg.text(kHistLeft - 4, kHistTop + 8, std::to_string(top), "ax", Anchor::end);
   svg.text(kHistLeft - 4, kHistTop + ph, "0", "ax", Anchor::end);
@@ -209,7 +209,7 @@ std::string render_op_histogram(const OpHistogram& h) {
     legend += std::string("<span><i class=\"") + cause_class(c) + "\"></i>" + html_text(c, 40) + "</span>";
   if (unexplained_seen) legend += "<span><i class=\"unexplained\"></i>tail, no cause found</span>";
   legend += "</div>";
-  return "<figure class=\"op\" data-op=\"" + html_escape(h.title) + "\">" + cap + svg.finish() + legend + "</figure>";
+  return "<figure class=\"op\">" + cap + svg.finish() + legend + "</figure>";
 }
 
 }  // namespace causeway

@@ -73,7 +73,15 @@ class Names {
     auto key = (static_cast<uint64_t>(pid) << 32) | tid;
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
     std::string c;
-    if (auto st = Statement::prepare(db_, "SELECT comm FROM processes WHERE session_id = ?1 AND pid = ?2")) {
+    // A thread other than the main one goes by its own name (a lock holder "pt_checkpoint").
+    if (tid && tid != pid)
+      if (auto st = Statement::prepare(db_, "SELECT comm FROM threads WHERE session_id = ?1 AND tid = ?2")) {
+        st->bind(1, sid_);
+        st->bind(2, int64_t{tid});
+        if (st->step() == SQLITE_ROW) c = st->col_text(0);
+      }
+    if (c.empty())
+      if (auto st = Statement::prepare(db_, "SELECT comm FROM processes WHERE session_id = ?1 AND pid = ?2")) {
       st->bind(1, sid_);
       st->bind(2, int64_t{pid});
       if (st->step() == SQLITE_ROW) c = st->col_text(0);
@@ -204,11 +212,13 @@ class Builder {
     d_.focus_is_call = f.call;
     if (chain.contains("culprit") && chain["culprit"].is_object()) {
       culprit_pid_ = u32(chain["culprit"], "pid");
+      culprit_tid_ = u32(chain["culprit"], "tid");
       culprit_cpu_ = chain["culprit"].contains("cpu") && chain["culprit"]["cpu"].is_number_integer()
                          ? chain["culprit"]["cpu"].get<int>()
                          : -1;
     }
-    if (culprit_pid_ == f.pid) culprit_pid_ = 0;  // the victim's own threads are not "the culprit" lane
+    // Another thread of the victim's process is a culprit by its tid; the process itself is not.
+    if (culprit_pid_ == f.pid && !culprit_tid_) culprit_pid_ = 0;
   }
 
   Result<SwimlaneData> build() {
@@ -231,8 +241,12 @@ class Builder {
   Names names_;
   Focus f_;
   SwimlaneData d_;
-  uint32_t culprit_pid_ = 0;
+  uint32_t culprit_pid_ = 0, culprit_tid_ = 0;  // tid 0: any thread of the culprit process
   int culprit_cpu_ = -1;
+
+  bool is_culprit(uint32_t pid, uint32_t tid) const {
+    return culprit_pid_ && pid == culprit_pid_ && (!culprit_tid_ || tid == culprit_tid_);
+  }
   int preempted_cpu_ = -1;  // the CPU the victim lost for the longest runnable stretch
 
   std::string who(uint32_t pid, uint32_t tid) {
@@ -362,14 +376,14 @@ class Builder {
       if (r.prev_pid == f_.pid || r.next_pid == f_.pid) return r.cpu;
     // No victim thread on a CPU here (a chain over ranks): where the culprit ran.
     for (const auto& r : rows)
-      if (culprit_pid_ && (r.prev_pid == culprit_pid_ || r.next_pid == culprit_pid_)) return r.cpu;
+      if (is_culprit(r.prev_pid, r.prev_tid) || is_culprit(r.next_pid, r.next_tid)) return r.cpu;
     return -1;
   }
 
-  Mark task_mark(uint32_t pid) const {
+  Mark task_mark(uint32_t pid, uint32_t tid) const {
     if (pid == 0) return Mark::idle;
+    if (is_culprit(pid, tid)) return Mark::culprit;
     if (pid == f_.pid) return Mark::on_cpu;
-    if (culprit_pid_ && pid == culprit_pid_) return Mark::culprit;
     return Mark::other;
   }
 
@@ -388,13 +402,13 @@ class Builder {
         tid = r.prev_tid;
         started = true;
       }
-      push(lane, seg_from, r.ts, task_mark(pid), who(pid, tid));
+      push(lane, seg_from, r.ts, task_mark(pid, tid), who(pid, tid));
       pid = r.next_pid;
       tid = r.next_tid;
       seg_from = r.ts;
     }
     if (!started) return;  // no switch there in the window: nothing the trace can say
-    push(lane, seg_from, d_.to_ns, task_mark(pid), who(pid, tid));
+    push(lane, seg_from, d_.to_ns, task_mark(pid, tid), who(pid, tid));
     d_.lanes.push_back(std::move(lane));
   }
 
@@ -402,22 +416,22 @@ class Builder {
   void culprit_lane(const std::vector<Sched>& rows) {
     Lane lane;
     lane.kind = LaneKind::culprit;
-    lane.name = names_.comm(culprit_pid_) + " (culprit)";
+    lane.name = names_.comm(culprit_pid_, culprit_tid_) + " (culprit)";
     std::map<int32_t, int64_t> running;  // cpu → since
     std::map<int32_t, bool> seen;
     for (const auto& r : rows) {
       if (!seen[r.cpu]) {
         seen[r.cpu] = true;
-        if (r.prev_pid == culprit_pid_) running[r.cpu] = d_.from_ns;
+        if (is_culprit(r.prev_pid, r.prev_tid)) running[r.cpu] = d_.from_ns;
       }
-      if (r.prev_pid == culprit_pid_) {
+      if (is_culprit(r.prev_pid, r.prev_tid)) {
         auto it = running.find(r.cpu);
         if (it != running.end()) {
           push(lane, it->second, r.ts, Mark::culprit, "on CPU " + std::to_string(r.cpu));
           running.erase(it);
         }
       }
-      if (r.next_pid == culprit_pid_) running[r.cpu] = r.ts;
+      if (is_culprit(r.next_pid, r.next_tid)) running[r.cpu] = r.ts;
     }
     for (auto& [cpu, since] : running) push(lane, since, d_.to_ns, Mark::culprit, "on CPU " + std::to_string(cpu));
     std::sort(lane.segments.begin(), lane.segments.end(),

@@ -1,5 +1,6 @@
 #include "exporters/report_sections.h"
 
+#include <algorithm>
 #include <map>
 
 #include "analysis/chain_text.h"
@@ -144,21 +145,29 @@ std::string render_chain_section(size_t n, const json& c, const std::string& lan
 }
 
 std::string render_hosts_section(const std::vector<HostSpan>& hosts, const StatsResult& stats, const json& chains) {
-  // Chains naming each host as the culprit's; an nccl_straggler's culprit host is the straggler.
-  std::map<std::string, int> named;
-  std::string straggler;
+  // Chains naming each host (by the culprit's pid: a merged host k owns pids from its pid_base
+  // on, docs/FLEET.md) — host names need not differ; an nccl_straggler's culprit host is the straggler.
+  auto base_of = [&](int64_t pid) {
+    int64_t base = -1;
+    for (const HostSpan& h : hosts)
+      if (h.pid_base <= pid) base = std::max(base, h.pid_base);
+    return base;
+  };
+  std::map<int64_t, int> named;
+  int64_t straggler = -1;
   if (chains.is_array())
     for (const auto& c : chains) {
-      if (!c.contains("culprit") || !c["culprit"].is_object() || !c["culprit"].contains("host") || !c["culprit"]["host"].is_string())
+      if (!c.contains("culprit") || !c["culprit"].is_object() || !c["culprit"].contains("pid") ||
+          !c["culprit"]["pid"].is_number_integer())
         continue;
-      const std::string h = c["culprit"]["host"].get<std::string>();
-      ++named[h];
-      if (straggler.empty() && c.value("cause", "") == "nccl_straggler") straggler = h;
+      const int64_t b = base_of(c["culprit"]["pid"].get<int64_t>());
+      ++named[b];
+      if (straggler < 0 && c.value("cause", "") == "nccl_straggler") straggler = b;
     }
-  if (straggler.empty()) {
+  if (straggler < 0) {
     int best = 0;
-    for (auto& [h, n] : named)
-      if (n > best) best = n, straggler = h;
+    for (auto& [b, n] : named)
+      if (n > best) best = n, straggler = b;
   }
   std::map<int64_t, json> by_base;
   if (stats.by_host.is_array())
@@ -166,7 +175,7 @@ std::string render_hosts_section(const std::vector<HostSpan>& hosts, const Stats
   std::string out = "<section class=\"hosts\" id=\"hosts\"><h2>Hosts</h2><table><tr><th>host</th><th>system</th>"
                     "<th class=\"num\">calls</th><th class=\"num\">call time</th><th class=\"num\">chains naming it</th><th></th></tr>";
   for (const HostSpan& h : hosts) {
-    const bool is_straggler = !straggler.empty() && h.host == straggler;
+    const bool is_straggler = straggler >= 0 && h.pid_base == straggler;
     const json b = by_base.count(h.pid_base) ? by_base[h.pid_base] : json::object();
     const std::string sys = text_of(h.system, "kernel", 60);
     const size_t gpus = h.system.contains("gpus") && h.system["gpus"].is_array() ? h.system["gpus"].size() : 0;
@@ -174,7 +183,7 @@ std::string render_hosts_section(const std::vector<HostSpan>& hosts, const Stats
            (sys.empty() ? "" : "kernel " + sys + ", ") + std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
            "</td><td class=\"num\">" + with_commas(b.value("calls", uint64_t{0})) + "</td><td class=\"num\">" +
            html_escape(format_duration_ns(static_cast<int64_t>(b.value("total_us", 0.0) * 1000))) + "</td><td class=\"num\">" +
-           std::to_string(named.count(h.host) ? named[h.host] : 0) + "</td><td>" + (is_straggler ? "straggler" : "") + "</td></tr>";
+           std::to_string(named.count(h.pid_base) ? named[h.pid_base] : 0) + "</td><td>" + (is_straggler ? "straggler" : "") + "</td></tr>";
   }
   return out + "</table></section>";
 }

@@ -66,7 +66,8 @@ std::string render_swimlanes(const SwimlaneData& d) {
   auto x_of = [&](int64_t t) {
     return kLaneLabelW + plot_w * static_cast<double>(std::clamp(t, d.from_ns, d.to_ns) - d.from_ns) / static_cast<double>(span);
   };
-  Svg svg(kLaneWidth, height, "swimlanes: " + std::to_string(d.lanes.size()) + " lanes around " + d.focus_label, "swimlanes");
+  // The label is causeway's own words only: trace text stays in elements' text, never attributes.
+  Svg svg(kLaneWidth, height, "swimlanes: " + std::to_string(d.lanes.size()) + " lanes around the chain's worst moment", "swimlanes");
 
   // Axis: ms from the worst call's start, so "+12 ms" reads as "12 ms into the call".
   const int64_t step = tick_step(span);
@@ -77,7 +78,7 @@ std::string render_swimlanes(const SwimlaneData& d) {
     svg.text(x, kAxisH - 10, rel_ms(t - d.focus_from), "ax", Anchor::middle);
   }
   const double fx1 = x_of(d.focus_from), fx2 = std::max(x_of(d.focus_to), fx1 + 1);
-  svg.rect(fx1, kAxisH - 4, fx2 - fx1, height - kAxisH + 2, "focus", d.focus_label);
+  svg.rect(fx1, kAxisH - 4, fx2 - fx1, height - kAxisH + 2, "focus");
   svg.text(std::min(fx1 + 3, kLaneWidth - kLaneRight - kCharW * static_cast<double>(d.focus_label.size())), 12, d.focus_label, "lane");
 
   std::set<Mark> used;
