@@ -4,6 +4,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "analysis/chain_text.h"
 #include "analysis/chains.h"
 #include "analysis/system_info.h"
 #include "analysis/tail_breakdown.h"
@@ -36,49 +37,6 @@ using json = nlohmann::json;
 std::string safe(const json& j, const char* key, size_t max = 600) {
   if (!j.contains(key) || !j[key].is_string()) return "";
   return sanitize_untrusted(j[key].get<std::string>(), max);
-}
-
-std::string pct(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.0f%%", v * 100.0);
-  return b;
-}
-
-std::string culprit_line(const json& c) {
-  if (!c.is_object()) return "";
-  std::string s;
-  if (c.contains("peer") && c["peer"].is_string()) s = "peer " + sanitize_untrusted(c["peer"].get<std::string>(), 80);
-  else if (c.contains("comm") && c["comm"].is_string()) s = sanitize_untrusted(c["comm"].get<std::string>(), 64);
-  if (c.contains("pid") && c["pid"].is_number()) s += " (pid " + std::to_string(c["pid"].get<int64_t>());
-  if (c.contains("tid") && c["tid"].is_number()) s += ", tid " + std::to_string(c["tid"].get<int64_t>());
-  if (c.contains("rank") && c["rank"].is_number()) s += ", rank " + std::to_string(c["rank"].get<int64_t>());
-  if (c.contains("pid") && c["pid"].is_number()) s += ")";
-  static const std::pair<const char*, const char*> shares[] = {
-      {"off_cpu_share", "of the stolen CPU time"}, {"wait_share", "of the blocked time"},
-      {"overlap_share", "of the slow calls overlapped"}, {"page_share", "of the pages allocated"},
-      {"late_share", "of the collectives entered last"}, {"share", "of the slow calls"}};
-  for (auto& [k, what] : shares)
-    if (c.contains(k) && c[k].is_number()) {
-      s += ", " + pct(c[k].get<double>()) + " " + what;
-      break;
-    }
-  if (c.contains("doing") && c["doing"].is_string() && c.contains("doing_share") && c["doing_share"].is_number() &&
-      c["doing_share"].get<double>() > 0)
-    s += "; it spent " + pct(c["doing_share"].get<double>()) + " of its time producing the batches " +
-         (c["doing"] == "block_io" ? std::string("in disk reads")
-          : c["doing"] == "cpu"    ? std::string("on-CPU")
-          : c["doing"] == "runnable" ? std::string("waiting for a CPU")
-                                     : std::string("asleep itself"));
-  if (c.contains("cgroup") && c["cgroup"].is_string() && !c["cgroup"].get<std::string>().empty() && c["cgroup"] != "/")
-    s += "; cgroup " + safe(c, "cgroup", 200);
-  if (c.contains("container") && c["container"].is_string()) s += ", container " + safe(c, "container", 80);
-  if (c.contains("pod") && c["pod"].is_string()) s += ", pod " + safe(c, "pod", 120);
-  if (c.contains("preempted_by") && c["preempted_by"].is_object()) {
-    const json& p = c["preempted_by"];
-    s += "; itself preempted by " + safe(p, "comm", 64) +
-         (p.contains("pid") && p["pid"].is_number() ? " (pid " + std::to_string(p["pid"].get<int64_t>()) + ")" : "");
-  }
-  return s;
 }
 
 void render_chain(std::ostream& out, size_t n, const json& c) {

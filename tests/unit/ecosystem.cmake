@@ -18,3 +18,8 @@ if(TARGET causeway_metrics)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_metrics_exposition.cpp
     LIBS causeway_metrics)
 endif()
+if(TARGET causeway_exporters AND TARGET causeway_synth)
+  causeway_test(test_report LABEL unit
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report.cpp
+    LIBS causeway_exporters causeway_analysis causeway_synth nlohmann_json::nlohmann_json)
+endif()

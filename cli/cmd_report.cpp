@@ -1,0 +1,88 @@
+// `causeway report`: the session as one self-contained HTML page (exporters/report.h,
+// docs/REPORT.md) — open it in any browser, offline.
+#include <cstdio>
+
+#include "cli/command.h"
+#include "common/units.h"
+#include "exporters/report.h"
+#include "requests/latency.h"
+#include "tracedb/sqlite_handle.h"
+
+// Its own namespace: the commands share the names setup/reg (and helpers), one per file.
+namespace causeway::cli::cmd_report {
+
+struct ReportArgs {
+  std::string db;
+  std::string out;
+  std::string since;
+  std::optional<uint32_t> pid;
+  std::optional<int64_t> session;
+  size_t chains = 10;
+  size_t ops = 24;
+  bool quiet = false;
+};
+
+// The inference-requests section's data: `causeway requests --json`'s document for the
+// session (requests/latency.h, the same builder as the CLI and MCP), or nothing when the
+// session served no requests (or its DB predates the requests table).
+RequestsProvider requests_provider() {
+  return [](sqlite3* db, const RequestsScope& scope) -> Result<std::optional<nlohmann::json>> {
+    auto has_table = Statement::prepare(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'requests'");
+    if (!has_table) return has_table.error();
+    if (has_table->step() != SQLITE_ROW) return std::optional<nlohmann::json>();
+    requests::RequestQuery q;
+    q.session_id = scope.session_id;
+    q.since_ns = scope.since_ns;
+    q.pid = scope.pid;
+    auto doc = requests::request_latency_json(db, q);
+    if (!doc) return doc.error();
+    if ((*doc)["requests"].value("count", 0) == 0) return std::optional<nlohmann::json>();
+    return std::optional<nlohmann::json>(std::move(*doc));
+  };
+}
+
+Runner setup(CLI::App& app) {
+  auto a = std::make_shared<ReportArgs>();
+  add_db_option(app, a->db);
+  app.add_option("-o,--output", a->out, "the HTML file to write ('-' = stdout)")->required();
+  app.add_option("--since", a->since, "only the last D of the session's data (500ms, 30s, 5m, 2h)");
+  app.add_option("--pid", a->pid, "only chains and ops of this process (as victim or culprit)");
+  app.add_option("--session", a->session, "session id (default: the latest)");
+  app.add_option("--chains", a->chains, "at most N chains drawn, most severe first (default 10)")->check(CLI::Range(1, 1000));
+  app.add_option("--ops", a->ops, "at most N op histograms, largest total time first (default 24)")->check(CLI::Range(1, 1000));
+  app.add_flag("--quiet,-q", a->quiet, "print nothing on success");
+  app.footer(
+      "One HTML file with everything inline (SVG, CSS, no script, no URL): the hosts and GPUs, each causal\n"
+      "chain with its culprit, fix and swimlanes around the worst call, and a latency histogram per op with\n"
+      "the tail coloured by cause. Open it in any browser, offline. See docs/REPORT.md.\n\n"
+      "Examples:\n"
+      "  causeway demo incident --db /tmp/d.db && causeway report --db /tmp/d.db -o incident.html\n"
+      "  causeway report --since 10m --pid 4821 -o last10m.html");
+  return [a] {
+    ReportOptions o;
+    o.db_path = a->db;
+    o.out_path = a->out;
+    o.pid = a->pid;
+    o.session_id = a->session;
+    o.max_chains = a->chains;
+    o.max_ops = a->ops;
+    o.requests = requests_provider();
+    if (!a->since.empty()) {
+      auto d = parse_duration_ns(a->since);
+      if (!d) return report_error("report", d.error(), false);
+      o.since_ns = *d;
+    }
+    auto s = write_report(o);
+    if (!s) return report_error("report", s.error(), false);
+    if (!a->quiet && a->out != "-")
+      std::fprintf(stderr, "wrote %s: session %lld, %zu chains (%zu with swimlanes), %zu op histograms%s%s, %s in %.2fs\n",
+                   a->out.c_str(), static_cast<long long>(s->session_id), s->chains, s->swimlanes, s->histograms,
+                   s->hosts ? (", " + std::to_string(s->hosts) + " hosts").c_str() : "",
+                   s->requests ? ", requests" : "", format_bytes(static_cast<int64_t>(s->bytes)).c_str(), s->seconds);
+    return kExitOk;
+  };
+}
+
+const Registrar reg{{"report", "write a session as one self-contained HTML report (opens offline)", 77, setup}};
+
+}  // namespace causeway::cli::cmd_report

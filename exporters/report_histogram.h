@@ -1,0 +1,47 @@
+// Per-op latency histograms for the report (docs/REPORT.md "Latency per op"): log-spaced bins
+// summed from the op's rollup histogram (analysis/stats.h: every call in the window), p50 and
+// p99 marked, and the bins of the tail (analysis/tail_breakdown.h's threshold) split by the
+// cause the correlator gave each slow call (call_causes), the rest "unexplained".
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/stats.h"
+#include "analysis/tail_breakdown.h"
+#include "common/result.h"
+
+namespace causeway {
+
+struct HistBin {
+  uint64_t lo = 0, hi = 0;  // [lo, hi) ns
+  uint64_t count = 0;
+  std::map<std::string, uint64_t> causes;  // tail calls in the bin by cause
+};
+
+struct OpHistogram {
+  std::string title;  // sanitized: "cudaStreamSynchronize — python3 (pid 4821)"
+  std::string source;
+  uint64_t calls = 0, min = 0, p50 = 0, p99 = 0, max = 0;
+  uint64_t threshold = 0;            // tail floor; 0 = no tail breakdown for this op
+  std::vector<TailCause> tail_causes;  // largest tail time first (from tail_breakdown)
+  uint64_t tail_calls = 0;
+  double tail_ns = 0, unexplained_ns = 0;
+  std::vector<HistBin> bins;
+};
+
+// At most kMaxBins bins, whole powers of two split evenly in log space.
+inline constexpr int kMaxBins = 48;
+
+// `tail` may be null (ops outside CUDA/driver/NCCL have no tail breakdown).
+Result<OpHistogram> build_op_histogram(sqlite3* db, int64_t session_id, int64_t from_ns, int64_t to_ns,
+                                       const OpStats& op, const TailOp* tail);
+
+// A <figure> with the SVG, its caption and the cause legend (HTML).
+std::string render_op_histogram(const OpHistogram& h);
+
+}  // namespace causeway
