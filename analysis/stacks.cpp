@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "common/json_exact.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -107,7 +108,7 @@ nlohmann::json stacks_to_json(const StacksResult& r) {
   for (const auto& s : r.stacks) {
     nlohmann::json frames = nlohmann::json::array();
     for (const Frame& f : s.frames) frames.push_back(frame_to_json(f));
-    stacks.push_back({{"stack_id", s.stack_id},
+    stacks.push_back({{"stack_id", id_json(s.stack_id)},
                       {"source", s.source},
                       {"op", s.op},
                       {"calls", s.calls},

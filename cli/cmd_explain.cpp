@@ -8,6 +8,7 @@
 #include "analysis/system_info.h"
 #include "analysis/tail_breakdown.h"
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/open.h"
@@ -143,7 +144,7 @@ int run_tail(const ExplainArgs& a) {
   auto r = tail_breakdown(db->get(), q);
   if (!r) return report_error("explain", r.error(), a.json);
   if (a.json) {
-    std::cout << tail_to_json(*r).dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+    print_json(tail_to_json(*r));
     return kExitOk;
   }
   std::cout << system_line(db->get(), r->session_id) << "\n"
@@ -216,7 +217,7 @@ Runner setup(CLI::App& app) {
     }
     if (a->json) {
       if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;
-      std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+      print_json(doc);
       return kExitOk;
     }
     int64_t sid = doc.value("session_id", int64_t{0});

@@ -2,6 +2,7 @@
 
 #include "analysis/stats.h"
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "common/units.h"
 #include "tracedb/open.h"
 
@@ -51,7 +52,7 @@ Runner setup(CLI::App& app) {
     if (!db) return report_error("stats", db.error(), a->json);
     auto r = compute_stats(db->get(), q);
     if (!r) return report_error("stats", r.error(), a->json);
-    if (a->json) std::cout << stats_to_json(*r).dump() << std::endl;
+    if (a->json) print_json(stats_to_json(*r));
     else std::cout << stats_to_table(*r);
     return kExitOk;
   };

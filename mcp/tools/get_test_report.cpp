@@ -1,3 +1,4 @@
+#include "common/json_exact.h"
 #include "common/units.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
@@ -20,7 +21,8 @@ static Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
   json report = {{"id", st->col_int(0)}, {"ts_ns", st->col_int(1)}, {"host", st->col_text(2)},
                  {"ok", st->col_int(3) != 0}, {"summary", st->col_text(4)}, {"doc", doc}};
   json d = {{"found", true}, {"report", report}};
-  if (d.dump(-1, ' ', false, json::error_handler_t::replace).size() > ctx.config.limits.max_structured_bytes) {
+  add_utc_twins(d);
+  if (d.dump(-1, ' ', false, json::error_handler_t::replace).size() > ctx.config.limits.structured_bytes()) {
     d["report"]["doc"] = "(report document over the response budget; read it with run_sql on test_reports.doc)";
   }
   TextBuilder t(ctx.config.limits.max_text_bytes);
