@@ -253,24 +253,27 @@ TEST_CASE("tools: each tool's largest answer fits the 64 KiB reply budget, text 
   json next = call_tool(s, "run_sql", {{"query", wide}, {"limit", 1000}, {"cursor", first["next_cursor"]}})["result"];
   REQUIRE(next["isError"] == false);
   CHECK(next["structuredContent"]["rows"][0][0] == static_cast<int64_t>(shown + 1));
-  // Chains cut by the budget are not skipped: the cursor points at the first one left out.
+  // Items cut by the budget are not skipped: the cursor points at the first one left out (it
+  // used to point past the page the limit asked for).
+  json all = call_tool(s, "get_stacks", {{"limit", 50}})["result"]["structuredContent"];
+  REQUIRE(all["stacks"].size() >= 2);
+  json one = all;
+  one["stacks"] = json::array({all["stacks"][0]});
+  // A budget with room for the first stack (and the cut's own members), not the second.
   mcp::ServerConfig small;
   small.db_path = db;
-  small.limits.max_reply_bytes = 12 * 1024;
   small.limits.max_text_bytes = 2 * 1024;
+  small.limits.max_reply_bytes = one.dump().size() + 64 + mcp::Limits::kEnvelopeBytes + small.limits.max_text_bytes + 32;
   mcp::Server tight(small, mcp::builtin_tools());
-  json all = call_tool(s, "get_causal_chains", {{"limit", 100}})["result"]["structuredContent"];
-  json cut = call_tool(tight, "get_causal_chains", {{"limit", 100}})["result"];
+  json cut = call_tool(tight, "get_stacks", {{"limit", 50}})["result"];
   CHECK(cut.dump().size() <= small.limits.max_reply_bytes);
-  if (all["chains"].size() > cut["structuredContent"]["chains"].size()) {
-    const size_t kept = cut["structuredContent"]["chains"].size();
-    REQUIRE(cut["structuredContent"].contains("next_cursor"));
-    CHECK(cut["structuredContent"]["next_cursor"] == "o:" + std::to_string(kept));
-    json rest = call_tool(tight, "get_causal_chains", {{"limit", 100}, {"cursor", cut["structuredContent"]["next_cursor"]}})["result"];
-    CHECK(rest["structuredContent"]["chains"][0]["id"] == all["chains"][kept]["id"]);
-  } else {
-    MESSAGE("the fixture's chains fit 12 KiB; the chain cursor was not exercised");
-  }
+  const size_t kept = cut["structuredContent"]["stacks"].size();
+  REQUIRE(kept >= 1);
+  REQUIRE(all["stacks"].size() > kept);
+  CHECK(cut["structuredContent"]["truncated"] == true);
+  REQUIRE(cut["structuredContent"]["next_cursor"] == "o:" + std::to_string(kept));
+  json rest = call_tool(tight, "get_stacks", {{"limit", 50}, {"cursor", cut["structuredContent"]["next_cursor"]}})["result"];
+  CHECK(rest["structuredContent"]["stacks"][0]["stack_id"] == all["stacks"][kept]["stack_id"]);
 }
 
 // Issue 25: get_stacks said `stack 2961127451592451971` in text while a JavaScript client read
@@ -456,6 +459,7 @@ TEST_CASE("tools: get_trace_stats is the stats --json document, paged with a cur
   auto st = compute_stats(db->get(), q);
   REQUIRE(st.ok());
   json cli = stats_to_json(st.value());
+  add_utc_twins(cli);  // as cli/json_out.h prints it
   json mcp_doc = d1;
   for (const char* extra : {"total_ops", "next_cursor"}) mcp_doc.erase(extra);
   CHECK(mcp_doc == cli);
