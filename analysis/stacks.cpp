@@ -5,6 +5,7 @@
 
 #include "common/sanitize.h"
 #include "common/untrusted_json.h"
+#include "common/json_exact.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -111,7 +112,7 @@ nlohmann::json stacks_to_json(const StacksResult& r) {
   for (const auto& s : r.stacks) {
     nlohmann::json frames = nlohmann::json::array();
     for (const Frame& f : s.frames) frames.push_back(frame_to_json(f));
-    stacks.push_back({{"stack_id", s.stack_id},
+    stacks.push_back({{"stack_id", id_json(s.stack_id)},
                       {"source", sanitize_untrusted(s.source, 64)},
                       {"op", sanitize_untrusted(s.op, 128)},
                       {"calls", s.calls},

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "collector/check.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -22,7 +23,7 @@ Runner setup(CLI::App& app) {
     auto items = collector::run_checks(*db);
     const bool ready = collector::checks_ready(items);
     if (*json) {
-      std::cout << collector::checks_to_json(items).dump() << std::endl;
+      print_json(collector::checks_to_json(items));
     } else {
       for (const auto& i : items) {
         std::cout << (i.status == "PASS" ? "PASS " : i.status == "WARN" ? "WARN " : "FAIL ") << i.name << ": " << i.detail

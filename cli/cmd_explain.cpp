@@ -9,6 +9,7 @@
 #include "analysis/system_info.h"
 #include "analysis/tail_breakdown.h"
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/open.h"
@@ -104,7 +105,7 @@ int run_tail(const ExplainArgs& a) {
   if (a.json) {
     json doc = tail_to_json(*r);
     note_stale_read(doc, db->get());
-    std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+    print_json(std::move(doc));
     return kExitOk;
   }
   std::cout << system_line(db->get(), r->session_id) << "\n"
@@ -178,7 +179,7 @@ Runner setup(CLI::App& app) {
     if (a->json) {
       if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;
       note_stale_read(doc, db->get());
-      std::cout << doc.dump(-1, ' ', false, json::error_handler_t::replace) << std::endl;
+      print_json(doc);
       return kExitOk;
     }
     int64_t sid = doc.value("session_id", int64_t{0});

@@ -4,6 +4,7 @@
 
 #include "analysis/correlator.h"
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "importers/ingero_import.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -71,7 +72,7 @@ Runner setup(CLI::App& app) {
       }
       chains = static_cast<int64_t>(*d);
     }
-    if (a->json) std::cout << summary_json(*s, a->file, a->db, chains).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    if (a->json) print_json(summary_json(*s, a->file, a->db, chains));
     else if (!a->quiet) print_text(*s, a->file, a->db, chains);
     return kExitOk;
   };

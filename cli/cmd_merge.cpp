@@ -5,6 +5,7 @@
 #include "analysis/correlator.h"
 #include "cli/command.h"
 #include "common/sanitize.h"
+#include "cli/json_out.h"
 #include "tracedb/merge.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -59,7 +60,7 @@ Runner setup(CLI::App& app) {
       return report_error("merge", e, a->json);
     }
     if (a->json) {
-      std::cout << summary_json(*s, a->out, *d).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+      print_json(summary_json(*s, a->out, *d));
     } else if (!a->quiet) {
       std::fprintf(stderr, "merged %zu hosts into %s: session %lld, %lld events, %zu chain(s)\n", s->inputs.size(),
                    a->out.c_str(), static_cast<long long>(s->session_id), static_cast<long long>(s->events), *d);

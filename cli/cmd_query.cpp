@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "sqlguard/guard.h"
@@ -91,7 +92,7 @@ int run(const Options& o) {
     if (!conn) return report_error("query", conn.error(), json);
     auto desc = sqlguard::describe_schema(conn->handle());
     if (!desc) return report_error("query", desc.error(), json);
-    if (json) std::cout << desc->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    if (json) print_json(*desc);
     else std::cout << sqlguard::describe_schema_text(*desc);
     return kExitOk;
   }
@@ -110,7 +111,7 @@ int run(const Options& o) {
   auto r = sqlguard::run_guarded_query(o.db, sql, limits);
   if (!r) return report_error("query", r.error(), json);
   if (json)
-    std::cout << sqlguard::to_json(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    print_json(sqlguard::to_json(*r));
   else
     print_table(*r, o.limit);
   return kExitOk;
@@ -119,7 +120,7 @@ int run(const Options& o) {
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<Options>();
   add_db_option(app, o->db);
-  app.add_flag("--json", o->json, "print {\"columns\", \"rows\", \"truncated\", \"elapsed_ms\"} as one JSON document");
+  app.add_flag("--json", o->json, "print {\"columns\", \"column_types\", \"rows\", \"truncated\", \"elapsed_ms\"} as one JSON document");
   app.add_option("--limit", o->limit, "at most N rows (1-10000); more are cut and reported as truncated")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, sqlguard::kMaxRowsHardCap));

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "collector/selftest.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -24,7 +25,7 @@ Runner setup(CLI::App& app) {
     auto rep = collector::run_selftest(*db);
     if (!rep) return report_error("selftest", rep.error(), *json);
     if (*json) {
-      std::cout << rep->doc.dump() << std::endl;
+      print_json(rep->doc);
     } else {
       for (const auto& c : rep->doc["checks"])
         std::cout << (c["ok"].get<bool>() ? "PASS " : "FAIL ") << c["name"].get<std::string>() << ": "

@@ -2,6 +2,7 @@
 
 #include "analysis/stats.h"
 #include "cli/command.h"
+#include "cli/json_out.h"
 #include "common/units.h"
 #include "tracedb/open.h"
 #include "tracedb/stale_read.h"
@@ -55,7 +56,7 @@ Runner setup(CLI::App& app) {
     if (a->json) {
       auto doc = stats_to_json(*r);
       note_stale_read(doc, db->get());
-      std::cout << doc.dump() << std::endl;
+      print_json(std::move(doc));
     }
     else std::cout << stats_to_table(*r);
     return kExitOk;

@@ -1,4 +1,5 @@
 #include "cli/command.h"
+#include "cli/json_out.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/db_path.h"
+#include "common/json_exact.h"
 
 namespace causeway::cli {
 namespace {
@@ -43,10 +45,15 @@ void add_db_option(CLI::App& app, std::string& db) {
       ->capture_default_str();
 }
 
+void print_json(nlohmann::json doc) {
+  add_utc_twins(doc);
+  std::cout << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+}
+
 int report_error(const std::string& command, const Error& error, bool json) {
   if (json) {
     nlohmann::json doc = {{"error", {{"code", error.code}, {"message", error.message}}}};
-    std::cout << doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    print_json(std::move(doc));
   } else {
     std::cerr << "causeway " << command << ": " << error.message << std::endl;
   }

@@ -40,6 +40,7 @@ Result<json> guarded_query(sqlite3* db, const std::string& sql, const SqlLimits&
   l.deadline_ms = limits.timeout_ms;
   l.max_rows = std::min(limits.max_rows, sqlguard::kMaxRowsHardCap);
   l.max_bytes = limits.max_bytes;
+  l.skip_rows = limits.skip_rows;
   l.cancel = cancel.flag();
   CancelScope scope(cancel, db);
   auto r = sqlguard::run_guarded_query(db, sql, l);

@@ -28,6 +28,7 @@ struct SqlLimits {
   size_t max_rows = 200;
   size_t max_bytes = 64 * 1024;
   int timeout_ms = 5000;
+  size_t skip_rows = 0;  // a run_sql cursor: rows of the result already sent
 };
 
 // docs/INTERFACES.md `query` shape: {"columns", "rows", "truncated", "elapsed_ms"}. Untrusted SQL

@@ -41,6 +41,21 @@ std::string check(const json& v, const json& s, const std::string& at) {
     }
     if (!ok) return where + ": must be " + names;
   }
+  // anyOf: how our schemas say "a string or null" (a `type` array is legal but less portable:
+  // clients that map schemas onto a single-type dialect reject it).
+  if (auto any = s.find("anyOf"); any != s.end() && any->is_array()) {
+    std::string first;
+    bool ok = false;
+    for (const auto& branch : *any) {
+      std::string r = check(v, branch, at);
+      if (r.empty()) {
+        ok = true;
+        break;
+      }
+      if (first.empty()) first = r;
+    }
+    if (!ok) return first.empty() ? where + ": matches no anyOf branch" : first;
+  }
   if (auto e = s.find("enum"); e != s.end() && e->is_array()) {
     bool found = false;
     for (const auto& option : *e) found = found || option == v;

@@ -1,6 +1,7 @@
 #include "mcp/resources.h"
 #include "common/sanitize.h"
 
+#include "common/json_exact.h"
 #include "mcp/backends.h"
 #include "mcp/jsonrpc.h"
 #include "mcp/tools/tools.h"
@@ -42,6 +43,7 @@ Result<json> read_resource(const std::string& uri, DbPool& pool, const ServerCon
                                   {"host", sanitize_untrusted(st->col_text(3), 128)}, {"started_ns", st->col_int(4)},
                                   {"stopped_ns", st->col_null(5) ? json(nullptr) : json(st->col_int(5))}});
   }
+  add_utc_twins(body);  // docs/INTERFACES.md "Exact numbers"
   // The schema is fixed while the server runs; sessions grow while a trace is being written.
   const bool schema = uri == "causeway://schema";
   return json{{"contents", json::array({{{"uri", uri}, {"mimeType", "application/json"}, {"text", dump_compact(body)}}})},

@@ -17,12 +17,19 @@ namespace causeway::mcp {
 
 using json = nlohmann::json;
 
-// Response budget: what a small local model can take in one tool result.
+// Response budget: what a small local model can take in one tool result, counted in bytes of
+// the serialized tools/call result (text and structuredContent together, docs/MCP.md "Tools").
 struct Limits {
   size_t max_rows = 200;             // run_sql rows, list entries
-  size_t max_structured_bytes = 64 * 1024;
-  size_t max_text_bytes = 8 * 1024;
+  size_t max_reply_bytes = 64 * 1024;
+  size_t max_text_bytes = 8 * 1024;  // the text's share (describe_schema takes three shares)
   int sql_timeout_ms = 5000;
+  // The result's envelope around text and structuredContent: {"content":[{"type":"text",
+  // "text":""}],"structuredContent":…,"isError":false} is 77 bytes; the rest is slack.
+  static constexpr size_t kEnvelopeBytes = 256;
+  // What structuredContent may take beside a text of at most text_bytes.
+  size_t structured_bytes(size_t text_bytes) const { return max_reply_bytes - text_bytes - kEnvelopeBytes; }
+  size_t structured_bytes() const { return structured_bytes(max_text_bytes); }
 };
 
 struct ServerConfig {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "common/json_exact.h"
 #include "sqlguard/authorizer.h"
 #include "sqlguard/safe_functions.h"
 #include "sqlguard/validator.h"
@@ -197,10 +198,14 @@ struct GuardedConnection::State {
       out.columns.emplace_back(name ? name : "");
     }
     size_t bytes = 0;
-    for (;;) {
+    for (size_t skipped = 0;;) {
       int rc = sqlite3_step(st);
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return sqlite_failure(rc, limits, start);
+      if (skipped < limits.skip_rows) {
+        ++skipped;
+        continue;
+      }
       if (out.rows.size() >= limits.max_rows) {
         out.truncated = true;
         out.truncated_by = "max_rows";
@@ -224,9 +229,30 @@ struct GuardedConnection::State {
 };
 
 nlohmann::json to_json(const QueryResult& r) {
+  // SQLite types values, not columns: a column's type is the storage class its returned values
+  // have ("null" when every value is NULL, "mixed" when they differ). A column holding an
+  // integer beyond ±(2^53 − 1) (a stack hash, a Unix-ns timestamp) sends all its integers as
+  // decimal strings (common/json_exact.h), so JavaScript clients read them exactly and the
+  // column keeps one JSON type; column_types still says "integer".
+  const size_t n = r.columns.size();
+  std::vector<std::string> types(n, "null");
+  std::vector<bool> as_text(n, false);
+  for (const auto& row : r.rows)
+    for (size_t i = 0; i < n && i < row.size(); ++i) {
+      const nlohmann::json& v = row[i];
+      if (v.is_number_integer() && !exact_in_double(v.get<int64_t>())) as_text[i] = true;
+      std::string t = v.is_null() ? "null" : v.is_number_integer() ? "integer" : v.is_number() ? "real" : "text";
+      if (t == "null" || types[i] == t) continue;
+      types[i] = types[i] == "null" ? t : "mixed";
+    }
   nlohmann::json rows = nlohmann::json::array();
-  for (const auto& row : r.rows) rows.push_back(row);
-  return {{"columns", r.columns}, {"rows", std::move(rows)}, {"truncated", r.truncated},
+  for (const auto& row : r.rows) {
+    nlohmann::json out = row;
+    for (size_t i = 0; i < n && i < out.size(); ++i)
+      if (as_text[i] && out[i].is_number_integer()) out[i] = std::to_string(out[i].get<int64_t>());
+    rows.push_back(std::move(out));
+  }
+  return {{"columns", r.columns}, {"column_types", types}, {"rows", std::move(rows)}, {"truncated", r.truncated},
           {"elapsed_ms", std::round(r.elapsed_ms * 1000.0) / 1000.0}};
 }
 

@@ -45,6 +45,9 @@ struct QueryLimits {
   int64_t deadline_ms = 5000;        // wall time for prepare + all steps
   size_t max_rows = 1000;            // 1 .. kMaxRowsHardCap; beyond: truncated
   size_t max_bytes = 4 * 1024 * 1024;  // sum of cell sizes (text/blob bytes, 8 per number)
+  // Rows stepped over before any is kept (a client's cursor into a result it got in parts);
+  // they count against the deadline, not against max_rows or max_bytes.
+  size_t skip_rows = 0;
   // Set from any thread to stop the query at the next progress check (≈ every 10 µs of VM
   // work); the result is then sql_cancelled.
   const std::atomic<bool>* cancel = nullptr;
@@ -64,7 +67,8 @@ struct QueryResult {
   double elapsed_ms = 0;
 };
 
-// docs/INTERFACES.md shape: {"columns": [...], "rows": [[...]], "truncated": false, "elapsed_ms": 0}.
+// docs/INTERFACES.md shape: {"columns": [...], "column_types": [...], "rows": [[...]], "truncated": false,
+// "elapsed_ms": 0}; integers of a column that holds one beyond ±(2^53 − 1) are decimal strings.
 nlohmann::json to_json(const QueryResult& r);
 
 // Which layers run. Only tests switch any off, to prove each one holds alone.

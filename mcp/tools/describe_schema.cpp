@@ -56,7 +56,10 @@ static Result<ToolOutput> describe_schema(const json& args, ToolContext& ctx) {
   for (const char* extra : {"conventions", "functions", "limits"})
     if (full.contains(extra) && !only) d[extra] = full[extra];
 
-  TextBuilder t(only ? ctx.config.limits.max_text_bytes * 2 : ctx.config.limits.max_text_bytes * 3);
+  // The schema is what every query is written from: its text takes two or three text shares.
+  const size_t text_bytes = ctx.config.limits.max_text_bytes * (only ? 2 : 3);
+  fit_json_budget(d, "objects", ctx.config.limits.structured_bytes(text_bytes));
+  TextBuilder t(text_bytes);
   t.line("Timestamps are Unix ns; *_us columns are microseconds. Prefer the v_* views. Scope by session_id (latest: SELECT MAX(id) FROM sessions).");
   if (d.contains("conventions"))
     for (const auto& c : d["conventions"]) t.line("convention: " + (c.is_string() ? c.get<std::string>() : c.dump()));

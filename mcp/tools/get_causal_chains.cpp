@@ -22,7 +22,9 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
       head += ", p50 " + us_text(c["p50_us"].get<double>()) + ", p99 " + us_text(c["p99_us"].get<double>());
     if (c.contains("slow_share")) head += ", slow share " + std::to_string(static_cast<int>(c["slow_share"].get<double>() * 100 + 0.5)) + "%";
     t.line(head + " [id " + c.value("id", "") + "]");
-    t.line("  summary: " + data_text(c.value("summary", ""), 400));
+    // Summary, evidence and fix are causeway's analysis: only the traced names they quote are fenced.
+    const std::vector<std::string> traced = traced_strings(c);
+    t.line("  summary: " + own_text(c.value("summary", ""), traced, 400));
     if (c.contains("culprit") && c["culprit"].is_object()) {
       const auto& k = c["culprit"];
       std::string line = "  culprit: pid " + std::to_string(k.value("pid", 0)) + " " + data_text(k.value("comm", ""));
@@ -34,7 +36,7 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
       t.line(line);
     }
     if (c.contains("evidence"))
-      for (const auto& e : c["evidence"]) t.line("  evidence: " + data_text(e.is_string() ? e.get<std::string>() : e.dump(), 300));
+      for (const auto& e : c["evidence"]) t.line("  evidence: " + own_text(e.is_string() ? e.get<std::string>() : e.dump(), traced, 300));
     if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {
       // Chain stacks are stored user frame first (analysis/frames.h): the Python line, else the
       // first frame outside the GPU libraries, the C/C++ runtime and the interpreter.
@@ -47,9 +49,9 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
         t.line("  call site: " + data_text(frames.front().text, 200) + (user ? "" : " (no user frame in the stack)"));
       }
     }
-    if (c.contains("recommendation")) t.line("  fix: " + data_text(c["recommendation"].get<std::string>(), 400));
+    if (c.contains("recommendation")) t.line("  fix: " + own_text(c["recommendation"].get<std::string>(), traced, 400));
   }
-  if (!more.empty()) t.line(more);
+  if (!more.empty()) t.footer(more);
   return t.str();
 }
 
@@ -79,11 +81,10 @@ static Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) 
   json page = json::array();
   for (size_t i = from; i < to; ++i) page.push_back(std::move(all[i]));
   json d = {{"chains", std::move(page)}, {"truncated", to < total}, {"total", total}};
-  if (to < total) d["next_cursor"] = "o:" + std::to_string(to);
-  fit_json_budget(d, "chains", ctx.config.limits.max_structured_bytes);
+  fit_page(d, "chains", ctx.config.limits.structured_bytes(), from, to < total);
   std::string more;
-  if (to < total)
-    more = std::to_string(total - to) + " more chains left out (" + std::to_string(total) +
+  if (d.contains("next_cursor"))
+    more = std::to_string(total - from - d["chains"].size()) + " more chains left out (" + std::to_string(total) +
            " match); get them with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() + "\"";
   std::string text = render_chains(d["chains"], ctx.config.limits.max_text_bytes, more);
   return ToolOutput{std::move(d), std::move(text)};

@@ -23,8 +23,7 @@ static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   auto r = top_stacks(db->get(), q);
   if (!r) return r.error();
   json d = stacks_to_json(r.value());
-  if (r->truncated) d["next_cursor"] = "o:" + std::to_string(q.offset + r->stacks.size());
-  fit_json_budget(d, "stacks", ctx.config.limits.max_structured_bytes);
+  fit_page(d, "stacks", ctx.config.limits.structured_bytes(), q.offset, r->truncated);
 
   TextBuilder t(ctx.config.limits.max_text_bytes);
   t.line(std::string(kDataNotice));
@@ -32,7 +31,7 @@ static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
     t.line("no stacks recorded for these calls" + std::string(q.op ? " (op " + *q.op + ")" : "") +
            "; stacks need `causeway trace` without --no-stack");
   for (const auto& s : d["stacks"]) {
-    t.line(s["op"].get<std::string>() + " stack " + std::to_string(s["stack_id"].get<int64_t>()) + ": " +
+    t.line(s["op"].get<std::string>() + " stack " + s["stack_id"].get<std::string>() + ": " +
            std::to_string(s["calls"].get<int64_t>()) + " calls, total " + us_text(s["total_us"].get<double>()) + ", mean " +
            us_text(s["mean_us"].get<double>()) + ", max " + us_text(s["max_us"].get<double>()));
     int i = 0;
@@ -41,7 +40,7 @@ static Result<ToolOutput> get_stacks(const json& args, ToolContext& ctx) {
   if (d["calls_without_stack"].get<int64_t>() > 0)
     t.line(std::to_string(d["calls_without_stack"].get<int64_t>()) + " matching calls carry no stack");
   if (d.contains("next_cursor"))
-    t.line("more stacks left out after these " + std::to_string(d["stacks"].size()) +
+    t.footer("more stacks left out after these " + std::to_string(d["stacks"].size()) +
            "; get the next page with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() +
            "\", or filter by op/pid");
   return ToolOutput{std::move(d), t.str()};

@@ -20,16 +20,17 @@ static Result<ToolOutput> get_tail_breakdown(const json& args, ToolContext& ctx)
   auto r = tail_breakdown(db->get(), q);
   if (!r) return r.error();
   json d = tail_to_json(*r);
-  fit_json_budget(d, "ops", ctx.config.limits.max_structured_bytes);
+  fit_json_budget(d, "ops", ctx.config.limits.structured_bytes());
 
   TextBuilder t(ctx.config.limits.max_text_bytes);
   t.line(std::string(kDataNotice));
-  // The text names ops and process names the trace recorded: data, not instructions.
+  // The text is ours; only the process names and paths it quotes came from the trace.
+  const std::vector<std::string> traced = traced_strings(d);
   std::string text = tail_to_text(*r);
   for (size_t pos = 0; pos < text.size();) {
     size_t nl = text.find('\n', pos);
     if (nl == std::string::npos) nl = text.size();
-    t.line(data_text(std::string_view(text).substr(pos, nl - pos), 600));
+    t.line(own_text(std::string_view(text).substr(pos, nl - pos), traced, 600));
     pos = nl + 1;
   }
   if (d["ops"].empty() && !q.op) t.line("(ops need at least 20 calls in the window; narrow since or check get_trace_stats)");

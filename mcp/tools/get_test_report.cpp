@@ -1,4 +1,5 @@
 #include "common/sanitize.h"
+#include "common/json_exact.h"
 #include "common/units.h"
 #include "common/untrusted_json.h"
 #include "mcp/text_render.h"
@@ -25,7 +26,8 @@ static Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
   json report = {{"id", st->col_int(0)}, {"ts_ns", st->col_int(1)}, {"host", sanitize_untrusted(st->col_text(2), 128)},
                  {"ok", st->col_int(3) != 0}, {"summary", sanitize_untrusted(st->col_text(4), 1000)}, {"doc", doc}};
   json d = {{"found", true}, {"report", report}};
-  if (d.dump(-1, ' ', false, json::error_handler_t::replace).size() > ctx.config.limits.max_structured_bytes) {
+  add_utc_twins(d);
+  if (d.dump(-1, ' ', false, json::error_handler_t::replace).size() > ctx.config.limits.structured_bytes()) {
     d["report"]["doc"] = "(report document over the response budget; read it with run_sql on test_reports.doc)";
   }
   TextBuilder t(ctx.config.limits.max_text_bytes);

@@ -24,7 +24,7 @@ static Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
   if (!doc) return doc.error();
   json& d = doc.value();
   if (!d.contains("truncated")) d["truncated"] = false;
-  fit_json_budget(d, "ops", ctx.config.limits.max_structured_bytes);
+  fit_page(d, "ops", ctx.config.limits.structured_bytes(), *offset, d.contains("next_cursor"));
 
   TextBuilder t(ctx.config.limits.max_text_bytes);
   const auto& w = d["window"];
@@ -47,7 +47,7 @@ static Result<ToolOutput> get_trace_stats(const json& args, ToolContext& ctx) {
   if (d.contains("next_cursor")) {
     const int64_t total = d["total_ops"].get<int64_t>();
     const int64_t shown_to = static_cast<int64_t>(*offset + d["ops"].size());
-    t.line(std::to_string(total - shown_to) + " more op/process rows left out (" + std::to_string(total) +
+    t.footer(std::to_string(total - shown_to) + " more op/process rows left out (" + std::to_string(total) +
            " match); get them with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() +
            "\", or filter by pid/source/op");
   }

@@ -66,7 +66,7 @@ static Result<ToolOutput> run_demo(const json& args, ToolContext& ctx) {
             {"stats", stats.value()},
             {"chains", chains.value().value("chains", json::array())},
             {"truncated", false}};
-  fit_json_budget(d, "chains", ctx.config.limits.max_structured_bytes);
+  fit_json_budget(d, "chains", ctx.config.limits.structured_bytes());
   ctx.progress(3, 3, "done");
 
   TextBuilder t(ctx.config.limits.max_text_bytes);

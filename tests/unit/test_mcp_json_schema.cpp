@@ -25,3 +25,10 @@ TEST_CASE("json_schema: the keywords our tool schemas use") {
   CHECK(validate_json(json{{"q", "a"}, {"l", {1, 2, 3}}}, s).find("too many") != std::string::npos);
   CHECK(validate_json(json::array(), s) == "/: must be object");
 }
+
+TEST_CASE("json_schema: anyOf, how the tool schemas spell a nullable value (portable, no type arrays)") {
+  json s = json::parse(R"({"type":"object","properties":{"f":{"anyOf":[{"type":"string"},{"type":"null"}]}}})");
+  CHECK(validate_json(json{{"f", "x"}}, s).empty());
+  CHECK(validate_json(json{{"f", nullptr}}, s).empty());
+  CHECK(validate_json(json{{"f", 3}}, s) == "/f: must be string");
+}

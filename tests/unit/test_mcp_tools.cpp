@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "analysis/frames.h"
+#include "common/json_exact.h"
 #include "mcp/json_schema.h"
 #include "analysis/stats.h"
 #include "synth/scenarios.h"
@@ -98,20 +99,20 @@ TEST_CASE("tools: get_stacks pages with a cursor; the pages add up to the whole 
   const size_t total = all["stacks"].size();
   REQUIRE(total >= 2);
   REQUIRE_FALSE(all.contains("next_cursor"));
-  std::vector<std::pair<int64_t, std::string>> seen;
+  std::vector<std::pair<std::string, std::string>> seen;
   json args = {{"limit", 1}};
   for (size_t page = 0; page <= total; ++page) {
     json r = call_tool(s, "get_stacks", args)["result"];
     const json& d = r["structuredContent"];
     REQUIRE(d["stacks"].size() == 1);
-    seen.emplace_back(d["stacks"][0]["stack_id"].get<int64_t>(), d["stacks"][0]["op"].get<std::string>());
+    seen.emplace_back(d["stacks"][0]["stack_id"].get<std::string>(), d["stacks"][0]["op"].get<std::string>());
     if (!d.contains("next_cursor")) break;
     CHECK(r["content"][0]["text"].get<std::string>().find("cursor=") != std::string::npos);
     args["cursor"] = d["next_cursor"];
   }
   REQUIRE(seen.size() == total);
   for (size_t i = 0; i < total; ++i) {
-    CHECK(seen[i].first == all["stacks"][i]["stack_id"].get<int64_t>());
+    CHECK(seen[i].first == all["stacks"][i]["stack_id"].get<std::string>());
     CHECK(seen[i].second == all["stacks"][i]["op"].get<std::string>());
   }
   CHECK(call_tool(s, "get_stacks", {{"cursor", "bogus"}})["result"]["isError"] == true);
@@ -128,6 +129,39 @@ TEST_CASE("tools: traced strings are sanitized and fenced as data in text") {
   CHECK(text.find('\x1b') == std::string::npos);
   CHECK(text.find("\xE2\x80\xAE") == std::string::npos);
   CHECK(mcp::data_text("a»b«c") == "«a\"b\"c»");  // the data cannot close its own fence
+}
+
+// Issue 25: the summary, evidence and fix were fenced whole, so an assistant told to treat
+// «…» as data could discount causeway's own analysis.
+TEST_CASE("tools: «…» marks only traced strings; causeway's summary, evidence and fix stay unfenced") {
+  CHECK(mcp::own_text("tar (pid 991) took 81% of the CPU at start", {"tar", "python3"}) ==
+        "«tar» (pid 991) took 81% of the CPU at start");  // not inside "start"
+  CHECK(mcp::own_text("pin «python3 train.py» away", {"python3 train.py", "python3"}) == "pin \"«python3 train.py»\" away");
+  CHECK(mcp::own_text("run\x1b[31m it", {}) == "run[31m it");
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"));
+  json r = call_tool(s, "get_causal_chains", {{"cause", "cpu_contention"}})["result"];
+  const std::string text = r["content"][0]["text"].get<std::string>();
+  CAPTURE(text);
+  // What a line says outside its fences: causeway's own words.
+  auto unfenced = [&](const std::string& prefix) {
+    size_t at = text.find(prefix);
+    REQUIRE(at != std::string::npos);
+    std::string line = text.substr(at + prefix.size(), text.find('\n', at) - at - prefix.size()), out;
+    for (size_t i = 0, depth = 0; i < line.size(); ++i) {
+      if (line.compare(i, 2, "«") == 0) ++depth, ++i;
+      else if (line.compare(i, 2, "»") == 0) --depth, ++i;
+      else if (depth == 0) out += line[i];
+    }
+    return out;
+  };
+  CHECK(unfenced("  summary: ").size() > 20);
+  CHECK(unfenced("  fix: ").size() > 20);
+  CHECK(unfenced("  evidence: ").size() > 10);
+  CHECK(text.find("«tar»") != std::string::npos);
 }
 
 TEST_CASE("tools: failures are isError results the model can act on") {
@@ -169,9 +203,115 @@ TEST_CASE("tools: output respects the row and byte budget and says so") {
   CHECK(all["content"][0]["text"].get<std::string>().size() <= 9 * 1024);
   json doc = {{"rows", json::array()}};
   for (int i = 0; i < 1000; ++i) doc["rows"].push_back(std::string(100, 'x'));
-  CHECK(mcp::fit_json_budget(doc, "rows", 10 * 1024));
+  CHECK(mcp::fit_json_budget(doc, "rows", 10 * 1024) > 0);
   CHECK(doc.dump().size() <= 10 * 1024);
   CHECK(doc["truncated"] == true);
+}
+
+// Issue 25: run_sql `SELECT * FROM v_calls` with limit 1000 answered 65,720 B of
+// structuredContent alone (the column_types added after the cut, the text not counted).
+TEST_CASE("tools: each tool's largest answer fits the 64 KiB reply budget, text and structuredContent together") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  const std::string db = dir.file("incident.db");
+  REQUIRE(run_demo(db, o).ok());
+  auto s = make_mcp_server(db, dir.file("demo"));
+  const mcp::Limits limits;
+  const json largest = {
+      {"get_check", json::object()},
+      {"get_trace_stats", {{"top_n", 200}}},
+      {"get_causal_chains", {{"limit", 100}}},
+      {"get_stacks", {{"limit", 50}}},
+      {"run_demo", {{"scenario", "incident"}}},
+      {"get_test_report", json::object()},
+      {"run_sql", {{"query", "SELECT * FROM v_calls"}, {"limit", 1000}}},
+      {"describe_schema", json::object()},
+      {"get_tail_breakdown", {{"limit", 50}, {"quantile", 0.5}}},
+  };
+  for (const auto& tool : s.tools().tools()) {
+    CAPTURE(tool.name());
+    REQUIRE(largest.contains(tool.name()));
+    json r = call_tool(s, tool.name(), largest[tool.name()])["result"];
+    REQUIRE(r["isError"] == false);
+    CHECK(r.dump(-1, ' ', false, json::error_handler_t::replace).size() <= limits.max_reply_bytes);
+    CHECK(mcp::validate_json(r["structuredContent"], tool.spec["outputSchema"]) == "");
+  }
+  // Rows far over the budget: cut, flagged, and the cursor continues exactly where the cut was.
+  const std::string wide =
+      "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r LIMIT 1000) SELECT n, printf('%.400c', 'x') AS pad FROM r";
+  json v_calls = call_tool(s, "run_sql", {{"query", "SELECT * FROM v_calls"}, {"limit", 1000}})["result"]["structuredContent"];
+  CHECK(v_calls["truncated"] == true);  // the demo's 1000 rows are over the budget: cut, with a cursor
+  CHECK(v_calls["next_cursor"] == "o:" + std::to_string(v_calls["rows"].size()));
+  json page = call_tool(s, "run_sql", {{"query", wide}, {"limit", 1000}})["result"];
+  CHECK(page.dump().size() <= limits.max_reply_bytes);
+  const json& first = page["structuredContent"];
+  REQUIRE(first["truncated"] == true);
+  REQUIRE(first.contains("next_cursor"));
+  const size_t shown = first["rows"].size();
+  CHECK(shown > 50);
+  CHECK(page["content"][0]["text"].get<std::string>().find("cursor=\"" + first["next_cursor"].get<std::string>()) != std::string::npos);
+  json next = call_tool(s, "run_sql", {{"query", wide}, {"limit", 1000}, {"cursor", first["next_cursor"]}})["result"];
+  REQUIRE(next["isError"] == false);
+  CHECK(next["structuredContent"]["rows"][0][0] == static_cast<int64_t>(shown + 1));
+  // Items cut by the budget are not skipped: the cursor points at the first one left out (it
+  // used to point past the page the limit asked for).
+  json all = call_tool(s, "get_stacks", {{"limit", 50}})["result"]["structuredContent"];
+  REQUIRE(all["stacks"].size() >= 2);
+  json one = all;
+  one["stacks"] = json::array({all["stacks"][0]});
+  // A budget with room for the first stack (and the cut's own members), not the second.
+  mcp::ServerConfig small;
+  small.db_path = db;
+  small.limits.max_text_bytes = 2 * 1024;
+  small.limits.max_reply_bytes = one.dump().size() + 64 + mcp::Limits::kEnvelopeBytes + small.limits.max_text_bytes + 32;
+  mcp::Server tight(small, mcp::builtin_tools());
+  json cut = call_tool(tight, "get_stacks", {{"limit", 50}})["result"];
+  CHECK(cut.dump().size() <= small.limits.max_reply_bytes);
+  const size_t kept = cut["structuredContent"]["stacks"].size();
+  REQUIRE(kept >= 1);
+  REQUIRE(all["stacks"].size() > kept);
+  CHECK(cut["structuredContent"]["truncated"] == true);
+  REQUIRE(cut["structuredContent"]["next_cursor"] == "o:" + std::to_string(kept));
+  json rest = call_tool(tight, "get_stacks", {{"limit", 50}, {"cursor", cut["structuredContent"]["next_cursor"]}})["result"];
+  CHECK(rest["structuredContent"]["stacks"][0]["stack_id"] == all["stacks"][kept]["stack_id"]);
+}
+
+// Issue 25: get_stacks said `stack 2961127451592451971` in text while a JavaScript client read
+// stack_id 2961127451592452000 and run_sql found no such stack.
+TEST_CASE("tools: 64-bit ids are strings, ns instants have exact twins, run_sql takes ids back") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "incident";
+  REQUIRE(run_demo(dir.file("incident.db"), o).ok());
+  auto s = make_mcp_server(dir.file("incident.db"));
+  json stacks = call_tool(s, "get_stacks", {{"limit", 50}})["result"]["structuredContent"];
+  REQUIRE(!stacks["stacks"].empty());
+  std::string big;
+  for (const auto& st : stacks["stacks"]) {
+    REQUIRE(st["stack_id"].is_string());
+    if (!exact_in_double(std::stoll(st["stack_id"].get<std::string>()))) big = st["stack_id"];
+  }
+  REQUIRE_MESSAGE(!big.empty(), "the fixture needs a stack id beyond 2^53 for this test to mean anything");
+  CHECK(stacks["window"]["from_utc"].is_string());
+  for (const std::string& q : {"SELECT COUNT(*) FROM stacks WHERE id = '" + big + "'", "SELECT COUNT(*) FROM stacks WHERE id = " + big,
+                               "SELECT COUNT(*) FROM v_calls WHERE stack_id = '" + big + "'"}) {
+    CAPTURE(q);
+    json r = call_tool(s, "run_sql", {{"query", q}})["result"]["structuredContent"];
+    CHECK(r["rows"][0][0].get<int64_t>() >= 1);
+  }
+  json ids = call_tool(s, "run_sql", {{"query", "SELECT id, 1 AS small FROM stacks WHERE id = " + big}})["result"];
+  CHECK(ids["structuredContent"]["rows"][0][0] == big);  // a decimal string
+  CHECK(ids["structuredContent"]["rows"][0][1] == 1);    // small integers stay numbers
+  CHECK(ids["structuredContent"]["column_types"][0] == "integer");
+  CHECK(ids["content"][0]["text"].get<std::string>().find("| 1") != std::string::npos);
+  CHECK(ids["content"][0]["text"].get<std::string>().find("«" + big) == std::string::npos);  // our number, not traced text
+  json chains = call_tool(s, "get_causal_chains", {{"limit", 100}})["result"]["structuredContent"];
+  for (const auto& c : chains["chains"])
+    for (const auto& t : c["timeline"]) {
+      REQUIRE(t.contains("ts_utc"));
+      CHECK(t["ts_utc"] == format_utc_ns(t["ts_ns"].get<int64_t>()));
+    }
 }
 
 TEST_CASE("tools: run_demo writes a scratch DB, never the served one") {
@@ -320,6 +460,7 @@ TEST_CASE("tools: get_trace_stats is the stats --json document, paged with a cur
   auto st = compute_stats(db->get(), q);
   REQUIRE(st.ok());
   json cli = stats_to_json(st.value());
+  add_utc_twins(cli);  // as cli/json_out.h prints it
   json mcp_doc = d1;
   for (const char* extra : {"total_ops", "next_cursor"}) mcp_doc.erase(extra);
   CHECK(mcp_doc == cli);

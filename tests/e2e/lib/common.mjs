@@ -100,7 +100,50 @@ export async function exerciseClient(client, label) {
 
   // Unknown tool: JSON-RPC -32602.
   await assert.rejects(client.callTool({ name: 'no_such_tool', arguments: {} }), (e) => e.code === -32602);
+  await exactRoundTrip(client, label);
   return results;
+}
+
+// Issue 25: JavaScript reads JSON numbers as doubles. A stack id from get_stacks must find its
+// row through run_sql, and every ns instant must have an exact ISO-8601 twin.
+export async function exactRoundTrip(client, label) {
+  const sql = async (query) => {
+    const r = await client.callTool({ name: 'run_sql', arguments: { query } });
+    assert.equal(r.isError, false, `${label}: ${query}: ${r.content?.[0]?.text}`);
+    return r.structuredContent;
+  };
+  const { structuredContent: st } = await client.callTool({ name: 'get_stacks', arguments: { limit: 50 } });
+  const ids = st.stacks.map((s) => s.stack_id);
+  assert.ok(ids.every((id) => typeof id === 'string' && /^-?\d+$/.test(id)), `${label}: stack ids are decimal strings`);
+  const big = ids.find((id) => !Number.isSafeInteger(Number(id)));
+  assert.ok(big, `${label}: the fixture has a stack id beyond 2^53 (else this check could not fail): ${ids}`);
+  assert.notEqual(String(Number(big)), big, 'a JavaScript number would have rounded it');
+  for (const query of [`SELECT COUNT(*) FROM stacks WHERE id = '${big}'`, `SELECT COUNT(*) FROM stacks WHERE id = ${big}`,
+    `SELECT COUNT(*) FROM v_calls WHERE stack_id = '${big}'`]) {
+    assert.ok((await sql(query)).rows[0][0] >= 1, `${label}: ${query} finds the stack`);
+  }
+  const back = await sql(`SELECT id FROM stacks WHERE id = ${big}`);
+  assert.equal(back.rows[0][0], big, `${label}: run_sql sends the id back as the same string`);
+  assert.equal(back.column_types[0], 'integer');
+  // Instants: the number stays (rounded here), the twin is exact.
+  const win = st.window;
+  assert.match(win.from_utc, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z$/);
+  const isoNs = (iso) => BigInt(Date.parse(iso.slice(0, 19) + 'Z')) * 1000000n + BigInt(iso.slice(20, 29));
+  const first = await sql('SELECT MIN(ts_ns) FROM events WHERE session_id = (SELECT MAX(id) FROM sessions)');
+  assert.equal(typeof first.rows[0][0], 'string', `${label}: a ns timestamp column comes as decimal strings`);
+  const chains = (await client.callTool({ name: 'get_causal_chains', arguments: { limit: 100 } })).structuredContent.chains;
+  let twins = 0;
+  for (const c of chains) {
+    for (const t of c.timeline ?? []) {
+      const exact = isoNs(t.ts_utc);
+      const rounded = BigInt(t.ts_ns);
+      assert.ok(exact - rounded <= 512n && rounded - exact <= 512n, `${label}: ts_utc ${t.ts_utc} names ts_ns ${t.ts_ns}`);
+      twins += 1;
+    }
+  }
+  assert.ok(twins > 0, `${label}: chain timelines carry ts_utc`);
+  const at = first.rows[0][0];
+  assert.ok((await sql(`SELECT COUNT(*) FROM events WHERE ts_ns = '${at}'`)).rows[0][0] >= 1, `${label}: exact ts_ns round trip`);
 }
 
 // Asserts a raw JSON-RPC response line/object is the error expected.
