@@ -348,15 +348,15 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     // A request whose body was left unread, or that could not be parsed, ends the connection:
     // the unread bytes must not be parsed as a next request (that was a phantom 400 in the
     // audit log after each 401 to a POST).
-    if (req.method.empty() || (has_body(req) && !t_conn.body_read)) {
-      res.set_header("Connection", "close");
-      t_conn.unread_body = !req.method.empty();
-    }
-    if (res.get_header_value("Connection") == "close") {
-      // cpp-httplib adds Keep-Alive unless it closes by itself; one or the other, not both.
-      res.headers.erase("Keep-Alive");
-      t_conn.close = true;
-    }
+    const bool unread = !req.method.empty() && has_body(req) && !t_conn.body_read;
+    if (!unread && !req.method.empty() && res.get_header_value("Connection") != "close") return;
+    t_conn.unread_body = unread;
+    t_conn.close = true;
+    // Once, and without the Keep-Alive cpp-httplib adds unless it closes by itself (handlers
+    // and cpp-httplib each add their own Connection header).
+    res.headers.erase("Connection");
+    res.headers.erase("Keep-Alive");
+    res.set_header("Connection", "close");
   });
 
   svr.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
