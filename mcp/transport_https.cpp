@@ -146,6 +146,9 @@ class TlsStream final : public httplib::Stream {
 class RequestParser : public httplib::Server {
  public:
   using httplib::Server::process_request;
+  // cpp-httplib ends streamed (chunked) responses when its server socket is closed, its sign
+  // of shutdown; ours lives in the gate, so say when it is open. Never closed from here.
+  void set_serving(int listen_fd) { svr_sock_ = listen_fd; }
 };
 
 struct SslCtxFree {
@@ -516,7 +519,9 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   std::cerr << "causeway mcp: serving https://" << shown << ":" << port << "/mcp (TLS 1.3 only)" << std::endl;
   if (options.on_listening) options.on_listening(port);
 
+  svr.set_serving(bound->first);
   gate->run(stop);
+  svr.set_serving(INVALID_SOCKET);
   // Queued connections are closed unserved; running tool calls are interrupted, then joined.
   stopping.store(true);
   server.cancel_all();
