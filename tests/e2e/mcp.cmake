@@ -12,4 +12,8 @@ if(TARGET causeway_synth)
         ENVIRONMENT "CAUSEWAY_BIN=$<TARGET_FILE:causeway>;CAUSEWAY_MCP_FIXTURE=$<TARGET_FILE:mcp_fixture>;CAUSEWAY_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
     endif()
   endforeach()
+  # Two Claude Code clients, each started ~12 times; slow on a busy machine.
+  if(TEST e2e_mcp_claude_cli)
+    set_tests_properties(e2e_mcp_claude_cli PROPERTIES TIMEOUT 600)
+  endif()
 endif()
