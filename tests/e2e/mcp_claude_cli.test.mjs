@@ -147,6 +147,8 @@ try {
     line = listLine(trusted);
     assert.doesNotMatch(line, /✔ Connected/, line);
     // 2.1.331 prints the status; 2.1.197 only "Failed to connect": the server's audit says 401.
+    // (spawnSync blocked the event loop: let the server's stderr come in first.)
+    await new Promise((resolve) => setTimeout(resolve, 300));
     if (!/401/.test(line)) assert.ok((srv.stderr().match(/"status":401/g) || []).length > before, `no 401 for the wrong token: ${line}`);
     console.log(`ok - ${found.label} with a wrong token (401): ${line.slice(0, 120)}`);
     cli(['mcp', 'remove', 'causeway']);
