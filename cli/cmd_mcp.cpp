@@ -29,13 +29,13 @@ Runner setup(CLI::App& app) {
   auto a = std::make_shared<McpArgs>();
   add_db_option(app, a->db);
   app.add_option("--http", a->http, "serve Streamable HTTP over TLS 1.3 at https://HOST:PORT/mcp instead of stdio");
-  app.add_option("--tls-cert", a->tls_cert, "PEM certificate (default: a self-signed ECDSA certificate made on first start)");
+  app.add_option("--tls-cert", a->tls_cert, "PEM certificate (default: one signed by a local CA made on first start in --state-dir; clients trust mcp-ca.pem)");
   app.add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert");
   app.add_option("--token-file", a->token_file,
                  "file of bearer tokens clients must send, one per line, one per user (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
   app.add_option("--allow-origin", a->allowed_origins, "comma-separated Origins allowed besides localhost ones");
   app.add_option("--audit-log", a->audit_log, "append one line per HTTP request here (default: stderr)");
-  app.add_option("--state-dir", a->state_dir, "where the generated certificate lives (default: $XDG_STATE_HOME/causeway)");
+  app.add_option("--state-dir", a->state_dir, "where the generated CA and certificate live (default: $XDG_STATE_HOME/causeway)");
   app.add_option("--demo-dir", a->demo_dir, "scratch folder for run_demo's separate DB (default: a private temp folder)");
   app.add_option("--rate", a->rate_per_minute, "requests per minute per client (one bearer token from one address) before 429")->capture_default_str();
   app.add_option("--max-body", a->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();

@@ -1,17 +1,26 @@
 #include "mcp/tls_cert.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <vector>
 
 namespace causeway::mcp {
 namespace {
@@ -21,9 +30,18 @@ struct Free {
   void operator()(X509* p) const { X509_free(p); }
   void operator()(X509_EXTENSION* p) const { X509_EXTENSION_free(p); }
   void operator()(FILE* p) const { fclose(p); }
+  void operator()(BIGNUM* p) const { BN_free(p); }
+  void operator()(ifaddrs* p) const { freeifaddrs(p); }
 };
 template <typename T>
 using Owned = std::unique_ptr<T, Free>;
+
+constexpr long kDay = 24L * 3600;
+constexpr long kCaDays = 10 * 365;
+constexpr long kLeafDays = 365;
+// A leaf this close to its end is re-signed at start, so a long-running setup never serves an
+// expired one after a restart.
+constexpr long kRenewDays = 30;
 
 Owned<X509> read_cert(const std::string& path) {
   Owned<FILE> f(fopen(path.c_str(), "re"));
@@ -31,54 +49,208 @@ Owned<X509> read_cert(const std::string& path) {
   return Owned<X509>(PEM_read_X509(f.get(), nullptr, nullptr, nullptr));
 }
 
-bool add_ext(X509* cert, int nid, const char* value) {
+Owned<EVP_PKEY> read_key(const std::string& path) {
+  Owned<FILE> f(fopen(path.c_str(), "re"));
+  if (!f) return nullptr;
+  return Owned<EVP_PKEY>(PEM_read_PrivateKey(f.get(), nullptr, nullptr, nullptr));
+}
+
+bool add_ext(X509* cert, X509* issuer, int nid, const std::string& value) {
   X509V3_CTX ctx;
   X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  Owned<X509_EXTENSION> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value));
+  X509V3_set_ctx(&ctx, issuer, cert, nullptr, nullptr, 0);
+  Owned<X509_EXTENSION> ext(X509V3_EXT_conf_nid(nullptr, &ctx, nid, value.c_str()));
   return ext && X509_add_ext(cert, ext.get(), -1) == 1;
 }
 
-Result<void> generate(const std::string& cert_path, const std::string& key_path) {
-  Owned<EVP_PKEY> key(EVP_EC_gen("P-256"));
-  if (!key) return make_error("tls", "Cannot generate an ECDSA P-256 key.");
+bool wildcard(const std::string& host) { return host.empty() || host == "0.0.0.0" || host == "::"; }
+
+bool is_ip(const std::string& host) {
+  unsigned char buf[sizeof(in6_addr)];
+  return inet_pton(AF_INET, host.c_str(), buf) == 1 || inet_pton(AF_INET6, host.c_str(), buf) == 1;
+}
+
+// What the leaf must name: loopback always; the listen host; for a wildcard listener, this
+// host's name and the addresses of its interfaces (link-local ones need a zone id in URLs,
+// which certificates cannot carry).
+std::vector<std::string> wanted_names(const std::string& listen_host) {
+  std::vector<std::string> names = {"DNS:localhost", "IP:127.0.0.1", "IP:::1"};
+  auto add = [&names](const std::string& host) {
+    std::string n = (is_ip(host) ? "IP:" : "DNS:") + host;
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  };
+  if (!wildcard(listen_host)) {
+    add(listen_host);
+    return names;
+  }
+  char hostname[256] = {};
+  if (gethostname(hostname, sizeof hostname - 1) == 0 && *hostname) add(hostname);
+  ifaddrs* raw = nullptr;
+  if (getifaddrs(&raw) != 0) return names;
+  Owned<ifaddrs> list(raw);
+  for (ifaddrs* a = raw; a; a = a->ifa_next) {
+    if (!a->ifa_addr || !(a->ifa_flags & IFF_UP)) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ifa_addr->sa_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, text, sizeof text);
+    } else if (a->ifa_addr->sa_family == AF_INET6) {
+      auto* in6 = reinterpret_cast<sockaddr_in6*>(a->ifa_addr);
+      if (IN6_IS_ADDR_LINKLOCAL(&in6->sin6_addr)) continue;
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+    } else {
+      continue;
+    }
+    add(text);
+  }
+  return names;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ",") + p;
+  return out;
+}
+
+// Whether the leaf names everything in `names` ("DNS:x" / "IP:y").
+bool names_all(X509* leaf, const std::vector<std::string>& names) {
+  for (const auto& n : names) {
+    bool ip = n.rfind("IP:", 0) == 0;
+    std::string v = n.substr(ip ? 3 : 4);
+    int ok = ip ? X509_check_ip_asc(leaf, v.c_str(), 0) : X509_check_host(leaf, v.c_str(), v.size(), 0, nullptr);
+    if (ok != 1) return false;
+  }
+  return true;
+}
+
+Result<Owned<X509>> new_cert(EVP_PKEY* key, const std::string& cn, long days) {
   Owned<X509> cert(X509_new());
   X509_set_version(cert.get(), 2);
   unsigned char serial[16];
-  FILE* r = fopen("/dev/urandom", "re");
-  if (!r || fread(serial, 1, sizeof serial, r) != sizeof serial) {
-    if (r) fclose(r);
-    return make_error("tls", "Cannot read /dev/urandom for the certificate serial.");
-  }
-  fclose(r);
+  if (RAND_bytes(serial, sizeof serial) != 1) return make_error("tls", "No randomness for the certificate serial.");
   serial[0] &= 0x7F;  // positive
-  BIGNUM* bn = BN_bin2bn(serial, sizeof serial, nullptr);
-  BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert.get()));
-  BN_free(bn);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -60);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), 365L * 24 * 3600);
-  X509_set_pubkey(cert.get(), key.get());
+  Owned<BIGNUM> bn(BN_bin2bn(serial, sizeof serial, nullptr));
+  BN_to_ASN1_INTEGER(bn.get(), X509_get_serialNumber(cert.get()));
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -3600);  // clock skew between client and server
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), days * kDay);
+  X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
-  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("causeway mcp (localhost)"), -1, -1, 0);
-  X509_set_issuer_name(cert.get(), name);
-  if (!add_ext(cert.get(), NID_subject_alt_name, "DNS:localhost,IP:127.0.0.1,IP:::1") ||
-      !add_ext(cert.get(), NID_basic_constraints, "critical,CA:FALSE") ||
-      !add_ext(cert.get(), NID_key_usage, "critical,digitalSignature") ||
-      !add_ext(cert.get(), NID_ext_key_usage, "serverAuth"))
-    return make_error("tls", "Cannot build the certificate extensions.");
-  if (X509_sign(cert.get(), key.get(), EVP_sha256()) == 0) return make_error("tls", "Cannot self-sign the certificate.");
+  X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("causeway"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
+  return cert;
+}
 
-  // The key is created 0600 from the start (no window where it is world-readable).
-  int kfd = ::open(key_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (kfd < 0) return make_error("tls", "Cannot create " + key_path + ".");
-  fchmod(kfd, 0600);
-  Owned<FILE> kf(fdopen(kfd, "w"));
-  if (!kf || PEM_write_PrivateKey(kf.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr) != 1)
-    return make_error("tls", "Cannot write " + key_path + ".");
-  kf.reset();
-  Owned<FILE> cf(fopen(cert_path.c_str(), "we"));
-  if (!cf || PEM_write_X509(cf.get(), cert.get()) != 1) return make_error("tls", "Cannot write " + cert_path + ".");
+// Written beside, then renamed: a reader never sees half a file, and a key file is 0600 from
+// its first byte.
+Result<void> write_pem(const std::string& path, mode_t mode, const std::function<bool(FILE*)>& write) {
+  std::string tmp = path + ".tmp";
+  unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd < 0) return make_error("tls", "Cannot create " + tmp + ".");
+  fchmod(fd, mode);
+  Owned<FILE> f(fdopen(fd, "w"));
+  if (!f) {
+    ::close(fd);
+    return make_error("tls", "Cannot write " + tmp + ".");
+  }
+  if (!write(f.get()) || fflush(f.get()) != 0) return make_error("tls", "Cannot write " + tmp + ".");
+  f.reset();
+  if (rename(tmp.c_str(), path.c_str()) != 0) return make_error("tls", "Cannot rename " + tmp + " to " + path + ".");
   return {};
+}
+
+Result<void> write_key(const std::string& path, EVP_PKEY* key) {
+  return write_pem(path, 0600, [key](FILE* f) { return PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr) == 1; });
+}
+
+Result<void> write_cert(const std::string& path, X509* cert) {
+  return write_pem(path, 0644, [cert](FILE* f) { return PEM_write_X509(f, cert) == 1; });
+}
+
+struct Ca {
+  Owned<X509> cert;
+  Owned<EVP_PKEY> key;
+};
+
+Result<Ca> make_ca(const std::string& cert_path, const std::string& key_path) {
+  Owned<EVP_PKEY> key(EVP_EC_gen("P-256"));
+  if (!key) return make_error("tls", "Cannot generate an ECDSA P-256 key.");
+  char hostname[256] = {};
+  gethostname(hostname, sizeof hostname - 1);
+  auto cert = new_cert(key.get(), std::string("causeway mcp local CA (") + hostname + ")", kCaDays);
+  if (!cert) return cert.error();
+  X509* c = cert->get();
+  X509_set_issuer_name(c, X509_get_subject_name(c));
+  // pathlen 0: the CA signs leaves only, never another CA.
+  if (!add_ext(c, c, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") ||
+      !add_ext(c, c, NID_key_usage, "critical,keyCertSign,cRLSign") || !add_ext(c, c, NID_subject_key_identifier, "hash"))
+    return make_error("tls", "Cannot build the CA certificate extensions.");
+  if (X509_sign(c, key.get(), EVP_sha256()) == 0) return make_error("tls", "Cannot self-sign the CA certificate.");
+  if (auto w = write_key(key_path, key.get()); !w) return w.error();
+  if (auto w = write_cert(cert_path, c); !w) return w.error();
+  return Ca{std::move(cert.value()), std::move(key)};
+}
+
+Result<void> make_leaf(const Ca& ca, const std::vector<std::string>& names, const std::string& cert_path, const std::string& key_path) {
+  Owned<EVP_PKEY> key(EVP_EC_gen("P-256"));
+  if (!key) return make_error("tls", "Cannot generate an ECDSA P-256 key.");
+  auto cert = new_cert(key.get(), "causeway mcp", kLeafDays);
+  if (!cert) return cert.error();
+  X509* c = cert->get();
+  X509_set_issuer_name(c, X509_get_subject_name(ca.cert.get()));
+  // What a TLS server certificate needs and nothing more (RFC 5280 §4.2.1; CA/B baseline):
+  // not a CA, ECDSA signing only, server authentication, the names clients connect to.
+  if (!add_ext(c, ca.cert.get(), NID_basic_constraints, "critical,CA:FALSE") ||
+      !add_ext(c, ca.cert.get(), NID_key_usage, "critical,digitalSignature") ||
+      !add_ext(c, ca.cert.get(), NID_ext_key_usage, "serverAuth") ||
+      !add_ext(c, ca.cert.get(), NID_subject_alt_name, join(names)) ||
+      !add_ext(c, ca.cert.get(), NID_subject_key_identifier, "hash") ||
+      !add_ext(c, ca.cert.get(), NID_authority_key_identifier, "keyid:always"))
+    return make_error("tls", "Cannot build the certificate extensions.");
+  if (X509_sign(c, ca.key.get(), EVP_sha256()) == 0) return make_error("tls", "Cannot sign the certificate with the local CA.");
+  if (auto w = write_key(key_path, key.get()); !w) return w.error();
+  return write_cert(cert_path, c);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return lstat(path.c_str(), &st) == 0;
+}
+
+Result<void> private_key_file(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 077))
+    return make_error("tls", path + " is readable by other users; chmod 600 it (or delete it to regenerate).");
+  return {};
+}
+
+// The CA (made now if missing), and a leaf signed by it that names `names` and has kRenewDays
+// left; a leaf from an earlier layout (self-signed) or for another address is replaced.
+Result<bool> ensure_generated(const std::string& dir, const std::vector<std::string>& names) {
+  const std::string ca_cert = dir + "/mcp-ca.pem", ca_key = dir + "/mcp-ca-key.pem";
+  const std::string leaf_cert = dir + "/mcp-cert.pem", leaf_key = dir + "/mcp-key.pem";
+  Ca ca;
+  if (exists(ca_cert) && exists(ca_key)) {
+    if (auto k = private_key_file(ca_key); !k) return k.error();
+    ca.cert = read_cert(ca_cert);
+    ca.key = read_key(ca_key);
+    if (!ca.cert || !ca.key || X509_check_private_key(ca.cert.get(), ca.key.get()) != 1)
+      return make_error("tls", "Cannot use the local CA " + ca_cert + " with " + ca_key + " (delete both to make a new CA; clients must then trust the new " + ca_cert + ").");
+  } else {
+    auto made = make_ca(ca_cert, ca_key);
+    if (!made) return made.error();
+    ca = std::move(made.value());
+  }
+  if (exists(leaf_cert) && exists(leaf_key)) {
+    if (auto k = private_key_file(leaf_key); !k) return k.error();
+    auto leaf = read_cert(leaf_cert);
+    auto key = read_key(leaf_key);
+    time_t renew = time(nullptr) + kRenewDays * kDay;
+    if (leaf && key && X509_check_private_key(leaf.get(), key.get()) == 1 && X509_check_issued(ca.cert.get(), leaf.get()) == X509_V_OK &&
+        X509_check_ca(leaf.get()) == 0 && names_all(leaf.get(), names) && X509_cmp_time(X509_get0_notAfter(leaf.get()), &renew) > 0)
+      return false;
+  }
+  if (auto l = make_leaf(ca, names, leaf_cert, leaf_key); !l) return l.error();
+  return true;
 }
 
 }  // namespace
@@ -104,7 +276,8 @@ Result<std::string> certificate_fingerprint(const std::string& cert_path) {
   return out;
 }
 
-Result<TlsMaterial> ensure_tls_material(const std::string& cert, const std::string& key, const std::string& state_dir) {
+Result<TlsMaterial> ensure_tls_material(const std::string& cert, const std::string& key, const std::string& state_dir,
+                                        const std::string& listen_host) {
   TlsMaterial m;
   if (!cert.empty() || !key.empty()) {
     if (cert.empty() || key.empty()) return make_error("usage", "--tls-cert and --tls-key go together.");
@@ -115,17 +288,12 @@ Result<TlsMaterial> ensure_tls_material(const std::string& cert, const std::stri
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     if (ec) return make_error("tls", "Cannot create " + dir + " for the generated certificate: " + ec.message());
+    auto made = ensure_generated(dir, wanted_names(listen_host));
+    if (!made) return made.error();
+    m.generated = made.value();
     m.cert_path = dir + "/mcp-cert.pem";
     m.key_path = dir + "/mcp-key.pem";
-    if (!std::filesystem::exists(m.cert_path) || !std::filesystem::exists(m.key_path)) {
-      auto g = generate(m.cert_path, m.key_path);
-      if (!g) return g.error();
-      m.generated = true;
-    } else {
-      struct stat st {};
-      if (stat(m.key_path.c_str(), &st) == 0 && (st.st_mode & 077))
-        return make_error("tls", m.key_path + " is readable by other users; chmod 600 it (or delete both files to regenerate).");
-    }
+    m.ca_path = dir + "/mcp-ca.pem";
   }
   auto fp = certificate_fingerprint(m.cert_path);
   if (!fp) return fp.error();

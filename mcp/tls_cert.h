@@ -1,6 +1,9 @@
-// TLS material for the HTTPS transport: the user's certificate, or a self-signed ECDSA P-256
-// certificate generated on first start (key file 0600) and reused afterwards, so clients can
-// pin its SHA-256 fingerprint.
+// TLS material for the HTTPS transport: the user's certificate, or one the server makes for
+// itself. A self-signed leaf (CA:FALSE) is refused as a trust anchor by some clients (Claude
+// Code on Node 20: "unable to verify the first certificate"), so the server makes a small local
+// CA (CA:TRUE, pathlen 0, ECDSA P-256) on first start and signs with it a leaf for the listen
+// address. Clients trust the CA (NODE_EXTRA_CA_CERTS=mcp-ca.pem); the leaf can be re-signed
+// for another listen address without the clients changing anything. docs/MCP.md.
 #pragma once
 
 #include <string>
@@ -12,13 +15,17 @@ namespace causeway::mcp {
 struct TlsMaterial {
   std::string cert_path;
   std::string key_path;
-  std::string fingerprint;  // SHA-256 of the DER certificate, "AB:CD:…"
-  bool generated = false;   // made now (false: given, or reused from an earlier start)
+  std::string ca_path;      // the generated local CA clients should trust; "" for a given cert
+  std::string fingerprint;  // SHA-256 of the DER leaf certificate, "AB:CD:…"
+  bool generated = false;   // leaf made now (false: given, or reused from an earlier start)
 };
 
-// cert+key given: checks they load. Neither given: uses (or creates) <state_dir>/mcp-cert.pem
-// and mcp-key.pem, valid for localhost, 127.0.0.1 and ::1.
-Result<TlsMaterial> ensure_tls_material(const std::string& cert, const std::string& key, const std::string& state_dir);
+// cert+key given: checks they load. Neither given: uses (or creates) in state_dir the CA
+// (mcp-ca.pem, mcp-ca-key.pem) and a leaf it signed (mcp-cert.pem, mcp-key.pem), keys 0600.
+// The leaf names localhost, 127.0.0.1, ::1 and listen_host (for a wildcard address: this
+// host's name and interface addresses); a leaf that does not name listen_host is re-signed.
+Result<TlsMaterial> ensure_tls_material(const std::string& cert, const std::string& key, const std::string& state_dir,
+                                        const std::string& listen_host = "127.0.0.1");
 
 // Default state folder: $XDG_STATE_HOME/causeway, else $HOME/.local/state/causeway.
 std::string default_state_dir();

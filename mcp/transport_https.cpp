@@ -1,18 +1,26 @@
-// The only translation unit that includes cpp-httplib (it is heavy to compile).
+// The only translation unit that includes cpp-httplib. cpp-httplib parses requests and writes
+// responses (Server::process_request on a Stream); connections, TLS and deadlines are ours
+// (https_gate.h): its own listener does the handshake in the worker thread without an overall
+// deadline, and sets SO_REUSEPORT.
 #include "mcp/transport_https.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
+#include <sys/socket.h>
 
 #include <atomic>
 #include <chrono>
 #include <iostream>
 #include <sstream>
-#include <thread>
 
 #include "common/untrusted_json.h"
 #include "mcp/audit_log.h"
 #include "mcp/auth.h"
+#include "mcp/https_gate.h"
 #include "mcp/rate_limit.h"
 #include "mcp/tls_cert.h"
 
@@ -31,6 +39,144 @@ struct RequestFacts {
   bool tool_error = false;
 };
 thread_local RequestFacts t_facts;
+
+// What the worker must do with the connection after the response; set by the handlers.
+struct ConnectionFacts {
+  std::string peer;          // ip:port, known before the request line is parsed
+  bool authenticated = false;
+  bool body_read = false;    // the request body was read to its end
+  bool close = false;        // the response says Connection: close
+  bool unread_body = false;  // close, but drain first: the client may still be sending
+};
+thread_local ConnectionFacts t_conn;
+
+// Total time a worker waits for a request body (the head is complete before a worker sees the
+// connection), and per write for the response.
+constexpr auto kBodyTimeout = std::chrono::seconds(30);
+constexpr auto kWriteTimeout = std::chrono::seconds(30);
+constexpr size_t kMaxRequestsPerConnection = 1000;
+// Connections the kernel may hold before the gate accepts them; beyond, SYNs are dropped and
+// clients retry. The gate accepts quickly, so this only absorbs bursts.
+constexpr int kListenBacklog = 128;
+// Connections with a complete request head waiting for a worker; beyond, new ones are closed
+// (every worker busy and this many waiting means the server is overloaded, not slow).
+constexpr size_t kMaxWaiting = 512;
+
+// cpp-httplib's parser over a connection the gate prepared: first the bytes it read ahead,
+// then the TLS stream, every read bounded by one deadline for the whole request.
+class TlsStream final : public httplib::Stream {
+ public:
+  TlsStream(TlsConnection& c, SteadyClock::time_point read_deadline) : c_(c), read_deadline_(read_deadline) {}
+
+  bool is_readable() const override {
+    return c_.consumed < c_.buffered.size() || SSL_pending(c_.ssl) > 0 || wait(POLLIN, read_deadline_);
+  }
+  bool is_writable() const override { return wait(POLLOUT, SteadyClock::now() + kWriteTimeout); }
+
+  ssize_t read(char* ptr, size_t size) override {
+    if (c_.consumed < c_.buffered.size()) {
+      size_t n = std::min(size, c_.buffered.size() - c_.consumed);
+      memcpy(ptr, c_.buffered.data() + c_.consumed, n);
+      c_.consumed += n;
+      return static_cast<ssize_t>(n);
+    }
+    for (;;) {
+      ERR_clear_error();
+      int r = SSL_read(c_.ssl, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+      if (r > 0) return r;
+      int err = SSL_get_error(c_.ssl, r);
+      if (err == SSL_ERROR_ZERO_RETURN) return 0;
+      if (!retry(err, read_deadline_)) return -1;
+    }
+  }
+
+  ssize_t write(const char* ptr, size_t size) override {
+    for (;;) {
+      ERR_clear_error();
+      int r = SSL_write(c_.ssl, ptr, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+      if (r > 0) return r;
+      if (!retry(SSL_get_error(c_.ssl, r), SteadyClock::now() + kWriteTimeout)) return -1;
+    }
+  }
+
+  void get_remote_ip_and_port(std::string& ip, int& port) const override { address(true, ip, port); }
+  void get_local_ip_and_port(std::string& ip, int& port) const override { address(false, ip, port); }
+  socket_t socket() const override { return c_.fd; }
+
+ private:
+  bool wait(short events, SteadyClock::time_point deadline) const {
+    for (;;) {
+      auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
+      if (left <= 0) return false;
+      pollfd p{c_.fd, events, 0};
+      int n = ::poll(&p, 1, static_cast<int>(left));
+      if (n > 0) return true;
+      if (n < 0 && errno != EINTR) return false;
+    }
+  }
+  bool retry(int ssl_error, SteadyClock::time_point deadline) const {
+    if (ssl_error == SSL_ERROR_WANT_READ) return wait(POLLIN, deadline);
+    if (ssl_error == SSL_ERROR_WANT_WRITE) return wait(POLLOUT, deadline);
+    return false;
+  }
+  void address(bool peer, std::string& ip, int& port) const {
+    sockaddr_storage a{};
+    socklen_t len = sizeof a;
+    ip.clear();
+    port = -1;
+    auto* sa = reinterpret_cast<sockaddr*>(&a);
+    if ((peer ? getpeername(c_.fd, sa, &len) : getsockname(c_.fd, sa, &len)) != 0) return;
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a.ss_family == AF_INET) {
+      auto* in = reinterpret_cast<sockaddr_in*>(&a);
+      inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+      port = ntohs(in->sin_port);
+    } else if (a.ss_family == AF_INET6) {
+      auto* in6 = reinterpret_cast<sockaddr_in6*>(&a);
+      inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+      port = ntohs(in6->sin6_port);
+    }
+    ip = text;
+  }
+
+  TlsConnection& c_;
+  SteadyClock::time_point read_deadline_;
+};
+
+// cpp-httplib's request parser and router, without its listener.
+class RequestParser : public httplib::Server {
+ public:
+  using httplib::Server::process_request;
+  // cpp-httplib ends streamed (chunked) responses when its server socket is closed, its sign
+  // of shutdown; ours lives in the gate, so say when it is open. Never closed from here.
+  void set_serving(int listen_fd) { svr_sock_ = listen_fd; }
+};
+
+struct SslCtxFree {
+  void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
+};
+
+Result<std::unique_ptr<SSL_CTX, SslCtxFree>> server_tls_context(const std::string& cert_path, const std::string& key_path) {
+  std::unique_ptr<SSL_CTX, SslCtxFree> ctx(SSL_CTX_new(TLS_server_method()));
+  if (!ctx) return make_error("tls", "TLS setup failed: cannot create an OpenSSL context.");
+  // TLS 1.3 only: no downgrade to 1.2 cipher suites, no renegotiation. No session tickets:
+  // clients reconnect rarely and a ticket key is one more secret to keep.
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_3_VERSION);
+  SSL_CTX_set_max_proto_version(ctx.get(), TLS1_3_VERSION);
+  SSL_CTX_set_options(ctx.get(), SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
+  SSL_CTX_set_num_tickets(ctx.get(), 0);
+  // Non-blocking sockets: a write may be retried from another buffer address, and may be partial.
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_path.c_str()) != 1)
+    return make_error("tls", "TLS setup failed: cannot load the certificate " + cert_path + ".");
+  if (SSL_CTX_use_PrivateKey_file(ctx.get(), key_path.c_str(), SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx.get()) != 1)
+    return make_error("tls", "TLS setup failed: cannot load the private key " + key_path + " (or it does not match the certificate).");
+  return ctx;
+}
+
+bool has_body(const httplib::Request& req) {
+  return req.has_header("Transfer-Encoding") || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
+}
 
 Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
   // "8443" and ":8443" mean loopback: listening on other interfaces must be asked for.
@@ -117,85 +263,109 @@ bool origin_allowed(const std::string& origin, const std::string& allowed_csv) {
 Result<void> serve_https(Server& server, const HttpsOptions& options, const std::function<bool()>& stop) {
   auto where = parse_listen(options.listen);
   if (!where) return where.error();
-  auto tls = ensure_tls_material(options.tls_cert, options.tls_key, options.state_dir);
+  auto tls = ensure_tls_material(options.tls_cert, options.tls_key, options.state_dir, where->first);
   if (!tls) return tls.error();
   auto token = load_bearer_token(options.token_file);
   if (!token) return token.error();
   auto audit = AuditLog::open(options.audit_log);
   if (!audit) return audit.error();
+  auto ctx = server_tls_context(tls->cert_path, tls->key_path);
+  if (!ctx) return ctx.error();
   RateLimiter limiter(options.rate_per_minute);
   // Failed authentication gets its own budget per address, so guessing tokens is slow and
   // cannot drain a real user's bucket.
   RateLimiter auth_failures(options.rate_per_minute);
 
-  const std::string cert_path = tls->cert_path, key_path = tls->key_path;
-  std::string tls_error;
-  httplib::SSLServer svr([&](SSL_CTX& ctx) {
-    // TLS 1.3 only: no downgrade to 1.2 cipher suites, no renegotiation.
-    SSL_CTX_set_min_proto_version(&ctx, TLS1_3_VERSION);
-    SSL_CTX_set_max_proto_version(&ctx, TLS1_3_VERSION);
-    SSL_CTX_set_options(&ctx, SSL_OP_NO_COMPRESSION | SSL_OP_NO_TICKET);
-    if (SSL_CTX_use_certificate_chain_file(&ctx, cert_path.c_str()) != 1) {
-      tls_error = "cannot load the certificate " + cert_path;
-      return false;
-    }
-    if (SSL_CTX_use_PrivateKey_file(&ctx, key_path.c_str(), SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(&ctx) != 1) {
-      tls_error = "cannot load the private key " + key_path + " (or it does not match the certificate)";
-      return false;
-    }
-    return true;
-  });
-  if (!svr.is_valid()) return make_error("tls", "TLS setup failed: " + (tls_error.empty() ? "invalid TLS context" : tls_error) + ".");
-
-  const size_t threads = options.threads ? options.threads : 8;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  svr.set_payload_max_length(options.max_body_bytes);
-  svr.set_read_timeout(10, 0);
-  svr.set_write_timeout(30, 0);
+  RequestParser svr;
+  const size_t max_body = options.max_body_bytes;
+  svr.set_payload_max_length(max_body);
+  // Only the values announced in the Keep-Alive header; the gate enforces them.
   svr.set_keep_alive_timeout(10);
-  svr.set_keep_alive_max_count(1000);
-  // A response is written in pieces (headers, then body); with Nagle's algorithm the second
-  // piece waits for the client's delayed ACK, ~40 ms per request on keep-alive connections.
-  svr.set_tcp_nodelay(true);
+  svr.set_keep_alive_max_count(kMaxRequestsPerConnection);
 
   const std::vector<std::string> tokens = token->all;
   const std::string allowed = options.allowed_origins;
   const bool loopback = loopback_address(where->first);
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     t_facts = RequestFacts{Clock::now(), "", "", 0, false};
-    auto too_many = [&res] {
-      res.set_header("Retry-After", "1");
+    using httplib::Server;
+    auto refuse = [&res](int status, const std::string& message) {
       res.set_header("Connection", "close");
-      json_error(res, 429, kInvalidRequest, "Too many requests: slow down (per-client rate limit)");
-      return httplib::Server::HandlerResponse::Handled;
+      json_error(res, status, kInvalidRequest, message);
+      return Server::HandlerResponse::Handled;
+    };
+    auto too_many = [&] {
+      res.set_header("Retry-After", "1");
+      return refuse(429, "Too many requests: slow down (per-client rate limit)");
     };
     // A browser page on another site must not reach a local server (DNS rebinding).
     // Bound to loopback, only loopback names may appear in Host (DNS rebinding again).
-    if (loopback && !localhost_name(req.get_header_value("Host"))) {
+    if (loopback && !localhost_name(req.get_header_value("Host"))) return refuse(403, "Forbidden: Host not allowed");
+    if (req.has_header("Origin") && !origin_allowed(req.get_header_value("Origin"), allowed))
+      return refuse(403, "Forbidden: Origin not allowed");
+    if (req.path != "/mcp") {
+      // No OAuth here: a 404 on /.well-known/oauth-* and /register (not a 401) tells an
+      // OAuth-capable client there is nothing to discover or register, and the 401 on /mcp
+      // says a bearer token is expected (RFC 9728 §5, RFC 6750 §3). docs/MCP.md.
+      res.status = 404;
       res.set_header("Connection", "close");
-      json_error(res, 403, kInvalidRequest, "Forbidden: Host not allowed");
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (req.has_header("Origin") && !origin_allowed(req.get_header_value("Origin"), allowed)) {
-      res.set_header("Connection", "close");
-      json_error(res, 403, kInvalidRequest, "Forbidden: Origin not allowed");
-      return httplib::Server::HandlerResponse::Handled;
+      res.set_content("Not found. This server serves MCP at /mcp and takes a static bearer token (Authorization: Bearer <token>); it has no OAuth endpoints.\n",
+                      "text/plain");
+      return Server::HandlerResponse::Handled;
     }
     auto who = matching_token(req.get_header_value("Authorization"), tokens);
     if (!who) {
       if (!auth_failures.allow(req.remote_addr)) return too_many();
-      res.set_header("WWW-Authenticate", "Bearer realm=\"causeway\"");
-      res.set_header("Connection", "close");
-      json_error(res, 401, kInvalidRequest, "Unauthorized: send Authorization: Bearer <token>");
-      return httplib::Server::HandlerResponse::Handled;
+      // RFC 6750 §3.1: no error code when no credentials were sent; invalid_token otherwise.
+      res.set_header("WWW-Authenticate", req.has_header("Authorization")
+                                             ? "Bearer realm=\"causeway\", error=\"invalid_token\", error_description=\"unknown bearer token\""
+                                             : "Bearer realm=\"causeway\"");
+      return refuse(401, "Unauthorized: send Authorization: Bearer <token>");
     }
+    t_conn.authenticated = true;
     if (!limiter.allow("token " + std::to_string(*who) + " from " + req.remote_addr)) return too_many();
-    return httplib::Server::HandlerResponse::Unhandled;
+    // Bodies are framed by Content-Length or chunked, nothing else (no read-until-close, no
+    // smuggling with both), and a declared length over --max-body is refused unread.
+    if (req.method != "POST" && req.method != "GET" && req.method != "DELETE") {
+      res.set_header("Allow", "POST");
+      return refuse(405, "Method not allowed: POST JSON-RPC messages to /mcp");
+    }
+    if (req.method != "POST" && has_body(req)) return refuse(400, "Only POST requests carry a body here");
+    const bool chunked = req.has_header("Transfer-Encoding");
+    if (chunked && lower(req.get_header_value("Transfer-Encoding")) != "chunked")
+      return refuse(501, "Transfer-Encoding not supported (chunked only)");
+    if (chunked && req.has_header("Content-Length")) return refuse(400, "Both Content-Length and Transfer-Encoding");
+    if (req.method == "POST" && !chunked && !req.has_header("Content-Length")) return refuse(411, "Content-Length required");
+    if (req.has_header("Content-Length")) {
+      uint64_t length = 0;
+      try {
+        length = std::stoull(req.get_header_value("Content-Length"));
+      } catch (...) {
+        return refuse(400, "Bad Content-Length");
+      }
+      if (length > max_body) return refuse(413, "Request body larger than --max-body");
+    }
+    return Server::HandlerResponse::Unhandled;
+  });
+
+  svr.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    // A request whose body was left unread, or that could not be parsed, ends the connection:
+    // the unread bytes must not be parsed as a next request (that was a phantom 400 in the
+    // audit log after each 401 to a POST).
+    const bool unread = !req.method.empty() && has_body(req) && !t_conn.body_read;
+    if (!unread && !req.method.empty() && res.get_header_value("Connection") != "close") return;
+    t_conn.unread_body = unread;
+    t_conn.close = true;
+    // Once, and without the Keep-Alive cpp-httplib adds unless it closes by itself (handlers
+    // and cpp-httplib each add their own Connection header).
+    res.headers.erase("Connection");
+    res.headers.erase("Keep-Alive");
+    res.set_header("Connection", "close");
   });
 
   svr.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
     AuditEntry e;
-    e.client = req.remote_addr + ":" + std::to_string(req.remote_port);
+    e.client = t_conn.peer;
     e.http_method = req.method;
     e.rpc_method = t_facts.rpc_method;
     e.tool = t_facts.tool;
@@ -214,19 +384,38 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   svr.Get("/mcp", method_not_allowed);
   svr.Delete("/mcp", method_not_allowed);
 
-  svr.Post("/mcp", [&](const httplib::Request& req, httplib::Response& res) {
+  svr.Post("/mcp", [&](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read_body) {
     std::string ctype = lower(req.get_header_value("Content-Type"));
     if (ctype.rfind("application/json", 0) != 0) {
       json_error(res, 415, kInvalidRequest, "Content-Type must be application/json");
       return;
     }
+    // Counted as it arrives, chunked or not (and after decompression): cpp-httplib checks
+    // --max-body against Content-Length only, and read a 100 MB chunked body whole.
+    std::string body;
+    bool too_big = false;
+    bool complete = read_body([&](const char* data, size_t n) {
+      if (body.size() + n > max_body) {
+        too_big = true;
+        return false;
+      }
+      body.append(data, n);
+      return true;
+    });
+    if (!complete) {
+      res.set_header("Connection", "close");
+      if (too_big) json_error(res, 413, kInvalidRequest, "Request body larger than --max-body");
+      else json_error(res, 400, kInvalidRequest, "Cannot read the request body (malformed, or too slow)");
+      return;
+    }
+    t_conn.body_read = true;
     const std::string scope = req.remote_addr;
     const RequestHeaders headers = routing_headers(req);
-    if (wants_progress(req.body) && lower(req.get_header_value("Accept")).find("text/event-stream") != std::string::npos) {
+    if (wants_progress(body) && lower(req.get_header_value("Accept")).find("text/event-stream") != std::string::npos) {
       // A refused request is answered 400 with JSON, not with a stream.
       Exchange check;
       check.headers = headers;
-      if (auto refused = server.refusal(req.body, check)) {
+      if (auto refused = server.refusal(body, check)) {
         t_facts.rpc_method = check.method;
         t_facts.rpc_error = check.rpc_error;
         res.status = 400;
@@ -234,7 +423,6 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
         return;
       }
       // Progress streams as SSE on this response; the result is the last event.
-      std::string body = req.body;
       res.set_header("Cache-Control", "no-store");
       res.set_chunked_content_provider("text/event-stream", [&server, body, scope, headers](size_t, httplib::DataSink& sink) {
         auto send = [&sink](const std::string& line) {
@@ -261,7 +449,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     ex.scope = scope;
     ex.answer_cancelled = true;
     ex.headers = headers;
-    auto reply = server.handle(req.body, ex);
+    auto reply = server.handle(body, ex);
     t_facts.rpc_method = ex.method;
     t_facts.tool = ex.tool;
     t_facts.rpc_error = ex.rpc_error;
@@ -277,15 +465,53 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   });
 
   // Port 0 asks for an ephemeral port (tests); on_listening learns which.
-  int port = where->second;
-  if (port == 0) port = svr.bind_to_any_port(where->first);
-  else if (!svr.bind_to_port(where->first, port)) port = -1;
-  if (port <= 0) return make_error("listen", "Cannot listen on " + options.listen + " (in use, or not an address of this host).");
+  auto bound = listen_socket(where->first, where->second, kListenBacklog);
+  if (!bound) return bound.error();
+  const int port = bound->second;
+
+  std::atomic<bool> stopping{false};
+  std::unique_ptr<HttpsGate> gate;
+  httplib::ThreadPool workers(options.threads ? options.threads : 8);
+  // One request per job: the head is complete, so a worker waits only for a body (bounded by
+  // kBodyTimeout) and for the tool; the connection then goes back to the gate to wait for the
+  // next request, or is closed.
+  std::atomic<size_t> waiting{0};
+  auto serve_one = [&](std::unique_ptr<TlsConnection> c) {
+    --waiting;
+    if (stopping.load()) return;
+    t_conn = ConnectionFacts{};
+    std::string ip;
+    int peer_port = -1;
+    TlsStream strm(*c, SteadyClock::now() + kBodyTimeout);
+    strm.get_remote_ip_and_port(ip, peer_port);
+    t_conn.peer = ip + ":" + std::to_string(peer_port);
+    t_conn.authenticated = c->authenticated;
+    const bool last = c->requests + 1 >= kMaxRequestsPerConnection || stopping.load();
+    bool client_closes = false;
+    const bool ok = svr.process_request(strm, last, client_closes, nullptr);
+    ++c->requests;
+    c->authenticated = t_conn.authenticated;
+    if (!ok) return;
+    if (t_conn.unread_body) return gate->close_after_drain(std::move(c));
+    if (last || client_closes || t_conn.close) {
+      SSL_shutdown(c->ssl);
+      return;
+    }
+    gate->keep_alive(std::move(c));
+  };
+  gate = std::make_unique<HttpsGate>(ctx->get(), bound->first, GateLimits{}, [&](std::unique_ptr<TlsConnection> c) {
+    if (waiting.load() >= kMaxWaiting) return;  // closed unserved
+    ++waiting;
+    auto holder = std::make_shared<std::unique_ptr<TlsConnection>>(std::move(c));
+    workers.enqueue([holder, &serve_one] { serve_one(std::move(*holder)); });
+  });
 
   std::string host = where->first;
   std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   std::cerr << "causeway mcp: certificate " << tls->cert_path << (tls->generated ? " (generated now)" : "")
             << "\ncauseway mcp: certificate SHA-256 fingerprint " << tls->fingerprint << "\n";
+  if (!tls->ca_path.empty())
+    std::cerr << "causeway mcp: signed by the local CA " << tls->ca_path << "; clients trust it with NODE_EXTRA_CA_CERTS=" << tls->ca_path << "\n";
   if (token->origin == "generated")
     std::cerr << "causeway mcp: no --token-file or $" << kTokenEnv << "; generated bearer token: " << token->value << "\n";
   else
@@ -294,21 +520,13 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   std::cerr << "causeway mcp: serving https://" << shown << ":" << port << "/mcp (TLS 1.3 only)" << std::endl;
   if (options.on_listening) options.on_listening(port);
 
-  std::atomic<bool> done{false};
-  std::thread watcher([&] {
-    while (!done.load()) {
-      if (stop()) {
-        svr.stop();
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-  });
-  bool ok = svr.listen_after_bind();
-  done.store(true);
+  svr.set_serving(bound->first);
+  gate->run(stop);
+  svr.set_serving(INVALID_SOCKET);
+  // Queued connections are closed unserved; running tool calls are interrupted, then joined.
+  stopping.store(true);
   server.cancel_all();
-  watcher.join();
-  if (!ok && !stop()) return make_error("listen", "The HTTPS server stopped unexpectedly.");
+  workers.shutdown();
   return {};
 }
 

@@ -16,4 +16,8 @@ if(TARGET causeway_synth)
   if(TEST e2e_mcp_inspector)
     set_tests_properties(e2e_mcp_inspector PROPERTIES TIMEOUT 900)
   endif()
+  # Two Claude Code clients, each started ~12 times; slow on a busy machine.
+  if(TEST e2e_mcp_claude_cli)
+    set_tests_properties(e2e_mcp_claude_cli PROPERTIES TIMEOUT 600)
+  endif()
 endif()

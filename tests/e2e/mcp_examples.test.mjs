@@ -59,7 +59,8 @@ try {
     ['ollmcp/https.servers.json', readServer('ollmcp/https.servers.json')],
   ];
   const httpLine = addLines.find((l) => l.includes('--transport http'));
-  const m = httpLine.match(/(https:\/\/\S+)\s+--header\s+"([^:]+):\s*([^"]+)"/);
+  // Single quotes: the shell leaves ${CAUSEWAY_MCP_TOKEN} for the client to expand.
+  const m = httpLine.match(/(https:\/\/\S+)\s+--header\s+'([^:]+):\s*([^']*\$\{[A-Z_]+\})'/);
   httpConfigs.push(['claude mcp add (https)', { url: m[1], headers: { [m[2]]: m[3] } }]);
   for (const [label, s] of httpConfigs) {
     const url = new URL(s.url);

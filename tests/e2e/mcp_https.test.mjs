@@ -162,7 +162,7 @@ try {
   console.log(`ok - rate limit per token and address: ${first.join(',')}; second token ${other.join(',')}; wrong token ${wrong.join(',')}`);
 }
 
-// 9. No certificate given: a self-signed ECDSA one is generated (key 0600, fingerprint
+// 9. No certificate given: a local CA and a leaf it signs are generated (keys 0600, fingerprint
 // printed); no token configured: a random one is generated and printed to stderr only.
 {
   const state = path.join(dir, 'state');
@@ -173,13 +173,15 @@ try {
   const generated = err.match(/generated bearer token: ([0-9a-f]{64})/);
   assert.ok(generated, err);
   assert.equal(fs.statSync(path.join(state, 'mcp-key.pem')).mode & 0o777, 0o600);
-  const pem = fs.readFileSync(path.join(state, 'mcp-cert.pem'), 'utf8');
+  assert.equal(fs.statSync(path.join(state, 'mcp-ca-key.pem')).mode & 0o777, 0o600);
+  assert.match(err, /NODE_EXTRA_CA_CERTS=\S*mcp-ca\.pem/);
+  const pem = fs.readFileSync(path.join(state, 'mcp-ca.pem'), 'utf8');
   assert.match(pem, /BEGIN CERTIFICATE/);
-  // The generated certificate is accepted by a client that trusts it.
+  // The generated certificate is accepted by a client that trusts the local CA.
   const s2 = await startServer(bin, ['mcp', '--db', db, '--http', '127.0.0.1:0', '--state-dir', state], { CAUSEWAY_MCP_TOKEN: token });
   const r = await fetchWithCa(pem)(`https://127.0.0.1:${s2.port}/mcp`, { method: 'POST',
     headers: { 'Content-Type': 'application/json', ...auth }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }) });
   assert.equal(r.status, 200);
   await stopServer(s2.child);
-  console.log('ok - generated ECDSA certificate (key 0600, fingerprint printed), generated token, token from $CAUSEWAY_MCP_TOKEN');
+  console.log('ok - generated local CA and certificate (keys 0600, fingerprint printed), trusted through the CA; generated token, token from $CAUSEWAY_MCP_TOKEN');
 }

@@ -5,6 +5,10 @@
 
 #include <cstdlib>
 
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
 #include "mcp/auth.h"
 #include "mcp/rate_limit.h"
 #include "mcp/tls_cert.h"
@@ -81,22 +85,75 @@ TEST_CASE("rate limit: bursts up to the per-minute budget, per client") {
   CHECK(r.allow("b"));
 }
 
-TEST_CASE("tls: a generated self-signed certificate is reused, key 0600") {
+namespace {
+X509* read_pem_cert(const std::string& path) {
+  FILE* f = fopen(path.c_str(), "re");
+  if (!f) return nullptr;
+  X509* c = PEM_read_X509(f, nullptr, nullptr, nullptr);
+  fclose(f);
+  return c;
+}
+}  // namespace
+
+TEST_CASE("tls: a generated local CA signs the leaf; both reused, keys 0600") {
   test::TempDir dir;
   auto first = ensure_tls_material("", "", dir.path());
   REQUIRE(first.ok());
   CHECK(first->generated);
+  CHECK(first->ca_path == dir.path() + "/mcp-ca.pem");
   CHECK(first->fingerprint.size() == 32 * 3 - 1);
-  struct stat st {};
-  REQUIRE(stat(first->key_path.c_str(), &st) == 0);
-  CHECK((st.st_mode & 0777) == 0600);
+  for (const char* key : {"/mcp-key.pem", "/mcp-ca-key.pem"}) {
+    struct stat st {};
+    REQUIRE(stat((dir.path() + key).c_str(), &st) == 0);
+    CHECK((st.st_mode & 0777) == 0600);
+  }
+  X509* ca = read_pem_cert(first->ca_path);
+  X509* leaf = read_pem_cert(first->cert_path);
+  REQUIRE(ca);
+  REQUIRE(leaf);
+  // What Node 20's verifier needs: a CA:TRUE anchor that signed a CA:FALSE server leaf.
+  CHECK(X509_check_ca(ca) >= 1);
+  CHECK(X509_check_ca(leaf) == 0);
+  CHECK(X509_check_issued(ca, leaf) == X509_V_OK);
+  CHECK((X509_get_key_usage(ca) & KU_KEY_CERT_SIGN) != 0);
+  CHECK((X509_get_extended_key_usage(leaf) & XKU_SSL_SERVER) != 0);
+  CHECK(X509_check_ip_asc(leaf, "127.0.0.1", 0) == 1);
+  CHECK(X509_check_ip_asc(leaf, "::1", 0) == 1);
+  CHECK(X509_check_host(leaf, "localhost", 0, 0, nullptr) == 1);
+  CHECK(X509_check_ip_asc(leaf, "10.1.2.3", 0) != 1);
+  // The chain verifies with the CA as the only trust anchor.
+  X509_STORE* store = X509_STORE_new();
+  X509_STORE_add_cert(store, ca);
+  X509_STORE_CTX* vctx = X509_STORE_CTX_new();
+  X509_STORE_CTX_init(vctx, store, leaf, nullptr);
+  X509_STORE_CTX_set_purpose(vctx, X509_PURPOSE_SSL_SERVER);
+  CHECK(X509_verify_cert(vctx) == 1);
+  X509_STORE_CTX_free(vctx);
+  X509_STORE_free(store);
+  X509_free(leaf);
+
   auto again = ensure_tls_material("", "", dir.path());
   REQUIRE(again.ok());
   CHECK_FALSE(again->generated);
   CHECK(again->fingerprint == first->fingerprint);
+  // Another listen address: a new leaf, signed by the same CA (clients keep trusting it).
+  auto other = ensure_tls_material("", "", dir.path(), "10.1.2.3");
+  REQUIRE(other.ok());
+  CHECK(other->generated);
+  CHECK(other->fingerprint != first->fingerprint);
+  leaf = read_pem_cert(other->cert_path);
+  REQUIRE(leaf);
+  CHECK(X509_check_ip_asc(leaf, "10.1.2.3", 0) == 1);
+  CHECK(X509_check_issued(ca, leaf) == X509_V_OK);
+  X509_free(leaf);
+  X509_free(ca);
+
   CHECK_FALSE(ensure_tls_material(first->cert_path, "", "").ok());  // cert without key
+  chmod((dir.path() + "/mcp-ca-key.pem").c_str(), 0644);
+  CHECK_FALSE(ensure_tls_material("", "", dir.path(), "10.1.2.3").ok());  // refuses a readable CA key
+  chmod((dir.path() + "/mcp-ca-key.pem").c_str(), 0600);
   chmod(first->key_path.c_str(), 0644);
-  CHECK_FALSE(ensure_tls_material("", "", dir.path()).ok());  // refuses a readable key
+  CHECK_FALSE(ensure_tls_material("", "", dir.path(), "10.1.2.3").ok());  // refuses a readable key
 }
 
 TEST_CASE("https: Origin allow-list") {

@@ -1,0 +1,113 @@
+// The front door of the HTTPS transport: one thread accepts connections, runs their TLS
+// handshakes and reads each request head (request line + headers) without blocking, under a
+// total deadline per connection; only a connection with a complete request head reaches a
+// request worker. So clients that trickle a ClientHello or a header byte by byte (slowloris)
+// hold a table entry in this thread, never a worker, and are closed at their deadline or when
+// newer connections need their place. cpp-httplib runs the handshake and the head inside its
+// worker, 10 s per read and no overall deadline: 8 trickling sockets took all 8 workers.
+// docs/MCP.md (HTTPS), docs/security-network.md.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace causeway::mcp {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// One client connection: the socket (non-blocking), its TLS session, and the decrypted bytes
+// read ahead of the HTTP parser (the request head, perhaps the start of the body).
+struct TlsConnection {
+  TlsConnection(int fd, SSL* ssl) : fd(fd), ssl(ssl) {}
+  ~TlsConnection();
+  TlsConnection(const TlsConnection&) = delete;
+  TlsConnection& operator=(const TlsConnection&) = delete;
+
+  // Whether `buffered` holds a whole request head (ends at an empty line).
+  bool has_head() const;
+
+  int fd;
+  SSL* ssl;
+  std::string buffered;
+  size_t consumed = 0;         // bytes of `buffered` already given to the HTTP parser
+  bool authenticated = false;  // a request on it carried a valid bearer token
+  size_t requests = 0;
+  SteadyClock::time_point deadline;  // set by the gate for the phase it is in
+};
+
+struct GateLimits {
+  // From accept (or from the end of the previous response on a kept-alive connection) to a
+  // complete request head, TLS handshake included: total, not per read.
+  std::chrono::milliseconds head_timeout{10000};
+  // Connections that have not shown a valid token yet (handshaking, reading a first head).
+  // A new one beyond this closes the oldest: fresh clients win over trickling ones.
+  size_t max_unauthenticated = 256;
+  // Kept-alive connections of authenticated clients waiting for their next request.
+  size_t max_idle = 256;
+  size_t max_head_bytes = 16 * 1024;
+  // After a refusal whose body was not read (401 …): how long and how much of it is read
+  // and dropped before closing, so the client reads the answer instead of a TCP reset.
+  std::chrono::milliseconds drain_timeout{2000};
+  size_t drain_bytes = 16 << 20;
+};
+
+// A listening TCP socket for host:port, non-blocking, SO_REUSEADDR only: without
+// SO_REUSEPORT a second server on the same port fails here instead of sharing the port
+// (the kernel would split clients between the two). host "" or "0.0.0.0"/"::" = any address.
+// Returns the fd and the bound port (port 0 = an ephemeral one).
+Result<std::pair<int, int>> listen_socket(const std::string& host, int port, int backlog);
+
+class HttpsGate {
+ public:
+  using Ready = std::function<void(std::unique_ptr<TlsConnection>)>;
+  // Takes ownership of listen_fd. `ready` is called on the gate thread for each connection
+  // with a complete request head; it must not block (queue it for a worker).
+  HttpsGate(SSL_CTX* ctx, int listen_fd, GateLimits limits, Ready ready);
+  ~HttpsGate();
+
+  // Accepts and serves until stop() turns true (checked every 100 ms).
+  void run(const std::function<bool()>& stop);
+
+  // From a worker, thread-safe: a kept-alive connection waits here for its next request.
+  void keep_alive(std::unique_ptr<TlsConnection> c);
+  // From a worker, thread-safe: the response is written; read and drop what the client still
+  // sends (bounded by drain_timeout/drain_bytes), then close.
+  void close_after_drain(std::unique_ptr<TlsConnection> c);
+
+ private:
+  enum class Phase { kHandshake, kHead, kDrain };
+  struct Entry {
+    std::unique_ptr<TlsConnection> conn;
+    Phase phase;
+    short events;  // what poll waits for
+    SteadyClock::time_point since;
+    size_t drained = 0;
+  };
+
+  void accept_new();
+  void take_returned();
+  // Advances one connection; false = it left the table (handed on or closed).
+  bool step(Entry& e);
+  void add(std::unique_ptr<TlsConnection> c, Phase phase);
+  void evict_oldest(bool authenticated);
+
+  SSL_CTX* ctx_;
+  int listen_fd_;
+  int wake_fd_;  // eventfd: a worker handed a connection back
+  GateLimits limits_;
+  Ready ready_;
+  std::vector<Entry> table_;
+  std::mutex returned_mu_;
+  std::vector<std::pair<std::unique_ptr<TlsConnection>, Phase>> returned_;
+};
+
+}  // namespace causeway::mcp

@@ -1,0 +1,100 @@
+// Shared by the HTTPS security tests: a real `causeway mcp --http` process on an ephemeral
+// port with its own generated local CA (--state-dir) and a token from the environment, and a
+// client that uses only Node's built-in https (no npm packages needed).
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+
+export function env(name) {
+  const v = process.env[name];
+  if (!v) {
+    console.error(`SKIP: $${name} is not set (run through ctest)`);
+    process.exit(77);
+  }
+  return v;
+}
+
+export function tempDir() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'causeway-security-'));
+  if (!process.env.KEEP_E2E_TMP) process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export function makeFixture(dir) {
+  const db = path.join(dir, 'trace.db');
+  const r = spawnSync(env('CAUSEWAY_MCP_FIXTURE'), [db], { encoding: 'utf8' });
+  assert.equal(r.status, 0, `fixture failed: ${r.stderr}`);
+  return db;
+}
+
+// Resolves { child, port, pid, ca, token, stderr() } once the server says where it listens.
+export function startServer(dir, extraArgs = [], listen = '127.0.0.1:0') {
+  const token = crypto.randomBytes(32).toString('hex');
+  const state = path.join(dir, 'state');
+  const child = spawn(env('CAUSEWAY_BIN'), ['mcp', '--http', listen, '--state-dir', state, ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CAUSEWAY_MCP_TOKEN: token } });
+  let err = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 20000);
+    child.stderr.on('data', (d) => {
+      err += d;
+      const m = err.match(/serving https:\/\/[^\s]+:(\d+)\/mcp/);
+      if (m && !child.port) {
+        child.port = Number(m[1]);
+        clearTimeout(timer);
+        // The local CA when the server made one, else (older layouts) the certificate itself.
+        const caFile = fs.existsSync(path.join(state, 'mcp-ca.pem')) ? 'mcp-ca.pem' : 'mcp-cert.pem';
+        resolve({ child, port: child.port, pid: child.pid, token, ca: fs.readFileSync(path.join(state, caFile)),
+          stderr: () => err });
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
+  });
+}
+
+export function stopServer(child) {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    child.removeAllListeners('exit');
+    child.on('exit', (code) => resolve(code));
+    child.kill('SIGTERM');
+  });
+}
+
+// One HTTPS request on a fresh connection; resolves { status, headers, body, ms }.
+export function request(srv, { method = 'POST', path: p = '/mcp', headers = {}, body, timeoutMs = 10000 } = {}) {
+  const started = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = https.request({ host: '127.0.0.1', port: srv.port, method, path: p, ca: srv.ca, servername: 'localhost',
+      agent: false, headers: { Host: `localhost:${srv.port}`, ...headers }, timeout: timeoutMs }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { data += d; });
+      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: data, ms: performance.now() - started }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`no answer within ${timeoutMs} ms`)));
+    req.on('error', reject);
+    if (body !== undefined) req.end(body);
+    else req.end();
+  });
+}
+
+const MODERN_META = { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} };
+
+// A stateless (2026-07-28) tools/call, as a client with the token sends it.
+export function callTool(srv, name, args, timeoutMs) {
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: MODERN_META } });
+  return request(srv, { body, timeoutMs, headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${srv.token}`,
+    'MCP-Protocol-Version': '2026-07-28', 'Mcp-Method': 'tools/call', 'Mcp-Name': name } });
+}
+
+// Resident set of a process, kB: now (VmRSS) and its peak so far (VmHWM).
+export function memory(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (key) => Number(status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'))[1]);
+  return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
