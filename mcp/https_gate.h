@@ -5,7 +5,7 @@
 // hold a table entry in this thread, never a worker, and are closed at their deadline or when
 // newer connections need their place. cpp-httplib runs the handshake and the head inside its
 // worker, 10 s per read and no overall deadline: 8 trickling sockets took all 8 workers.
-// docs/MCP.md (HTTPS), docs/security-network.md.
+// docs/MCP.md (HTTPS), docs/SECURITY.md.
 #pragma once
 
 #include <openssl/ssl.h>
