@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -127,8 +128,19 @@ struct CallCausesRecord {
   std::vector<CallCauseRecord> rows;
 };
 
+// The host-context watermark (docs/DIAGNOSIS.md "The watermark rule"): every scheduler,
+// wake-up, block-I/O, page-fault and network record with a timestamp before host_context_ns
+// is in this batch or an earlier one, or was lost and counted. Pushed through the queue after
+// those records, so it is committed in the same transaction as the last of them; stored as
+// the collector_stats row `host_context_ns`.
+struct HostContextMark {
+  int64_t host_context_ns = 0;
+};
+inline constexpr std::string_view kHostContextCounter = "host_context_ns";
+
 // Rare, never dropped: identity and results rather than the event stream.
-using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord>;
+using MetaRecord =
+    std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord, HostContextMark>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import
