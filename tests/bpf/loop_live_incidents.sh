@@ -18,8 +18,7 @@ BUILD=$(cd "$BUILD" && pwd)
 export CAUSEWAY_BIN="$BUILD/causeway" CAUSEWAY_BUILD_DIR="$BUILD"
 # binary:test case
 CASES=("test_diagnosis_live:cpu_contention*" "test_diagnosis_live:nccl_straggler*" "test_diagnosis_live:io_contention*"
-       "test_diagnosis_live:quiet baseline*" "test_diagnosis_live_until_stop:until SIGINT: a CPU hog*"
-       "test_diagnosis_live_until_stop:until SIGINT: page-fault*")
+       "test_diagnosis_live:quiet baseline*" "test_diagnosis_live_until_stop:until SIGINT: a CPU hog*")
 name() { local c=${1#*:}; c=${c%%\**}; echo "${c// /_}"; }
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/causeway-live-loop.XXXXXX")
 
