@@ -122,9 +122,9 @@ const PartyAcc* top_party(const std::map<uint64_t, PartyAcc>& m, uint32_t exclud
   return best;
 }
 
-std::string who(const Correlator::State& s, uint32_t pid) { return s.comm_of(pid) + " (pid " + std::to_string(pid) + ")"; }
+std::string who(const CorrelatorState& s, uint32_t pid) { return s.comm_of(pid) + " (pid " + std::to_string(pid) + ")"; }
 
-std::string victim_text(const Correlator::State& s, const Doc& d) {
+std::string victim_text(const CorrelatorState& s, const Doc& d) {
   return d.op + " in " + s.comm_of(d.pid) + " (pid " + std::to_string(d.pid) + (d.tid ? ", thread " + std::to_string(d.tid) : "") + ")";
 }
 
@@ -244,11 +244,11 @@ void emit(SessionReport& c, Doc d) {
   c.out.push_back({std::move(r), d.impact});
 }
 
-Result<std::vector<ChainRecord>> build_chains(Correlator::State& s, sqlite3* db) {
+Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db) {
   // Nothing analyzed yet (an empty session): analyzed_to - analyzed_from would overflow.
   if (s.analyzed_to == INT64_MIN || s.analyzed_to <= s.analyzed_from) return std::vector<ChainRecord>{};
   SessionReport r{s, db, s.analyzed_to - s.analyzed_from, {}};
-  for (auto& [id, a] : s.chains) render_call_chain<CallCauses>(r, a, a.evidence);
+  for (auto& [id, a] : s.chains) render_call_chain<CallCauses>(r, a);
   SessionCauses::report_all(r);
   std::stable_sort(r.out.begin(), r.out.end(), [](const auto& a, const auto& b) {
     int ra = severity_rank(a.first.severity), rb = severity_rank(b.first.severity);

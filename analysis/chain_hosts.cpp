@@ -18,7 +18,7 @@ void replace_first(std::string& text, const std::string& from, const std::string
   if (auto i = text.find(from); i != std::string::npos) text.replace(i, from.size(), to);
 }
 
-void annotate_straggler(json& doc, ChainRecord& c, const HostOfPid& hosts, const Correlator::State& s) {
+void annotate_straggler(json& doc, ChainRecord& c, const HostOfPid& hosts, const CorrelatorState& s) {
   json& cul = doc["culprit"];
   const uint32_t pid = cul.value("pid", 0u);
   const std::string src = s.ranks.source(pid);
@@ -75,7 +75,7 @@ void annotate_tenant(json& doc, ChainRecord& c, const Tenants& tenants) {
 
 }  // namespace
 
-Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const Correlator::State& s) {
+Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const CorrelatorState& s) {
   auto hosts = HostOfPid::load(db, s.session_id);
   if (!hosts) return hosts.error();
   auto tenants = Tenants::load(db, s.session_id);

@@ -14,6 +14,6 @@
 
 namespace causeway {
 
-Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const Correlator::State& s);
+Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const CorrelatorState& s);
 
 }  // namespace causeway

@@ -15,7 +15,7 @@
 namespace causeway {
 
 struct ChainView {
-  const Correlator::State& s;
+  const CorrelatorState& s;
   const ChainAcc& a;
   std::string op;      // name of the chain's op
   std::string victim;  // "<op> in <comm> (pid P, thread T)"
@@ -43,7 +43,7 @@ struct Doc {
 
 // The chains of one diagnosis being written: session-level causes add theirs through emit().
 struct SessionReport {
-  Correlator::State& s;
+  CorrelatorState& s;
   sqlite3* db;
   int64_t window_ns;
   std::vector<std::pair<ChainRecord, double>> out;  // record, impact
@@ -59,12 +59,14 @@ Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view c
 ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d);
 void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix);
 
+// Renders chain a with the module of its cause, which reads its own typed evidence from
+// a.evidence (put there by chain_for<M>).
 template <typename Registry>
-void render_call_chain(SessionReport& r, const ChainAcc& a, const typename Registry::Evidence& ev) {
+void render_call_chain(SessionReport& r, const ChainAcc& a) {
   Doc d = call_chain_doc(r, a, Registry::name(a.cause));
   const ChainView v = chain_view(r, a, d);
-  Finding f = Registry::visit(ev, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
-  std::string fix = Registry::visit(ev, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
+  Finding f = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
+  std::string fix = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
   finish_call_chain(r, std::move(d), std::move(f), std::move(fix));
 }
 
@@ -78,7 +80,7 @@ uint64_t top_stack(const std::map<uint64_t, int64_t>& m);
 // The party with the most time (or, by_hits, the most slow calls, then amount); exclude_pid
 // UINT32_MAX excludes none; pid 0 (the idle task) only when include_idle.
 const PartyAcc* top_party(const std::map<uint64_t, PartyAcc>& m, uint32_t exclude_pid, bool by_hits, bool include_idle = false);
-std::string who(const Correlator::State& s, uint32_t pid);  // "<comm> (pid P)"
-std::string victim_text(const Correlator::State& s, const Doc& d);  // "<op> in <comm> (pid P, thread T)"
+std::string who(const CorrelatorState& s, uint32_t pid);  // "<comm> (pid P)"
+std::string victim_text(const CorrelatorState& s, const Doc& d);  // "<op> in <comm> (pid P, thread T)"
 
 }  // namespace causeway

@@ -25,7 +25,7 @@ void add_sample(ChainAcc& c, int64_t excess, std::vector<TimelineItem> items) {
   if (c.worst.size() > kKeep) c.worst.pop_back();
 }
 
-void note_call(Correlator::State& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns) {
+void note_call(CorrelatorState& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns) {
   ++s.counters.slow_calls;
   ++c.calls;
   c.lost_ns += lost;
@@ -35,14 +35,14 @@ void note_call(Correlator::State& s, ChainAcc& c, const Slow& w, int64_t lost, i
   if (c.slow_durs.size() < 200000) c.slow_durs.push_back(w.to - w.from);
   if (w.e->stack) ++c.stacks[w.e->stack];
   ++c.tids[w.e->tid];
-  claim_call(s, *w.e, w.gap, lost, c.cause, c.id);
+  claim_call(s, *w.e, w.gap, lost, c.cause_name, c.id);
 }
 
-void claim_call(Correlator::State& s, const Ev& e, bool gap, int64_t lost, Cause cause, const std::string& chain_id) {
-  s.claims.push_back({e.op, e.pid, e.tid, e.ts, e.dur, lost, gap, std::string(cause_name(cause)), chain_id});
+void claim_call(CorrelatorState& s, const Ev& e, bool gap, int64_t lost, std::string_view cause, const std::string& chain_id) {
+  s.claims.push_back({e.op, e.pid, e.tid, e.ts, e.dur, lost, gap, std::string(cause), chain_id});
 }
 
-std::vector<TimelineItem> call_frame(const Correlator::State& s, const Slow& w) {
+std::vector<TimelineItem> call_frame(const CorrelatorState& s, const Slow& w) {
   std::vector<TimelineItem> items;
   const Ev& e = *w.e;
   std::string name = op_name(e.op);

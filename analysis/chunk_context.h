@@ -39,7 +39,7 @@ struct Slow {
 };
 
 struct ChunkContext {
-  Correlator::State& s;  // accumulators (chains, GPU sharing) and names
+  CorrelatorState& s;  // accumulators (chains, GPU sharing) and names
   const ThreadTimelines& tl;
   const HostIndex& hx;
   const std::vector<CollectiveEntry>& entries;
@@ -63,7 +63,7 @@ int64_t count_in(const std::vector<int64_t>& ts, int64_t a, int64_t b);
 // The chain of cause module M for (victim, op, in-call or between calls), created on first use,
 // and its typed evidence.
 template <typename M>
-std::pair<ChainAcc&, typename M::Evidence&> chain_for(Correlator::State& s, uint32_t pid, uint16_t op, bool between) {
+std::pair<ChainAcc&, typename M::Evidence&> chain_for(CorrelatorState& s, uint32_t pid, uint16_t op, bool between) {
   std::string id = "s" + std::to_string(s.session_id) + "-" + std::string(M::name) + "-" + std::to_string(pid) +
                    (op ? "-" + op_name(op) : std::string()) + (between ? "-gap" : "");
   auto [it, fresh] = s.chains.try_emplace(id);
@@ -71,23 +71,24 @@ std::pair<ChainAcc&, typename M::Evidence&> chain_for(Correlator::State& s, uint
   if (fresh) {
     c.id = id;
     c.cause = M::id;
+    c.cause_name = M::name;
     c.pid = pid;
     c.op = op;
     c.between_calls = between;
-    c.evidence.template emplace<CallCauses::index_of<M>()>();
+    c.evidence.template emplace<typename M::Evidence>();
   }
-  return {c, std::get<CallCauses::index_of<M>()>(c.evidence)};
+  return {c, *std::any_cast<typename M::Evidence>(&c.evidence)};
 }
 
 void add_party(std::map<uint64_t, PartyAcc>& m, uint32_t pid, uint32_t tid, int64_t ns, int64_t amount = 0);
 // Keeps the few slowest calls' timelines (the chain shows the worst).
 void add_sample(ChainAcc& c, int64_t excess, std::vector<TimelineItem> items);
 // Accumulates the common part of a slow call into chain c: lost time, the cause's own time.
-void note_call(Correlator::State& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns);
+void note_call(CorrelatorState& s, ChainAcc& c, const Slow& w, int64_t lost, int64_t cause_ns);
 // Records which cause took `lost` from call e (or the gap before it): the call_causes table.
-void claim_call(Correlator::State& s, const Ev& e, bool gap, int64_t lost, Cause cause, const std::string& chain_id);
+void claim_call(CorrelatorState& s, const Ev& e, bool gap, int64_t lost, std::string_view cause, const std::string& chain_id);
 // The call's (or gap's) own timeline items: entered, returned.
-std::vector<TimelineItem> call_frame(const Correlator::State& s, const Slow& w);
+std::vector<TimelineItem> call_frame(const CorrelatorState& s, const Slow& w);
 // Runnable time of tid inside [a, b] and who ran on its CPU meanwhile (by pid).
 void runnable_culprits(const ThreadTimelines& tl, uint32_t tid, int64_t a, int64_t b, std::vector<RunShare>& out,
                        std::map<int32_t, int64_t>* cpus, std::vector<std::pair<const OffCpuInterval*, int64_t>>* ivs);

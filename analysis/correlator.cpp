@@ -5,6 +5,7 @@
 #include <functional>
 #include <utility>
 
+#include "analysis/causes/registry.h"
 #include "analysis/chain_hosts.h"
 #include "analysis/collectives.h"
 #include "analysis/event_window.h"
@@ -84,7 +85,7 @@ const char* op_layer(uint16_t op) {
   return o ? source_name(o->source).data() : "unknown";
 }
 
-std::string Correlator::State::comm_of(uint32_t pid) const {
+std::string CorrelatorState::comm_of(uint32_t pid) const {
   if (pid == 0) return "idle";
   auto it = procs.find(pid);
   if (it != procs.end() && !it->second.comm.empty()) return sanitize_untrusted(it->second.comm, 64);
@@ -93,13 +94,13 @@ std::string Correlator::State::comm_of(uint32_t pid) const {
   return "pid " + std::to_string(pid);
 }
 
-std::string Correlator::State::thread_name(uint32_t tid) const {
+std::string CorrelatorState::thread_name(uint32_t tid) const {
   auto t = threads.find(tid);
   if (t != threads.end() && !t->second.second.empty()) return sanitize_untrusted(t->second.second, 64);
   return comm_of(tid);
 }
 
-bool Correlator::State::is_kernel_thread(uint32_t pid) const {
+bool CorrelatorState::is_kernel_thread(uint32_t pid) const {
   if (pid <= 2) return true;
   auto it = procs.find(pid);
   std::string comm;
@@ -116,7 +117,7 @@ bool Correlator::State::is_kernel_thread(uint32_t pid) const {
 
 namespace {
 
-using State = Correlator::State;
+using State = CorrelatorState;
 
 
 // ---- reading ---------------------------------------------------------------------------------
@@ -271,14 +272,19 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
 // Appends rows with ts in [s.loaded_to, until) to the buffers (ts order). Sched and wake-up
 // rows are read kSchedAheadNs further: they are few next to calls, and a slow call near the
 // end of a chunk needs its thread's switches over its whole duration, which at high call
-// rates (short chunks and context) would otherwise run past what is loaded.
+// rates (short chunks and context) would otherwise run past what is loaded. They are read
+// by ts range, each range once, so never past the host-context watermark (s.context_to): a
+// range read before its rows were committed would stay empty for good, and the calls in it
+// would be judged with no scheduler context (docs/DIAGNOSIS.md "The watermark rule").
 Result<void> load_until(State& s, sqlite3* db, int64_t until) {
   constexpr int64_t kSchedAheadNs = 1'000'000'000;
-  if (until <= s.loaded_to) return {};
-  if (auto r = load_events_until(s, db, until); !r) return r;
-  s.loaded_to = until;
+  if (until > s.loaded_to) {
+    if (auto r = load_events_until(s, db, until); !r) return r;
+    s.loaded_to = until;
+  }
   const int64_t from = s.sched_loaded_to == INT64_MIN ? s.window_start : s.sched_loaded_to;
   until = until > INT64_MAX - kSchedAheadNs ? INT64_MAX : until + kSchedAheadNs;
+  until = std::min(until, s.context_to);
   if (until <= from) return {};
   {
     auto st = Statement::prepare(db,
@@ -554,6 +560,14 @@ class ChunkAnalyzer {
       // A call inside another traced call of the same thread (cuMemcpy inside cudaMemcpy):
       // the outer call carries the time; counting both would double the loss.
       if (prev_end != INT64_MIN && e.ts < prev_end) continue;
+      // GPU work this process queued since its previous GPU wait returned: what a slow wait can
+      // be waiting for (gpu_wait's positive evidence).
+      int64_t queued_ahead = 0;
+      if (is_gpu_wait_op(e.op)) {
+        int64_t& prev_wait = s_.last_gpu_wait_end.try_emplace(e.pid, INT64_MIN).first->second;
+        if (auto sub = hx_.submits.find(e.pid); sub != hx_.submits.end()) queued_ahead = count_in(sub->second, prev_wait, e.ts);
+        prev_wait = std::max(prev_wait, e.end());
+      }
 
       Slow w;
       w.e = &e;
@@ -616,8 +630,11 @@ class ChunkAnalyzer {
       if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
       ++oa.slow;
       if (Network::detect(cx, w)) continue;
-      if (is_gpu_wait_op(e.op)) GpuWait::detect(cx, w);
-      else Unknown::detect(cx, w);
+      // A call that ends after the host-context watermark (a live poll; only calls longer
+      // than its lag) had no host cause in what is stored so far, which rules none out.
+      const bool context_complete = e.end() <= s_.context_to;
+      if (is_gpu_wait_op(e.op) && context_complete) GpuWait::detect(cx, w, queued_ahead);
+      else Unknown::detect(cx, w, context_complete);
     }
   }
 
@@ -765,7 +782,7 @@ class ChunkAnalyzer {
     if (!grp.has_straggler || entries_[grp.straggler].pid == w.e->pid) return false;
     if (grp.last_entry_ns > w.e->end()) return false;
     ++s_.counters.slow_calls;
-    claim_call(s_, *w.e, w.gap, w.excess, Cause::nccl_straggler,
+    claim_call(s_, *w.e, w.gap, w.excess, NcclStraggler::name,
                nccl_straggler_chain_id(s_.session_id, entries_[grp.straggler].pid, grp.comm));
     return true;
   }
@@ -809,6 +826,10 @@ Correlator::Correlator(int64_t session_id, CorrelatorOptions options) : s_(std::
 Correlator::~Correlator() = default;
 
 int64_t Correlator::analyzed_to() const { return s_->analyzed_to; }
+void Correlator::set_host_context_to(int64_t ns) {
+  // Marks only move forward; the first one bounds the default (unbounded) context.
+  s_->context_to = s_->context_to == INT64_MAX ? ns : std::max(s_->context_to, ns);
+}
 void Correlator::mark_published(const std::string& chain_id) { s_->published.insert(chain_id); }
 const CorrelatorCounters& Correlator::counters() const { return s_->counters; }
 std::vector<CallCauseRecord> Correlator::take_call_causes() { return std::exchange(s_->claims, {}); }
@@ -932,22 +953,62 @@ Result<std::optional<int64_t>> newest_event_ns(sqlite3* db, int64_t session_id) 
   return std::optional<int64_t>();
 }
 
+// Up to when the session's host context is stored (docs/DIAGNOSIS.md "The watermark rule"):
+// unbounded once the session has stopped (the collector stores everything before it marks the
+// stop), else the collector's last watermark, else nothing (a writer that sets none). Read
+// before the rows it vouches for: they were committed with it or earlier.
+Result<int64_t> host_context_to(sqlite3* db, int64_t session_id) {
+  auto st = Statement::prepare(db,
+                               "SELECT (SELECT stopped_ns FROM sessions WHERE id = ?1), "
+                               "(SELECT value FROM collector_stats WHERE session_id = ?1 AND name = ?2)");
+  if (!st) return st.error();
+  st->bind(1, session_id);
+  st->bind(2, std::string(kHostContextCounter));
+  if (st->step() != SQLITE_ROW) return make_error("sql", sqlite_error_text(db));
+  if (!st->col_null(0)) return INT64_MAX;
+  return st->col_null(1) ? INT64_MIN : st->col_int(1);
+}
+
+// The earliest start of a committed event that ends after `mark` (zone map: the batches
+// holding one), INT64_MAX when none: analysis stops before it, so a long call whose host
+// context is not all stored yet waits for a later poll instead of being judged without it.
+Result<int64_t> first_start_ending_after(sqlite3* db, int64_t session_id, int64_t mark) {
+  auto st = Statement::prepare(db, "SELECT min(min_ts) FROM event_blocks WHERE session_id = ?1 AND max_end_ns > ?2");
+  if (!st) return st.error();
+  st->bind(1, session_id);
+  st->bind(2, mark);
+  if (st->step() != SQLITE_ROW) return make_error("sql", sqlite_error_text(db));
+  return st->col_null(0) ? INT64_MAX : st->col_int(0);
+}
+
 }  // namespace
 
 Result<std::vector<ChainRecord>> LiveCorrelator::poll(sqlite3* db) {
+  auto mark = host_context_to(db, session_id_);
+  if (!mark) return mark.error();
   auto q = newest_event_ns(db, session_id_);
   if (!q) return q.error();
   if (!*q) return std::vector<ChainRecord>{};
-  int64_t until = **q - lag_ns_;
+  // Calls are judged only once their host context is stored: up to the mark, and before any
+  // committed call that ends after it.
+  int64_t until = std::min(**q - lag_ns_, *mark);
   if (until <= next_from_ns_) return std::vector<ChainRecord>{};
+  auto open_call = first_start_ending_after(db, session_id_, *mark);
+  if (!open_call) return open_call.error();
+  until = std::min(until, *open_call);
+  if (until <= next_from_ns_) return std::vector<ChainRecord>{};
+  correlator_.set_host_context_to(*mark);
   if (auto r = correlator_.analyze(db, next_from_ns_, until); !r) return r.error();
   next_from_ns_ = until;
   return emit_changed(db);
 }
 
 Result<std::vector<ChainRecord>> LiveCorrelator::finish(sqlite3* db) {
+  auto mark = host_context_to(db, session_id_);
+  if (!mark) return mark.error();
   auto q = newest_event_ns(db, session_id_);
   if (!q) return q.error();
+  correlator_.set_host_context_to(*mark);
   if (*q && **q + 1 > next_from_ns_) {
     if (auto r = correlator_.analyze(db, next_from_ns_, **q + 1); !r) return r.error();
     next_from_ns_ = **q + 1;

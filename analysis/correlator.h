@@ -16,29 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "analysis/baseline.h"
+#include "analysis/correlator_options.h"
 #include "common/result.h"
 #include "tracedb/records.h"
 
 namespace causeway {
 
-struct CorrelatorOptions {
-  int64_t chunk_ns = 10'000'000'000;     // calls analyzed per step; the baseline spans two chunks
-  int64_t context_ns = 5'000'000'000;    // sched and host context kept on each side of a chunk
-  int64_t startup_ns = 5'000'000'000;    // after a process's first call: slow calls are cold start
-  int64_t min_stall_ns = 500'000;        // off-CPU time that is a host stall by itself (R, D, or S woken by a sibling)
-  int64_t expensive_alloc_ns = 500'000;  // a device alloc/free this long went to the driver (not the cache)
-  OutlierRule outlier;
-};
-
-struct CorrelatorCounters {
-  uint64_t events = 0;      // rows read from events
-  uint64_t sched_rows = 0;  // rows read from sched
-  uint64_t wakeups = 0;     // rows read from wakeups
-  uint64_t calls = 0;       // calls analyzed
-  uint64_t slow_calls = 0;  // calls (or gaps between calls) attributed to a chain
-  uint64_t chunks = 0;
-};
+struct CorrelatorState;  // analysis/correlator_internal.h
 
 class Correlator {
  public:
@@ -55,6 +39,11 @@ class Correlator {
   // (session, cause, victim, op) keeps its id as more data is analyzed.
   Result<std::vector<ChainRecord>> chains(sqlite3* db);
 
+  // Host context (sched, wakeups, block I/O, faults, network records) is stored up to ns, or
+  // lost and counted (docs/DIAGNOSIS.md "The watermark rule"). Default: unbounded (a finished
+  // session). Context is read only up to it, and a call ending after it is never gpu_wait.
+  void set_host_context_to(int64_t ns);
+
   // A chain a live trace has stored: later chains() keep rendering it (see State::published).
   void mark_published(const std::string& chain_id);
 
@@ -65,7 +54,7 @@ class Correlator {
   int64_t analyzed_to() const;
   const CorrelatorCounters& counters() const;
 
-  struct State;
+  using State = CorrelatorState;
 
  private:
   std::unique_ptr<State> s_;
@@ -88,9 +77,11 @@ Result<size_t> diagnose_and_store(const std::string& db_path, std::optional<int6
 // Incremental diagnosis during `causeway trace`: call poll() every few seconds with a
 // read-only connection to the DB being written; it analyzes what was committed since the
 // last poll (up to the newest event minus `lag_ns`, so calls still in flight or in the
-// writer's queue are not cut off) and returns the chains that are new or changed — push
-// each to StoreWriter::push_meta (chains are INSERT OR REPLACE by id). finish() analyzes the
-// rest at the end of the trace.
+// writer's queue are not cut off, and never past the collector's host-context watermark,
+// docs/DIAGNOSIS.md "The watermark rule") and returns the chains that are new or changed —
+// push each to StoreWriter::push_meta (chains are INSERT OR REPLACE by id). finish()
+// analyzes the rest at the end of the trace, once the collector has stored its last records
+// and the final watermark.
 class LiveCorrelator {
  public:
   LiveCorrelator(int64_t session_id, int64_t session_start_ns, CorrelatorOptions options = {},

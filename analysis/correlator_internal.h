@@ -1,21 +1,30 @@
 // State shared by the correlator's two halves: correlator.cpp (reading chunks, attributing
-// each slow call) and chain_builder.cpp (turning accumulated evidence into chain documents).
+// each slow call) and chain_builder.cpp (turning accumulated evidence into chain documents),
+// and read by every cause module. It includes neither the correlator nor the registry of
+// causes (both sit above the cause modules, docs/DIAGNOSIS.md "Layers"): a chain's evidence is
+// held type-erased here and typed by the module that owns it (chain_for, render_call_chain).
 #pragma once
 
+#include <sqlite3.h>
+
+#include <any>
 #include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "analysis/baseline.h"
-#include "analysis/causes/registry.h"
-#include "analysis/correlator.h"
+#include "analysis/cause.h"
+#include "analysis/correlator_options.h"
 #include "analysis/rank_inference.h"
 #include "analysis/thread_timeline.h"
+#include "common/result.h"
 #include "tracedb/histogram.h"
+#include "tracedb/records.h"
 
 namespace causeway {
 
@@ -52,6 +61,7 @@ struct PartyAcc {
 struct ChainAcc {
   std::string id;
   Cause cause = Cause::unknown;
+  std::string_view cause_name;  // the module's JSON name (static storage)
   bool between_calls = false;  // host stalls between calls rather than inside them
   uint32_t pid = 0, tid = 0;   // victim (tid: the thread seen most)
   uint16_t op = 0;
@@ -62,7 +72,7 @@ struct ChainAcc {
   std::map<uint64_t, int64_t> stacks;     // stack id -> slow calls
   std::map<int32_t, int64_t> cpus;        // cpu -> ns (stolen there)
   std::map<uint32_t, int64_t> tids;       // victim thread -> slow calls (the chain reports the main one)
-  CallCauses::Evidence evidence;          // the cause module's typed evidence
+  std::any evidence;                      // the cause module's Evidence (chain_for, render_call_chain)
   struct Sample {
     int64_t excess = 0;
     std::vector<TimelineItem> items;
@@ -159,7 +169,7 @@ struct GpuShareAcc {  // per victim pid: how often other GPU processes submitted
   std::map<uint32_t, int64_t> slow_launches;           // other pid -> launches inside slow syncs
 };
 
-struct Correlator::State {
+struct CorrelatorState {
   int64_t session_id = 0;
   CorrelatorOptions opt;
   CorrelatorCounters counters;
@@ -171,6 +181,11 @@ struct Correlator::State {
   int64_t loaded_to = INT64_MIN;  // buffers hold rows with ts < loaded_to
   int64_t sched_loaded_to = INT64_MIN;  // schedbuf / wakebuf: rows with ts < this (ahead of loaded_to)
   int64_t window_start = INT64_MIN;  // rows before this are never needed
+  // Host context (sched, wakeups, block I/O, faults, network) is complete before this: the
+  // collector's watermark during a live trace, unbounded for a finished session. Context is
+  // never loaded past it, and a call that ends after it is not judged gpu_wait
+  // (docs/DIAGNOSIS.md "The watermark rule").
+  int64_t context_to = INT64_MAX;
   int64_t next_id = 0;               // events cursor (rowid)
   int64_t max_ts_read = INT64_MIN;
   std::vector<Ev> pending;           // events read ahead of the buffer (ts >= loaded_to)
@@ -185,6 +200,7 @@ struct Correlator::State {
   std::unordered_map<uint64_t, OpAcc> ops;
   std::unordered_map<uint32_t, int64_t> first_call;  // pid -> first call start
   std::unordered_map<uint32_t, int64_t> last_end;    // tid -> end of its previous call
+  std::unordered_map<uint32_t, int64_t> last_gpu_wait_end;  // pid -> end of its latest sync or synchronous copy
   std::unordered_map<uint32_t, ThreadActivity> activity;  // tid -> where its time went
   std::unordered_set<uint64_t> seen_kinds;           // (pid, op[, kernel]) seen during start-up
 
@@ -210,7 +226,7 @@ struct Correlator::State {
 };
 
 // Chain documents from the accumulated state (chain_builder.cpp).
-Result<std::vector<ChainRecord>> build_chains(Correlator::State& s, sqlite3* db);
+Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db);
 
 inline uint64_t op_key(uint32_t pid, uint16_t op) { return (uint64_t{pid} << 16) | op; }
 

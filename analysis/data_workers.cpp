@@ -11,7 +11,7 @@ namespace {
 constexpr int kMaxGenerations = 4;
 constexpr std::string_view kPyTorchWorker = "pt_data_worker";
 
-std::string_view comm_view(const Correlator::State& s, uint32_t pid) {
+std::string_view comm_view(const CorrelatorState& s, uint32_t pid) {
   if (auto it = s.procs.find(pid); it != s.procs.end() && !it->second.comm.empty()) return it->second.comm;
   if (auto t = s.threads.find(pid); t != s.threads.end()) return t->second.second;
   return {};
@@ -19,7 +19,7 @@ std::string_view comm_view(const Correlator::State& s, uint32_t pid) {
 
 // The sleep of `relay` that ended last at or before `at` (the relay was woken, ran, then woke
 // the waiting thread), when a data worker of `victim_pid` ended it.
-const OffCpuInterval* relayed_from_worker(const Correlator::State& s, const ThreadTimelines& tl, uint32_t relay,
+const OffCpuInterval* relayed_from_worker(const CorrelatorState& s, const ThreadTimelines& tl, uint32_t relay,
                                           uint32_t victim_pid, int64_t at) {
   auto ivs = tl.intervals(relay);
   auto it = std::upper_bound(ivs.begin(), ivs.end(), at, [](int64_t t, const OffCpuInterval& iv) { return t < iv.to_ns; });
@@ -31,7 +31,7 @@ const OffCpuInterval* relayed_from_worker(const Correlator::State& s, const Thre
 
 }  // namespace
 
-bool is_data_worker(const Correlator::State& s, uint32_t pid, uint32_t victim_pid) {
+bool is_data_worker(const CorrelatorState& s, uint32_t pid, uint32_t victim_pid) {
   if (pid == 0 || pid == victim_pid || s.is_kernel_thread(pid)) return false;
   if (comm_view(s, pid).substr(0, kPyTorchWorker.size()) == kPyTorchWorker) return true;
   uint32_t p = pid;
@@ -44,7 +44,7 @@ bool is_data_worker(const Correlator::State& s, uint32_t pid, uint32_t victim_pi
   return false;
 }
 
-std::vector<WorkerWait> data_worker_waits(const Correlator::State& s, const ThreadTimelines& tl, uint32_t tid, uint32_t pid,
+std::vector<WorkerWait> data_worker_waits(const CorrelatorState& s, const ThreadTimelines& tl, uint32_t tid, uint32_t pid,
                                           int64_t a, int64_t b) {
   std::vector<WorkerWait> out;
   for (const OffCpuInterval& iv : tl.overlapping(tid, a, b)) {
@@ -62,7 +62,7 @@ std::vector<WorkerWait> data_worker_waits(const Correlator::State& s, const Thre
   return out;
 }
 
-WorkerActivity worker_activity(const Correlator::State& s, const ThreadTimelines& tl, uint32_t pid, int64_t from, int64_t to) {
+WorkerActivity worker_activity(const CorrelatorState& s, const ThreadTimelines& tl, uint32_t pid, int64_t from, int64_t to) {
   WorkerActivity best;
   if (to <= from) return best;
   // A traced worker (its process row exists, so its switches are recorded) whose main thread

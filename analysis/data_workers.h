@@ -24,10 +24,10 @@ struct WorkerWait {
 // A worker of `victim`: a process the victim forked (or its descendant, a few generations
 // deep), or one PyTorch named `pt_data_worker`. Other processes that wake the thread (a
 // frontend feeding a server, an unrelated service) are not its data pipeline.
-bool is_data_worker(const Correlator::State& s, uint32_t pid, uint32_t victim_pid);
+bool is_data_worker(const CorrelatorState& s, uint32_t pid, uint32_t victim_pid);
 
 // The sleeps of thread `tid` (of process `pid`) inside [a, b] that a data worker ended.
-std::vector<WorkerWait> data_worker_waits(const Correlator::State& s, const ThreadTimelines& tl, uint32_t tid, uint32_t pid,
+std::vector<WorkerWait> data_worker_waits(const CorrelatorState& s, const ThreadTimelines& tl, uint32_t tid, uint32_t pid,
                                           int64_t a, int64_t b);
 
 // What a worker process did over [from, to]: the split of its busiest thread (the one least
@@ -38,6 +38,6 @@ struct WorkerActivity {
   uint32_t tid = 0;
   int64_t on_cpu_ns = 0, io_wait_ns = 0, runnable_ns = 0, sleep_ns = 0;
 };
-WorkerActivity worker_activity(const Correlator::State& s, const ThreadTimelines& tl, uint32_t pid, int64_t from, int64_t to);
+WorkerActivity worker_activity(const CorrelatorState& s, const ThreadTimelines& tl, uint32_t pid, int64_t from, int64_t to);
 
 }  // namespace causeway

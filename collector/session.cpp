@@ -93,6 +93,12 @@ constexpr uint64_t kBudgetPerConsume = 16384;
 // most an eighth of the queue, so a small queue (--writer-queue) still leaves the drain room.
 constexpr size_t kQueueReserve = 1024;
 constexpr int kPollMs = 10;
+// A BPF program takes its timestamp a few µs before it submits the record; a record stamped
+// before a drain began may land just after the drain saw the ring empty. The host-context
+// watermark stays this far behind the drain (docs/DIAGNOSIS.md "The watermark rule").
+constexpr int64_t kRingSlackNs = 5'000'000;
+// The watermark is stored when it moved at least this much: a few rows a writer batch.
+constexpr int64_t kMarkStepNs = 50'000'000;
 
 class Session {
  public:
@@ -120,7 +126,9 @@ class Session {
   void find_servers_now();
   void store_requests();
   enum class OnFullQueue { leave_in_ring, drain_anyway };
-  void drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full);
+  // True when the ring was consumed until empty (nothing left for lack of room or rounds).
+  bool drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full);
+  void mark_host_context(int64_t drained_from_mono);
   bool claim_budget(std::chrono::milliseconds wait);
   void periodic(int64_t now_mono);
   void emit_page_allocs(int64_t now_mono);
@@ -162,6 +170,8 @@ class Session {
   std::vector<CallRecord> call_batch_;  // decoded this round, not yet handed to the writer
   uint64_t budget_ = kBudgetPerConsume;  // records this consume round may hand the writer
   uint64_t stack_read_failures_ = 0;
+  int64_t page_allocs_to_mono_ = 0;  // page_alloc summaries are pushed up to here
+  int64_t host_mark_mono_ = 0;       // the last host-context watermark pushed
 
   struct Known {
     int64_t first_ns = 0;
@@ -192,6 +202,8 @@ bool Session::pid_allowed(uint32_t pid) const { return o_.pids.empty() || allowe
 Result<void> Session::start() {
   offset_ = measure_mono_to_real_offset();
   started_mono_ = monotonic_ns();
+  page_allocs_to_mono_ = started_mono_;
+  host_mark_mono_ = started_mono_;
   for (uint32_t p : o_.pids) {
     allowed_.insert(p);
     bpf_.trace_pid(p);
@@ -538,17 +550,31 @@ bool Session::claim_budget(std::chrono::milliseconds wait) {
   return budget_ > 0;
 }
 
-void Session::drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full) {
+bool Session::drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full) {
   for (int i = 0; i < max_rounds; ++i) {
     if (!claim_budget(std::chrono::milliseconds(on_full == OnFullQueue::leave_in_ring ? kPollMs : 1000))) {
-      if (on_full == OnFullQueue::leave_in_ring) return;
+      if (on_full == OnFullQueue::leave_in_ring) return false;
       budget_ = kBudgetPerConsume;  // the writer is stuck: take the records, its refusals are counted
     }
     round_ = 0;
     int r = ring_buffer__consume(rb);
     flush_calls();
-    if (r != -EAGAIN) return;
+    if (r != -EAGAIN) return r >= 0;
   }
+  return false;
+}
+
+// The host ring was empty at some point after drained_from: every sched, wake-up, block-I/O
+// and network record stamped before it (less the slack) is in the writer's queue now, or
+// was lost in the ring and counted (dropped_ring_host). Page-fault context comes as the
+// once-a-second page_alloc summaries, so the mark waits for the one covering its time too.
+// Pushed through the writer's queue behind those records: a reader that sees the mark sees
+// them (tracedb/records.h HostContextMark).
+void Session::mark_host_context(int64_t drained_from_mono) {
+  const int64_t mark = std::min(drained_from_mono - kRingSlackNs, page_allocs_to_mono_);
+  if (mark < host_mark_mono_ + kMarkStepNs) return;
+  host_mark_mono_ = mark;
+  writer_.push_meta(HostContextMark{mark + offset_});
 }
 
 // The round's budget was claimed from the writer's room, so nothing here is refused unless
@@ -595,6 +621,7 @@ void Session::update_counters() {
 
 // One page_alloc point event per process that allocated since the last drain.
 void Session::emit_page_allocs(int64_t now_mono) {
+  page_allocs_to_mono_ = now_mono;
   for (const auto& [pid, agg] : bpf_.drain_page_agg()) {
     CallRecord c;
     c.ts_ns = now_mono + offset_;
@@ -719,7 +746,8 @@ void Session::loop(const std::function<bool()>& stop) {
       flush_calls();
     }
     drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
-    drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    const int64_t host_from = monotonic_ns();
+    if (drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring)) mark_host_context(host_from);
     drain(sock_rb_.get(), 8, OnFullQueue::leave_in_ring);
     store_requests();
     periodic(monotonic_ns());
@@ -748,6 +776,10 @@ TraceSummary Session::finish() {
   resolver_.finish();  // every stack's frames reach the writer before it flushes
   cgroups_.finish();   // and every cgroup's path
   emit_page_allocs(monotonic_ns());
+  // Every ring is drained and its records pushed (or refused and counted): the host context
+  // is complete up to now, past the end of every recorded call. The final diagnosis runs
+  // after the writer has committed this (run_trace).
+  writer_.push_meta(HostContextMark{monotonic_ns() + offset_});
   update_counters();
   for (const auto& [pid, k] : known_) {
     ProcessRecord p;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -156,10 +157,20 @@ struct EngineSampleRecord {
   std::vector<Sample> samples;
 };
 
+// The host-context watermark (docs/DIAGNOSIS.md "The watermark rule"): every scheduler,
+// wake-up, block-I/O, page-fault and network record with a timestamp before host_context_ns
+// is in this batch or an earlier one, or was lost and counted. Pushed through the queue after
+// those records, so it is committed in the same transaction as the last of them; stored as
+// the collector_stats row `host_context_ns`.
+struct HostContextMark {
+  int64_t host_context_ns = 0;
+};
+inline constexpr std::string_view kHostContextCounter = "host_context_ns";
+
 // Rare, never dropped: identity and results rather than the event stream. Requests come at
 // most thousands a second, far below the event lanes, and each one is a result to keep.
 using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord,
-                                RequestRecord, EngineSampleRecord>;
+                                RequestRecord, EngineSampleRecord, HostContextMark>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import

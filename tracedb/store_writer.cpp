@@ -832,6 +832,15 @@ int StoreWriter::write_meta(const MetaRecord& m) {
       s.bind(7, x.value);
       if (int rc = finish_meta(s); rc != SQLITE_DONE) return rc;
     }
+  } else if (auto* hm = std::get_if<HostContextMark>(&m)) {
+    // Not in counters_: write_counters() snapshots those after the batch was taken, which
+    // could store a mark ahead of the rows it vouches for.
+    Statement& s = upsert_counter_;
+    s.bind(1, sid);
+    s.bind(2, std::string(kHostContextCounter));
+    s.bind(3, hm->host_context_ns);
+    s.bind(4, now_ns());
+    return finish_meta(s);
   }
   return SQLITE_DONE;
 }

@@ -9,7 +9,7 @@
 namespace causeway {
 
 void Allocator::report(SessionReport& c) {
-  Correlator::State& s = c.s;
+  CorrelatorState& s = c.s;
   for (auto& [pid, calls] : s.allocs) {
     if (calls.size() < 8) continue;
     std::sort(calls.begin(), calls.end(), [](const AllocCall& a, const AllocCall& b) { return a.ts < b.ts; });

@@ -59,6 +59,15 @@ Finding GpuWait::explain(const ChainView& v, const Evidence& e) {
   if (a.calls)
     f.evidence.push_back("this process submitted " + num(static_cast<double>(e.own_submits_before) / static_cast<double>(a.calls), 1) +
                          " GPU operations on average in the 50 ms before each slow call");
+  // No host cause seen is not a GPU cause seen: HIGH or MEDIUM needs GPU work queued ahead of
+  // (or beside) the calls that lost most of the time.
+  if (2 * e.queued_lost_ns < a.lost_ns) {
+    f.max_severity = Severity::low;
+    f.summary += "; evidence is weak";
+    f.evidence.push_back("only " + std::to_string(e.queued_calls) + " of the " + std::to_string(a.calls) +
+                         " slow calls had GPU work queued ahead of them (since the previous sync) or submitted beside "
+                         "them: nothing in the trace shows what the GPU was busy with");
+  }
   return f;
 }
 
@@ -71,7 +80,7 @@ std::string GpuWait::fix(const ChainView& v, const Evidence&) {
          "bottleneck here.";
 }
 
-void GpuWait::detect(ChunkContext& cx, const Slow& w) {
+void GpuWait::detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead) {
   const Ev& e = *w.e;
   auto [c, ev] = chain_for<GpuWait>(cx.s, e.pid, e.op, w.gap);
   // Time runnable or in D inside the call was a host cause's, never the GPU's: it does not
@@ -85,6 +94,10 @@ void GpuWait::detect(ChunkContext& cx, const Slow& w) {
   ++g.slow;
   std::vector<std::pair<uint32_t, int64_t>> o;
   other_submitters(cx.hx, e.pid, e.ts, e.end(), o);
+  if (queued_ahead > 0 || !o.empty()) {
+    ++ev.queued_calls;
+    ev.queued_lost_ns += w.excess - host;
+  }
   auto items = call_frame(cx.s, w);
   for (auto& [pid, n] : o) {
     ++g.slow_hits[pid];

@@ -1,6 +1,7 @@
 // gpu_wait: a sync or synchronous copy that waited for the GPU with no host cause (the thread was
 // on-CPU or asleep, not preempted, not in D). Culprit: another process that submitted GPU work
-// during the slow syncs far more often than during normal ones (it shares the GPU).
+// during the slow syncs far more often than during normal ones (it shares the GPU). Above LOW
+// only with positive GPU evidence: work queued ahead of the calls or beside them.
 #pragma once
 
 #include <cstdint>
@@ -21,13 +22,19 @@ struct GpuWait {
     int64_t on_cpu_ns = 0, sleep_ns = 0;  // inside the calls this cause won
     int64_t host_ns = 0;                  // runnable or D time inside them: a host cause's, not counted as lost here
     int64_t own_submits_before = 0;       // this process's GPU submissions in the 50 ms before each call
+    // Positive GPU evidence (docs/DIAGNOSIS.md "GPU evidence"): calls, and their lost time, with
+    // GPU work queued ahead of them by this process (since its previous GPU wait returned) or
+    // submitted by another process during them. Without it for most of the lost time the chain
+    // is never above LOW: no host cause seen is not a GPU cause seen.
+    int64_t queued_calls = 0, queued_lost_ns = 0;
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
 
   // Claims an outlier GPU sync or synchronous copy no host cause explains; the host time
   // inside it is not counted as lost.
-  static void detect(ChunkContext& cx, const Slow& w);
+  // queued_ahead: GPU operations this process submitted since its previous GPU wait returned.
+  static void detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead);
   // A sync that was not slow: which other processes submitted GPU work during it (the
   // baseline for the sharing test).
   static void note_normal_sync(ChunkContext& cx, const Ev& e);

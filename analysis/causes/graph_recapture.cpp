@@ -16,7 +16,7 @@ constexpr double kMaxLaunchesPerExec = 4.0;
 }  // namespace
 
 void GraphRecapture::report(SessionReport& c) {
-  const Correlator::State& s = c.s;
+  const CorrelatorState& s = c.s;
   for (const auto& [pid, g] : s.graphs) {
     if (g.steady_instantiations < kMinRebuilds) continue;
     const int64_t execs = std::max<int64_t>(1, static_cast<int64_t>(g.steady_exec_launches.size()));

@@ -32,7 +32,7 @@ K host_bound_top_key(const std::map<K, int64_t>& m) {
 }  // namespace
 
 void HostBound::report(SessionReport& c) {
-  const Correlator::State& s = c.s;
+  const CorrelatorState& s = c.s;
   if (!s.sched_seen) return;  // without switch records the time between calls cannot be split on/off CPU
   for (const auto& [tid, a] : s.activity) {
     const int64_t span = a.span();

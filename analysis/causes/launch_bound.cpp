@@ -17,7 +17,7 @@ constexpr int64_t kLaunchBoundGpuWaitDivisor = 2;
 }  // namespace
 
 void LaunchBound::report(SessionReport& c) {
-  const Correlator::State& s = c.s;
+  const CorrelatorState& s = c.s;
   for (const auto& [tid, a] : s.activity) {
     const int64_t span = a.span();
     if (span < kLaunchBoundMinSpanNs || a.launches < kLaunchBoundMinLaunches) continue;

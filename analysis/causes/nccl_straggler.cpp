@@ -30,7 +30,7 @@ std::string nccl_straggler_chain_id(int64_t session_id, uint32_t straggler_pid, 
 }
 
 void NcclStraggler::report(SessionReport& c) {
-  Correlator::State& s = c.s;
+  CorrelatorState& s = c.s;
   for (auto& [key, a] : s.stragglers) {
     auto cm = s.comms.find(a.comm);
     if (cm == s.comms.end()) continue;

@@ -4,12 +4,12 @@
 // modules share an id, and that every Cause has a module.
 #pragma once
 
+#include <any>
 #include <array>
 #include <cstddef>
 #include <string_view>
 #include <tuple>
 #include <utility>
-#include <variant>
 
 #include "analysis/causes/cause_module.h"
 #include "analysis/causes/cold_start.h"
@@ -29,17 +29,7 @@ namespace causeway {
 // accumulated into a chain whose evidence is that module's Evidence.
 template <CauseModule... M>
 struct CauseRegistry {
-  using Evidence = std::variant<typename M::Evidence...>;
   static constexpr size_t size = sizeof...(M);
-
-  // The module's evidence alternative, for a chain created for it.
-  template <typename Mod>
-  static constexpr size_t index_of() {
-    constexpr std::array<bool, size> is{std::is_same_v<Mod, M>...};
-    for (size_t i = 0; i < size; ++i)
-      if (is[i]) return i;
-    return size;
-  }
 
   static constexpr bool unique_ids() {
     constexpr std::array<Cause, size> ids{M::id...};
@@ -57,19 +47,22 @@ struct CauseRegistry {
     return n;
   }
 
-  // Calls the explain()/fix() of the module whose evidence `e` holds.
+  // Calls f<M>(evidence) for the module M of cause c, with the typed evidence a chain of
+  // that cause holds (chain_for<M> put an M::Evidence in it; anything else reads as empty).
   template <typename F>
-  static decltype(auto) visit(const Evidence& e, F&& f) {
-    return visit_at(e, std::forward<F>(f), std::index_sequence_for<M...>{});
+  static decltype(auto) visit(Cause c, const std::any& evidence, F&& f) {
+    using R = decltype(f.template operator()<std::tuple_element_t<0, std::tuple<M...>>>(
+        std::declval<const typename std::tuple_element_t<0, std::tuple<M...>>::Evidence&>()));
+    R r{};
+    ((M::id == c ? (r = call_with<M>(evidence, f), true) : false) || ...);
+    return r;
   }
 
  private:
-  template <typename F, size_t... I>
-  static decltype(auto) visit_at(const Evidence& e, F&& f, std::index_sequence<I...>) {
-    using R = decltype(f.template operator()<std::tuple_element_t<0, std::tuple<M...>>>(std::get<0>(e)));
-    R r{};
-    ((e.index() == I ? (r = f.template operator()<M>(std::get<I>(e)), true) : false) || ...);
-    return r;
+  template <typename Mod, typename F>
+  static decltype(auto) call_with(const std::any& evidence, F& f) {
+    if (const auto* e = std::any_cast<typename Mod::Evidence>(&evidence)) return f.template operator()<Mod>(*e);
+    return f.template operator()<Mod>(typename Mod::Evidence{});
   }
 };
 

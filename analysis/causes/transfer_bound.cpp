@@ -9,7 +9,7 @@
 namespace causeway {
 
 void TransferBound::report(SessionReport& c) {
-  Correlator::State& s = c.s;
+  CorrelatorState& s = c.s;
   for (auto& [key, t] : s.transfers) {
     auto sp = s.activity.find(t.tid);
     if (sp == s.activity.end() || t.copies < 5) continue;

@@ -12,6 +12,10 @@ Finding Unknown::explain(const ChainView& v, const Evidence& e) {
                                    : " with no host cause in the trace (no preemption, I/O, lock, memory or network event)") +
               "; evidence is weak";
   f.evidence.push_back("outliers against the robust baseline (>= 2x p50 and > p50 + 6 robust sigmas)");
+  if (e.no_context_calls > 0)
+    f.evidence.push_back(std::to_string(e.no_context_calls) +
+                         " of them ran past the host records stored when they were judged (a live poll): their "
+                         "scheduler, I/O and network context was incomplete, so no cause is named");
   f.max_severity = Severity::low;
   f.min_impact = 0.005;
   return f;
@@ -30,10 +34,11 @@ void Unknown::detect_d_state(ChunkContext& cx, const Slow& w) {
   add_sample(c, w.excess, call_frame(cx.s, w));
 }
 
-void Unknown::detect(ChunkContext& cx, const Slow& w) {
+void Unknown::detect(ChunkContext& cx, const Slow& w, bool context_complete) {
   auto [c, ev] = chain_for<Unknown>(cx.s, w.e->pid, w.e->op, w.gap);
   note_call(cx.s, c, w, w.excess, 0);
   ev.off_cpu_ns += w.off.total();
+  if (!context_complete) ++ev.no_context_calls;
   add_sample(c, w.excess, call_frame(cx.s, w));
 }
 

@@ -19,14 +19,16 @@ struct Unknown {
   struct Evidence {
     int64_t d_state_calls = 0;  // calls in D state with no block I/O, allocation burst or OOM to explain it
     int64_t off_cpu_ns = 0;
+    int64_t no_context_calls = 0;  // ended after the host-context watermark: judged without all of their host context
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
 
   // A D-state call with no I/O or memory evidence.
   static void detect_d_state(ChunkContext& cx, const Slow& w);
-  // An outlier no other detector claimed.
-  static void detect(ChunkContext& cx, const Slow& w);
+  // An outlier no other detector claimed; context_complete false: its host context was not all
+  // stored when it was judged (docs/DIAGNOSIS.md "The watermark rule").
+  static void detect(ChunkContext& cx, const Slow& w, bool context_complete = true);
 };
 
 }  // namespace causeway

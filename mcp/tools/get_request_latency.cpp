@@ -26,7 +26,7 @@ static Result<ToolOutput> get_request_latency(const json& args, ToolContext& ctx
   auto r = requests::request_latency_json(db->get(), q);
   if (!r) return r.error();
   json d = std::move(*r);
-  fit_json_budget(d["requests"], "slowest", ctx.config.limits.max_structured_bytes / 2);
+  fit_json_budget(d["requests"], "slowest", ctx.config.limits.structured_bytes() / 2);
 
   TextBuilder t(ctx.config.limits.max_text_bytes);
   t.line(std::string(kDataNotice));

@@ -20,7 +20,7 @@ static Result<ToolOutput> get_test_report(const json&, ToolContext& ctx) {
   if (rc != SQLITE_ROW) return make_error("query_failed", sqlite_error_text(db->get()));
   // The stored report may come from another host's DB: depth-limited (it is copied and dumped
   // below) and its strings sanitized; text that is not a usable document is passed as text.
-  const size_t cap = ctx.config.limits.max_structured_bytes + 1;  // over budget is cut below
+  const size_t cap = ctx.config.limits.structured_bytes() + 1;  // over budget is cut below
   auto parsed = parse_untrusted_json(st->col_text(5));
   json doc = parsed ? sanitize_json_strings(std::move(*parsed), cap) : json(sanitize_untrusted(st->col_text(5), cap));
   json report = {{"id", st->col_int(0)}, {"ts_ns", st->col_int(1)}, {"host", sanitize_untrusted(st->col_text(2), 128)},

@@ -23,3 +23,11 @@ causeway_test(test_diagnosis_live_hosts LABEL bpf TIMEOUT 300
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb causeway_analysis causeway_collector_core)
 add_dependencies(test_diagnosis_live_hosts causeway causeway_testprogs)
+
+# Incidents that last until the trace is stopped (issue #21, the watermark rule): a CPU hog on
+# the thread's core during a spinning sync, and page-fault I/O inside cudaMemcpy.
+causeway_test(test_diagnosis_live_until_stop LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live_until_stop.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_analysis)
+add_dependencies(test_diagnosis_live_until_stop causeway causeway_testprogs)

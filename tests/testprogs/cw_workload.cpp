@@ -9,6 +9,7 @@
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-ms 3000 --ops stream_sync --iterations 2000
 //   cw_workload --pin-cpu 0 --hog-cpu 0 --hog-delay-ms 100 --hog-ms 2000 --hog-nice -10 --rate 0 --ops stream_sync
 //   cw_workload --fsync-every 10 --fsync-bytes 1m --io-dir /var/tmp --ops memcpy
+//   cw_workload --memcpy-src-file /var/tmp/src --bytes 256k --ops launch,memcpy,stream_sync   (page faults in cudaMemcpy)
 //   cw_workload --lock-holder-ms 5 --ops stream_sync      (a sibling thread holds the runtime lock)
 //   cw_workload --lock-holder-ms 5 --lock-gap-ms 45 --ops stream_sync   (held 5 ms of every 50 ms)
 //   cw_workload --slow-every 100 --slow-us 2000 --ops stream_sync,stream_sync_alt   (1 iteration in 100 slow)
@@ -18,6 +19,10 @@
 //   cw_workload --abandon-calls 6 --wait-file F --ops stream_sync   (6 calls left by siglongjmp first)
 //
 // stream_sync_alt calls cudaStreamSynchronize from a second call site (stream + 0x100).
+// --memcpy-src-file F [--memcpy-src-mb N]: memcpy copies from a read-only mapping of F (N MiB,
+// default 64, written first), --bytes at a time, walking through it; each time the walk wraps,
+// the mapping's pages and F's page cache are dropped. The fake cudaMemcpy reads its source, so
+// the copies fault and wait for the disk inside the call (page-fault I/O, D state).
 // --abandon-calls N: before the work (after --wait-file), N cudaStreamSynchronize calls that
 // never return: each spins 10 s in the fake, and a SIGALRM 20 ms in jumps out of it
 // (siglongjmp), the way longjmp or a C++ exception leaves a call without its return.
@@ -44,6 +49,7 @@
 #include <setjmp.h>
 #include <sys/time.h>
 #include <sys/prctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -95,6 +101,8 @@ struct Options {
   long after_load_ms = 0;
   long linger_ms = 0;
   double rate = 0;  // calls per second per thread; 0 = as fast as possible
+  std::string memcpy_src_file;  // memcpy reads a mapping of this file (page faults inside the call)
+  long memcpy_src_mb = 64;
   std::string ready_file, wait_file;
   std::string fork_wait_file;  // NCCL ranks: the parent forks them only once this file exists
   std::string nccl_job;        // this process is one rank of a job: RANK/WORLD_SIZE from the environment
@@ -164,6 +172,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--after-load-ms") o.after_load_ms = std::stol(val());
     else if (a == "--linger-ms") o.linger_ms = std::stol(val());
     else if (a == "--rate") o.rate = std::stod(val());
+    else if (a == "--memcpy-src-file") o.memcpy_src_file = val();
+    else if (a == "--memcpy-src-mb") o.memcpy_src_mb = std::stol(val());
     else if (a == "--ready-file") o.ready_file = val();
     else if (a == "--wait-file") o.wait_file = val();
     else if (a == "--fork-wait-file") o.fork_wait_file = val();
@@ -323,6 +333,45 @@ void add_graph_ops(std::map<std::string, Op>& m, const std::string& prefix, std:
   };
 }
 
+// --memcpy-src-file: a read-only mapping of a file on disk, handed out --bytes at a time; when
+// the walk wraps, the mapping's pages and the file's page cache are dropped, so the next
+// reads fault and go to the disk.
+class FaultingSource {
+ public:
+  FaultingSource(const std::string& path, size_t bytes, size_t chunk) : chunk_(chunk) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) usage(("--memcpy-src-file: cannot create " + path).c_str());
+    std::vector<char> block(1 << 20, 'x');
+    for (size_t done = 0; done < bytes; done += block.size())
+      if (::write(fd, block.data(), block.size()) < 0) usage("--memcpy-src-file: write failed");
+    ::fsync(fd);
+    size_ = bytes - bytes % std::max<size_t>(chunk, 1);
+    if (size_ == 0 || chunk == 0) usage("--memcpy-src-file: the file must hold at least one --bytes chunk");
+    base_ = static_cast<char*>(::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0));
+    if (base_ == MAP_FAILED) usage("--memcpy-src-file: mmap failed");
+    fd_ = fd;
+    drop();
+  }
+  const void* next() {
+    if (off_ + chunk_ > size_) {
+      off_ = 0;
+      drop();
+    }
+    const void* p = base_ + off_;
+    off_ += chunk_;
+    return p;
+  }
+
+ private:
+  void drop() {
+    ::madvise(base_, size_, MADV_DONTNEED);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
+  }
+  char* base_ = nullptr;
+  int fd_ = -1;
+  size_t size_ = 0, chunk_ = 0, off_ = 0;
+};
+
 // The op table: name → one call with the documented fixed arguments.
 std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
   std::map<std::string, Op> m;
@@ -346,7 +395,14 @@ std::map<std::string, Op> cuda_ops(void* rt, void* drv, const Options& o) {
     };
     m["malloc_host"] = [=](int) { void* p = nullptr; return sym<int (*)(void**, size_t)>(rt, "cudaMallocHost")(&p, n); };
     m["free"] = [=](int) { return free_(dst); };
-    m["memcpy"] = [=](int) { return memcpy_(dst, host_buf, n, 1); };
+    if (!o.memcpy_src_file.empty()) {
+      if (o.threads > 1) usage("--memcpy-src-file walks one mapping: one --threads only");
+      auto src = std::make_shared<FaultingSource>(o.memcpy_src_file, static_cast<size_t>(o.memcpy_src_mb) << 20, n);
+      if (auto touch = reinterpret_cast<void (*)(int)>(dlsym(rt, "cwfake_set_touch_src"))) touch(1);
+      m["memcpy"] = [=](int) { return memcpy_(dst, src->next(), n, 1); };
+    } else {
+      m["memcpy"] = [=](int) { return memcpy_(dst, host_buf, n, 1); };
+    }
     m["memcpy_async"] = [=](int t) { return memcpy_async(dst, host_buf, n, 1, stream(t)); };
     m["memcpy_async_ptsz"] = [=](int t) {
       return sym<int (*)(void*, const void*, size_t, int, void*)>(rt, "cudaMemcpyAsync_ptsz")(dst, host_buf, n, 1, stream(t));

@@ -65,7 +65,21 @@ CWFAKE_EXPORT int cudaMalloc(void** p, size_t bytes) { return fake_alloc(p, byte
 CWFAKE_EXPORT int cudaMallocManaged(void** p, size_t bytes, unsigned flags) { return fake_alloc(p, bytes); }
 CWFAKE_EXPORT int cudaMallocHost(void** p, size_t bytes) { return fake_alloc(p, bytes); }
 CWFAKE_EXPORT int cudaFree(void* p) { SPIN_RET0; }
-CWFAKE_EXPORT int cudaMemcpy(void* d, const void* s, size_t n, int kind) { SPIN_RET0; }
+// A synchronous copy from pageable host memory reads its source (the real runtime stages it
+// through a pinned buffer): with touch on, cudaMemcpy reads a byte of every page of it, so a
+// source that is a file mapping not in the page cache faults and waits for block I/O inside
+// the call, as a real one does (cw_workload --memcpy-src-file).
+static int g_touch_src;
+CWFAKE_EXPORT void cwfake_set_touch_src(int on) { g_touch_src = on; }
+CWFAKE_EXPORT int cudaMemcpy(void* d, const void* s, size_t n, int kind) {
+  if (g_touch_src && s) {
+    volatile const char* p = (const char*)s;
+    char x = 0;
+    for (size_t i = 0; i < n; i += 4096) x ^= p[i];
+    (void)x;
+  }
+  SPIN_RET0;
+}
 CWFAKE_EXPORT int cudaMemcpyAsync(void* d, const void* s, size_t n, int kind, void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaMemcpyAsync_ptsz(void* d, const void* s, size_t n, int kind, void* st) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaMemcpy_ptds(void* d, const void* s, size_t n, int kind) { SPIN_RET0; }
