@@ -173,7 +173,7 @@ TEST_CASE("connection layer alone stops every DoS statement within deadline + 0.
     if (o.ok) {
       // Under lowered limits some functions return NULL instead of failing; that is a stop
       // too, as long as no huge value came back (the byte cap would truncate it).
-      auto r = conn->run(c.sql, QueryLimits{kTestDeadlineMs, 1000, 4u << 20, nullptr});
+      auto r = conn->run(c.sql, QueryLimits{kTestDeadlineMs, 1000, 4u << 20, 0, nullptr});
       if (r.ok()) CHECK(r->rows.size() <= 1000);
     } else {
       CHECK((o.code == "sql_timeout" || o.code == "sql_resource" || o.code == "sql_error"));
