@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -22,7 +24,12 @@ std::string missing_requirement() {
   if (::geteuid() != 0) return "bpf tests need root (CAP_BPF + CAP_PERFMON)";
   if (!file_exists("/sys/kernel/btf/vmlinux")) return "kernel BTF (/sys/kernel/btf/vmlinux) missing";
   auto r = run_causeway({"check", "--json", "--db", "/tmp/causeway-bpf-check.db"});
-  if (r.out.find("\"name\":\"bpf_load\",\"status\":\"PASS\"") == std::string::npos) {
+  bool loads = false;
+  const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+  if (doc.is_object() && doc.contains("checks") && doc["checks"].is_array())
+    for (const auto& c : doc["checks"])
+      if (c.value("name", "") == "bpf_load") loads = c.value("status", "") == "PASS";
+  if (!loads) {
     // EPERM: root without CAP_BPF (a container), lockdown — this machine cannot run the tier.
     // Anything else as root with BTF (EACCES/EINVAL: the verifier rejected a program) is a
     // defect of ours: failing here keeps a broken program from turning the tier into skips.
