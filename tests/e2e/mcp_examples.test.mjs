@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { env, tempDir, makeFixture } from './lib/common.mjs';
+import { env, tempDir, makeFixture, EXPECTED_TOOLS } from './lib/common.mjs';
 import { makeCert, makeToken, startServer, stopServer, fetchWithCa } from './lib/server.mjs';
 
 const bin = env('CAUSEWAY_BIN');
@@ -25,7 +25,7 @@ const readServer = (file) => JSON.parse(fs.readFileSync(path.join(examples, file
 
 async function checkClient(client, label) {
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 9, label);
+  assert.equal(tools.length, EXPECTED_TOOLS.length, label);
   const r = await client.callTool({ name: 'get_trace_stats', arguments: { top_n: 1 } });
   assert.equal(r.isError, false, `${label}: ${r.content[0].text}`);
   await client.close();

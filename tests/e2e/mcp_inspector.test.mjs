@@ -53,6 +53,7 @@ const LARGEST = {
   run_sql: { query: 'SELECT * FROM v_calls', limit: 1000 },
   describe_schema: {},
   get_tail_breakdown: { limit: 50, quantile: 0.5 },
+  get_request_latency: { slowest: 1000 },
 };
 
 // What the CLI says, for the structured results to be compared with.

@@ -8,7 +8,7 @@ import path from 'node:path';
 import Ajv from 'ajv';
 
 export const EXPECTED_TOOLS = ['get_check', 'get_trace_stats', 'get_causal_chains', 'get_stacks', 'run_demo',
-  'get_test_report', 'run_sql', 'describe_schema', 'get_tail_breakdown'];
+  'get_test_report', 'run_sql', 'describe_schema', 'get_tail_breakdown', 'get_request_latency'];
 
 export function env(name) {
   const v = process.env[name];
@@ -44,6 +44,7 @@ const CALLS = {
   run_sql: { query: 'SELECT pid, comm, cmdline FROM processes ORDER BY pid', limit: 10 },
   describe_schema: {},
   get_tail_breakdown: { op: 'cudaStreamSynchronize', quantile: 0.99 },
+  get_request_latency: { metric: 'ttft' },
 };
 
 // Lists tools/prompts/resources, calls every tool and validates each structuredContent
