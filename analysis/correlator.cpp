@@ -712,7 +712,13 @@ class ChunkAnalyzer {
         g.first_steady_ns = std::min(g.first_steady_ns, e.ts);
         if (e.stack) ++g.instantiate_stacks[e.stack];
         // A failed instantiation writes no exec (a1 = 0).
-        if (e.a[1] != 0 && g.steady_exec_launches.size() < GraphAcc::kMaxTracked) g.steady_exec_launches.emplace(e.a[1], 0);
+        if (e.a[1] != 0) {
+          if (g.steady_exec_launches.count(e.a[1])) ++g.steady_execs_built;
+          else if (g.steady_exec_launches.size() < GraphAcc::kMaxTracked) {
+            g.steady_exec_launches.emplace(e.a[1], 0);
+            ++g.steady_execs_built;
+          }
+        }
         break;
       default: break;
     }

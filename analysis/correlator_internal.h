@@ -155,6 +155,10 @@ struct GraphAcc {
   // (a process re-instantiating every step for hours must not grow this without bound).
   static constexpr size_t kMaxTracked = 65536;
   std::unordered_map<int64_t, int64_t> steady_exec_launches;
+  // Execs built in the steady state among those followed. Not the map's size: an exec
+  // destroyed and built again often gets the same handle back (PyTorch re-capturing every step
+  // on an H100: 1,278 execs on 381 handles), and each build is one exec to replay.
+  int64_t steady_execs_built = 0;
   std::map<uint64_t, int64_t> instantiate_stacks;
 };
 

@@ -19,7 +19,7 @@ void GraphRecapture::report(SessionReport& c) {
   const CorrelatorState& s = c.s;
   for (const auto& [pid, g] : s.graphs) {
     if (g.steady_instantiations < kMinRebuilds) continue;
-    const int64_t execs = std::max<int64_t>(1, static_cast<int64_t>(g.steady_exec_launches.size()));
+    const int64_t execs = std::max<int64_t>(1, g.steady_execs_built);
     int64_t replays = 0;
     for (const auto& [exec, n] : g.steady_exec_launches) replays += n;
     const double per_exec = static_cast<double>(replays) / static_cast<double>(execs);

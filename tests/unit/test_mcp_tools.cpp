@@ -228,6 +228,7 @@ TEST_CASE("tools: each tool's largest answer fits the 64 KiB reply budget, text 
       {"run_sql", {{"query", "SELECT * FROM v_calls"}, {"limit", 1000}}},
       {"describe_schema", json::object()},
       {"get_tail_breakdown", {{"limit", 50}, {"quantile", 0.5}}},
+      {"get_request_latency", {{"slowest", 1000}}},
   };
   for (const auto& tool : s.tools().tools()) {
     CAPTURE(tool.name());
