@@ -123,10 +123,20 @@ std::string LatencyHistogram::encode() const {
   return out;
 }
 
+namespace {
+// A rank computed in double can round past 2^64 for a total near it (a hostile stored
+// blob can hold one): converting that to uint64_t is undefined, so clamp to the total.
+uint64_t rank_of(double rank, uint64_t total) {
+  if (!(rank > 0)) return 0;
+  if (rank >= static_cast<double>(total)) return total;
+  return static_cast<uint64_t>(rank);
+}
+}  // namespace
+
 uint64_t LatencyHistogram::percentile(double q, uint64_t min_clamp, uint64_t max_clamp) const {
   if (total_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);
-  uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(total_)));
+  uint64_t rank = rank_of(std::ceil(q * static_cast<double>(total_)), total_);
   if (rank == 0) rank = 1;
   uint64_t seen = 0;
   for (uint32_t b = 0; b < counts_.size(); ++b) {
@@ -145,7 +155,7 @@ uint64_t LatencyHistogram::tail_floor(double q) const {
   q = std::clamp(q, 0.0, 1.0);
   // 1 - 0.95 is 0.05000000000000004 in binary: without the slack 5% of 200 would need 11.
   const uint64_t need =
-      std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil((1.0 - q) * static_cast<double>(total_) - 1e-6)));
+      std::max<uint64_t>(1, rank_of(std::ceil((1.0 - q) * static_cast<double>(total_) - 1e-6), total_));
   uint64_t seen = 0;
   for (size_t b = counts_.size(); b-- > 0;) {
     seen += counts_[b];

@@ -51,6 +51,7 @@ data_corpus="$build/storeddata_fuzz_corpus"
 mkdir -p "$data_corpus"
 printf '\x00\x05\x02\xfe\x01\x03' >"$data_corpus/hist-small"                   # buckets 5 and 259
 printf '\x00\xff\x39\x01\x01\x01' >"$data_corpus/hist-top"                     # bucket 7423, then 7424
+printf '\x00\x33\xf9\xff\xff\xff\xff\xff\xff\xff\xff\x31' >"$data_corpus/hist-huge-total"  # a total near 2^64
 printf '\x02["libcudart.so.13!cudaMalloc+0x1f","python!train (train.py:42)"]' >"$data_corpus/frames"
 n=0
 for f in "$root"/tests/golden/mcp/*.jsonl; do

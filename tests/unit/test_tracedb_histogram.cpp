@@ -65,6 +65,10 @@ TEST_CASE("merge_encoded refuses hostile blobs: wrapped deltas, repeated buckets
   REQUIRE(full.merge_encoded(varint(1) + varint(UINT64_MAX - 1)));
   CHECK_FALSE(full.merge_encoded(varint(2) + varint(2)));  // would wrap total()
   CHECK(full.total() == UINT64_MAX - 1);
+  // A total near 2^64 rounds past it in double: the rank is clamped, not converted out of
+  // range (the storeddata fuzzer's find: UBSan, float-cast-overflow).
+  CHECK(full.percentile(1.0, 0, UINT64_MAX) == full.percentile(0.999, 0, UINT64_MAX));
+  CHECK(full.tail_floor(0.0) == LatencyHistogram::bucket_low(1));
   LatencyHistogram edge;
   CHECK(edge.merge_encoded(varint(0) + varint(1) + varint(top) + varint(1)));  // bucket 0 and the top one
   CHECK(edge.total() == 2);
