@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""What tracing HTTP requests costs (issue #22, docs/BENCHMARKS.md). Root; Debian's python3
+with python3-aiohttp.
+
+  sudo /usr/bin/python3 bench/request_cost.py --build build [--rate 1000] [--seconds 8]
+                                              [--rounds 3] [--connections 8]
+
+1. A served request: a small streaming server (aiohttp, one process, like an OpenAI-style API
+   server: POST /v1/completions answers two SSE `data:` events and `data: [DONE]`) takes an
+   open-loop load of --rate requests/s over --connections keep-alive connections. Each round
+   runs the same load untraced and under `causeway trace --http-port PORT` (the order
+   alternates), and the client measures every request's latency itself (send -> the end of
+   the response). Reported: the client's p50/p99 per run and the traced/untraced ratio of the
+   p50, the median over rounds; each traced run checks that the DB holds every request.
+2. An untraced process: bench/syscall_cost (a write+read loop over a socketpair, and getppid)
+   with no tracer and with a tracer running, in the same round; the ratio of ns per syscall.
+"""
+import argparse
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+BODY = json.dumps({"prompt": "hello", "max_tokens": 2, "stream": True}).encode()
+
+
+def serve(port, ready_file):
+    from aiohttp import web
+
+    async def completions(request):
+        await request.read()
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        for i in range(2):
+            await resp.write(b'data: {"text": "t%d"}\n\n' % i)
+        await resp.write(b"data: [DONE]\n\n")
+        await resp.write_eof()
+        return resp
+
+    app = web.Application()
+    app.router.add_post("/v1/completions", completions)
+
+    async def ready(_app):
+        with open(ready_file, "w") as f:
+            f.write("ready\n")
+
+    app.on_startup.append(ready)
+    web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
+
+
+def client_worker(port, rate, seconds, start_at, out_q, wid):
+    """One keep-alive connection, requests at fixed times (open loop): a late request is sent
+    at once and its latency still counts from its send."""
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    head = ("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\n" % len(BODY))
+    lat = []
+    n = int(rate * seconds)
+    interval = 1.0 / rate
+    for i in range(n):
+        due = start_at + i * interval
+        wait = due - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        req = (head + "X-Request-Id: w%d-%d\r\n\r\n" % (wid, i)).encode() + BODY
+        t0 = time.monotonic_ns()
+        sock.sendall(req)
+        buf = b""
+        while not buf.endswith(b"\r\n0\r\n\r\n"):  # the chunked body's last chunk
+            data = sock.recv(65536)
+            if not data:
+                raise RuntimeError("server closed the connection")
+            buf += data
+        lat.append((time.monotonic_ns() - t0) / 1e6)
+    sock.close()
+    out_q.put(lat)
+
+
+def run_load(port, rate, seconds, connections):
+    q = multiprocessing.Queue()
+    start_at = time.monotonic() + 0.5
+    # Workers offset by one gap each: together they send evenly, not in bursts of --connections.
+    procs = [multiprocessing.Process(target=client_worker,
+                                     args=(port, rate / connections, seconds, start_at + w / rate, q, w))
+             for w in range(connections)]
+    for p in procs:
+        p.start()
+    lat = []
+    for _ in procs:
+        lat += q.get(timeout=seconds * 10 + 60)
+    for p in procs:
+        p.join()
+        if p.exitcode != 0:
+            raise RuntimeError("a client worker failed")
+    lat.sort()
+    return {"requests": len(lat), "p50_ms": lat[len(lat) // 2], "p99_ms": lat[int(len(lat) * 0.99)]}
+
+
+class Tracer:
+    def __init__(self, causeway, tmp, port, tag):
+        self.db = os.path.join(tmp, "trace-%s.db" % tag)
+        ready = os.path.join(tmp, "ready-%s" % tag)
+        self.log = open(os.path.join(tmp, "trace-%s.log" % tag), "w")
+        self.proc = subprocess.Popen([causeway, "trace", "--db", self.db, "--quiet", "--ready-file", ready,
+                                      "--no-stack", "--http-port", str(port)], stdout=self.log, stderr=self.log)
+        deadline = time.monotonic() + 60
+        while not os.path.exists(ready):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("causeway trace did not get ready: see " + self.log.name)
+            time.sleep(0.05)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        if self.proc.wait(timeout=60) != 0:
+            raise RuntimeError("causeway trace exited %d: see %s" % (self.proc.returncode, self.log.name))
+        self.log.close()
+
+
+def stored_requests(causeway, db):
+    out = subprocess.run([causeway, "requests", "--db", db, "--json"], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)["requests"]["count"]
+
+
+def syscall_ns(prog, calls):
+    out = subprocess.run([prog, "--calls", str(calls)], check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--rate", type=float, default=1000)
+    ap.add_argument("--seconds", type=float, default=8)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--port", type=int, default=18431)
+    ap.add_argument("--syscalls", type=int, default=500000)
+    ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--ready-file", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve:
+        serve(a.port, a.ready_file)
+        return 0
+    if os.geteuid() != 0:
+        print("request_cost: needs root (BPF)", file=sys.stderr)
+        return 2
+    causeway = os.path.join(a.build, "causeway")
+    prog = os.path.join(a.build, "bench", "syscall_cost")
+    for p in (causeway, prog):
+        if not os.access(p, os.X_OK):
+            print("request_cost: %s is missing (ninja -C %s causeway syscall_cost)" % (p, a.build), file=sys.stderr)
+            return 2
+    with tempfile.TemporaryDirectory(prefix="cw-reqcost-") as tmp:
+        ready = os.path.join(tmp, "server.ready")
+        server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--port", str(a.port),
+                                   "--ready-file", ready])
+        try:
+            deadline = time.monotonic() + 30
+            while not os.path.exists(ready):
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the server did not start")
+                time.sleep(0.05)
+            run_load(a.port, a.rate, 1, a.connections)  # warm-up: imports, first connections
+            rounds = []
+            for r in range(a.rounds):
+                order = ["bare", "traced"] if r % 2 == 0 else ["traced", "bare"]
+                res = {}
+                for kind in order:
+                    if kind == "bare":
+                        res["bare"] = run_load(a.port, a.rate, a.seconds, a.connections)
+                        res["syscall_bare"] = syscall_ns(prog, a.syscalls)
+                        continue
+                    t = Tracer(causeway, tmp, a.port, str(r))
+                    try:
+                        res["syscall_traced"] = syscall_ns(prog, a.syscalls)
+                        res["traced"] = run_load(a.port, a.rate, a.seconds, a.connections)
+                        time.sleep(0.3)
+                    finally:
+                        t.stop()
+                    res["stored"] = stored_requests(causeway, t.db)
+                    if res["stored"] != res["traced"]["requests"]:
+                        raise RuntimeError("round %d: the DB holds %d requests, the client sent %d"
+                                           % (r, res["stored"], res["traced"]["requests"]))
+                res["p50_ratio"] = res["traced"]["p50_ms"] / res["bare"]["p50_ms"]
+                res["rw_ratio"] = res["syscall_traced"]["rw_ns"] / res["syscall_bare"]["rw_ns"]
+                res["getppid_ratio"] = res["syscall_traced"]["getppid_ns"] / res["syscall_bare"]["getppid_ns"]
+                rounds.append(res)
+                print("round %d: p50 %.3f -> %.3f ms (x%.3f), p99 %.3f -> %.3f ms, %d requests stored; "
+                      "untraced write/read %.0f -> %.0f ns (x%.3f), getppid %.0f -> %.0f ns (x%.3f)"
+                      % (r, res["bare"]["p50_ms"], res["traced"]["p50_ms"], res["p50_ratio"], res["bare"]["p99_ms"],
+                         res["traced"]["p99_ms"], res["stored"], res["syscall_bare"]["rw_ns"],
+                         res["syscall_traced"]["rw_ns"], res["rw_ratio"], res["syscall_bare"]["getppid_ns"],
+                         res["syscall_traced"]["getppid_ns"], res["getppid_ratio"]), flush=True)
+        finally:
+            server.terminate()
+            server.wait()
+    summary = {k: statistics.median(r[k] for r in rounds) for k in ("p50_ratio", "rw_ratio", "getppid_ratio")}
+    summary.update(rate=a.rate, seconds=a.seconds, rounds=a.rounds, connections=a.connections)
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
