@@ -22,6 +22,9 @@ class Tracer {
   // Starts `causeway trace --db <dir>/trace.db --quiet --ready-file … args…` and waits until
   // its probes are attached.
   Tracer(const TempDir& dir, const std::vector<std::string>& args);
+  // The same, as <dir>/<name>.db (.ready, .log); with uts_host, in a new UTS namespace with
+  // that hostname (`unshare --uts`): a second "host" beside the first.
+  Tracer(const TempDir& dir, const std::vector<std::string>& args, const std::string& name, const std::string& uts_host);
   ~Tracer();
   // Sends sig and waits; returns the exit code (-1 when killed by a signal).
   int stop(int sig = 2);
