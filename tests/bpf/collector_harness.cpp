@@ -80,6 +80,18 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+Child::~Child() {
+  if (!reaped_) {
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_);
+  }
+}
+
+int Child::wait() {
+  reaped_ = true;
+  return wait_exit(pid_);
+}
+
 Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args) : Tracer(dir, args, "trace", "") {}
 
 Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args, const std::string& name,

@@ -39,6 +39,21 @@ class Tracer {
 // Starts cw_workload in the background (stdout/stderr to a log file); returns its pid.
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
 int wait_exit(pid_t pid);
+// A spawned process killed (SIGKILL) and reaped when the scope ends before wait() reaped it:
+// a workload left waiting on its --wait-file when a REQUIRE stops the test early.
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  int wait();  // wait_exit, once
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_;
+  bool reaped_ = false;
+};
 void wait_for_file(const std::string& path, int timeout_ms = 20000);
 void touch(const std::string& path);  // creates an empty file (a --wait-file's go signal)
 void sleep_ms(int ms);
