@@ -528,6 +528,8 @@ void Session::handle(const void* data, size_t size) {
         ++sum_.host_events;
         const OpInfo* op = find_op(e.hdr.op);  // block_rq, tcp_retransmit(6), oom_kill
         stats_.add_host(op ? std::string(op->name) : std::string("host"));
+        // block_rq has a duration and is a call in the DB (stats lists it): the endpoint too.
+        if (metrics_ && op && op->is_call) metrics_->observe(c.op, c.dur_ns, c.ret != 0);
         writer_.push(c);
       }
       break;
@@ -842,6 +844,7 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   if (!o.metrics_addr.empty()) {
     registry = std::make_unique<MetricsRegistry>();
     for (const OpInfo& op : op_catalog()) registry->name_op(op.id, std::string(source_name(op.source)), std::string(op.name));
+    registry->set_host(info.host, info.boot_id);  // the same identity the DB's session records
     auto srv = MetricsServer::start(o.metrics_addr, *registry);
     if (!srv) {
       (void)(*writer)->close(realtime_ns());

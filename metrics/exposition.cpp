@@ -93,6 +93,10 @@ std::string render_prometheus(const MetricsSnapshot& s) {
   family(out, "causeway_chains", "gauge", "Causal chains diagnosed in this trace, by cause.");
   for (const auto& [cause, n] : s.chains)
     out += "causeway_chains{cause=\"" + escape_label_value(cause) + "\"} " + std::to_string(n) + "\n";
+  family(out, "causeway_host_info", "gauge", "The host this trace runs on (1): join on instance to name a series' host.");
+  if (!s.host.empty())
+    out += "causeway_host_info{host=\"" + escape_label_value(s.host) + "\",boot_id=\"" + escape_label_value(s.boot_id) +
+           "\"} 1\n";
   family(out, "causeway_metrics_scrapes_total", "counter", "Scrapes of this endpoint, this one included.");
   out += "causeway_metrics_scrapes_total " + std::to_string(s.scrapes) + "\n";
   return out;

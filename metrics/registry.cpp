@@ -2,14 +2,15 @@
 
 #include <algorithm>
 
+#include "common/sanitize.h"
+
 namespace causeway {
 
 namespace {
 size_t bucket_of(int64_t dur_ns) {
-  const double sec = static_cast<double>(std::max<int64_t>(0, dur_ns)) * 1e-9;
-  // The first bound >= the value: "le" is inclusive.
-  auto it = std::lower_bound(kLatencyBucketsSeconds.begin(), kLatencyBucketsSeconds.end(), sec);
-  return static_cast<size_t>(it - kLatencyBucketsSeconds.begin());
+  // The first bound >= the value: "le" is inclusive. In integer ns, exact on every bound.
+  auto it = std::lower_bound(kLatencyBucketsNs.begin(), kLatencyBucketsNs.end(), dur_ns);
+  return static_cast<size_t>(it - kLatencyBucketsNs.begin());
 }
 }  // namespace
 
@@ -71,6 +72,12 @@ void MetricsRegistry::set_writer_lost(const std::string& source, const std::stri
 void MetricsRegistry::set_writer_failing(const std::string& fault, bool failing) {
   std::lock_guard lock(mu_);
   s_.writer_failing[fault] = failing ? 1 : 0;
+}
+
+void MetricsRegistry::set_host(const std::string& host, const std::string& boot_id) {
+  std::lock_guard lock(mu_);
+  s_.host = sanitize_untrusted(host, 255);  // HOST_NAME_MAX is 64; a cap, not a cut
+  s_.boot_id = sanitize_untrusted(boot_id, 64);
 }
 
 void MetricsRegistry::set_chains(const std::string& cause, uint64_t n) {

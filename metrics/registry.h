@@ -20,6 +20,14 @@ inline constexpr std::array<double, 22> kLatencyBucketsSeconds = {
     1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3,
     5e-3, 1e-2, 2.5e-2, 5e-2, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0};
 
+// The same bounds in whole nanoseconds, for binning: 1000 ns * 1e-9 is 1.0000000000000002e-06
+// in doubles, so comparing seconds put a call of exactly 1 µs above le="1e-06".
+inline constexpr std::array<int64_t, kLatencyBucketsSeconds.size()> kLatencyBucketsNs = [] {
+  std::array<int64_t, kLatencyBucketsSeconds.size()> ns{};
+  for (size_t i = 0; i < ns.size(); ++i) ns[i] = static_cast<int64_t>(kLatencyBucketsSeconds[i] * 1e9 + 0.5);
+  return ns;
+}();
+
 struct OpSeries {
   uint64_t calls = 0;
   uint64_t errors = 0;
@@ -34,6 +42,8 @@ struct MetricsSnapshot {
   std::map<std::pair<std::string, std::string>, uint64_t> writer_lost;  // (source, op) -> rows the writer lost
   std::map<std::string, uint64_t> writer_failing;                 // fault -> 1 while it holds, else 0
   std::map<std::string, uint64_t> chains;                         // cause -> chains
+  // The traced host (hostname, boot id): one causeway_host_info series, empty until set.
+  std::string host, boot_id;
   uint64_t scrapes = 0;
 };
 
@@ -59,6 +69,11 @@ class MetricsRegistry {
   // The trace DB's writer: rows it could not store, by op, and which fault stops it now.
   void set_writer_lost(const std::string& source, const std::string& op, uint64_t n);
   void set_writer_failing(const std::string& fault, bool failing);
+  // The host this trace runs on, published as causeway_host_info{host, boot_id} 1: one
+  // series to join on, rather than a host label on every series (Prometheus' guidance for
+  // exporters; a scrape of 127.0.0.1 on every host would otherwise not say which host).
+  // Sanitized: a label value must be valid UTF-8 or Prometheus rejects the whole scrape.
+  void set_host(const std::string& host, const std::string& boot_id);
 
   MetricsSnapshot snapshot() const;
   void count_scrape();

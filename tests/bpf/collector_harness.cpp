@@ -80,9 +80,28 @@ int wait_exit(pid_t pid) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args)
-    : db_(dir.file("trace.db")), ready_(dir.file("trace.ready")), log_(dir.file("trace.log")) {
-  std::vector<std::string> argv{causeway_bin(), "trace", "--db", db_, "--quiet", "--ready-file", ready_};
+Child::~Child() {
+  if (!reaped_) {
+    ::kill(pid_, SIGKILL);
+    wait_exit(pid_);
+  }
+}
+
+int Child::wait() {
+  reaped_ = true;
+  return wait_exit(pid_);
+}
+
+Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args) : Tracer(dir, args, "trace", "") {}
+
+Tracer::Tracer(const TempDir& dir, const std::vector<std::string>& args, const std::string& name,
+               const std::string& uts_host)
+    : db_(dir.file(name + ".db")), ready_(dir.file(name + ".ready")), log_(dir.file(name + ".log")) {
+  std::vector<std::string> argv;
+  if (!uts_host.empty()) argv = {"/usr/bin/unshare", "--uts", "/bin/sh", "-c", "hostname \"$0\" && exec \"$@\"", uts_host};
+  for (const std::string& a : {causeway_bin(), std::string("trace"), std::string("--db"), db_, std::string("--quiet"),
+                               std::string("--ready-file"), ready_})
+    argv.push_back(a);
   argv.insert(argv.end(), args.begin(), args.end());
   pid_ = spawn(argv, log_);
   try {

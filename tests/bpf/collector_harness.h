@@ -22,6 +22,9 @@ class Tracer {
   // Starts `causeway trace --db <dir>/trace.db --quiet --ready-file … args…` and waits until
   // its probes are attached.
   Tracer(const TempDir& dir, const std::vector<std::string>& args);
+  // The same, as <dir>/<name>.db (.ready, .log); with uts_host, in a new UTS namespace with
+  // that hostname (`unshare --uts`): a second "host" beside the first.
+  Tracer(const TempDir& dir, const std::vector<std::string>& args, const std::string& name, const std::string& uts_host);
   ~Tracer();
   // Sends sig and waits; returns the exit code (-1 when killed by a signal).
   int stop(int sig = 2);
@@ -36,6 +39,21 @@ class Tracer {
 // Starts cw_workload in the background (stdout/stderr to a log file); returns its pid.
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
 int wait_exit(pid_t pid);
+// A spawned process killed (SIGKILL) and reaped when the scope ends before wait() reaped it:
+// a workload left waiting on its --wait-file when a REQUIRE stops the test early.
+class Child {
+ public:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  ~Child();
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  int wait();  // wait_exit, once
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_;
+  bool reaped_ = false;
+};
 void wait_for_file(const std::string& path, int timeout_ms = 20000);
 void touch(const std::string& path);  // creates an empty file (a --wait-file's go signal)
 void sleep_ms(int ms);

@@ -38,12 +38,18 @@ TEST_CASE("trace --metrics serves per-op counters, histograms and drop counters 
   TempDir dir;
   std::mt19937 gen(std::random_device{}());
   const int port = 20000 + static_cast<int>(gen() % 20000);
-  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-stack", "--metrics", "127.0.0.1:" + std::to_string(port)});
   const int iters = 3000;
-  pid_t pid = spawn({testprog("cw_workload"), "--threads", "1", "--iterations", std::to_string(iters), "--latency-us",
-                     "20", "--ops", "stream_sync"},
-                    dir.file("w.log"));
-  REQUIRE(wait_exit(pid) == 0);
+  // --pid of a workload waiting to start: other tests' workloads on the same fake library
+  // (a shared CI host) must not add to the counts.
+  Child w(spawn({testprog("cw_workload"), "--threads", "1", "--iterations", std::to_string(iters), "--latency-us",
+                     "20", "--ops", "stream_sync", "--ready-file", dir.file("w.up"), "--wait-file", dir.file("go")},
+                 dir.file("w.log")));
+  const pid_t pid = w.pid();
+  wait_for_file(dir.file("w.up"));
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--no-stack", "--metrics", "127.0.0.1:" + std::to_string(port),
+                 "--pid", std::to_string(pid)});
+  touch(dir.file("go"));
+  REQUIRE(w.wait() == 0);
   sleep_ms(500);  // the drain loop has taken every call off the ring
   std::string body = scrape(port);
   REQUIRE_FALSE(body.empty());

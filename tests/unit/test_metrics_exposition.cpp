@@ -96,6 +96,9 @@ TEST_CASE("a scrape over HTTP returns valid exposition with the observed values"
   reg.observe_call("cuda", "cudaLaunchKernel", 5'000, false);
   reg.observe_call("cuda", "cudaLaunchKernel", 5'000, false);
   reg.observe_call("cuda", "cudaLaunchKernel", 20'000'000'000, false);
+  // Exactly on the first bound (1 µs; 1000 * 1e-9 is just above 1e-06 in doubles) and on every bound.
+  reg.observe_call("cuda", "cudaGetDevice", 1'000, false);
+  for (int64_t ns : kLatencyBucketsNs) reg.observe_call("cuda", "cudaEventQuery", ns, false);
   reg.set_drops("ring", 7);
   reg.set_drops("writer", 0);
   reg.set_chains("cpu_contention", 2);
@@ -138,6 +141,18 @@ TEST_CASE("a scrape over HTTP returns valid exposition with the observed values"
   CHECK(value("causeway_call_duration_seconds_bucket", {{"op", "cudaLaunchKernel"}, {"le", "5e-06"}}) == 2);
   CHECK(value("causeway_call_duration_seconds_bucket", {{"op", "cudaLaunchKernel"}, {"le", "10"}}) == 2);
   CHECK(value("causeway_call_duration_seconds_bucket", {{"op", "cudaLaunchKernel"}, {"le", "+Inf"}}) == 3);
+  CHECK(value("causeway_call_duration_seconds_bucket", {{"op", "cudaGetDevice"}, {"le", "1e-06"}}) == 1);
+  for (size_t i = 0; i < kLatencyBucketsSeconds.size(); ++i) {
+    CAPTURE(kLatencyBucketsSeconds[i]);
+    const double le = kLatencyBucketsSeconds[i];
+    std::string le_text;
+    for (const Sample& s : samples)  // the label as rendered, for this bound
+      if (s.name == "causeway_call_duration_seconds_bucket" && s.labels.at("op") == "cudaEventQuery" &&
+          s.labels.at("le") != "+Inf" && std::stod(s.labels.at("le")) == le)
+        le_text = s.labels.at("le");
+    REQUIRE(!le_text.empty());
+    CHECK(value("causeway_call_duration_seconds_bucket", {{"op", "cudaEventQuery"}, {"le", le_text}}) == double(i + 1));
+  }
   CHECK(value("causeway_dropped_events_total", {{"reason", "ring"}}) == 7);
   CHECK(value("causeway_chains", {{"cause", "cpu_contention"}}) == 2);
   CHECK(value("causeway_chains", {{"cause", "weird \"cause\"\n"}}) == 1);  // escaped, parsed back
@@ -199,4 +214,26 @@ TEST_CASE("the lock-free path: ops named once by id, observed from several threa
   CHECK(text.find("causeway_call_duration_seconds_bucket{source=\"cuda\",op=\"cudaStreamSynchronize\",le=\"+Inf\"} 200001\n") !=
         std::string::npos);
   CHECK(text.find("causeway_calls_total{source=\"unknown\",op=\"op9999\"} 40\n") != std::string::npos);
+}
+
+TEST_CASE("the host is one causeway_host_info series: absent until set, escaped, valid UTF-8") {
+  MetricsRegistry reg;
+  std::map<std::string, std::string> types;
+  auto samples = parse(render_prometheus(reg.snapshot()), types);
+  CHECK(types["causeway_host_info"] == "gauge");
+  for (const Sample& s : samples) CHECK(s.name != "causeway_host_info");
+
+  // A hostname is set by whoever has root on the host: a quote, and a byte that is not UTF-8
+  // (Prometheus rejects a whole scrape whose label value is invalid UTF-8).
+  reg.set_host("gpu-node-7", "0f5c1d2e-aaaa-bbbb-cccc-123456789abc");
+  reg.set_host("gpu\"node\xff-7", "0f5c1d2e-aaaa-bbbb-cccc-123456789abc");  // the last one wins
+  types.clear();
+  samples = parse(render_prometheus(reg.snapshot()), types);
+  std::vector<Sample> info;
+  for (const Sample& s : samples)
+    if (s.name == "causeway_host_info") info.push_back(s);
+  REQUIRE(info.size() == 1);
+  CHECK(info[0].value == 1);
+  CHECK(info[0].labels.at("host") == "gpu\"node\xEF\xBF\xBD-7");  // U+FFFD for the bad byte
+  CHECK(info[0].labels.at("boot_id") == "0f5c1d2e-aaaa-bbbb-cccc-123456789abc");
 }
