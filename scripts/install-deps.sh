@@ -10,8 +10,9 @@ if [[ ${1:-} == --tests ]]; then
   # sqlite3/openssl CLIs (fixtures, test certificates), sanitizer runtimes, unshare/runuser,
   # CPython for the live Python tests, nftables for packet loss in a network namespace,
   # aiohttp for the streaming inference server of the live request tests; Chromium to load
-  # `causeway report` pages headless (tests/e2e/report_browser.py).
-  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp nftables chromium)
+  # `causeway report` pages headless (tests/e2e/report_browser.py); Prometheus scraping two
+  # tracers (tests/bpf/test_prometheus_fleet.cpp).
+  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp nftables chromium prometheus)
   # A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi
