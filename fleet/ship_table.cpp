@@ -1,0 +1,232 @@
+#include "fleet/ship_table.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <memory>
+#include <unordered_set>
+
+#include "fleet/tsv.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::fleet {
+
+std::string SessionKey::tsv_prefix() const {
+  std::string s;
+  tsv_escape_append(s, host);
+  s += '\t';
+  tsv_escape_append(s, boot_id);
+  s += '\t' + std::to_string(start) + '\t' + std::to_string(id) + '\t';
+  return s;
+}
+
+std::string SessionKey::where() const {
+  return "host = " + sql_quote(host) + " AND boot_id = " + sql_quote(boot_id) + " AND session_start = " + std::to_string(start) +
+         " AND session_id = " + std::to_string(id);
+}
+
+namespace {
+
+enum class ValueKind { Int, Float, Text };
+
+struct ColumnShape {
+  ValueKind kind;
+  bool nullable;
+};
+
+std::vector<ColumnShape> shapes(const TableSpec& t) {
+  std::vector<ColumnShape> out;
+  for (const Column& c : t.columns) {
+    ValueKind k = c.type.find("Int") != std::string::npos     ? ValueKind::Int
+                  : c.type.find("Float") != std::string::npos ? ValueKind::Float
+                                                              : ValueKind::Text;
+    out.push_back({k, c.type.rfind("Nullable(", 0) == 0});
+  }
+  return out;
+}
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+// One row as TabSeparated, typed by the ClickHouse column: the trace DB is SQLite (any value
+// in any column), so an integer column always gets an integer, NULL only where it may.
+void append_row(std::string& out, const Statement& st, const std::vector<ColumnShape>& shape) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += '\t';
+    int col = static_cast<int>(i);
+    if (st.col_null(col)) {
+      if (shape[i].nullable) out += "\\N";
+      else if (shape[i].kind != ValueKind::Text) out += '0';
+      continue;
+    }
+    switch (shape[i].kind) {
+      case ValueKind::Int: append_int(out, st.col_int(col)); break;
+      case ValueKind::Float: {
+        char buf[32];
+        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, st.col_double(col));
+        out.append(buf, end);
+        break;
+      }
+      case ValueKind::Text: tsv_escape_append(out, st.col_blob(col)); break;
+    }
+  }
+}
+
+Result<void> commit_progress(ShipContext& c, const SessionKey& key, const std::string& table, int64_t upto,
+                             const std::string& digest) {
+  std::string row = key.tsv_prefix();
+  tsv_escape_append(row, table);
+  row += '\t' + std::to_string(upto) + '\t' + digest + '\t' + std::to_string(++c.ver) + '\n';
+  return c.ch.insert_tsv("ship_progress", row);
+}
+
+Result<std::vector<std::vector<std::string>>> progress(ShipContext& c, const SessionKey& key, const std::string& table) {
+  return c.ch.select("SELECT argMax(upto, ver), argMax(digest, ver) FROM " + c.ch.table("ship_progress") + " WHERE " +
+                     key.where() + " AND tbl = " + sql_quote(table) + " HAVING count() > 0");
+}
+
+Result<Statement> prepare(ShipContext& c, const TableSpec& t) {
+  auto st = Statement::prepare(c.db, t.sqlite_select);
+  if (!st) return make_error("db_read", "cannot read " + t.name + " from the trace DB: " + st.error().message);
+  return st;
+}
+
+Error read_error(ShipContext& c, const TableSpec& t) {
+  return make_error("db_read", "reading " + t.name + " from the trace DB failed: " + std::string(sqlite3_errmsg(c.db)));
+}
+
+// Snapshot tables: the digest of the rows as they would be sent; unchanged → nothing to do.
+Result<int64_t> ship_snapshot(ShipContext& c, const SessionKey& key, const TableSpec& t) {
+  const auto shape = shapes(t);
+  // One read transaction: the digest and the rows sent are the same rows even while a live
+  // writer adds to the DB.
+  struct ReadTxn {
+    sqlite3* db;
+    ~ReadTxn() { sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr); }
+  } txn{c.db};
+  sqlite3_exec(c.db, "BEGIN", nullptr, nullptr, nullptr);
+  auto st = prepare(c, t);
+  if (!st) return st.error();
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+  st->bind(1, key.id);
+  std::string row;
+  int rc;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    row.clear();
+    append_row(row, *st, shape);
+    row += '\n';
+    EVP_DigestUpdate(md.get(), row.data(), row.size());
+  }
+  if (rc != SQLITE_DONE) return read_error(c, t);
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(md.get(), d, &n);
+  std::string digest;
+  for (unsigned i = 0; i < n; ++i) {
+    char h[3];
+    std::snprintf(h, sizeof h, "%02x", d[i]);
+    digest += h;
+  }
+  auto p = progress(c, key, t.name);
+  if (!p) return p.error();
+  if (!p->empty() && p->front().size() == 2 && p->front()[1] == digest) return int64_t{0};
+
+  // Changed (or never sent): every row again under one newer version; readers take the
+  // newest per key (FINAL), and the progress row is written only after all of them.
+  const uint64_t ver = ++c.ver;
+  const std::string prefix = key.tsv_prefix(), suffix = '\t' + std::to_string(ver) + '\n';
+  st->reset();
+  st->bind(1, key.id);
+  std::string batch;
+  int64_t sent = 0;
+  size_t in_batch = 0;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    batch += prefix;
+    append_row(batch, *st, shape);
+    batch += suffix;
+    ++sent;
+    if (++in_batch == c.batch_rows) {
+      if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
+      batch.clear();
+      in_batch = 0;
+    }
+  }
+  if (rc != SQLITE_DONE) return read_error(c, t);
+  if (!batch.empty())
+    if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
+  if (auto r = commit_progress(c, key, t.name, sent, digest); !r) return r.error();
+  return sent;
+}
+
+// The source ids the store holds above the confirmed watermark: rows of a batch whose
+// progress row never arrived (the server died, the link broke, ship was killed). At most the
+// batches in flight then, so a bounded set.
+Result<std::unordered_set<int64_t>> unconfirmed_ids(ShipContext& c, const SessionKey& key, const TableSpec& t, int64_t wm) {
+  auto rows = c.ch.select("SELECT src_id FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
+                          " AND src_id > " + std::to_string(wm));
+  if (!rows) return rows.error();
+  std::unordered_set<int64_t> ids;
+  for (const auto& r : *rows)
+    if (!r.empty() && !r[0].empty()) ids.insert(std::atoll(r[0].c_str()));
+  return ids;
+}
+
+Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
+  const auto shape = shapes(t);
+  auto p = progress(c, key, t.name);
+  if (!p) return p.error();
+  int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
+  auto held = unconfirmed_ids(c, key, t, wm);
+  if (!held) return held.error();
+  int64_t held_max = wm;
+  for (int64_t id : *held) held_max = std::max(held_max, id);
+
+  auto st = prepare(c, t);
+  if (!st) return st.error();
+  const std::string prefix = key.tsv_prefix();
+  std::string batch;
+  int64_t sent = 0;
+  while (true) {
+    st->reset();
+    st->bind(1, key.id);
+    st->bind(2, wm);
+    st->bind(3, static_cast<int64_t>(c.batch_rows));
+    batch.clear();
+    int64_t last = wm;
+    size_t rows = 0;
+    int64_t to_send = 0;
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW) {
+      last = st->col_int(0);
+      ++rows;
+      // Up to held_max the store may already have the row: send only the ones it lacks.
+      if (last <= held_max && held->count(last)) continue;
+      batch += prefix;
+      append_row(batch, *st, shape);
+      batch += '\n';
+      ++to_send;
+    }
+    if (rc != SQLITE_DONE) return read_error(c, t);
+    if (rows == 0) break;
+    if (!batch.empty()) {
+      if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
+      sent += to_send;
+    }
+    if (auto r = commit_progress(c, key, t.name, last, ""); !r) return r.error();
+    wm = last;
+  }
+  return sent;
+}
+
+}  // namespace
+
+Result<int64_t> ship_table(ShipContext& c, const SessionKey& key, const TableSpec& spec) {
+  return spec.kind == TableKind::Append ? ship_append(c, key, spec) : ship_snapshot(c, key, spec);
+}
+
+}  // namespace causeway::fleet
