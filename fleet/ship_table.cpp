@@ -163,12 +163,12 @@ Result<int64_t> ship_snapshot(ShipContext& c, const SessionKey& key, const Table
   return sent;
 }
 
-// The source ids the store holds above the confirmed watermark: rows of a batch whose
-// progress row never arrived (the server died, the link broke, ship was killed). At most the
-// batches in flight then, so a bounded set.
-Result<std::unordered_set<int64_t>> unconfirmed_ids(ShipContext& c, const SessionKey& key, const TableSpec& t, int64_t wm) {
-  auto rows = c.ch.select("SELECT src_id FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
-                          " AND src_id > " + std::to_string(wm));
+// The source ids the store holds in [from, to]: rows of a batch whose progress row never
+// arrived (the server died after the insert, the link broke, ship was killed). Asked one
+// batch range at a time, so the answer is bounded by the batch size.
+Result<std::unordered_set<int64_t>> held_ids(ShipContext& c, const SessionKey& key, const TableSpec& t, int64_t from, int64_t to) {
+  auto rows = c.ch.select("SELECT src_id FROM " + c.ch.table(t.name) + " WHERE " + key.where() + " AND src_id BETWEEN " +
+                          std::to_string(from) + " AND " + std::to_string(to));
   if (!rows) return rows.error();
   std::unordered_set<int64_t> ids;
   for (const auto& r : *rows)
@@ -181,15 +181,19 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   auto p = progress(c, key, t.name);
   if (!p) return p.error();
   int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
-  auto held = unconfirmed_ids(c, key, t, wm);
-  if (!held) return held.error();
-  int64_t held_max = wm;
-  for (int64_t id : *held) held_max = std::max(held_max, id);
+  // The highest id the store holds above the watermark: up to there, rows may be there already.
+  auto top = c.ch.select("SELECT max(src_id), count() FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
+                         " AND src_id > " + std::to_string(wm));
+  if (!top) return top.error();
+  const int64_t held_max = !top->empty() && top->front().size() == 2 && std::atoll(top->front()[1].c_str()) > 0
+                               ? std::atoll(top->front()[0].c_str())
+                               : wm;
 
   auto st = prepare(c, t);
   if (!st) return st.error();
   const std::string prefix = key.tsv_prefix();
-  std::string batch;
+  std::string batch, kept;
+  std::vector<std::pair<int64_t, size_t>> starts;  // (source id, where its row starts in batch)
   int64_t sent = 0;
   while (true) {
     st->reset();
@@ -197,23 +201,33 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     st->bind(2, wm);
     st->bind(3, static_cast<int64_t>(c.batch_rows));
     batch.clear();
-    int64_t last = wm;
-    size_t rows = 0;
-    int64_t to_send = 0;
+    starts.clear();
     int rc;
     while ((rc = st->step()) == SQLITE_ROW) {
-      last = st->col_int(0);
-      ++rows;
-      // Up to held_max the store may already have the row: send only the ones it lacks.
-      if (last <= held_max && held->count(last)) continue;
+      starts.emplace_back(st->col_int(0), batch.size());
       batch += prefix;
       append_row(batch, *st, shape);
       batch += '\n';
-      ++to_send;
     }
     if (rc != SQLITE_DONE) return read_error(c, t);
-    if (rows == 0) break;
-    if (!batch.empty()) {
+    if (starts.empty()) break;
+    const int64_t first = starts.front().first, last = starts.back().first;
+    int64_t to_send = static_cast<int64_t>(starts.size());
+    if (first <= held_max) {
+      // Send only the rows the store lacks.
+      auto held = held_ids(c, key, t, first, last);
+      if (!held) return held.error();
+      kept.clear();
+      to_send = 0;
+      for (size_t i = 0; i < starts.size(); ++i) {
+        if (held->count(starts[i].first)) continue;
+        const size_t end = i + 1 < starts.size() ? starts[i + 1].second : batch.size();
+        kept.append(batch, starts[i].second, end - starts[i].second);
+        ++to_send;
+      }
+      batch.swap(kept);
+    }
+    if (to_send > 0) {
       if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
       sent += to_send;
     }
