@@ -32,7 +32,8 @@ Result<ShipSummary> ship_db(const Endpoint& endpoint, const std::string& db_path
   // Versions only grow: wall-clock ns at start, +1 per write.
   uint64_t ver = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  ShipContext c{ch, db->get(), std::max<size_t>(1, batch_rows), ver};
+  ClickHouse sender(endpoint);
+  ShipContext c{ch, sender, db->get(), std::max<size_t>(1, batch_rows), ver};
   ShipSummary out;
   for (const TableSpec& t : table_specs()) out.rows[t.name] = 0;
   for (const SessionKey& k : *keys) {

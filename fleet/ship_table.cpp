@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <future>
+#include <optional>
 #include <memory>
 #include <unordered_set>
 
@@ -195,6 +197,24 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   std::string batch, kept;
   std::vector<std::pair<int64_t, size_t>> starts;  // (source id, where its row starts in batch)
   int64_t sent = 0;
+  // One batch is inserted (on the sender connection) while the next is read and formatted:
+  // the trace DB and ClickHouse work at the same time. Its progress row is written only once
+  // the insert has returned, so a confirmed id is always a stored one.
+  struct InFlight {
+    std::future<Result<void>> insert;
+    int64_t last = 0, rows = 0;
+  };
+  std::optional<InFlight> in_flight;
+  auto confirm = [&]() -> Result<void> {
+    if (!in_flight) return {};
+    InFlight f = std::move(*in_flight);
+    in_flight.reset();
+    if (f.insert.valid())
+      if (auto r = f.insert.get(); !r) return r.error();
+    if (auto r = commit_progress(c, key, t.name, f.last, ""); !r) return r.error();
+    sent += f.rows;
+    return {};
+  };
   while (true) {
     st->reset();
     st->bind(1, key.id);
@@ -227,13 +247,17 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
       }
       batch.swap(kept);
     }
-    if (to_send > 0) {
-      if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
-      sent += to_send;
-    }
-    if (auto r = commit_progress(c, key, t.name, last, ""); !r) return r.error();
+    if (auto r = confirm(); !r) return r.error();
+    InFlight next{{}, last, to_send};
+    if (to_send > 0)
+      next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, rows = std::move(batch)] {
+        return sender.insert_tsv(table, rows);
+      });
+    batch = std::string();
+    in_flight = std::move(next);
     wm = last;
   }
+  if (auto r = confirm(); !r) return r.error();
   return sent;
 }
 

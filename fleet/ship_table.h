@@ -22,6 +22,7 @@ struct SessionKey {
 
 struct ShipContext {
   ClickHouse& ch;
+  ClickHouse& sender;   // a second connection: append batches go out on it while the next is read
   sqlite3* db;          // the trace DB, opened read-only
   size_t batch_rows;    // rows per INSERT: bounds memory (one batch of text at a time)
   uint64_t& ver;        // strictly increasing version for the replace engine and progress rows
