@@ -3,10 +3,12 @@
 # peak RSS of a first ship, the cost of a second one that finds nothing new, and how long
 # explain/stats --fleet take over what was shipped. Not part of the test run.
 #
-#   bench/ship_rate.sh [BUILD_DIR] [--events N | --db FILE] [--hosts H] [--keep]
+#   bench/ship_rate.sh [BUILD_DIR] [--events N | --db FILE] [--scenario S] [--hosts H] [--keep]
 #
 # Makes a demo DB of N call events (default 10,000,000; `causeway demo incident --events N`)
-# or copies FILE,
+# or copies FILE; --scenario nccl-straggler makes every host's copy a 4-rank job, so the
+# store's cross-host straggler query has collectives to group (timing only: the copies are
+# the same job under two host names),
 # and for --hosts 2 a copy under another host name (both shipped: a fleet of 2 x N events).
 # Needs clickhouse-server (Debian's, installed when missing), /usr/bin/time and sqlite3.
 set -euo pipefail
@@ -17,12 +19,14 @@ events=10000000
 hosts=1
 keep=0
 source_db=
+scenario=incident
 while [[ $# -gt 0 ]]; do
   case $1 in
     --events) events=$2; shift 2 ;;
     --hosts) hosts=$2; shift 2 ;;
     --keep) keep=1; shift ;;
     --db) source_db=$2; shift 2 ;;
+    --scenario) scenario=$2; shift 2 ;;
     *) echo "unknown flag $1" >&2; exit 2 ;;
   esac
 done
@@ -45,8 +49,8 @@ reader=(--user causeway_reader --password-file "$work/r.pw")
 if [[ -n $source_db ]]; then
   cp "$source_db" "$work/h1.db"
 else
-  echo "demo incident --events $events ..."
-  "$bin" demo incident --events "$events" --db "$work/h1.db" -q
+  echo "demo $scenario --events $events ..."
+  "$bin" demo "$scenario" --events "$events" --db "$work/h1.db" -q
 fi
 for h in $(seq 2 "$hosts"); do
   cp "$work/h1.db" "$work/h$h.db"
