@@ -19,8 +19,8 @@ namespace {
 constexpr int64_t kMinLateNs = 1'000'000;
 constexpr int64_t kMinLate = 3;
 
-// One row per (communicator, sequence, op) whose entries come from >= 2 hosts and whose last
-// rank entered >= 1 ms after the second-last: who that was, by how much, and every entry. `a1` is the communicator hash, `a4` the
+// One row per (communicator, sequence, op) whose entries come from >= 2 hosts: who entered
+// last, by how much after the second-last, and every entry. `a1` is the communicator hash, `a4` the
 // per-communicator sequence and `a2` the rank (docs/TRACEDB.md "Op argument layouts").
 std::string groups_sql(ClickHouse& ch, const FleetWindow& w) {
   return "SELECT a1 AS comm, a4 AS seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
@@ -28,8 +28,7 @@ std::string groups_sql(ClickHouse& ch, const FleetWindow& w) {
          "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(a3) AS nranks "
          "FROM " + ch.table("events") + " WHERE op_id IN (SELECT id FROM " + ch.table("ops") +
          " WHERE family = 'collective') AND a1 != 0 AND ts_ns BETWEEN " + std::to_string(w.from_ns) + " AND " +
-         std::to_string(w.to_ns) + " GROUP BY comm, seq, op_id HAVING count() >= 2 AND lateness >= " + std::to_string(kMinLateNs) +
-         " AND uniqExact(host) >= 2";
+         std::to_string(w.to_ns) + " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(host) != max(host)";
 }
 
 struct Candidate {
@@ -56,26 +55,24 @@ Result<std::map<HostPid, std::string>> comms(ClickHouse& ch, const std::string& 
 }  // namespace
 
 Result<nlohmann::json> cross_host_stragglers(ClickHouse& ch, const FleetWindow& w) {
-  // Every late group's entries, summed per (late rank, entrant): the row where the entrant is
-  // the late rank itself counts its late entries and their lateness; the others are what each
-  // waiting rank lost. One pass over the collectives.
+  // One pass: every group's entries, summed per (last rank, entrant). An entrant's rows added
+  // up are the collectives it entered (late_share's denominator); the row where the entrant is
+  // the last rank counts its late entries (>= 1 ms) and their lateness; the others' rows are
+  // what each waiting rank lost in those late groups.
+  const std::string late = "lateness >= " + std::to_string(kMinLateNs);
   auto rows = ch.select(
-      "SELECT comm, op_id, late_host, late_pid, late_rank, h, p, count(), sum(last_ts - t), quantileExact(0.5)(lateness), "
-      "quantileExact(0.99)(lateness), min(last_ts), max(last_ts), any(nranks) FROM (" + groups_sql(ch, w) +
-      ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p ORDER BY comm, op_id, late_host, late_pid, h, p");
+      "SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
+      "), quantileExactIf(0.5)(lateness, " + late + "), quantileExactIf(0.99)(lateness, " + late + "), minIf(last_ts, " + late +
+      "), maxIf(last_ts, " + late + "), any(nranks), count() FROM (" + groups_sql(ch, w) +
+      ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p");
   if (!rows) return rows.error();
-  // Collectives each rank entered: the denominator of late_share.
-  auto entered = ch.select("SELECT a1, host, pid, count() FROM " + ch.table("events") + " WHERE op_id IN (SELECT id FROM " +
-                           ch.table("ops") + " WHERE family = 'collective') AND a1 != 0 AND ts_ns BETWEEN " +
-                           std::to_string(w.from_ns) + " AND " + std::to_string(w.to_ns) + " GROUP BY a1, host, pid");
-  if (!entered) return entered.error();
   std::map<int64_t, std::map<HostPid, int64_t>> entries;
-  for (const auto& r : *entered)
-    if (r.size() >= 4) entries[to_i64(r[0])][{r[1], to_i64(r[2])}] = to_i64(r[3]);
+  for (const auto& r : *rows)
+    if (r.size() >= 15) entries[to_i64(r[0])][{r[5], to_i64(r[6])}] += to_i64(r[14]);
 
   std::map<std::tuple<int64_t, int64_t, std::string, int64_t>, Candidate> cands;
   for (const auto& r : *rows) {
-    if (r.size() < 14) continue;
+    if (r.size() < 15 || to_i64(r[7]) == 0) continue;  // no late group in it
     Candidate& c = cands[{to_i64(r[0]), to_i64(r[1]), r[2], to_i64(r[3])}];
     c.comm = to_i64(r[0]), c.op_id = to_i64(r[1]), c.host = r[2], c.pid = to_i64(r[3]), c.rank = to_i64(r[4]);
     if (r[5] == r[2] && to_i64(r[6]) == c.pid) {
