@@ -12,6 +12,8 @@
 #include "cli/json_out.h"
 #include "common/sanitize.h"
 #include "common/units.h"
+#include "fleet/fleet_explain.h"
+#include "fleet/fleet_options.h"
 #include "tracedb/open.h"
 #include "tracedb/stale_read.h"
 #include "tracedb/sqlite_handle.h"
@@ -30,6 +32,7 @@ struct ExplainArgs {
   bool tail = false;
   std::string op;
   double quantile = 0.99;
+  fleet::FleetFlags fleet;
 };
 
 using json = nlohmann::json;
@@ -115,6 +118,61 @@ int run_tail(const ExplainArgs& a) {
   return kExitOk;
 }
 
+// Root cause first: within a severity, the chain that lost the most wall time; then --limit.
+void rank_and_cut(json& doc, size_t limit) {
+  auto& chains = doc["chains"];
+  std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
+    int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
+    if (rx != ry) return rx > ry;
+    return x.value("impact", 0.0) > y.value("impact", 0.0);
+  });
+  if (chains.size() > limit) {
+    chains.erase(chains.begin() + static_cast<std::ptrdiff_t>(limit), chains.end());
+    doc["truncated"] = true;
+  }
+}
+
+// --fleet: every host's chains and the cross-host stragglers, from the ClickHouse store.
+int run_fleet(const ExplainArgs& a) {
+  if (a.tail) return report_error("explain", make_error("usage", "--tail reads one host's DB; it does not take --fleet"), a.json);
+  auto e = a.fleet.endpoint();
+  if (!e) return report_error("explain", e.error(), a.json);
+  fleet::FleetChainQuery q;
+  if (!a.since.empty()) {
+    auto d = parse_duration_ns(a.since);
+    if (!d) return report_error("explain", d.error(), a.json);
+    q.since_ns = *d;
+  }
+  q.pid = a.pid;
+  if (!a.severity.empty()) {
+    std::string s = a.severity;
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    q.min_severity = s;
+  }
+  fleet::ClickHouse ch(*e);
+  auto r = fleet::fleet_chains(ch, q);
+  if (!r) return report_error("explain", r.error(), a.json);
+  json& doc = *r;
+  rank_and_cut(doc, std::max<size_t>(1, a.limit));
+  if (a.json) {
+    print_json(doc);
+    return kExitOk;
+  }
+  std::ostringstream out;
+  const int64_t from = doc["window"].value("from_ns", int64_t{0}), to = doc["window"].value("to_ns", int64_t{0});
+  out << "Fleet store " << e->url << " (" << doc["hosts"].size() << " host session" << (doc["hosts"].size() == 1 ? "" : "s")
+      << "), " << format_utc(from) << " + " << format_duration_ns(to - from) << ": " << doc.value("total", size_t{0})
+      << " causal chain(s), most severe first.\n\n";
+  size_t n = 0;
+  for (const auto& c : doc["chains"]) {
+    out << "Host " << safe(c, "host", 128) << ":\n";
+    render_chain(out, ++n, c);
+    out << "\n";
+  }
+  std::cout << out.str();
+  return kExitOk;
+}
+
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<ExplainArgs>();
   add_db_option(app, a->db);
@@ -128,6 +186,7 @@ Runner setup(CLI::App& app) {
                "the tail of each op by cause instead of the chains: which causes explain its slowest calls (share of the "
                "tail's calls and time, the rest unexplained)");
   app.add_option("--op", a->op, "with --tail: only this op (exact name, e.g. cudaStreamSynchronize)");
+  fleet::add_fleet_flags(app, a->fleet, "--fleet", "read the ClickHouse fleet store at this URL (every shipped host) instead of --db");
   app.add_option("--quantile", a->quantile, "with --tail: where the tail starts (default 0.99 = p99; 0.999 = p99.9)")
       ->check(CLI::Range(0.5, 0.999999));
   app.footer(
@@ -142,6 +201,7 @@ Runner setup(CLI::App& app) {
       "  causeway explain --json --severity HIGH\n"
       "  causeway explain --tail --op cudaStreamSynchronize --quantile 0.999");
   return [a] {
+    if (!a->fleet.url.empty()) return run_fleet(*a);
     if (a->tail) return run_tail(*a);
     ChainQuery q;
     if (!a->since.empty()) {
@@ -165,17 +225,8 @@ Runner setup(CLI::App& app) {
     auto r = load_chains(db->get(), q);
     if (!r) return report_error("explain", r.error(), a->json);
     json& doc = *r;
-    // Root cause first: within a severity, the chain that lost the most wall time.
+    rank_and_cut(doc, limit);
     auto& chains = doc["chains"];
-    std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
-      int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
-      if (rx != ry) return rx > ry;
-      return x.value("impact", 0.0) > y.value("impact", 0.0);
-    });
-    if (chains.size() > limit) {
-      chains.erase(chains.begin() + static_cast<std::ptrdiff_t>(limit), chains.end());
-      doc["truncated"] = true;
-    }
     if (a->json) {
       if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;
       note_stale_read(doc, db->get());

@@ -1,6 +1,9 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/json_out.h"
+#include "fleet/fleet_options.h"
+#include "fleet/fleet_requests.h"
 #include "common/units.h"
 #include "requests/latency.h"
 #include "tracedb/open.h"
@@ -18,7 +21,20 @@ struct RequestsArgs {
   double quantile = 0.99;
   size_t slowest = 10;
   bool json = false;
+  fleet::FleetFlags fleet;
 };
+
+// --fleet: every shipped host's requests from the ClickHouse store (by[].host, slowest[].host).
+int run_fleet(const RequestsArgs& a, const requests::RequestQuery& q) {
+  auto e = a.fleet.endpoint();
+  if (!e) return report_error("requests", e.error(), a.json);
+  fleet::ClickHouse ch(*e);
+  auto r = fleet::fleet_requests(ch, q);
+  if (!r) return report_error("requests", r.error(), a.json);
+  if (a.json) print_json(std::move(*r));
+  else std::cout << fleet::fleet_requests_text(*r);
+  return kExitOk;
+}
 
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<RequestsArgs>();
@@ -31,6 +47,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--quantile", a->quantile, "where the tail starts (default 0.99)");
   app.add_option("--slowest", a->slowest, "list the N slowest requests by --metric (default 10)");
   app.add_flag("--json", a->json, "one JSON document on stdout (docs/INTERFACES.md \"Inference requests\")");
+  fleet::add_fleet_flags(app, a->fleet, "--fleet", "read the ClickHouse fleet store at this URL (every shipped host) instead of --db");
   app.footer(
       "HTTP requests the trace saw on serving processes' sockets: TTFT (request end to the first SSE data: event),\n"
       "inter-token gaps (ITL) and end-to-end latency, per server, path and tenant, and the slowest requests.\n\n"
@@ -53,6 +70,7 @@ Runner setup(CLI::App& app) {
     if (!a->tenant.empty()) q.tenant = a->tenant;
     q.quantile = a->quantile;
     q.slowest = a->slowest;
+    if (!a->fleet.url.empty()) return run_fleet(*a, q);
     auto db = open_read_only(a->db);
     if (!db) return report_error("requests", db.error(), a->json);
     auto r = requests::request_latency_json(db->get(), q);

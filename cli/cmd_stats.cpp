@@ -4,6 +4,8 @@
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "common/units.h"
+#include "fleet/fleet_options.h"
+#include "fleet/fleet_stats.h"
 #include "tracedb/open.h"
 #include "tracedb/stale_read.h"
 
@@ -19,7 +21,21 @@ struct StatsArgs {
   std::optional<int64_t> session;
   size_t top = 0;
   bool json = false;
+  fleet::FleetFlags fleet;
 };
+
+// --fleet: every shipped host's ops from the ClickHouse store (ops[].host).
+int run_fleet(const StatsArgs& a, const StatsQuery& q) {
+  if (a.session) return report_error("stats", make_error("usage", "--session names a local session; it does not take --fleet"), a.json);
+  auto e = a.fleet.endpoint();
+  if (!e) return report_error("stats", e.error(), a.json);
+  fleet::ClickHouse ch(*e);
+  auto r = fleet::fleet_stats(ch, q);
+  if (!r) return report_error("stats", r.error(), a.json);
+  if (a.json) print_json(fleet::fleet_stats_json(*r));
+  else std::cout << fleet::fleet_stats_text(*r);
+  return kExitOk;
+}
 
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<StatsArgs>();
@@ -31,6 +47,7 @@ Runner setup(CLI::App& app) {
   app.add_option("--session", a->session, "session id (default: the latest)");
   app.add_option("--top", a->top, "only the N ops with the most total time");
   app.add_flag("--json", a->json, "one JSON document on stdout");
+  fleet::add_fleet_flags(app, a->fleet, "--fleet", "read the ClickHouse fleet store at this URL (every shipped host) instead of --db");
   app.footer(
       "Percentiles are over every call in the window (rollups + raw edges, within 1%).\n\n"
       "Examples:\n"
@@ -49,6 +66,7 @@ Runner setup(CLI::App& app) {
     if (!a->op.empty()) q.op = a->op;
     q.session_id = a->session;
     q.top_n = a->top;
+    if (!a->fleet.url.empty()) return run_fleet(*a, q);
     auto db = open_read_only(a->db);
     if (!db) return report_error("stats", db.error(), a->json);
     auto r = compute_stats(db->get(), q);

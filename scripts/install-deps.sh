@@ -11,8 +11,10 @@ if [[ ${1:-} == --tests ]]; then
   # CPython for the live Python tests, nftables for packet loss in a network namespace,
   # aiohttp for the streaming inference server of the live request tests; Chromium to load
   # `causeway report` pages headless (tests/e2e/report_browser.py); Prometheus scraping two
-  # tracers (tests/bpf/test_prometheus_fleet.cpp).
-  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp nftables chromium prometheus)
+  # tracers (tests/bpf/test_prometheus_fleet.cpp); ClickHouse as the fleet store
+  # (tests/e2e fleet tests, a private server: scripts/clickhouse_private.sh).
+  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp nftables chromium prometheus
+             clickhouse-server)
   # A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi

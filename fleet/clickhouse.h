@@ -1,0 +1,45 @@
+// A ClickHouse HTTP client for the fleet store (cpp-httplib underneath, seen by no other file).
+// Statements go in the POST body, rows to insert as TabSeparated with the INSERT in the URL;
+// credentials go in the X-ClickHouse-User / X-ClickHouse-Key headers, which ClickHouse 18.16
+// (Debian's) already accepts. No settings are ever sent with a query: a reader's profile may
+// be readonly=1, where ClickHouse refuses any (docs/FLEET.md).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "fleet/endpoint.h"
+
+namespace causeway::fleet {
+
+class ClickHouse {
+ public:
+  explicit ClickHouse(Endpoint e);
+  ~ClickHouse();
+  ClickHouse(const ClickHouse&) = delete;
+  ClickHouse& operator=(const ClickHouse&) = delete;
+
+  // Runs one statement; returns the response body. Errors: "fleet_unreachable" (no
+  // connection, or it broke: the server died, the network was cut), "fleet_auth" (wrong user
+  // or password), "fleet_refused" (ClickHouse answered with an error: its message).
+  Result<std::string> execute(const std::string& sql);
+
+  // INSERT INTO <table> FORMAT TabSeparated with `tsv` as the rows.
+  Result<void> insert_tsv(const std::string& table, const std::string& tsv);
+
+  // A SELECT read as TabSeparated rows of unescaped fields.
+  Result<std::vector<std::vector<std::string>>> select(const std::string& sql);
+
+  const Endpoint& endpoint() const { return e_; }
+  std::string table(const std::string& name) const { return e_.database + "." + name; }
+
+ private:
+  Result<std::string> post(const std::string& query_param, const std::string& body);
+  struct Impl;
+  Endpoint e_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace causeway::fleet

@@ -1,0 +1,52 @@
+#include "fleet/endpoint.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace causeway::fleet {
+
+bool valid_identifier(const std::string& s) {
+  if (s.empty() || s.size() > 64) return false;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+    if (!alpha && !(i > 0 && c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  const char* ws = " \t\r\n";
+  size_t b = s.find_first_not_of(ws);
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+}  // namespace
+
+Result<Endpoint> make_endpoint(std::string url, std::string database, std::string user, const std::string& password_file,
+                               std::string ca_file) {
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    return make_error("usage", "the fleet URL must be ClickHouse's HTTP interface, http://HOST:8123 or https://HOST:8443 (got '" +
+                                   url + "')");
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  if (url.find('/', url.find("//") + 2) != std::string::npos || url.find('?') != std::string::npos ||
+      url.find('@') != std::string::npos)
+    return make_error("usage", "the fleet URL is scheme://host:port only (no path, query or user@; use --user and "
+                               "--password-file): '" + url + "'");
+  if (!valid_identifier(database)) return make_error("usage", "--database must be a plain name ([A-Za-z_][A-Za-z0-9_]*)");
+  if (!valid_identifier(user)) return make_error("usage", "--user must be a plain name ([A-Za-z_][A-Za-z0-9_]*)");
+  Endpoint e{std::move(url), std::move(database), std::move(user), "", std::move(ca_file)};
+  if (!password_file.empty()) {
+    std::ifstream in(password_file);
+    if (!in) return make_error("fleet_password", "cannot read the password file " + password_file);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    e.password = trim(ss.str());
+  }
+  return e;
+}
+
+}  // namespace causeway::fleet

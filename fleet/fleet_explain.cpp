@@ -1,0 +1,77 @@
+#include "fleet/fleet_explain.h"
+
+#include "common/sanitize.h"
+#include "common/untrusted_json.h"
+#include "fleet/fleet_query.h"
+#include "fleet/fleet_schema.h"
+#include "fleet/fleet_straggler.h"
+#include "fleet/tsv.h"
+
+namespace causeway::fleet {
+
+namespace {
+
+int severity_rank(const std::string& s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : s == "LOW" ? 1 : 0; }
+
+bool involves(const nlohmann::json& c, uint32_t pid) {
+  auto is = [pid](const nlohmann::json& o) { return o.is_object() && o.contains("pid") && o["pid"].is_number() && o["pid"] == pid; };
+  if (is(c) || (c.contains("culprit") && is(c["culprit"]))) return true;
+  if (c.contains("victims") && c["victims"].is_array())
+    for (const auto& v : c["victims"])
+      if (is(v)) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<nlohmann::json> fleet_hosts(ClickHouse& ch) {
+  auto rows = ch.select("SELECT host, boot_id, session_id, session_start, system FROM " + ch.table("sessions") +
+                        " FINAL ORDER BY host, session_start");
+  if (!rows) return rows.error();
+  nlohmann::json hosts = nlohmann::json::array();
+  for (const auto& r : *rows) {
+    if (r.size() < 5) continue;
+    nlohmann::json h = {{"host", sanitize_untrusted(r[0], 128)}, {"boot_id", sanitize_untrusted(r[1], 64)},
+                        {"session_id", to_i64(r[2])}, {"session_start_ns", to_i64(r[3])}};
+    // The system document came from the host: parsed with the untrusted-JSON limits.
+    if (auto sys = parse_untrusted_json(r[4]); sys && sys->is_object()) h["system"] = *sys;
+    hosts.push_back(std::move(h));
+  }
+  return hosts;
+}
+
+Result<nlohmann::json> fleet_chains(ClickHouse& ch, const FleetChainQuery& q) {
+  if (auto r = check_fleet_schema(ch); !r) return r.error();
+  auto w = fleet_window(ch, q.since_ns);
+  if (!w) return w.error();
+  auto rows = ch.select("SELECT host, doc FROM " + ch.table("chains") + " FINAL WHERE to_ns >= " + std::to_string(w->from_ns) +
+                        " ORDER BY host, id");
+  if (!rows) return rows.error();
+  nlohmann::json chains = nlohmann::json::array();
+  for (const auto& r : *rows) {
+    if (r.size() < 2) continue;
+    auto doc = parse_untrusted_json(r[1]);
+    if (!doc || !doc->is_object()) continue;
+    const std::string host = sanitize_untrusted(r[0], 128);
+    (*doc)["host"] = host;
+    if (doc->contains("culprit") && (*doc)["culprit"].is_object() && !(*doc)["culprit"].contains("host"))
+      (*doc)["culprit"]["host"] = host;
+    chains.push_back(std::move(*doc));
+  }
+  auto stragglers = cross_host_stragglers(ch, *w);
+  if (!stragglers) return stragglers.error();
+  for (auto& s : *stragglers) chains.push_back(std::move(s));
+
+  nlohmann::json kept = nlohmann::json::array();
+  for (auto& c : chains) {
+    if (q.min_severity && severity_rank(c.value("severity", "")) < severity_rank(*q.min_severity)) continue;
+    if (q.pid && !involves(c, *q.pid)) continue;
+    kept.push_back(std::move(c));
+  }
+  auto hosts = fleet_hosts(ch);
+  if (!hosts) return hosts.error();
+  return nlohmann::json{{"chains", kept}, {"total", kept.size()}, {"window", {{"from_ns", w->from_ns}, {"to_ns", w->to_ns}}},
+                        {"hosts", *hosts}};
+}
+
+}  // namespace causeway::fleet

@@ -1,0 +1,82 @@
+#include "fleet/fleet_schema.h"
+
+#include "fleet/tables.h"
+
+namespace causeway::fleet {
+
+namespace {
+
+// Append tables are partitioned by UTC day: a fleet query is a time window, and a day holds
+// every host's rows of it, so windows prune whole partitions without one partition per host
+// (ClickHouse wants partitions in the hundreds, not hosts x days). Inside, rows sort by the
+// host key then time: one session's rows are contiguous (what ship's resume check reads) and a
+// window inside it is a range. The sort key identifies a row, so the replace engine folds a
+// copy sent twice into one — a second guard behind ship's watermarks.
+std::string create_statement(const ClickHouse& ch, const TableSpec& t) {
+  std::string sql = "CREATE TABLE IF NOT EXISTS " + ch.table(t.name) + " (" + kHostKeyColumns;
+  for (const Column& c : t.columns) sql += ", " + c.name + " " + c.type;
+  if (t.kind == TableKind::Snapshot) sql += ", ver UInt64";
+  sql += ") ENGINE = ReplacingMergeTree(";
+  sql += t.kind == TableKind::Snapshot ? "ver" : "";
+  sql += ")";
+  if (!t.time_column.empty()) sql += " PARTITION BY toYYYYMMDD(toDateTime(intDiv(" + t.time_column + ", 1000000000), 'UTC'))";
+  sql += " ORDER BY (" + std::string(kHostKeyNames) + (t.order_by.empty() ? "" : ", " + t.order_by) + ")";
+  return sql;
+}
+
+Result<int> stored_version(ClickHouse& ch) {
+  auto rows = ch.select("SELECT max(version) FROM " + ch.table("schema_version"));
+  if (!rows) return rows.error();
+  if (rows->empty() || rows->front().empty()) return 0;
+  return std::atoi(rows->front()[0].c_str());
+}
+
+Error too_new(int v) {
+  return make_error("fleet_too_new", "the fleet store was laid out by a newer causeway (fleet schema " + std::to_string(v) +
+                                         ", this one knows " + std::to_string(kFleetSchemaVersion) +
+                                         "): upgrade causeway; nothing was written");
+}
+
+}  // namespace
+
+Result<void> ensure_fleet_schema(ClickHouse& ch) {
+  const std::string db = ch.endpoint().database;
+  if (auto r = ch.execute("CREATE DATABASE IF NOT EXISTS " + db); !r) return r.error();
+  if (auto r = ch.execute("CREATE TABLE IF NOT EXISTS " + ch.table("schema_version") +
+                          " (version UInt32, tool_version String, created_ns Int64) ENGINE = MergeTree ORDER BY version");
+      !r)
+    return r.error();
+  auto v = stored_version(ch);
+  if (!v) return v.error();
+  if (*v > kFleetSchemaVersion) return too_new(*v);
+  for (const TableSpec& t : table_specs())
+    if (auto r = ch.execute(create_statement(ch, t)); !r) return r.error();
+  // Where each (session, table) stands: the last rowid confirmed (append tables) or the digest
+  // of the rows last sent (snapshot tables); the newest `ver` is the one that counts.
+  if (auto r = ch.execute("CREATE TABLE IF NOT EXISTS " + ch.table("ship_progress") + " (" + kHostKeyColumns +
+                          ", tbl String, upto Int64, digest String, ver UInt64) ENGINE = ReplacingMergeTree(ver) ORDER BY (" +
+                          kHostKeyNames + ", tbl)");
+      !r)
+    return r.error();
+  if (*v < kFleetSchemaVersion) {
+    auto r = ch.execute("INSERT INTO " + ch.table("schema_version") + " VALUES (" + std::to_string(kFleetSchemaVersion) +
+                        ", '" CAUSEWAY_VERSION "', toInt64(now()) * 1000000000)");
+    if (!r) return r.error();
+  }
+  return {};
+}
+
+Result<void> check_fleet_schema(ClickHouse& ch) {
+  auto v = stored_version(ch);
+  if (!v) {
+    if (v.error().message.find("doesn't exist") != std::string::npos)
+      return make_error("fleet_empty", "no fleet store in database '" + ch.endpoint().database + "' at " + ch.endpoint().url +
+                                           ": run `causeway ship --to " + ch.endpoint().url + "` on the hosts first");
+    return v.error();
+  }
+  if (*v > kFleetSchemaVersion) return too_new(*v);
+  if (*v == 0) return make_error("fleet_empty", "the fleet store at " + ch.endpoint().url + " holds no shipped session yet");
+  return {};
+}
+
+}  // namespace causeway::fleet

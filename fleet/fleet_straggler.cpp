@@ -1,0 +1,172 @@
+#include "fleet/fleet_straggler.h"
+
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "analysis/chain_view.h"
+#include "common/sanitize.h"
+#include "common/units.h"
+#include "fleet/tsv.h"
+
+namespace causeway::fleet {
+
+namespace {
+
+// The local rule (analysis/causes/nccl_straggler.cpp): last by >= 1 ms, at least 3 times, in
+// at least max(40 %, 1.5 / ranks) of the collectives the rank entered.
+constexpr int64_t kMinLateNs = 1'000'000;
+constexpr int64_t kMinLate = 3;
+
+// One row per (communicator, sequence, op) whose entries come from >= 2 hosts: who entered
+// last, by how much after the second-last, and every entry. `a1` is the communicator hash, `a4` the
+// per-communicator sequence and `a2` the rank (docs/TRACEDB.md "Op argument layouts").
+std::string groups_sql(ClickHouse& ch, const FleetWindow& w) {
+  return "SELECT a1 AS comm, a4 AS seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
+         "argMax(a2, ts_ns) AS late_rank, arrayReverseSort(groupArray(ts_ns)) AS sorted, sorted[1] - sorted[2] AS lateness, "
+         "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(a3) AS nranks "
+         "FROM " + ch.table("events") + " WHERE op_id IN (SELECT id FROM " + ch.table("ops") +
+         " WHERE family = 'collective') AND a1 != 0 AND ts_ns BETWEEN " + std::to_string(w.from_ns) + " AND " +
+         std::to_string(w.to_ns) + " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(host) != max(host)";
+}
+
+struct Candidate {
+  int64_t comm = 0, op_id = 0, pid = 0, rank = 0, late = 0, entered = 0, first_ns = 0, last_ns = 0, nranks = 0;
+  std::string host;  // as stored (the key of lookups); sanitized when written out
+  double p50_ns = 0, p99_ns = 0;
+  std::vector<std::tuple<std::string, int64_t, int64_t>> victims;  // host, pid, wait ns
+};
+
+using HostPid = std::pair<std::string, int64_t>;
+
+// One query for every name needed: (host, pid) → comm, op id → name.
+Result<std::map<HostPid, std::string>> comms(ClickHouse& ch, const std::string& pairs) {
+  std::map<HostPid, std::string> out;
+  if (pairs.empty()) return out;
+  auto r = ch.select("SELECT host, pid, any(comm) FROM " + ch.table("processes") + " FINAL WHERE (host, pid) IN (" + pairs +
+                     ") GROUP BY host, pid");
+  if (!r) return r.error();
+  for (const auto& row : *r)
+    if (row.size() >= 3) out[{row[0], to_i64(row[1])}] = sanitize_untrusted(row[2], 64);
+  return out;
+}
+
+}  // namespace
+
+Result<nlohmann::json> cross_host_stragglers(ClickHouse& ch, const FleetWindow& w) {
+  // One pass: every group's entries, summed per (last rank, entrant). An entrant's rows added
+  // up are the collectives it entered (late_share's denominator); the row where the entrant is
+  // the last rank counts its late entries (>= 1 ms) and their lateness; the others' rows are
+  // what each waiting rank lost in those late groups.
+  const std::string late = "lateness >= " + std::to_string(kMinLateNs);
+  auto rows = ch.select(
+      "SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
+      "), quantileExactIf(0.5)(lateness, " + late + "), quantileExactIf(0.99)(lateness, " + late + "), minIf(last_ts, " + late +
+      "), maxIf(last_ts, " + late + "), any(nranks), count() FROM (" + groups_sql(ch, w) +
+      ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p");
+  if (!rows) return rows.error();
+  std::map<int64_t, std::map<HostPid, int64_t>> entries;
+  for (const auto& r : *rows)
+    if (r.size() >= 15) entries[to_i64(r[0])][{r[5], to_i64(r[6])}] += to_i64(r[14]);
+
+  std::map<std::tuple<int64_t, int64_t, std::string, int64_t>, Candidate> cands;
+  for (const auto& r : *rows) {
+    if (r.size() < 15 || to_i64(r[7]) == 0) continue;  // no late group in it
+    Candidate& c = cands[{to_i64(r[0]), to_i64(r[1]), r[2], to_i64(r[3])}];
+    c.comm = to_i64(r[0]), c.op_id = to_i64(r[1]), c.host = r[2], c.pid = to_i64(r[3]), c.rank = to_i64(r[4]);
+    if (r[5] == r[2] && to_i64(r[6]) == c.pid) {
+      c.late = to_i64(r[7]);
+      c.p50_ns = to_f64(r[9]), c.p99_ns = to_f64(r[10]);
+      c.first_ns = to_i64(r[11]), c.last_ns = to_i64(r[12]), c.nranks = to_i64(r[13]);
+    } else {
+      c.victims.emplace_back(r[5], to_i64(r[6]), to_i64(r[8]));
+    }
+  }
+  std::string pairs, op_ids;
+  std::vector<Candidate*> kept;
+  for (auto& [k, c] : cands) {
+    const auto& members = entries[c.comm];
+    auto me = members.find({c.host, c.pid});
+    c.entered = me == members.end() ? 0 : me->second;
+    if (c.late < kMinLate || c.entered == 0 || members.size() < 2) continue;
+    const double late_share = static_cast<double>(c.late) / static_cast<double>(c.entered);
+    if (late_share < std::max(0.4, 1.5 / static_cast<double>(members.size()))) continue;
+    kept.push_back(&c);
+    pairs += (pairs.empty() ? "(" : ", (") + sql_quote(c.host) + ", " + std::to_string(c.pid) + ")";
+    for (const auto& [h, p, wns] : c.victims) pairs += ", (" + sql_quote(h) + ", " + std::to_string(p) + ")";
+    op_ids += (op_ids.empty() ? "" : ", ") + std::to_string(c.op_id);
+  }
+  auto names = comms(ch, pairs);
+  if (!names) return names.error();
+  std::map<int64_t, std::string> ops;
+  if (!op_ids.empty()) {
+    auto r = ch.select("SELECT id, any(name) FROM " + ch.table("ops") + " WHERE id IN (" + op_ids + ") GROUP BY id");
+    if (!r) return r.error();
+    for (const auto& row : *r)
+      if (row.size() >= 2) ops[to_i64(row[0])] = sanitize_untrusted(row[1], 80);
+  }
+
+  nlohmann::json chains = nlohmann::json::array();
+  const int64_t window_ns = std::max<int64_t>(1, w.to_ns - w.from_ns);
+  for (const Candidate* cp : kept) {
+    const Candidate& c = *cp;
+    const double late_share = static_cast<double>(c.late) / static_cast<double>(c.entered);
+    const std::string host = sanitize_untrusted(c.host, 128);
+    const std::string op = ops.count(c.op_id) ? ops[c.op_id] : "op " + std::to_string(c.op_id);
+    const size_t members = entries[c.comm].size();
+    nlohmann::json victims = nlohmann::json::array();
+    int64_t wait_total = 0, top_wait = -1, top_pid = 0;
+    std::string victim_hosts;
+    for (const auto& [vh, pid, wns] : c.victims) {
+      const std::string vhost = sanitize_untrusted(vh, 128);
+      victims.push_back({{"pid", pid}, {"comm", (*names)[{vh, pid}]}, {"host", vhost}, {"wait_us", wns / 1000}});
+      wait_total += wns;
+      if (wns > top_wait) top_wait = wns, top_pid = pid;
+      if (victim_hosts.find(vhost) == std::string::npos) victim_hosts += (victim_hosts.empty() ? "" : ", ") + vhost;
+    }
+    const int64_t lost_ns = wait_total / std::max<int64_t>(1, static_cast<int64_t>(victims.size()));
+    const double impact = static_cast<double>(lost_ns) / static_cast<double>(window_ns);
+    const std::string rank = "rank " + std::to_string(c.rank) + " (pid " + std::to_string(c.pid) + " on host " + host + ")";
+    nlohmann::json d;
+    d["id"] = "fleet-nccl_straggler-" + host + "-" + std::to_string(c.pid) + "-comm" + hex(c.comm);
+    d["cause"] = "nccl_straggler";
+    d["host"] = host;  // the late rank's
+    d["severity"] = severity_for(impact);
+    d["op"] = op;
+    d["pid"] = top_pid;
+    d["calls"] = c.late;
+    d["p50_us"] = std::round(c.p50_ns / 100.0) / 10.0;
+    d["p99_us"] = std::round(c.p99_ns / 100.0) / 10.0;
+    d["slow_share"] = std::round(late_share * 1000) / 1000;
+    d["impact"] = std::round(impact * 1000) / 1000;
+    d["lost_us"] = lost_ns / 1000;
+    d["where"] = "in_call";
+    d["window"] = {{"from_ns", c.first_ns}, {"to_ns", c.last_ns}};
+    d["culprit"] = {{"host", host}, {"pid", c.pid}, {"comm", (*names)[{c.host, c.pid}]}, {"rank", c.rank},
+                    {"late_share", std::round(late_share * 1000) / 1000}};
+    d["victims"] = victims;
+    d["stack"] = nlohmann::json::array();
+    d["timeline"] = nlohmann::json::array();
+    d["summary"] = rank + " entered " + op + " last in " + pct(late_share) + " of " + with_commas(c.entered) +
+                   " collectives, " + format_duration_ns(static_cast<int64_t>(c.p50_ns)) +
+                   " after the others (median); ranks on " + victim_hosts + " waited " + format_duration_ns(wait_total) +
+                   " in total";
+    d["evidence"] = {"communicator " + hex(c.comm) + ", " + std::to_string(members) + " ranks on several hosts (nranks " +
+                         std::to_string(c.nranks) + "); collectives matched by (comm, seq) across hosts in the fleet store",
+                     rank + " was last by >= 1 ms in " + with_commas(c.late) + " of " + with_commas(c.entered) +
+                         " collectives; lateness p50 " + format_duration_ns(static_cast<int64_t>(c.p50_ns)) + ", p99 " +
+                         format_duration_ns(static_cast<int64_t>(c.p99_ns)),
+                     format_duration_ns(lost_ns) + " lost per waiting rank, " + pct(impact) + " of the " +
+                         format_duration_ns(window_ns) + " analyzed",
+                     "host clocks are assumed in sync (skew 0): a lateness below the hosts' sync error is not evidence "
+                     "(docs/FLEET.md \"Clocks\")"};
+    d["recommendation"] = "All ranks run at the pace of the slowest: look at " + rank +
+                          " on its own host (causeway explain there names what delayed it) so it enters collectives with "
+                          "the others.";
+    chains.push_back(std::move(d));
+  }
+  return chains;
+}
+
+}  // namespace causeway::fleet

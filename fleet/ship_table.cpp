@@ -1,0 +1,270 @@
+#include "fleet/ship_table.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <charconv>
+#include <future>
+#include <optional>
+#include <memory>
+#include <unordered_set>
+
+#include "fleet/tsv.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::fleet {
+
+std::string SessionKey::tsv_prefix() const {
+  std::string s;
+  tsv_escape_append(s, host);
+  s += '\t';
+  tsv_escape_append(s, boot_id);
+  s += '\t' + std::to_string(start) + '\t' + std::to_string(id) + '\t';
+  return s;
+}
+
+std::string SessionKey::where() const {
+  return "host = " + sql_quote(host) + " AND boot_id = " + sql_quote(boot_id) + " AND session_start = " + std::to_string(start) +
+         " AND session_id = " + std::to_string(id);
+}
+
+namespace {
+
+enum class ValueKind { Int, Float, Text };
+
+struct ColumnShape {
+  ValueKind kind;
+  bool nullable;
+};
+
+std::vector<ColumnShape> shapes(const TableSpec& t) {
+  std::vector<ColumnShape> out;
+  for (const Column& c : t.columns) {
+    ValueKind k = c.type.find("Int") != std::string::npos     ? ValueKind::Int
+                  : c.type.find("Float") != std::string::npos ? ValueKind::Float
+                                                              : ValueKind::Text;
+    out.push_back({k, c.type.rfind("Nullable(", 0) == 0});
+  }
+  return out;
+}
+
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+// One row as TabSeparated, typed by the ClickHouse column: the trace DB is SQLite (any value
+// in any column), so an integer column always gets an integer, NULL only where it may.
+void append_row(std::string& out, const Statement& st, const std::vector<ColumnShape>& shape) {
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += '\t';
+    int col = static_cast<int>(i);
+    if (st.col_null(col)) {
+      if (shape[i].nullable) out += "\\N";
+      else if (shape[i].kind != ValueKind::Text) out += '0';
+      continue;
+    }
+    switch (shape[i].kind) {
+      case ValueKind::Int: append_int(out, st.col_int(col)); break;
+      case ValueKind::Float: {
+        char buf[32];
+        auto [end, ec] = std::to_chars(buf, buf + sizeof buf, st.col_double(col));
+        out.append(buf, end);
+        break;
+      }
+      case ValueKind::Text: tsv_escape_append(out, st.col_blob(col)); break;
+    }
+  }
+}
+
+Result<void> commit_progress(ShipContext& c, const SessionKey& key, const std::string& table, int64_t upto,
+                             const std::string& digest) {
+  std::string row = key.tsv_prefix();
+  tsv_escape_append(row, table);
+  row += '\t' + std::to_string(upto) + '\t' + digest + '\t' + std::to_string(++c.ver) + '\n';
+  return c.ch.insert_tsv("ship_progress", row);
+}
+
+Result<std::vector<std::vector<std::string>>> progress(ShipContext& c, const SessionKey& key, const std::string& table) {
+  return c.ch.select("SELECT argMax(upto, ver), argMax(digest, ver) FROM " + c.ch.table("ship_progress") + " WHERE " +
+                     key.where() + " AND tbl = " + sql_quote(table) + " HAVING count() > 0");
+}
+
+Result<Statement> prepare(ShipContext& c, const TableSpec& t) {
+  auto st = Statement::prepare(c.db, t.sqlite_select);
+  if (!st) return make_error("db_read", "cannot read " + t.name + " from the trace DB: " + st.error().message);
+  return st;
+}
+
+Error read_error(ShipContext& c, const TableSpec& t) {
+  return make_error("db_read", "reading " + t.name + " from the trace DB failed: " + std::string(sqlite3_errmsg(c.db)));
+}
+
+// Snapshot tables: the digest of the rows as they would be sent; unchanged → nothing to do.
+Result<int64_t> ship_snapshot(ShipContext& c, const SessionKey& key, const TableSpec& t) {
+  const auto shape = shapes(t);
+  // One read transaction: the digest and the rows sent are the same rows even while a live
+  // writer adds to the DB.
+  struct ReadTxn {
+    sqlite3* db;
+    ~ReadTxn() { sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr); }
+  } txn{c.db};
+  sqlite3_exec(c.db, "BEGIN", nullptr, nullptr, nullptr);
+  auto st = prepare(c, t);
+  if (!st) return st.error();
+  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> md(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+  EVP_DigestInit_ex(md.get(), EVP_sha256(), nullptr);
+  st->bind(1, key.id);
+  std::string row;
+  int rc;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    row.clear();
+    append_row(row, *st, shape);
+    row += '\n';
+    EVP_DigestUpdate(md.get(), row.data(), row.size());
+  }
+  if (rc != SQLITE_DONE) return read_error(c, t);
+  unsigned char d[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(md.get(), d, &n);
+  std::string digest;
+  for (unsigned i = 0; i < n; ++i) {
+    char h[3];
+    std::snprintf(h, sizeof h, "%02x", d[i]);
+    digest += h;
+  }
+  auto p = progress(c, key, t.name);
+  if (!p) return p.error();
+  if (!p->empty() && p->front().size() == 2 && p->front()[1] == digest) return int64_t{0};
+
+  // Changed (or never sent): every row again under one newer version; readers take the
+  // newest per key (FINAL), and the progress row is written only after all of them.
+  const uint64_t ver = ++c.ver;
+  const std::string prefix = key.tsv_prefix(), suffix = '\t' + std::to_string(ver) + '\n';
+  st->reset();
+  st->bind(1, key.id);
+  std::string batch;
+  int64_t sent = 0;
+  size_t in_batch = 0;
+  while ((rc = st->step()) == SQLITE_ROW) {
+    batch += prefix;
+    append_row(batch, *st, shape);
+    batch += suffix;
+    ++sent;
+    if (++in_batch == c.batch_rows) {
+      if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
+      batch.clear();
+      in_batch = 0;
+    }
+  }
+  if (rc != SQLITE_DONE) return read_error(c, t);
+  if (!batch.empty())
+    if (auto r = c.ch.insert_tsv(t.name, batch); !r) return r.error();
+  if (auto r = commit_progress(c, key, t.name, sent, digest); !r) return r.error();
+  return sent;
+}
+
+// The source ids the store holds in [from, to]: rows of a batch whose progress row never
+// arrived (the server died after the insert, the link broke, ship was killed). Asked one
+// batch range at a time, so the answer is bounded by the batch size.
+Result<std::unordered_set<int64_t>> held_ids(ShipContext& c, const SessionKey& key, const TableSpec& t, int64_t from, int64_t to) {
+  auto rows = c.ch.select("SELECT src_id FROM " + c.ch.table(t.name) + " WHERE " + key.where() + " AND src_id BETWEEN " +
+                          std::to_string(from) + " AND " + std::to_string(to));
+  if (!rows) return rows.error();
+  std::unordered_set<int64_t> ids;
+  for (const auto& r : *rows)
+    if (!r.empty() && !r[0].empty()) ids.insert(std::atoll(r[0].c_str()));
+  return ids;
+}
+
+Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
+  const auto shape = shapes(t);
+  auto p = progress(c, key, t.name);
+  if (!p) return p.error();
+  int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
+  // The highest id the store holds above the watermark: up to there, rows may be there already.
+  auto top = c.ch.select("SELECT max(src_id), count() FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
+                         " AND src_id > " + std::to_string(wm));
+  if (!top) return top.error();
+  const int64_t held_max = !top->empty() && top->front().size() == 2 && std::atoll(top->front()[1].c_str()) > 0
+                               ? std::atoll(top->front()[0].c_str())
+                               : wm;
+
+  auto st = prepare(c, t);
+  if (!st) return st.error();
+  const std::string prefix = key.tsv_prefix();
+  std::string batch, kept;
+  std::vector<std::pair<int64_t, size_t>> starts;  // (source id, where its row starts in batch)
+  int64_t sent = 0;
+  // One batch is inserted (on the sender connection) while the next is read and formatted:
+  // the trace DB and ClickHouse work at the same time. Its progress row is written only once
+  // the insert has returned, so a confirmed id is always a stored one.
+  struct InFlight {
+    std::future<Result<void>> insert;
+    int64_t last = 0, rows = 0;
+  };
+  std::optional<InFlight> in_flight;
+  auto confirm = [&]() -> Result<void> {
+    if (!in_flight) return {};
+    InFlight f = std::move(*in_flight);
+    in_flight.reset();
+    if (f.insert.valid())
+      if (auto r = f.insert.get(); !r) return r.error();
+    if (auto r = commit_progress(c, key, t.name, f.last, ""); !r) return r.error();
+    sent += f.rows;
+    return {};
+  };
+  while (true) {
+    st->reset();
+    st->bind(1, key.id);
+    st->bind(2, wm);
+    st->bind(3, static_cast<int64_t>(c.batch_rows));
+    batch.clear();
+    starts.clear();
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW) {
+      starts.emplace_back(st->col_int(0), batch.size());
+      batch += prefix;
+      append_row(batch, *st, shape);
+      batch += '\n';
+    }
+    if (rc != SQLITE_DONE) return read_error(c, t);
+    if (starts.empty()) break;
+    const int64_t first = starts.front().first, last = starts.back().first;
+    int64_t to_send = static_cast<int64_t>(starts.size());
+    if (first <= held_max) {
+      // Send only the rows the store lacks.
+      auto held = held_ids(c, key, t, first, last);
+      if (!held) return held.error();
+      kept.clear();
+      to_send = 0;
+      for (size_t i = 0; i < starts.size(); ++i) {
+        if (held->count(starts[i].first)) continue;
+        const size_t end = i + 1 < starts.size() ? starts[i + 1].second : batch.size();
+        kept.append(batch, starts[i].second, end - starts[i].second);
+        ++to_send;
+      }
+      batch.swap(kept);
+    }
+    if (auto r = confirm(); !r) return r.error();
+    InFlight next{{}, last, to_send};
+    if (to_send > 0)
+      next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, rows = std::move(batch)] {
+        return sender.insert_tsv(table, rows);
+      });
+    batch = std::string();
+    in_flight = std::move(next);
+    wm = last;
+  }
+  if (auto r = confirm(); !r) return r.error();
+  return sent;
+}
+
+}  // namespace
+
+Result<int64_t> ship_table(ShipContext& c, const SessionKey& key, const TableSpec& spec) {
+  return spec.kind == TableKind::Append ? ship_append(c, key, spec) : ship_snapshot(c, key, spec);
+}
+
+}  // namespace causeway::fleet

@@ -1,0 +1,45 @@
+// A private clickhouse-server for a test (scripts/clickhouse_private.sh): its own folder,
+// loopback ports, the example users (causeway_writer, causeway_reader) with test passwords.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+#include "fleet/clickhouse.h"
+#include "tests/support/test_support.h"
+
+namespace causeway::test {
+
+class ClickHouseServer {
+ public:
+  ClickHouseServer();
+  ~ClickHouseServer();
+
+  // "" when running; else why not (skip_code() says whether that is a skip).
+  const std::string& problem() const { return problem_; }
+  bool skipped() const { return skip_; }
+
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(http_); }
+  std::string closed_url() const { return "http://127.0.0.1:" + std::to_string(http_ + 2); }  // nothing listens there
+  std::string writer_pw_file() const { return dir_.file("writer.pw"); }
+  std::string reader_pw_file() const { return dir_.file("reader.pw"); }
+  const std::string& tmp() const { return dir_.path(); }
+
+  // The writer's connection to `database`, for the test's own checks.
+  fleet::ClickHouse writer(const std::string& database) const;
+  // One number from a query run as the writer.
+  int64_t number(const std::string& sql) const;
+
+  void kill_hard();   // SIGKILL, as a crash would; returns once the process is gone
+  bool start();       // (again) on the same data
+
+ private:
+  TempDir dir_;
+  int http_ = 0, tcp_ = 0;
+  pid_t pid_ = 0;
+  std::string problem_;
+  bool skip_ = false;
+};
+
+}  // namespace causeway::test

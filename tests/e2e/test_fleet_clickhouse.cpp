@@ -1,0 +1,306 @@
+// The fleet store end to end with a real clickhouse-server (tests/e2e/clickhouse_fixture.h):
+//   two hosts: the NCCL late-rank demo split into two hosts' DBs (ranks 0-1 on node-a, 2-3 on
+//     node-b; their chains removed, so only the store can see the straggler), shipped by the
+//     writer; explain --fleet as the read-only user names rank 2 and node-b; stats --fleet and
+//     requests --fleet agree with each host's own command; a second ship sends nothing.
+//   failures: the server killed mid-ship (ship exits 1 within seconds; after a restart the next
+//     ship leaves every row exactly once), a batch stored without its progress row, the
+//     reader used for ship, a wrong password, a closed port and a store made by a newer causeway.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <thread>
+
+#include "tests/e2e/clickhouse_fixture.h"
+#include "fleet/fleet_query.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::test {
+
+std::unique_ptr<ClickHouseServer>& server() {
+  static std::unique_ptr<ClickHouseServer> s;
+  return s;
+}
+
+// Runs before any test: without a server there is nothing to test (a skip, with the reason).
+std::string missing_requirement() {
+  server() = std::make_unique<ClickHouseServer>();
+  if (server()->skipped()) return "clickhouse-server unavailable: " + server()->problem();
+  return "";
+}
+
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+ClickHouseServer& ch() {
+  REQUIRE_MESSAGE(server()->problem().empty(), server()->problem());
+  return *server();
+}
+
+std::vector<std::string> as_writer(const std::string& db) {
+  return {"--user", "causeway_writer", "--password-file", ch().writer_pw_file(), "--database", db};
+}
+std::vector<std::string> as_reader(const std::string& db) {
+  return {"--user", "causeway_reader", "--password-file", ch().reader_pw_file(), "--database", db};
+}
+
+std::vector<std::string> cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+ProcessResult ship(const std::string& db_file, const std::string& database, const std::string& url = "") {
+  return run_causeway(cat({"ship", "--json", "--to", url.empty() ? ch().url() : url, "--db", db_file}, as_writer(database)));
+}
+
+json ship_ok(const std::string& db_file, const std::string& database) {
+  auto r = ship(db_file, database);
+  INFO(r.err, r.out);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+json read_fleet(const std::string& cmd, const std::string& database, std::vector<std::string> extra = {}) {
+  auto r = run_causeway(cat(cat({cmd, "--json", "--fleet", ch().url()}, as_reader(database)), extra));
+  INFO(r.err, r.out);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+json local(const std::vector<std::string>& args) {
+  auto r = run_causeway(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return json::parse(r.out);
+}
+
+int64_t sqlite_count(const std::string& file, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  DbHandle db(raw);
+  auto v = query_int(db.get(), sql);
+  REQUIRE(v);
+  return v->value_or(-1);
+}
+
+void sqlite_exec(const std::string& file, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open(file.c_str(), &raw) == SQLITE_OK);
+  DbHandle db(raw);
+  auto r = exec_sql(db.get(), sql);
+  REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.error().message));
+}
+
+// One host of the split demo job: only its two ranks' rows, its own name and boot id, and no
+// chains (the demo diagnosed the whole job on one host; here only the store sees both halves).
+// Plus 40 served requests, so requests --fleet has something to compare.
+void make_host(const std::string& demo, const std::string& out, const std::string& host, const std::string& other_pids) {
+  std::filesystem::copy_file(demo, out);
+  sqlite_exec(out, "DELETE FROM events WHERE pid IN (" + other_pids + "); DELETE FROM processes WHERE pid IN (" + other_pids +
+                       "); DELETE FROM threads WHERE pid IN (" + other_pids + "); DELETE FROM rollups WHERE pid IN (" + other_pids + "); DELETE FROM sched WHERE prev_pid IN (" +
+                       other_pids + ") OR next_pid IN (" + other_pids + "); DELETE FROM chains; DELETE FROM call_causes; "
+                       "UPDATE sessions SET host = '" + host + "', boot_id = 'boot-" + host + "', system = json_set(system, "
+                       "'$.hostname', '" + host + "');");
+  std::string rows;
+  for (int i = 0; i < 40; ++i) {
+    const std::string st = "(SELECT min(ts_ns) FROM events) + " + std::to_string(i) + " * 100000000";
+    const std::string ttft = std::to_string(5'000'000 + (i * 7919 % 40) * 1'000'000), gap = std::to_string(10 + i % 7);
+    rows += std::string(rows.empty() ? "" : ",") + "(1, '" + host + "-" + std::to_string(i) + "', 0, 6001, 9, 'POST', '/v1/chat', 't" +
+            std::to_string(i % 2) + "', '10.0.0.9:1', " + st + ", " + st + " + 1000, NULL, NULL, NULL, " + ttft + ", " + ttft +
+            " + 5000000, " + gap + "000, '[" + gap + "," + gap + "]', " + (i % 10 == 0 ? "503" : "200") + ", 10, 20, 1, 2, 1)";
+  }
+  sqlite_exec(out, "INSERT INTO requests (session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, "
+                   "start_ns, end_ns, first_byte_ns, first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
+                   "prompt_bytes, response_bytes, streamed, events, complete) VALUES " + rows);
+}
+
+// Calls per op of one host, from its own `stats --json`.
+std::map<std::string, int64_t> calls_by_op(const json& stats, const std::string& host = "") {
+  std::map<std::string, int64_t> out;
+  for (const auto& o : stats["ops"])
+    if (host.empty() || o.value("host", "") == host) out[o["op"].get<std::string>()] += o["count"].get<int64_t>();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("two hosts shipped: the fleet names the late rank and its host; readers agree with each host; a second ship sends nothing") {
+  TempDir dir;
+  const std::string demo = dir.file("job.db"), a = dir.file("node-a.db"), b = dir.file("node-b.db"), db = "fleet_two";
+  REQUIRE(run_causeway({"demo", "nccl-straggler", "--db", demo, "-q"}).exit_code == 0);
+  make_host(demo, a, "node-a", "6003, 6004");
+  make_host(demo, b, "node-b", "6001, 6002");
+
+  json sa = ship_ok(a, db), sb = ship_ok(b, db);
+  CHECK(sa["host"] == "node-a");
+  CHECK(sa["rows"]["events"] == sqlite_count(a, "SELECT count(*) FROM events"));
+  CHECK(sb["rows"]["events"] == sqlite_count(b, "SELECT count(*) FROM events"));
+  CHECK(sb["rows"]["sched"] == sqlite_count(b, "SELECT count(*) FROM sched"));
+  CHECK(sa["rows"]["requests"] == 40);
+  const int64_t events = sqlite_count(a, "SELECT count(*) FROM events") + sqlite_count(b, "SELECT count(*) FROM events");
+  CHECK(ch().number("SELECT count() FROM fleet_two.events") == events);
+
+  // explain --fleet, as the read-only user: the cross-host straggler from the store.
+  json ex = read_fleet("explain", db);
+  json straggler;
+  for (const auto& c : ex["chains"])
+    if (c["cause"] == "nccl_straggler") straggler = c;
+  REQUIRE_MESSAGE(!straggler.is_null(), ex.dump());
+  CHECK(straggler["culprit"]["host"] == "node-b");
+  CHECK(straggler["culprit"]["rank"] == 2);
+  CHECK(straggler["culprit"]["pid"] == 6003);
+  CHECK(straggler["severity"] == "HIGH");
+  CHECK(straggler["culprit"]["late_share"].get<double>() > 0.9);
+  std::set<std::string> victim_hosts;
+  for (const auto& v : straggler["victims"]) victim_hosts.insert(v["host"].get<std::string>());
+  CHECK(victim_hosts == std::set<std::string>{"node-a", "node-b"});
+  CHECK(ex["hosts"].size() == 2);
+  auto text = run_causeway(cat({"explain", "--fleet", ch().url()}, as_reader(db)));
+  CHECK(text.exit_code == 0);
+  CHECK(text.out.find("rank 2 (pid 6003 on host node-b)") != std::string::npos);
+
+  // stats --fleet: per host, the same calls per op as that host's own stats.
+  json fs = read_fleet("stats", db);
+  CHECK(calls_by_op(fs, "node-a") == calls_by_op(local({"stats", "--json", "--db", a})));
+  CHECK(calls_by_op(fs, "node-b") == calls_by_op(local({"stats", "--json", "--db", b})));
+  for (const auto& o : fs["ops"]) CHECK(o.contains("host"));
+
+  // requests --fleet: counts and errors add up; each host's by[] rows match its own command.
+  json fr = read_fleet("requests", db)["requests"];
+  json ra = local({"requests", "--json", "--db", a})["requests"], rb = local({"requests", "--json", "--db", b})["requests"];
+  CHECK(fr["count"] == ra["count"].get<int64_t>() + rb["count"].get<int64_t>());
+  CHECK(fr["errors"] == ra["errors"].get<int64_t>() + rb["errors"].get<int64_t>());
+  for (const auto& by : fr["by"]) {
+    const json& own = by["host"] == "node-a" ? ra : rb;
+    bool matched = false;
+    for (const auto& o : own["by"])
+      if (o["tenant"] == by["tenant"] && o["path"] == by["path"]) {
+        matched = true;
+        CHECK(o["count"] == by["count"]);
+        CHECK(o["ttft_ms"] == by["ttft_ms"]);
+        CHECK(o["itl_ms"] == by["itl_ms"]);
+      }
+    CHECK(matched);
+  }
+
+  // A second ship of both: nothing sent, the same counts (plain and folded by the replace key).
+  const int64_t sessions = ch().number("SELECT count() FROM fleet_two.sessions FINAL");
+  const int64_t chains_rows = ch().number("SELECT count() FROM fleet_two.processes");
+  for (const auto& f : {a, b}) {
+    json again = ship_ok(f, db);
+    for (const auto& [table, n] : again["rows"].items()) CHECK_MESSAGE(n == 0, table);
+  }
+  CHECK(ch().number("SELECT count() FROM fleet_two.events") == events);
+  CHECK(ch().number("SELECT count() FROM fleet_two.events FINAL") == events);
+  CHECK(ch().number("SELECT count() FROM fleet_two.sessions FINAL") == sessions);
+  CHECK(ch().number("SELECT count() FROM fleet_two.processes") == chains_rows);
+  CHECK(sessions == 2);
+}
+
+TEST_CASE("bad input: the reader cannot ship, a wrong password, a closed port, a store from a newer causeway") {
+  TempDir dir;
+  const std::string file = dir.file("h.db");
+  REQUIRE(run_causeway({"demo", "quiet", "--db", file, "-q"}).exit_code == 0);
+
+  auto ro = run_causeway(cat({"ship", "--json", "--to", ch().url(), "--db", file}, as_reader("fleet_bad")));
+  CHECK(ro.exit_code == 1);
+  CHECK(ro.out.find("read-only") != std::string::npos);
+
+  std::ofstream(dir.file("wrong.pw")) << "not-the-password\n";
+  auto bad = run_causeway({"ship", "--json", "--to", ch().url(), "--db", file, "--user", "causeway_writer", "--password-file",
+                           dir.file("wrong.pw")});
+  CHECK(bad.exit_code == 1);
+  CHECK(json::parse(bad.out)["error"]["code"] == "fleet_auth");
+
+  const auto t0 = Clock::now();
+  auto closed = ship(file, "fleet_bad", ch().closed_url());
+  CHECK(closed.exit_code == 1);
+  CHECK(json::parse(closed.out)["error"]["code"] == "fleet_unreachable");
+  CHECK(Clock::now() - t0 < std::chrono::seconds(5));
+  auto reader_closed = run_causeway(cat({"explain", "--json", "--fleet", ch().closed_url()}, as_reader("fleet_bad")));
+  CHECK(reader_closed.exit_code == 1);
+
+  // A store laid out by a newer causeway: ship and the readers refuse it, writing nothing.
+  ship_ok(file, "fleet_newer");
+  REQUIRE(ch().writer("fleet_newer").execute("INSERT INTO fleet_newer.schema_version VALUES (99, '9.9', 0)"));
+  const int64_t before = ch().number("SELECT count() FROM fleet_newer.ship_progress");
+  auto newer = ship(file, "fleet_newer");
+  CHECK(newer.exit_code == 1);
+  CHECK(json::parse(newer.out)["error"]["code"] == "fleet_too_new");
+  CHECK(ch().number("SELECT count() FROM fleet_newer.ship_progress") == before);
+  auto newer_read = run_causeway(cat({"explain", "--json", "--fleet", ch().url()}, as_reader("fleet_newer")));
+  CHECK(newer_read.exit_code == 1);
+  CHECK(json::parse(newer_read.out)["error"]["code"] == "fleet_too_new");
+  // The local DB is opened read-only by ship: unchanged after all of it.
+  CHECK(run_causeway({"stats", "--json", "--db", file}).exit_code == 0);
+}
+
+TEST_CASE("the server killed mid-ship: exit 1 within seconds; after a restart every row is there exactly once") {
+  TempDir dir;
+  const std::string big = dir.file("big.db"), db = "fleet_killed";
+  REQUIRE(run_causeway({"demo", "incident", "--events", "1000000", "--db", big, "-q"}).exit_code == 0);
+  const int64_t events = sqlite_count(big, "SELECT count(*) FROM events");
+  const int64_t sched = sqlite_count(big, "SELECT count(*) FROM sched");
+  REQUIRE(events > 500000);
+
+  ProcessResult cut;
+  Clock::time_point ended;
+  std::thread shipper([&] {
+    cut = ship(big, db);
+    ended = Clock::now();
+  });
+  // Kill once the first batches are confirmed, i.e. mid-way through the events.
+  bool started = false;
+  for (int i = 0; i < 600 && !started; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    auto n = ch().writer(db).select("SELECT count() FROM fleet_killed.events");
+    started = n && !n->empty() && fleet::to_i64(n->front()[0]) > 0;
+  }
+  const auto killed = Clock::now();
+  ch().kill_hard();
+  shipper.join();
+  REQUIRE(started);
+  INFO(cut.err, cut.out);
+  CHECK(cut.exit_code == 1);
+  CHECK(json::parse(cut.out)["error"]["code"] == "fleet_unreachable");
+  CHECK(ended - killed < std::chrono::seconds(5));
+
+  REQUIRE_MESSAGE(ch().start(), ch().problem());
+  const int64_t partial = ch().number("SELECT count() FROM fleet_killed.events");
+  CHECK(partial < events);
+  json resumed = ship_ok(big, db);
+  CHECK(resumed["rows"]["events"] == events - partial);
+  CHECK(ch().number("SELECT count() FROM fleet_killed.events") == events);
+  CHECK(ch().number("SELECT uniqExact(src_id) FROM fleet_killed.events") == events);
+  CHECK(ch().number("SELECT count() FROM fleet_killed.sched") == sched);
+
+  // A batch the store kept but whose progress row was lost (the server answered, then the link
+  // broke): half of the last 200,000 rows are there, the watermark says none are. The next ship
+  // sends exactly the missing half.
+  const int64_t top = ch().number("SELECT max(src_id) FROM fleet_killed.events"), back = top - 200000;
+  auto w = ch().writer(db);
+  REQUIRE(w.execute("ALTER TABLE fleet_killed.events DELETE WHERE src_id > " + std::to_string(back) + " AND src_id % 2 = 0"));
+  // A mutation runs part by part in the background: wait until every part is done.
+  for (int i = 0; i < 600 && ch().number("SELECT count() FROM system.mutations WHERE database = 'fleet_killed' AND is_done = 0") > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const int64_t removed = events - ch().number("SELECT count() FROM fleet_killed.events");
+  REQUIRE(removed > 0);
+  REQUIRE(w.execute("INSERT INTO fleet_killed.ship_progress SELECT host, boot_id, session_start, session_id, 'events', " +
+                    std::to_string(back) + ", '', max(ver) + 1 FROM fleet_killed.ship_progress WHERE tbl = 'events' "
+                    "GROUP BY host, boot_id, session_start, session_id"));
+  json refill = ship_ok(big, db);
+  CHECK(refill["rows"]["events"] == removed);
+  CHECK(ch().number("SELECT count() FROM fleet_killed.events") == events);
+  CHECK(ch().number("SELECT uniqExact(src_id) FROM fleet_killed.events") == events);
+}
+
+}  // namespace causeway::test
