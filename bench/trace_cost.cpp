@@ -17,9 +17,13 @@
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).
 //
-//   sudo build/bench/trace_cost [--op launch|sync] [--calls 300000] [--rounds 3] [--config "FLAGS"]... [--bpf-stats]
-//                               [--causeway PATH] [--lib PATH] [--bpftrace PATH] [--keep DIR]
+//   sudo build/bench/trace_cost [--op launch|sync] [--links auto|session|multi|perf] [--calls 300000] [--rounds 3]
+//                               [--config "FLAGS"]... [--bpf-stats] [--causeway PATH] [--lib PATH] [--bpftrace PATH]
+//                               [--keep DIR]
 //
+// --links picks how causeway attaches its uprobes (CAUSEWAY_UPROBE_LINKS for the traced
+// child; auto: the kernel's best; docs/COLLECTOR.md "Uprobe links"). The bpftrace baseline is
+// always bpftrace's own perf-event uprobe + uretprobe.
 // A --config word {pid} stands for this process's pid (--config "--no-stack --pid {pid}").
 // Root (eBPF); needs bpftrace. Not part of the test run.
 #include <bpf/bpf.h>
@@ -335,7 +339,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> configs;
   const std::string here = self_dir();
   std::string causeway = here + "/../causeway", lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
-  std::string keep, op_name = "launch";
+  std::string keep, op_name = "launch", links = "auto";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -351,6 +355,7 @@ int main(int argc, char** argv) {
     else if (a == "--bpftrace") bpftrace = next();
     else if (a == "--keep") keep = next();
     else if (a == "--op") op_name = next();
+    else if (a == "--links") links = next();
     else die("unknown argument " + a + " (see the header of bench/trace_cost.cpp)");
   }
   if (configs.empty()) configs = {"", "--no-stack"};
@@ -361,6 +366,9 @@ int main(int argc, char** argv) {
   lib = fs::absolute(lib).string();
 
   if (op_name != "launch" && op_name != "sync") die("--op is launch or sync");
+  if (links != "auto" && links != "session" && links != "multi" && links != "perf")
+    die("--links is auto, session, multi or perf");
+  ::setenv("CAUSEWAY_UPROBE_LINKS", links.c_str(), 1);  // inherited by each causeway trace
   const bool launch = op_name == "launch";
   const OpUnderTest op = launch ? OpUnderTest{"cudaLaunchKernel", "cwfake_launch_twin_bare", "cwfake_launch_twin_probed"}
                                 : OpUnderTest{"cudaStreamSynchronize", "cwfake_twin_bare", "cwfake_twin_probed"};
@@ -395,9 +403,9 @@ int main(int argc, char** argv) {
   uname(&u);
   double load[3] = {};
   getloadavg(load, 3);
-  std::printf("trace_cost: %s, %ld calls × %d rounds per function (median), thread CPU time per call; kernel %s, "
-              "%u CPUs, load %.2f\n",
-              op.traced.c_str(), calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
+  std::printf("trace_cost: %s, uprobe links %s, %ld calls × %d rounds per function (median), thread CPU time per "
+              "call; kernel %s, %u CPUs, load %.2f\n",
+              op.traced.c_str(), links.c_str(), calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
   std::vector<Row> rows;
   for (const auto& c : configs) rows.push_back(measure_config(c, op, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid()));
   bt.stop();
