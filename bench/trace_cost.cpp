@@ -163,11 +163,17 @@ class Child {
   pid_t pid() const { return pid_; }
   bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
   std::string log() const { return read_file(log_); }
-  // SIGINT, then waits; the exit code (-1 when killed by a signal).
+  // SIGINT, then waits; the exit code (-1 when killed by a signal). bpftrace 0.17 was seen to
+  // stay in its event loop after a SIGINT (caught, nothing pending) until a second one, so
+  // another goes after 30 s, and SIGKILL after 60 s.
   int stop() {
     ::kill(pid_, SIGINT);
     int status = 0;
-    waitpid(pid_, &status, 0);
+    for (int tenths = 0; waitpid(pid_, &status, WNOHANG) == 0; ++tenths) {
+      if (tenths == 300) ::kill(pid_, SIGINT);
+      if (tenths == 600) ::kill(pid_, SIGKILL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     pid_ = -1;
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }

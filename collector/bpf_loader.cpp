@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 #include <algorithm>
 
@@ -174,8 +175,14 @@ int hand_off_last_close(std::vector<int> keep) {
 std::chrono::milliseconds BpfObject::detach_uprobes() {
   const auto t0 = std::chrono::steady_clock::now();
   // Each close returns once its probes are out of every process's text (the link's release
-  // unregisters them and waits for one grace period for the whole set).
-  for (int fd : multi_links_) ::close(fd);
+  // unregisters them and waits for one grace period for the whole set). One thread per link
+  // beyond the first, so the waits overlap: closed one after another, multi links' two per
+  // library took two grace periods (54–126 ms under load, against 30–59 ms for a session
+  // link's one; docs/BENCHMARKS.md "Probes on and off").
+  std::vector<std::thread> closers;
+  for (size_t i = 1; i < multi_links_.size(); ++i) closers.emplace_back([fd = multi_links_[i]] { ::close(fd); });
+  if (!multi_links_.empty()) ::close(multi_links_.front());
+  for (std::thread& t : closers) t.join();
   multi_links_.clear();
   std::vector<int> fds;
   for (const auto& l : uprobe_links_)
