@@ -177,8 +177,8 @@ std::chrono::milliseconds BpfObject::detach_uprobes() {
   // Each close returns once its probes are out of every process's text (the link's release
   // unregisters them and waits for one grace period for the whole set). One thread per link
   // beyond the first, so the waits overlap: closed one after another, multi links' two per
-  // library took two grace periods (54–126 ms under load, against 30–59 ms for a session
-  // link's one; docs/BENCHMARKS.md "Probes on and off").
+  // library took two grace periods (under load 54–126 ms; overlapped 25–56 ms,
+  // docs/BENCHMARKS.md "Probes on and off").
   std::vector<std::thread> closers;
   for (size_t i = 1; i < multi_links_.size(); ++i) closers.emplace_back([fd = multi_links_[i]] { ::close(fd); });
   if (!multi_links_.empty()) ::close(multi_links_.front());
