@@ -198,23 +198,29 @@ static __always_inline void nccl_entry(struct cw_frame *fr, __u64 cookie, struct
   fr->extra[CW_X_SEQ] = role == CW_NCCL_COLL ? __sync_fetch_and_add(&ci->seq, 1) : ci->seq;
 }
 
-SEC("uprobe")
-int cw_enter(struct pt_regs *ctx) {
-  if (cw_stopped) return 0;
+/* What an entry tells a session uprobe (bpf_session_is_return): run the return for this call, or
+ * skip it (the kernel then does not hijack the return address: no return trap at all). */
+#define CW_RUN_RETURN 0
+#define CW_SKIP_RETURN 1
+
+/* The entry of a traced call: saves the frame its return completes. Returns CW_SKIP_RETURN for
+ * a call whose return has nothing to do (not traced), CW_RUN_RETURN otherwise. */
+static __always_inline int enter_call(struct pt_regs *ctx) {
+  if (cw_stopped) return CW_SKIP_RETURN;
   __u64 cookie = bpf_get_attach_cookie(ctx);
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tgid = id >> 32;
-  if (targ_filter && !is_traced(tgid)) return 0;
+  if (targ_filter && !is_traced(tgid)) return CW_SKIP_RETURN;
 
   __u32 tid = (__u32)id;
   __u32 idx = tid & targ_task_mask;
   struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
-  if (!t) return 0;
+  if (!t) return CW_SKIP_RETURN;
   bool first = false;
   if (t->owner != tid) {
     if (t->depth != 0 && bpf_ktime_get_ns() - t->f[0].ts < CW_STALE_NS) {
       count_drop(CW_DROP_SLOT);
-      return 0;
+      return CW_SKIP_RETURN;
     }
     t->owner = tid;
     t->depth = 0;
@@ -242,7 +248,7 @@ int cw_enter(struct pt_regs *ctx) {
   t->depth = d + 1;
   if (d >= CW_MAX_DEPTH) {
     count_drop(CW_DROP_DEPTH);
-    return 0;
+    return CW_RUN_RETURN; /* its return takes the depth back down */
   }
   /* d < CW_MAX_DEPTH already; the barrier keeps the compiler from dropping the mask the
    * verifier needs after the loop above. */
@@ -272,6 +278,12 @@ int cw_enter(struct pt_regs *ctx) {
   if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_entry(fr, cookie, ctx);
   /* Last, so the time spent above is not charged to the call. */
   fr->ts = bpf_ktime_get_ns();
+  return CW_RUN_RETURN;
+}
+
+SEC("uprobe")
+int cw_enter(struct pt_regs *ctx) {
+  enter_call(ctx);
   return 0;
 }
 
@@ -340,23 +352,23 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
   return -1;
 }
 
-SEC("uretprobe")
-int cw_return(struct pt_regs *ctx) {
+/* The return of a traced call: the call's one ring record. */
+static __always_inline void return_call(struct pt_regs *ctx) {
   __u64 now = bpf_ktime_get_ns();
   __u64 id = bpf_get_current_pid_tgid();
   __u32 tid = (__u32)id;
   __u32 idx = tid & targ_task_mask;
   struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
   /* Not ours: the entry was filtered out (--pid) or its slot was busy (counted there). */
-  if (!t || t->owner != tid) return 0;
+  if (!t || t->owner != tid) return;
   if (t->depth > CW_MAX_DEPTH) {
     t->depth--; /* a call nested deeper than the frames: counted at entry */
-    return 0;
+    return;
   }
   /* No frame: the entry was not recorded (probes going live while the call ran, or the trace
    * stopping). Nothing was lost that the trace had. */
   int d = paired_frame(t, PT_REGS_SP(ctx));
-  if (d < 0) return 0;
+  if (d < 0) return;
   struct cw_frame *fr = &t->f[d & (CW_MAX_DEPTH - 1)];
   __u64 cookie = fr->cookie;
 
@@ -367,7 +379,7 @@ int cw_return(struct pt_regs *ctx) {
   struct cw_call_event *e = bpf_ringbuf_reserve(&rb_calls, sizeof(*e), 0);
   if (!e) {
     count_drop(CW_DROP_RING_CALL);
-    return 0;
+    return;
   }
   __u8 src = CW_COOKIE_SRC(cookie);
   /* No cgroup here: it is per process, and the collector fills it from /proc (saves a helper
@@ -396,5 +408,24 @@ int cw_return(struct pt_regs *ctx) {
    * snapshots the process's maps for symbolization while the process is still alive (a
    * short script can be gone before the poll). Once per process. */
   bpf_ringbuf_submit(e, fr->first_of_process ? BPF_RB_FORCE_WAKEUP : wake_flag(&rb_calls, targ_wake_calls));
+}
+
+SEC("uretprobe")
+int cw_return(struct pt_regs *ctx) {
+  return_call(ctx);
   return 0;
+}
+
+/* Session uprobes (kernel 6.13+, docs/COLLECTOR.md "Uprobe links"): one program attached once
+ * runs at the entry and, when the entry returned CW_RUN_RETURN, again at the return. Weak: an
+ * older kernel lacks the kfunc, and then this program is not loaded (collector/bpf_loader.cpp). */
+extern bool bpf_session_is_return(void) __ksym __weak;
+
+SEC("uprobe")
+int cw_session(struct pt_regs *ctx) {
+  if (bpf_session_is_return()) {
+    return_call(ctx);
+    return 0;
+  }
+  return enter_call(ctx);
 }

@@ -62,18 +62,14 @@ Result<const AttachedLib*> Attacher::attach(const std::string& path, const std::
   const auto t0 = std::chrono::steady_clock::now();
   std::string first_error;
   auto attach_pair = [&](const std::vector<UprobeSite>& s) {
-    const size_t mark = bpf_.uprobe_mark();
-    auto r = bpf_.attach_uprobes(probe_path, s, true);
-    if (r) r = bpf_.attach_uprobes(probe_path, s, false);
-    if (!r) {
-      bpf_.rollback_uprobes(mark);
-      if (first_error.empty()) first_error = r.error().message;
-    }
+    auto r = bpf_.attach_calls(probe_path, s);
+    if (!r && first_error.empty()) first_error = r.error().message;
     return r.ok();
   };
-  // With multi links, the whole library in one pair of links; one site the kernel refuses
-  // fails the whole link, and then (as with perf-event links) each site is attached alone.
-  if (bpf_.link_kind() == UprobeLinkKind::multi && sites.size() > 1 && attach_pair(sites)) {
+  // With session or multi links, the whole library in one link or one pair; one site the
+  // kernel refuses fails the whole link, and then (as with perf-event links) each site is
+  // attached alone.
+  if (bpf_.link_kind() != UprobeLinkKind::perf_event && sites.size() > 1 && attach_pair(sites)) {
     lib.probes = static_cast<int>(sites.size());
   } else {
     for (const UprobeSite& site : sites) lib.probes += attach_pair({site}) ? 1 : 0;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <thread>
 #include <vector>
 #include <algorithm>
 
@@ -89,18 +90,24 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   while (slots < pid_max && slots < 32768) slots <<= 1;
   bpf_map__set_max_entries(obj->skel_->maps.tasks, slots);
   rodata->targ_task_mask = slots - 1;
-  if (!o.host_tracepoints) {
-    bpf_program* p = nullptr;
-    bpf_object__for_each_program(p, obj->skel_->obj) {
-      if (p != obj->skel_->progs.cw_enter && p != obj->skel_->progs.cw_return) bpf_program__set_autoload(p, false);
-    }
-  }
-  // Programs used in multi-uprobe links must be loaded with that attach type, and such a
-  // program cannot be attached as a perf-event uprobe: the kind is chosen once, here.
+  // Programs used in session or multi-uprobe links must be loaded with that attach type, and
+  // such a program cannot be attached as a perf-event uprobe: the kind is chosen once, here.
+  // A session link runs cw_session alone; the other kinds cw_enter and cw_return.
   obj->link_kind_ = detect_uprobe_link_kind();
-  if (obj->link_kind_ == UprobeLinkKind::multi) {
-    for (bpf_program* p : {obj->skel_->progs.cw_enter, obj->skel_->progs.cw_return})
-      bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  auto* progs = &obj->skel_->progs;
+  const bool session = obj->link_kind_ == UprobeLinkKind::session;
+  const auto is_call_prog = [&](const bpf_program* p) {
+    return session ? p == progs->cw_session : p == progs->cw_enter || p == progs->cw_return;
+  };
+  bpf_program* p = nullptr;
+  bpf_object__for_each_program(p, obj->skel_->obj) {
+    if (is_call_prog(p)) {
+      if (obj->link_kind_ != UprobeLinkKind::perf_event)
+        bpf_program__set_expected_attach_type(
+            p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));
+    } else if (!o.host_tracepoints || p == progs->cw_session || p == progs->cw_enter || p == progs->cw_return) {
+      bpf_program__set_autoload(p, false);
+    }
   }
   if (int err = causeway_bpf__load(obj->skel_); err)
     return make_error("bpf_load", "loading the BPF programs failed (" + errno_text(err) +
@@ -168,8 +175,14 @@ int hand_off_last_close(std::vector<int> keep) {
 std::chrono::milliseconds BpfObject::detach_uprobes() {
   const auto t0 = std::chrono::steady_clock::now();
   // Each close returns once its probes are out of every process's text (the link's release
-  // unregisters them and waits for one grace period for the whole set).
-  for (int fd : multi_links_) ::close(fd);
+  // unregisters them and waits for one grace period for the whole set). One thread per link
+  // beyond the first, so the waits overlap: closed one after another, multi links' two per
+  // library took two grace periods (under load 54–126 ms; overlapped 25–56 ms,
+  // docs/BENCHMARKS.md "Probes on and off").
+  std::vector<std::thread> closers;
+  for (size_t i = 1; i < multi_links_.size(); ++i) closers.emplace_back([fd = multi_links_[i]] { ::close(fd); });
+  if (!multi_links_.empty()) ::close(multi_links_.front());
+  for (std::thread& t : closers) t.join();
   multi_links_.clear();
   std::vector<int> fds;
   for (const auto& l : uprobe_links_)
@@ -227,23 +240,42 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
   return failed;
 }
 
-Result<void> BpfObject::attach_uprobes(const std::string& binary, const std::vector<UprobeSite>& sites,
-                                       bool retprobe) {
-  bpf_program* prog = retprobe ? skel_->progs.cw_return : skel_->progs.cw_enter;
-  if (link_kind_ == UprobeLinkKind::multi) {
-    auto fd = attach_uprobe_multi(bpf_program__fd(prog), binary, sites, retprobe);
+Result<void> BpfObject::attach_calls(const std::string& binary, const std::vector<UprobeSite>& sites) {
+  const size_t mark = uprobe_mark();
+  auto multi = [&](bpf_program* prog, ProbeSide side) -> Result<void> {
+    auto fd = attach_uprobe_multi(bpf_program__fd(prog), binary, sites, side);
     if (!fd) return fd.error();
     multi_links_.push_back(*fd);
     return {};
+  };
+  auto perf = [&](bpf_program* prog, bool retprobe) -> Result<void> {
+    for (const UprobeSite& site : sites) {
+      LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = retprobe);
+      bpf_link* l = bpf_program__attach_uprobe_opts(prog, -1, binary.c_str(), site.offset, &opts);
+      if (!l)
+        return make_error("attach", std::string(retprobe ? "uretprobe" : "uprobe") + " on " + binary + "+0x" +
+                                        std::to_string(site.offset) + ": " + errno_text(errno));
+      uprobe_links_.emplace_back(l);
+    }
+    return {};
+  };
+  // Returns before entries (collector/attacher.cpp says why); a session link is both at once.
+  Result<void> r;
+  switch (link_kind_) {
+    case UprobeLinkKind::session:
+      r = multi(skel_->progs.cw_session, ProbeSide::session);
+      break;
+    case UprobeLinkKind::multi:
+      r = multi(skel_->progs.cw_return, ProbeSide::ret);
+      if (r) r = multi(skel_->progs.cw_enter, ProbeSide::entry);
+      break;
+    case UprobeLinkKind::perf_event:
+      r = perf(skel_->progs.cw_return, true);
+      if (r) r = perf(skel_->progs.cw_enter, false);
+      break;
   }
-  for (const UprobeSite& site : sites) {
-    LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = retprobe);
-    bpf_link* l = bpf_program__attach_uprobe_opts(prog, -1, binary.c_str(), site.offset, &opts);
-    if (!l)
-      return make_error("attach", "uprobe on " + binary + "+0x" + std::to_string(site.offset) + ": " + errno_text(errno));
-    uprobe_links_.emplace_back(l);
-  }
-  return {};
+  if (!r) rollback_uprobes(mark);
+  return r;
 }
 
 Result<void> BpfObject::attach_sock_tracing() {

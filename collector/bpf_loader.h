@@ -50,18 +50,18 @@ class BpfObject {
 
   // Attaches the host tracepoints; returns the names that could not attach (warnings).
   std::vector<std::string> attach_tracepoints();
-  // Uprobes (entry) or uretprobes (return) at file offsets of binary, for every process: one
-  // link for all of them where the kernel has multi-uprobe links, else one per site.
-  Result<void> attach_uprobes(const std::string& binary, const std::vector<UprobeSite>& sites, bool retprobe);
-  Result<void> attach_uprobe(const std::string& binary, uint64_t offset, uint64_t cookie, bool retprobe) {
-    return attach_uprobes(binary, {UprobeSite{offset, cookie}}, retprobe);
+  // Traces the calls of the functions at file offsets of binary, in every process: entry and
+  // return, as link_kind() makes them (one session link for all sites, or a multi link for the
+  // returns then one for the entries, or a perf-event link per site and side, returns first:
+  // docs/COLLECTOR.md "Uprobe links"). All or nothing: on failure what it attached is undone.
+  Result<void> attach_calls(const std::string& binary, const std::vector<UprobeSite>& sites);
+  Result<void> attach_call(const std::string& binary, uint64_t offset, uint64_t cookie) {
+    return attach_calls(binary, {UprobeSite{offset, cookie}});
   }
   UprobeLinkKind link_kind() const { return link_kind_; }
-  // Links held: two per library with multi links, two per probed function without.
+  // Links held: one or two per library with session or multi links, two per probed function
+  // without.
   size_t uprobe_links() const { return multi_links_.size() + uprobe_links_.size(); }
-  // Undoes the uprobe attaches made since uprobe_mark() returned `mark`.
-  size_t uprobe_mark() const { return uprobe_links(); }
-  void rollback_uprobes(size_t mark);
   // Detaches every uprobe now (one close per link) and returns how long that took; the
   // destructor does the same for whatever is still attached.
   std::chrono::milliseconds detach_uprobes();
@@ -103,10 +103,13 @@ class BpfObject {
 
  private:
   BpfObject() = default;
+  // Undoes the uprobe attaches made since uprobe_mark() returned `mark`.
+  size_t uprobe_mark() const { return uprobe_links(); }
+  void rollback_uprobes(size_t mark);
   causeway_bpf* skel_ = nullptr;
   std::vector<LinkPtr> tp_links_;
   std::vector<LinkPtr> uprobe_links_;  // perf-event uprobes (fallback)
-  std::vector<int> multi_links_;       // multi-uprobe link fds
+  std::vector<int> multi_links_;       // session or multi-uprobe link fds
   UprobeLinkKind link_kind_ = UprobeLinkKind::perf_event;
   std::vector<LinkPtr> sock_links_;
   int ncpus_ = 1;

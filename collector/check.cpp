@@ -163,8 +163,7 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                            "host context for those events will be missing; other events are unaffected"));
     }
     auto loc = selftest_call_location();
-    Result<void> up = loc ? (*bpf)->attach_uprobe(loc->binary, loc->offset, 0, false) : Result<void>(loc.error());
-    if (up) up = (*bpf)->attach_uprobe(loc->binary, loc->offset, 0, true);
+    Result<void> up = loc ? (*bpf)->attach_call(loc->binary, loc->offset, 0) : Result<void>(loc.error());
     if (up) items.push_back(pass("uprobes", std::string("uprobe and uretprobe attach: ") + link_kind_name((*bpf)->link_kind())));
     else
       items.push_back(fail("uprobes", up.error().message,

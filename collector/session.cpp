@@ -243,8 +243,7 @@ Result<void> Session::start() {
     auto bin = OpenedLib::open(x.binary);
     if (!bin) return bin.error();
     EntryPlan plan = plan_entry(bin->read_at(x.offset, 8));
-    if (auto r = bpf_.attach_uprobe(bin->fd_path(), x.offset + plan.skip, x.cookie, false); !r) return r.error();
-    if (auto r = bpf_.attach_uprobe(bin->fd_path(), x.offset + plan.skip, x.cookie, true); !r) return r.error();
+    if (auto r = bpf_.attach_call(bin->fd_path(), x.offset + plan.skip, x.cookie); !r) return r.error();
   }
   rescan(o_.pids);
   if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
@@ -768,8 +767,9 @@ TraceSummary Session::finish() {
   drain(sock_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   tracker_.finish();  // exchanges still open come out incomplete
   store_requests();
-  // Out of the traced processes' text before we exit: with multi-uprobe links one close per
-  // link (milliseconds); the perf-event fallback hands its closes to a background process.
+  // Out of the traced processes' text before we exit: with session or multi-uprobe links one
+  // close per link (milliseconds); the perf-event fallback hands its closes to a background
+  // process.
   const bool background = bpf_.link_kind() == UprobeLinkKind::perf_event && o_.detach_after_return;
   const auto detach = bpf_.detach_uprobes();
   say(background ? "uprobes handed to a background process to detach (perf-event uprobes: one link per probe)"

@@ -42,25 +42,33 @@ int link_create(const LinkCreateUprobeMulti& a) {
 }  // namespace
 
 const char* link_kind_name(UprobeLinkKind k) {
-  return k == UprobeLinkKind::multi ? "multi-uprobe links (one per library and program)"
-                                    : "perf-event uprobes (one link per probe)";
+  switch (k) {
+    case UprobeLinkKind::session:
+      return "session uprobes (one link per library, entry and return in one program)";
+    case UprobeLinkKind::multi:
+      return "multi-uprobe links (one per library and program)";
+    case UprobeLinkKind::perf_event:
+      break;
+  }
+  return "perf-event uprobes (one link per probe)";
 }
 
-UprobeLinkKind detect_uprobe_link_kind() {
-  if (const char* force = std::getenv("CAUSEWAY_UPROBE_LINKS"); force && std::strcmp(force, "perf") == 0)
-    return UprobeLinkKind::perf_event;
+namespace {
+
+// Whether this kernel makes multi links of `attach_type` (see detect_uprobe_link_kind).
+bool kernel_makes(uint32_t attach_type) {
   const bpf_insn insns[] = {
       {BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0},  // r0 = 0
       {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
   };
-  LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = static_cast<bpf_attach_type>(kAttachUprobeMulti));
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = static_cast<bpf_attach_type>(attach_type));
   const int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns, 2, &opts);
-  if (prog < 0) return UprobeLinkKind::perf_event;
+  if (prog < 0) return false;
   const char* path = "/";
   unsigned long offset = 0;
   LinkCreateUprobeMulti a{};
   a.prog_fd = static_cast<uint32_t>(prog);
-  a.attach_type = kAttachUprobeMulti;
+  a.attach_type = attach_type;
   a.path = reinterpret_cast<uintptr_t>(path);
   a.offsets = reinterpret_cast<uintptr_t>(&offset);
   a.cnt = 1;
@@ -68,11 +76,23 @@ UprobeLinkKind detect_uprobe_link_kind() {
   const int err = errno;
   if (link >= 0) ::close(link);
   ::close(prog);
-  return link < 0 && err == EBADF ? UprobeLinkKind::multi : UprobeLinkKind::perf_event;
+  return link < 0 && err == EBADF;
+}
+
+}  // namespace
+
+UprobeLinkKind detect_uprobe_link_kind() {
+  const char* asked = std::getenv("CAUSEWAY_UPROBE_LINKS");
+  const std::string want = asked ? asked : "";
+  if (want == "perf") return UprobeLinkKind::perf_event;
+  if (want != "multi" && kernel_makes(kAttachUprobeSession)) return UprobeLinkKind::session;
+  return kernel_makes(kAttachUprobeMulti) ? UprobeLinkKind::multi : UprobeLinkKind::perf_event;
 }
 
 Result<int> attach_uprobe_multi(int prog_fd, const std::string& path, const std::vector<UprobeSite>& sites,
-                                bool retprobe) {
+                                ProbeSide side) {
+  static constexpr const char* kWhat[] = {"uprobe", "uretprobe", "session uprobe"};
+  const char* what = kWhat[static_cast<int>(side)];
   if (sites.empty()) return make_error("attach", "no probe sites in " + path);
   std::vector<unsigned long> offsets;
   std::vector<uint64_t> cookies;
@@ -84,16 +104,16 @@ Result<int> attach_uprobe_multi(int prog_fd, const std::string& path, const std:
   }
   LinkCreateUprobeMulti a{};
   a.prog_fd = static_cast<uint32_t>(prog_fd);
-  a.attach_type = kAttachUprobeMulti;
+  a.attach_type = side == ProbeSide::session ? kAttachUprobeSession : kAttachUprobeMulti;
   a.path = reinterpret_cast<uintptr_t>(path.c_str());
   a.offsets = reinterpret_cast<uintptr_t>(offsets.data());
   a.cookies = reinterpret_cast<uintptr_t>(cookies.data());
   a.cnt = static_cast<uint32_t>(sites.size());
-  a.multi_flags = retprobe ? kUprobeMultiReturn : 0;
+  a.multi_flags = side == ProbeSide::ret ? kUprobeMultiReturn : 0;
   const int fd = link_create(a);
   if (fd < 0)
-    return make_error("attach", std::string(retprobe ? "uretprobe" : "uprobe") + " multi-link on " + path + " (" +
-                                    std::to_string(sites.size()) + " sites): " + std::strerror(errno));
+    return make_error("attach", std::string(what) + " multi-link on " + path + " (" + std::to_string(sites.size()) +
+                                    " sites): " + std::strerror(errno));
   return fd;
 }
 

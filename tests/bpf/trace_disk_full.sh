@@ -11,26 +11,13 @@
 # Usage: trace_disk_full.sh CAUSEWAY CW_WORKLOAD. Exits 77 (skipped) without root/BPF/tmpfs.
 set -eu
 bin=$1 workload=$2
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() { echo "FAIL: $*"; [ -f "$tmp/trace.err" ] && sed 's/^/  trace: /' "$tmp/trace.err"; exit 1; }
-[ "$(id -u)" -eq 0 ] || skip "needs root (eBPF uprobes, mount)"
-command -v python3 >/dev/null || skip "needs python3"
-"$bin" check >/dev/null 2>&1 || skip "causeway check: host not ready for tracing"
-
-tmp=$(mktemp -d)
+. "$(dirname "$0")/trace_test_lib.sh"
+need_tracing "eBPF uprobes, mount"
+make_tmp
 mnt=$tmp/mnt
 mkdir "$mnt"
-cleanup() {
-  [ -n "${wpid:-}" ] && kill "$wpid" 2>/dev/null || true
-  [ -n "${tpid:-}" ] && kill -9 "$tpid" 2>/dev/null || true
-  wait 2>/dev/null || true
-  umount "$mnt" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+cleanup_more() { umount "$mnt" 2>/dev/null || true; }
 mount -t tmpfs -o size=4m tmpfs "$mnt" || skip "cannot mount a tmpfs"
-. "$(dirname "$0")/trace_test_lib.sh"
 avail_kb() { df -k --output=avail "$mnt" | tail -1 | tr -d ' '; }
 
 # --- A: fill the disk, keep counting, stop on SIGINT -------------------------------------------
@@ -40,6 +27,7 @@ iterations=40000
 "$workload" --ops memcpy,launch,stream_sync --iterations $iterations --rate 30000 --wait-file "$tmp/go" \
   --linger-ms 600000 > "$tmp/workload.out" &
 wpid=$!
+pids="$pids $wpid"
 port=$((20000 + $$ % 20000))
 start_trace trace "$mnt/t.db" --pid $wpid --quiet --stall-exit 600s --metrics 127.0.0.1:$port
 touch "$tmp/go"
@@ -130,6 +118,7 @@ umount "$mnt"
 mount -t tmpfs -o size=4m tmpfs "$mnt" || fail "cannot mount the tmpfs again"
 "$workload" --ops stream_sync --iterations 100000000 --rate 30000 --wait-file "$tmp/go" > "$tmp/workload.out" &
 wpid=$!
+pids="$pids $wpid"
 start_trace trace "$mnt/t.db" --pid $wpid --quiet --stall-exit 3s
 i=0
 until ! kill -0 $tpid 2>/dev/null; do
@@ -163,6 +152,7 @@ mount -t tmpfs -o size=32m tmpfs "$mnt" || fail "cannot mount the tmpfs again"
 "$workload" --ops memcpy,launch,stream_sync --iterations 250000 --rate 90000 --wait-file "$tmp/go2" \
   --linger-ms 600000 > "$tmp/workload.out" &
 wpid=$!
+pids="$pids $wpid"
 start_trace trace "$mnt/t.db" --pid $wpid --quiet --max-db 1g
 touch "$tmp/go2"
 i=0

@@ -12,27 +12,10 @@
 # Usage: trace_probes_gone.sh CAUSEWAY CW_WORKLOAD. Exits 77 (skipped) without root/BPF.
 set -eu
 bin=$1 workload=$2
-skip() { echo "SKIPPED: $*"; exit 77; }
-fail() {
-  echo "FAIL: $*"
-  for f in "$tmp"/*.err; do [ -f "$f" ] && sed "s|^|  $(basename "$f"): |" "$f"; done
-  exit 1
-}
-[ "$(id -u)" -eq 0 ] || skip "needs root (eBPF uprobes)"
-command -v python3 >/dev/null || skip "needs python3"
-command -v readelf >/dev/null || skip "needs readelf (binutils)"
-"$bin" check >/dev/null 2>&1 || skip "causeway check: host not ready for tracing"
-
-tmp=$(mktemp -d)
-pids=""
-cleanup() {
-  for p in $pids; do kill -9 "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
 . "$(dirname "$0")/trace_test_lib.sh"
+need_tracing "eBPF uprobes"
+command -v readelf >/dev/null || skip "needs readelf (binutils)"
+make_tmp
 lib=$(dirname "$workload")/libcudart.so.13
 [ -f "$lib" ] || fail "no fake libcudart beside $workload"
 
