@@ -350,6 +350,11 @@ std::string request_latency_text(const json& doc) {
       o << ", long requests";
       for (const auto& id : k["requests"]) o << " " << sanitize_untrusted(id.get<std::string>(), 64);
     }
+    if (k.contains("waiting_max"))
+      o << ", up to " << k["waiting_max"].get<double>() << " requests waiting in engine pid " << k["pid"].get<int64_t>();
+    if (k.contains("kv_cache_usage"))
+      o << ", KV cache " << k["kv_cache_usage"].get<double>() * 100 << "% full, " << k["preemptions"].get<double>()
+        << " preemptions in engine pid " << k["pid"].get<int64_t>();
     o << "\n";
   }
   o << "slowest:\n";
