@@ -150,6 +150,31 @@ class Framer {
     s.left = 2;
   }
 
+  // One step through a body's framing, the same in both directions: `take` gets the body
+  // bytes, `finish` ends the message, `lost` the chunk framing. False: wait for more bytes
+  // (or the framing was lost).
+  template <typename Take, typename Finish, typename Lost>
+  static bool body_step(Side& s, Take take, Finish finish, Lost lost) {
+    if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
+      const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
+      take(std::string_view(s.buf).substr(0, n));
+      s.buf.erase(0, n);
+      s.left -= n;
+      if (s.left == 0) {
+        if (s.frame == Frame::length) finish();
+        else enter_crlf(s);
+      }
+      return true;
+    }
+    switch (chunk_line(s)) {
+      case LineStep::wait: return false;
+      case LineStep::lost: lost(); return false;
+      case LineStep::ended: finish(); return true;
+      case LineStep::next: return true;
+    }
+    return true;
+  }
+
   static void skip_crlf(Side& s, uint64_t& unseen) {
     const uint64_t n = std::min(unseen, s.left);
     unseen -= n;
@@ -255,26 +280,13 @@ class Framer {
           break;
         }
         case Frame::length:
-        case Frame::chunk_data: {
-          const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
-          body_in(n);
-          s.buf.erase(0, n);
-          s.left -= n;
-          if (s.left == 0) {
-            if (s.frame == Frame::length) finish_request(ts);
-            else enter_crlf(s);
-          }
-          break;
-        }
+        case Frame::chunk_data:
         case Frame::chunk_size:
         case Frame::chunk_crlf:
         case Frame::trailers:
-          switch (chunk_line(s)) {
-            case LineStep::wait: return;
-            case LineStep::lost: return desync_in();
-            case LineStep::ended: finish_request(ts); break;
-            case LineStep::next: break;
-          }
+          if (!body_step(s, [&](std::string_view b) { body_in(b.size()); }, [&] { finish_request(ts); },
+                         [&] { desync_in(); }))
+            return;
           break;
         case Frame::until_close:
         case Frame::desync:
@@ -416,31 +428,18 @@ class Framer {
           break;
         }
         case Frame::length:
-        case Frame::chunk_data: {
-          const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
-          body_out(std::string_view(s.buf).substr(0, n), ts);
-          s.buf.erase(0, n);
-          s.left -= n;
-          if (s.left == 0) {
-            if (s.frame == Frame::length) finish_response(ts);
-            else enter_crlf(s);
-          }
+        case Frame::chunk_data:
+        case Frame::chunk_size:
+        case Frame::chunk_crlf:
+        case Frame::trailers:
+          if (!body_step(s, [&](std::string_view b) { body_out(b, ts); }, [&] { finish_response(ts); },
+                         [&] { desync_out(); }))
+            return;
           break;
-        }
         case Frame::until_close:
           body_out(s.buf, ts);
           s.buf.clear();
           return;
-        case Frame::chunk_size:
-        case Frame::chunk_crlf:
-        case Frame::trailers:
-          switch (chunk_line(s)) {
-            case LineStep::wait: return;
-            case LineStep::lost: return desync_out();
-            case LineStep::ended: finish_response(ts); break;
-            case LineStep::next: break;
-          }
-          break;
         case Frame::desync:
           s.buf.clear();
           return;
