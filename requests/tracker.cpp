@@ -175,6 +175,34 @@ class Framer {
     return true;
   }
 
+  // Body bytes out of sight (beyond a syscall's copy), the same in both directions: `take`
+  // counts them, the framing is followed by count (and the CRLF after a chunk's data).
+  // False: not in a body; the caller decides.
+  template <typename Take, typename Finish>
+  static bool gap_step(Side& s, uint64_t& unseen, Take take, Finish finish) {
+    if (s.frame == Frame::until_close) {
+      take(unseen);
+      unseen = 0;
+      return true;
+    }
+    if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
+      const uint64_t n = std::min(unseen, s.left);
+      take(n);
+      s.left -= n;
+      unseen -= n;
+      if (s.left == 0) {
+        if (s.frame == Frame::length) finish();
+        else enter_crlf(s);
+      }
+      return true;
+    }
+    if (s.frame == Frame::chunk_crlf) {
+      skip_crlf(s, unseen);
+      return true;
+    }
+    return false;
+  }
+
   static void skip_crlf(Side& s, uint64_t& unseen) {
     const uint64_t n = std::min(unseen, s.left);
     unseen -= n;
@@ -248,6 +276,17 @@ class Framer {
     c_.waiting.push_back(e);
   }
 
+  // The head at the front of a side's bytes, consumed when complete; one that cannot be
+  // parsed is counted when it is over the size a head may have.
+  HeadResult take_head(Side& s, int64_t ts, HttpHead& h, HeadResult (*parse)(std::string_view, HttpHead&, size_t&)) {
+    if (!s.head_ts) s.head_ts = ts;
+    size_t len = 0;
+    const HeadResult r = parse(s.buf, h, len);
+    if (r == HeadResult::invalid && s.buf.size() > kMaxHeadBytes) ++n_.headers_oversized;
+    if (r == HeadResult::complete) s.buf.erase(0, len);
+    return r;
+  }
+
   void body_in(uint64_t n) {
     if (c_.reading) c_.reading->req.prompt_bytes += n;
   }
@@ -258,18 +297,14 @@ class Framer {
       switch (s.frame) {
         case Frame::head: {
           if (s.buf.empty()) return;
-          if (!s.head_ts) s.head_ts = ts;
           HttpHead h;
-          size_t len = 0;
-          const HeadResult r = parse_request_head(s.buf, h, len);
+          const HeadResult r = take_head(s, ts, h, parse_request_head);
           if (r == HeadResult::incomplete) return;
           if (r == HeadResult::invalid) {
-            if (s.buf.size() > kMaxHeadBytes) ++n_.headers_oversized;
             placeholder_in();
             desync_in();
             return;
           }
-          s.buf.erase(0, len);
           start_request(h, ts);
           uint64_t length = 0;
           switch (request_body(h, length)) {
@@ -299,21 +334,7 @@ class Framer {
   void gap_in(uint64_t unseen, int64_t ts) {
     Side& s = c_.in;
     while (unseen > 0) {
-      if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
-        const uint64_t n = std::min(unseen, s.left);
-        body_in(n);
-        s.left -= n;
-        unseen -= n;
-        if (s.left == 0) {
-          if (s.frame == Frame::length) finish_request(ts);
-          else enter_crlf(s);
-        }
-        continue;
-      }
-      if (s.frame == Frame::chunk_crlf) {  // the CRLF after a chunk's data, out of sight
-        skip_crlf(s, unseen);
-        continue;
-      }
+      if (gap_step(s, unseen, [&](uint64_t n) { body_in(n); }, [&] { finish_request(ts); })) continue;
       if (s.frame == Frame::desync) return;
       if (s.frame == Frame::head) {
         // A head longer than one syscall's copy: its fields are out of sight.
@@ -397,16 +418,10 @@ class Framer {
       switch (s.frame) {
         case Frame::head: {
           if (s.buf.empty()) return;
-          if (!s.head_ts) s.head_ts = ts;
           HttpHead h;
-          size_t len = 0;
-          const HeadResult r = parse_response_head(s.buf, h, len);
+          const HeadResult r = take_head(s, ts, h, parse_response_head);
           if (r == HeadResult::incomplete) return;
-          if (r == HeadResult::invalid) {
-            if (s.buf.size() > kMaxHeadBytes) ++n_.headers_oversized;
-            return desync_out();
-          }
-          s.buf.erase(0, len);
+          if (r == HeadResult::invalid) return desync_out();
           if (h.status >= 100 && h.status < 200 && h.status != 101) {  // interim (100 Continue)
             s.head_ts = 0;
             break;
@@ -450,24 +465,11 @@ class Framer {
   void gap_out(uint64_t unseen, int64_t ts) {
     Side& s = c_.out;
     while (unseen > 0) {
-      if (s.frame == Frame::length || s.frame == Frame::chunk_data || s.frame == Frame::until_close) {
-        const uint64_t n = s.frame == Frame::until_close ? unseen : std::min(unseen, s.left);
+      auto take = [&](uint64_t n) {
         if (c_.writing && !c_.writing->placeholder) c_.writing->req.response_bytes += n;
         c_.sse.gap();
-        unseen -= n;
-        if (s.frame != Frame::until_close) {
-          s.left -= n;
-          if (s.left == 0) {
-            if (s.frame == Frame::length) finish_response(ts);
-            else enter_crlf(s);
-          }
-        }
-        continue;
-      }
-      if (s.frame == Frame::chunk_crlf) {
-        skip_crlf(s, unseen);
-        continue;
-      }
+      };
+      if (gap_step(s, unseen, take, [&] { finish_response(ts); })) continue;
       if (s.frame == Frame::desync) return;
       if (s.frame == Frame::head) ++n_.headers_truncated;
       desync_out();
