@@ -12,6 +12,7 @@
 #include "cli/json_out.h"
 #include "common/sanitize.h"
 #include "common/units.h"
+#include "requests/request_chains.h"
 #include "tracedb/open.h"
 #include "tracedb/stale_read.h"
 #include "tracedb/sqlite_handle.h"
@@ -53,6 +54,15 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
   }
   out << "\n   Root cause: " << safe(c, "summary", 1000) << "\n";
   if (c.contains("culprit")) out << "   Culprit:    " << culprit_line(c["culprit"]) << "\n";
+  if (c.contains("requests") && c["requests"].is_array() && !c["requests"].empty()) {
+    // A request chain names the requests it slowed (ids are the clients' x-request-id: untrusted).
+    out << "   Requests:   ";
+    size_t shown = 0;
+    for (const auto& id : c["requests"])
+      if (id.is_string() && shown++ < 8) out << (shown > 1 ? ", " : "") << sanitize_untrusted(id.get<std::string>(), 64);
+    if (c["requests"].size() > 8) out << ", … " << c["requests"].size() - 8 << " more in --json";
+    out << "\n";
+  }
   if (c.contains("evidence") && c["evidence"].is_array() && !c["evidence"].empty()) {
     out << "   Evidence:\n";
     size_t shown = 0;
@@ -172,6 +182,20 @@ Runner setup(CLI::App& app) {
       if (rx != ry) return rx > ry;
       return x.value("impact", 0.0) > y.value("impact", 0.0);
     });
+    // Request-level chains first when the session served requests (docs/INFERENCE.md
+    // "Request chains"): what its users waited for, then the calls behind it.
+    requests::RequestChainQuery rq;
+    rq.session_id = doc.value("session_id", int64_t{0});
+    rq.since_ns = q.since_ns;
+    rq.pid = q.pid;
+    if (auto rc = requests::request_chains(db->get(), rq)) {
+      json served = json::array();
+      for (auto& c : (*rc)["chains"])
+        if (!q.min_severity || severity_rank(c["severity"].get<std::string>()) >= severity_rank(*q.min_severity))
+          served.push_back(std::move(c));
+      doc["total"] = doc.value("total", chains.size()) + served.size();
+      chains.insert(chains.begin(), served.begin(), served.end());
+    }
     if (chains.size() > limit) {
       chains.erase(chains.begin() + static_cast<std::ptrdiff_t>(limit), chains.end());
       doc["truncated"] = true;

@@ -187,6 +187,13 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
     CHECK(cause["cause"] != "queueing");
     CHECK(cause["cause"] != "kv_cache_pressure");
   }
+  // The quiet baseline: no HIGH chain, request-level or call-level.
+  auto e = run_causeway({"explain", "--db", t.db(), "--json", "--limit", "100"});
+  REQUIRE(e.exit_code == 0);
+  for (const auto& chain : json::parse(e.out)["chains"]) {
+    CAPTURE(chain.dump());
+    CHECK(chain["severity"] != "HIGH");
+  }
   MESSAGE("TTFT within max(2 ms, 5%): " << close << "/" << matched << ", within max(10 ms, 25%): " << busy_close << "; ITL p50 client " << pct(gaps_c, 0.5) / 1e6
                                     << " ms traced " << pct(gaps_t, 0.5) / 1e6 << " ms; p99 " << pct(gaps_c, 0.99) / 1e6
                                     << " / " << pct(gaps_t, 0.99) / 1e6 << " ms; E2E p99 " << pct(e2e_c, 0.99) / 1e6
@@ -332,4 +339,12 @@ TEST_CASE("kv_cache_pressure: a KV cache too small preempts streams; their stall
   for (const auto& s : d["slowest"])
     for (const auto& c : s["causes"]) named += c["cause"] == "kv_cache_pressure";
   CHECK(named >= 3);
+  // explain leads with the request chain, naming the stalled requests.
+  auto e = run_causeway({"explain", "--db", db, "--json"});
+  REQUIRE(e.exit_code == 0);
+  const json chains = json::parse(e.out)["chains"];
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["level"] == "request");
+  CHECK(chains[0]["cause"] == "kv_cache_pressure");
+  CHECK(!chains[0]["requests"].empty());
 }
