@@ -5,9 +5,9 @@
 // stalled (its thread preempted, a long prefill) except for what the stall is.
 #include <algorithm>
 
+#include "bpf/events.h"
 #include "requests/to_record.h"
 #include "synth/scenario.h"
-#include "tracedb/op_catalog.h"
 
 namespace causeway::synth {
 namespace {
@@ -111,6 +111,20 @@ void serve(ScenarioContext& c, Incidents inc) {
   }
   for (const auto& r : out)
     if (r.last_byte_ns < end) b.request(requests::to_record(r));
+
+  // The engine core's GPU work: four kernels and a stream sync a decode step, none while it
+  // is stalled (the stall is what each scenario plants, not a slow call).
+  const uint64_t st_launch = b.stack({"libcudart.so.13!cudaLaunchKernel+0x4", "vllm/v1/worker/gpu_model_runner.py:1490 (execute_model)"});
+  const uint64_t st_sync = b.stack({"libcudart.so.13!cudaStreamSynchronize+0x4", "vllm/v1/worker/gpu_model_runner.py:1602 (execute_model)"});
+  for (int64_t t = c.t0 + 5 * kMs; t < end - kStep && !c.stopped(); t = after_stalls(inc.stalls, t + c.rng.around(kStep, 0.04))) {
+    int64_t at = t;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t dur = c.rng.around(6 * kUs);
+      b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_LAUNCH_KERNEL, at, dur, {0, 0x7f10a000 + 0x40 * k, 0, 0}, 0, st_launch, 2);
+      at += dur + c.rng.around(3 * kUs);
+    }
+    b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_STREAM_SYNC, at, c.rng.around(14 * kMs, 0.05), {0, 0, 0, 0}, 0, st_sync, 2);
+  }
 
   // The engine's own view, scraped each second.
   double preempted = 0;

@@ -72,16 +72,6 @@ TEST_CASE("request scenarios: the planted cause leads the tail, with its culprit
   CHECK(seen == 5);
 }
 
-TEST_CASE("request scenarios are sized by their requests: --events is refused") {
-  test::TempDir dir;
-  DemoOptions o;
-  o.scenario = "requests-queueing";
-  o.events = 1000;
-  auto d = run_demo(dir.file("x.db"), o);
-  REQUIRE_FALSE(d.ok());
-  CHECK(d.error().code == "usage");
-}
-
 TEST_CASE("request chains: severity from how slow the tail is and how much the cause explains") {
   using requests::request_chain_severity;
   CHECK(std::string(request_chain_severity(1000, 30, 0.9)) == "HIGH");
