@@ -23,6 +23,7 @@ import ctypes
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -42,6 +43,10 @@ def engine_core(args, requests_in, tokens_out):
     --kv-tokens tokens (0: unbounded) that preempts the latest admitted request when full,
     as vLLM V1's scheduler does (recomputed when it is admitted again)."""
     set_process_name("EngineCore")
+    # Ends with the API server (a fork keeps the parent's pipe ends open, so no EOF comes).
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:
+        return
     rt = ctypes.CDLL(args.cudart)
     rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     rt.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
