@@ -14,6 +14,7 @@
 #include "common/units.h"
 #include "fleet/fleet_explain.h"
 #include "fleet/fleet_options.h"
+#include "requests/request_chains.h"
 #include "tracedb/open.h"
 #include "tracedb/stale_read.h"
 #include "tracedb/sqlite_handle.h"
@@ -56,6 +57,15 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
   }
   out << "\n   Root cause: " << safe(c, "summary", 1000) << "\n";
   if (c.contains("culprit")) out << "   Culprit:    " << culprit_line(c["culprit"]) << "\n";
+  if (c.contains("requests") && c["requests"].is_array() && !c["requests"].empty()) {
+    // A request chain names the requests it slowed (ids are the clients' x-request-id: untrusted).
+    out << "   Requests:   ";
+    size_t shown = 0;
+    for (const auto& id : c["requests"])
+      if (id.is_string() && shown++ < 8) out << (shown > 1 ? ", " : "") << sanitize_untrusted(id.get<std::string>(), 64);
+    if (c["requests"].size() > 8) out << ", … " << c["requests"].size() - 8 << " more in --json";
+    out << "\n";
+  }
   if (c.contains("evidence") && c["evidence"].is_array() && !c["evidence"].empty()) {
     out << "   Evidence:\n";
     size_t shown = 0;
@@ -118,18 +128,27 @@ int run_tail(const ExplainArgs& a) {
   return kExitOk;
 }
 
-// Root cause first: within a severity, the chain that lost the most wall time; then --limit.
-void rank_and_cut(json& doc, size_t limit) {
-  auto& chains = doc["chains"];
+// Root cause first: within a severity, the chain that lost the most wall time.
+void rank_chains(json& chains) {
   std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
     int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
     if (rx != ry) return rx > ry;
     return x.value("impact", 0.0) > y.value("impact", 0.0);
   });
+}
+
+void cut_chains(json& doc, size_t limit) {
+  auto& chains = doc["chains"];
   if (chains.size() > limit) {
     chains.erase(chains.begin() + static_cast<std::ptrdiff_t>(limit), chains.end());
     doc["truncated"] = true;
   }
+}
+
+// Both, for the fleet's chains (no request-level chains there yet).
+void rank_and_cut(json& doc, size_t limit) {
+  rank_chains(doc["chains"]);
+  cut_chains(doc, limit);
 }
 
 // --fleet: every host's chains and the cross-host stragglers, from the ClickHouse store.
@@ -225,8 +244,23 @@ Runner setup(CLI::App& app) {
     auto r = load_chains(db->get(), q);
     if (!r) return report_error("explain", r.error(), a->json);
     json& doc = *r;
-    rank_and_cut(doc, limit);
     auto& chains = doc["chains"];
+    rank_chains(chains);
+    // Request-level chains first when the session served requests (docs/INFERENCE.md
+    // "Request chains"): what its users waited for, then the calls behind it.
+    requests::RequestChainQuery rq;
+    rq.session_id = doc.value("session_id", int64_t{0});
+    rq.since_ns = q.since_ns;
+    rq.pid = q.pid;
+    if (auto rc = requests::request_chains(db->get(), rq)) {
+      json served = json::array();
+      for (auto& c : (*rc)["chains"])
+        if (!q.min_severity || severity_rank(c["severity"].get<std::string>()) >= severity_rank(*q.min_severity))
+          served.push_back(std::move(c));
+      doc["total"] = doc.value("total", chains.size()) + served.size();
+      chains.insert(chains.begin(), served.begin(), served.end());
+    }
+    cut_chains(doc, limit);
     if (a->json) {
       if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;
       note_stale_read(doc, db->get());

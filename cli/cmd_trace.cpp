@@ -32,6 +32,7 @@ struct TraceArgs {
   std::vector<uint16_t> http_ports;
   std::string tenant_header = "x-tenant";
   bool no_requests = false;
+  std::string engine_metrics_interval = "1s";
 };
 
 // The loss report: what could not be stored, by op, most first.
@@ -62,6 +63,9 @@ Runner setup(CLI::App& app) {
   app.add_option("--http-port", a->http_ports, "also trace HTTP requests served on this TCP port (repeatable)");
   app.add_option("--tenant-header", a->tenant_header, "request header naming the tenant (default x-tenant)");
   app.add_flag("--no-requests", a->no_requests, "do not trace HTTP requests of serving processes");
+  app.add_option("--engine-metrics-interval", a->engine_metrics_interval,
+                 "sample each serving process's Prometheus /metrics this often (default 1s; 0 = never)")
+      ->capture_default_str();
   app.add_flag("--no-diagnose", a->no_diagnose, "do not run the correlator (live and at the end)");
   app.add_option("--ring-size", a->ring_size, "call ring buffer size (power of two)")->group("");
   app.add_option("--ready-file", a->ready_file, "create this file once probes are attached")->group("");
@@ -99,6 +103,11 @@ Runner setup(CLI::App& app) {
     o.tenant_header = a->tenant_header;
     if (o.tenant_header.empty() || o.tenant_header.find_first_of(" :\r\n") != std::string::npos)
       return report_error("trace", make_error("usage", "--tenant-header: a header name, e.g. x-tenant"), false);
+    auto every = parse_duration_ns(a->engine_metrics_interval);
+    if (a->engine_metrics_interval == "0") every = int64_t{0};
+    if (!every || (*every != 0 && *every < 100'000'000))
+      return report_error("trace", make_error("usage", "--engine-metrics-interval: a duration of at least 100ms (e.g. 1s), or 0"), false);
+    o.engine_metrics_interval_ns = *every;
     if (!a->duration.empty()) {
       auto d = parse_duration_ns(a->duration);
       if (!d) return report_error("trace", make_error("usage", "--duration: " + d.error().message), false);

@@ -31,6 +31,7 @@
 #include "collector/discovery.h"
 #include "collector/early_maps.h"
 #include "collector/elf_file.h"
+#include "collector/engine_scraper.h"
 #include "collector/chain_watcher.h"
 #include "collector/detach_lock.h"
 #include "collector/live_stats.h"
@@ -125,6 +126,7 @@ class Session {
   void on_sock(const void* data, size_t size);
   void find_servers_now();
   void store_requests();
+  void store_engine_samples();
   enum class OnFullQueue { leave_in_ring, drain_anyway };
   // True when the ring was consumed until empty (nothing left for lack of room or rounds).
   bool drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full);
@@ -163,6 +165,8 @@ class Session {
   RingPtr calls_rb_, host_rb_, sock_rb_;
   requests::Tracker tracker_{requests::TrackerOptions{o_.tenant_header}};
   std::set<uint32_t> servers_;  // pids whose accepted connections are traced
+  std::unique_ptr<EngineScraper> scraper_;  // started with the first server found
+  uint64_t own_scrapes_ = 0;                // the scraper's own requests, not stored
   std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
   int64_t offset_ = 0;
   int64_t started_mono_ = 0;
@@ -296,6 +300,10 @@ void Session::find_servers_now() {
   for (const auto& [pid, k] : known_)
     if (pid_allowed(pid)) traced.insert(pid);
   for (const Server& srv : find_servers(traced, o_.http_ports, static_cast<uint32_t>(::getpid()))) {
+    if (o_.engine_metrics_interval_ns > 0) {
+      if (!scraper_) scraper_ = std::make_unique<EngineScraper>(o_.engine_metrics_interval_ns);
+      scraper_->add(srv.pid, srv.port);
+    }
     if (servers_.count(srv.pid)) continue;
     if (!bpf_.sock_tracing()) {
       if (auto r = bpf_.attach_sock_tracing(); !r) {
@@ -320,9 +328,18 @@ void Session::on_sock(const void* data, size_t size) {
 
 void Session::store_requests() {
   for (const requests::Request& q : tracker_.take()) {
+    if (scraper_ && scraper_->own_peer(q.peer)) {
+      ++own_scrapes_;
+      continue;
+    }
     writer_.push_meta(requests::to_record(q));
     ++sum_.requests;
   }
+}
+
+void Session::store_engine_samples() {
+  if (!scraper_) return;
+  for (EngineSampleRecord& r : scraper_->take()) writer_.push_meta(std::move(r));
 }
 
 void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid) {
@@ -617,6 +634,14 @@ void Session::update_counters() {
     writer_.set_counter(name, static_cast<int64_t>(v));
     sum_.counters[name] = v;
   }
+  if (scraper_) {
+    const ScraperCounters sc = scraper_->counters();
+    for (auto [name, v] : {std::pair{"engine_scrapes", sc.scrapes}, {"engine_scrape_failures", sc.failures},
+                           {"engine_metrics_bad_lines", sc.bad_lines}, {"engine_scrape_requests", own_scrapes_}}) {
+      writer_.set_counter(name, static_cast<int64_t>(v));
+      sum_.counters[name] = v;
+    }
+  }
   sum_.counters["dropped_ring"] = ring;
 }
 
@@ -657,6 +682,7 @@ void Session::periodic(int64_t now) {
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
     emit_page_allocs(now);
+    store_engine_samples();
     for (const auto& u : stack_policy_.updates()) bpf_.set_stack_threshold(u.pid, u.op, u.threshold_ns);
     update_counters();
     if (metrics_) publish_metrics();
@@ -767,6 +793,8 @@ TraceSummary Session::finish() {
   drain(sock_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   tracker_.finish();  // exchanges still open come out incomplete
   store_requests();
+  if (scraper_) scraper_->stop();  // a scrape in flight finishes: its samples are the last
+  store_engine_samples();
   // Out of the traced processes' text before we exit: with session or multi-uprobe links one
   // close per link (milliseconds); the perf-event fallback hands its closes to a background
   // process.

@@ -48,6 +48,8 @@ struct TraceOptions {
   bool requests = true;
   std::vector<uint16_t> http_ports;
   std::string tenant_header = "x-tenant";
+  // Each server's Prometheus /metrics is sampled this often (0: not at all).
+  int64_t engine_metrics_interval_ns = 1'000'000'000;
   // The trace ends by itself once the writer has stored nothing for this long (a full disk
   // nobody frees); a deleted or replaced DB ends it at once. docs/COLLECTOR.md "Faults".
   int64_t stall_exit_ns = 30'000'000'000;

@@ -20,7 +20,7 @@ json prompt_list() {
                                      })}}});
 }
 
-Result<json> get_prompt(const std::string& name, const json& arguments) {
+Result<json> get_prompt(const std::string& name, const json& arguments, std::optional<uint64_t> requests_served) {
   if (name != "investigate") return make_error("unknown_prompt", "Unknown prompt \"" + name + "\"; available: investigate.");
   auto arg = [&](const char* key) -> std::string {
     if (!arguments.is_object() || !arguments.contains(key)) return "";
@@ -47,12 +47,28 @@ Result<json> get_prompt(const std::string& name, const json& arguments) {
   }
   std::string with_severity = "{" + filter + (filter.empty() ? "" : ", ") + "\"min_severity\": \"MEDIUM\"}";
 
+  // A session that served inference requests is asked about from its users' side first:
+  // which requests were slow and why, then the calls behind them (docs/INFERENCE.md).
+  const std::string filter_obj = "{" + filter + "}";
+  std::string requests_step;
+  if (requests_served && *requests_served > 0)
+    requests_step =
+        "2a. Requests first: this session served " + std::to_string(*requests_served) +
+        " HTTP requests. Call get_request_latency " + filter_obj + " and again with \"metric\": \"itl\": report TTFT and "
+        "ITL p50/p99, the tail's causes (cause, share_time, culprit) and the slowest requests by id. The most severe "
+        "request-level cause is the answer's headline; the steps below find the calls and host events behind it (the "
+        "culprit's pid, the engine's pids).\n";
+  else if (!requests_served)
+    requests_step =
+        "2a. Requests: call get_request_latency " + filter_obj + ". If its count is above 0 the session served inference "
+        "requests: start the answer from them (TTFT/ITL tail, its causes, the slowest request ids), with the chains below "
+        "as the calls behind them.\n";
   std::string text =
       "Investigate GPU stalls in the causeway trace" + scope + ".\n" +
       (question.empty() ? "" : "The user asks: " + question + "\n") +
       "\nWork through these steps with the causeway tools, in order; each step uses what the previous one returned:\n"
       "1. Readiness: call get_check. It names the DB being served and its sessions; if the host is not ready, say what is "
-      "missing (the trace may be incomplete) and continue with the data there is.\n"
+      "missing (the trace may be incomplete) and continue with the data there is.\n" + requests_step +
       "2. Cause: call get_causal_chains " + with_severity + ". Take the most severe chain: its cause, victim (op, pid), "
       "culprit (pid, comm) and call site (the innermost frame of the user's code). If the answer says chains were left out, "
       "page with its cursor before concluding.\n"

@@ -312,10 +312,22 @@ Server::Outcome Server::call_tool(const Message& m, Exchange& ex) {
           std::nullopt};
 }
 
+// HTTP requests in the served DB's latest session; nullopt when the DB cannot be read (the
+// prompt then asks the model to look).
+std::optional<uint64_t> Server::requests_served() {
+  auto db = pool_.acquire();
+  if (!db) return std::nullopt;
+  auto st = Statement::prepare(db->get(),
+                               "SELECT count(*) FROM requests WHERE session_id = (SELECT max(id) FROM sessions)");
+  if (!st) return uint64_t{0};  // a DB from before the requests table
+  if (st->step() != SQLITE_ROW) return std::nullopt;
+  return static_cast<uint64_t>(st->col_int(0));
+}
+
 Server::Outcome Server::get_prompt(const json& p) {
   if (!p.is_object() || !p.contains("name") || !p["name"].is_string())
     return {nullptr, invalid_params("prompts/get needs params.name (a string)")};
-  auto r = mcp::get_prompt(p["name"].get<std::string>(), p.value("arguments", json::object()));
+  auto r = mcp::get_prompt(p["name"].get<std::string>(), p.value("arguments", json::object()), requests_served());
   if (!r) return {nullptr, invalid_params(r.error().message)};
   return {std::move(r.value()), std::nullopt};
 }

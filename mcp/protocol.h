@@ -100,6 +100,7 @@ class Server {
   Outcome list_page(const json& params, const json& items, const char* key);
   Outcome call_tool(const Message& m, Exchange& ex);
   Outcome get_prompt(const json& params);
+  std::optional<uint64_t> requests_served();
   Outcome read_resource(const json& params, bool modern);
   void cancel_request(const std::string& scope, const json& request_id);
   json list_tools() const;

@@ -256,6 +256,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   struct Agg {
     double lost = 0;
     std::set<std::string> requests;
+    std::map<std::string, double> lost_by_request;
     double top_lost = 0;
     json culprit;
   };
@@ -268,6 +269,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
       Agg& a = by_cause[c.cause];
       a.lost += c.lost_ns;
       a.requests.insert(u.row->id);
+      if (q.chain_detail) a.lost_by_request[u.row->id] += c.lost_ns;
       if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
     }
   }
@@ -278,12 +280,21 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     explained += share;
     causes.push_back({{"cause", cause}, {"share_time", std::round(share * 1000) / 1000}, {"requests", a.requests.size()},
                       {"culprit", a.culprit}, {"chain_id", nullptr}});
+    if (q.chain_detail) {
+      std::vector<std::pair<double, std::string>> by_lost;
+      for (const auto& [id, ns] : a.lost_by_request) by_lost.emplace_back(-ns, id);
+      std::sort(by_lost.begin(), by_lost.end());
+      json ids = json::array();
+      for (size_t i = 0; i < by_lost.size() && i < 20; ++i) ids.push_back(by_lost[i].second);
+      causes.back()["request_ids"] = std::move(ids);
+    }
   }
   std::sort(causes.begin(), causes.end(), [](const json& a, const json& b) { return a["share_time"] > b["share_time"]; });
   json tail = {{"metric", metric_name(q.metric)}, {"quantile", q.quantile},
                {"threshold_ms", units_v.empty() ? json(nullptr) : json(ms(threshold))}, {"units", tail_units},
                {"unexplained_share", tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0},
                {"causes", std::move(causes)}};
+  if (q.chain_detail) tail["excess_ms"] = ms(excess_total), tail["median_ms"] = ms(median);
 
   std::vector<const Row*> order;
   for (const Row& r : rows)
@@ -350,6 +361,11 @@ std::string request_latency_text(const json& doc) {
       o << ", long requests";
       for (const auto& id : k["requests"]) o << " " << sanitize_untrusted(id.get<std::string>(), 64);
     }
+    if (k.contains("waiting_max"))
+      o << ", up to " << k["waiting_max"].get<double>() << " requests waiting in engine pid " << k["pid"].get<int64_t>();
+    if (k.contains("kv_cache_usage"))
+      o << ", KV cache " << k["kv_cache_usage"].get<double>() * 100 << "% full, " << k["preemptions"].get<double>()
+        << " preemptions in engine pid " << k["pid"].get<int64_t>();
     o << "\n";
   }
   o << "slowest:\n";

@@ -28,6 +28,10 @@ struct RequestQuery {
   double quantile = 0.99;
   size_t slowest = 10;
   std::optional<int64_t> session_id;   // default: the latest session
+  // For request chains (requests/request_chains.h), not in the interface's JSON: each tail
+  // cause also lists the ids of the requests it slowed ("request_ids", most lost first, 20
+  // at most), and the tail its time above the median ("excess_ms") and "median_ms".
+  bool chain_detail = false;
 };
 
 // Fails with "no_data" (no session), "invalid_argument" (quantile outside (0, 1)).

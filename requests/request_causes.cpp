@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "requests/cause_kv_cache.h"
+#include "requests/cause_queueing.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway::requests {
@@ -108,24 +110,26 @@ void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t fr
   for (const auto& s : spans_) {
     if (s.id == id || s.server_pid != server_pid || s.prompt_bytes < long_prompt_bytes_ || !s.first_out_ns) continue;
     if (overlap(s.end_ns, s.first_out_ns, from, to) <= 0) continue;
-    spans.emplace_back(std::max(s.end_ns, from), std::min(s.first_out_ns, to));
+    spans.emplace_back(s.end_ns, s.first_out_ns);
     if (ids.size() < 10) ids.push_back(s.id);
   }
-  if (spans.empty()) return;
-  std::sort(spans.begin(), spans.end());
-  double lost = 0;
-  int64_t cur0 = spans[0].first, cur1 = spans[0].second;
-  for (const auto& [a, b] : spans) {
-    if (a > cur1) {
-      lost += static_cast<double>(cur1 - cur0);
-      cur0 = a;
-    }
-    cur1 = std::max(cur1, b);
-  }
-  lost += static_cast<double>(cur1 - cur0);
+  const double lost = covered_ns(std::move(spans), from, to);
   if (lost < kMinLostNs) return;
   const auto& pids = engine_pids(server_pid);
   out.push_back({"prefill_interference", lost, {{"requests", ids}, {"pid", pids.size() > 1 ? pids[1] : pids[0]}}});
+}
+
+void CauseFinder::engine_state(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
+                               std::vector<CauseClaim>& out) {
+  if (!series_) series_ = load_engine_series(db_, session_id_);
+  auto it = series_->find(server_pid);
+  if (it == series_->end()) return;
+  // Queued only before its first token: once it streams, the request is running.
+  int64_t first_out = to;
+  for (const auto& s : spans_)
+    if (s.id == id && s.server_pid == server_pid && s.first_out_ns) first_out = std::min(to, s.first_out_ns);
+  for (auto claim : {queueing_claim(it->second, server_pid, from, first_out), kv_cache_claim(it->second, server_pid, from, to)})
+    if (claim && claim->lost_ns >= kMinLostNs) out.push_back(std::move(*claim));
 }
 
 std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
@@ -134,6 +138,7 @@ std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t ser
   if (to <= from || excess_ns <= 0) return out;
   cpu_contention(server_pid, from, to, out);
   prefill(id, server_pid, from, to, out);
+  engine_state(id, server_pid, from, to, out);
   for (auto& c : out) c.lost_ns = std::min(c.lost_ns, excess_ns);
   std::sort(out.begin(), out.end(), [](const CauseClaim& a, const CauseClaim& b) { return a.lost_ns > b.lost_ns; });
   return out;

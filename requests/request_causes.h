@@ -8,8 +8,11 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "requests/engine_series.h"
 
 namespace causeway::requests {
 
@@ -23,7 +26,7 @@ struct RequestSpan {
 };
 
 struct CauseClaim {
-  std::string cause;  // cpu_contention | prefill_interference
+  std::string cause;  // cpu_contention | prefill_interference | queueing | kv_cache_pressure
   double lost_ns = 0;
   nlohmann::json culprit;
 };
@@ -40,6 +43,8 @@ class CauseFinder {
   const std::vector<uint32_t>& engine_pids(uint32_t server_pid);
   void cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
   void prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
+  // queueing and kv_cache_pressure, from the engine's scraped metrics.
+  void engine_state(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
 
   sqlite3* db_;
   int64_t session_id_;
@@ -47,6 +52,7 @@ class CauseFinder {
   uint64_t long_prompt_bytes_ = 0;  // a prompt this long is a long prefill
   std::map<uint32_t, std::vector<uint32_t>> engines_;
   std::map<uint32_t, std::string> comms_;
+  std::optional<std::map<uint32_t, EngineSeries>> series_;  // loaded at the first question
 };
 
 }  // namespace causeway::requests

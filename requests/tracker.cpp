@@ -150,6 +150,59 @@ class Framer {
     s.left = 2;
   }
 
+  // One step through a body's framing, the same in both directions: `take` gets the body
+  // bytes, `finish` ends the message, `lost` the chunk framing. False: wait for more bytes
+  // (or the framing was lost).
+  template <typename Take, typename Finish, typename Lost>
+  static bool body_step(Side& s, Take take, Finish finish, Lost lost) {
+    if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
+      const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
+      take(std::string_view(s.buf).substr(0, n));
+      s.buf.erase(0, n);
+      s.left -= n;
+      if (s.left == 0) {
+        if (s.frame == Frame::length) finish();
+        else enter_crlf(s);
+      }
+      return true;
+    }
+    switch (chunk_line(s)) {
+      case LineStep::wait: return false;
+      case LineStep::lost: lost(); return false;
+      case LineStep::ended: finish(); return true;
+      case LineStep::next: return true;
+    }
+    return true;
+  }
+
+  // Body bytes out of sight (beyond a syscall's copy), the same in both directions: `take`
+  // counts them, the framing is followed by count (and the CRLF after a chunk's data).
+  // False: not in a body; the caller decides.
+  template <typename Take, typename Finish>
+  static bool gap_step(Side& s, uint64_t& unseen, Take take, Finish finish) {
+    if (s.frame == Frame::until_close) {
+      take(unseen);
+      unseen = 0;
+      return true;
+    }
+    if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
+      const uint64_t n = std::min(unseen, s.left);
+      take(n);
+      s.left -= n;
+      unseen -= n;
+      if (s.left == 0) {
+        if (s.frame == Frame::length) finish();
+        else enter_crlf(s);
+      }
+      return true;
+    }
+    if (s.frame == Frame::chunk_crlf) {
+      skip_crlf(s, unseen);
+      return true;
+    }
+    return false;
+  }
+
   static void skip_crlf(Side& s, uint64_t& unseen) {
     const uint64_t n = std::min(unseen, s.left);
     unseen -= n;
@@ -223,6 +276,17 @@ class Framer {
     c_.waiting.push_back(e);
   }
 
+  // The head at the front of a side's bytes, consumed when complete; one that cannot be
+  // parsed is counted when it is over the size a head may have.
+  HeadResult take_head(Side& s, int64_t ts, HttpHead& h, HeadResult (*parse)(std::string_view, HttpHead&, size_t&)) {
+    if (!s.head_ts) s.head_ts = ts;
+    size_t len = 0;
+    const HeadResult r = parse(s.buf, h, len);
+    if (r == HeadResult::invalid && s.buf.size() > kMaxHeadBytes) ++n_.headers_oversized;
+    if (r == HeadResult::complete) s.buf.erase(0, len);
+    return r;
+  }
+
   void body_in(uint64_t n) {
     if (c_.reading) c_.reading->req.prompt_bytes += n;
   }
@@ -233,18 +297,14 @@ class Framer {
       switch (s.frame) {
         case Frame::head: {
           if (s.buf.empty()) return;
-          if (!s.head_ts) s.head_ts = ts;
           HttpHead h;
-          size_t len = 0;
-          const HeadResult r = parse_request_head(s.buf, h, len);
+          const HeadResult r = take_head(s, ts, h, parse_request_head);
           if (r == HeadResult::incomplete) return;
           if (r == HeadResult::invalid) {
-            if (s.buf.size() > kMaxHeadBytes) ++n_.headers_oversized;
             placeholder_in();
             desync_in();
             return;
           }
-          s.buf.erase(0, len);
           start_request(h, ts);
           uint64_t length = 0;
           switch (request_body(h, length)) {
@@ -255,26 +315,13 @@ class Framer {
           break;
         }
         case Frame::length:
-        case Frame::chunk_data: {
-          const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
-          body_in(n);
-          s.buf.erase(0, n);
-          s.left -= n;
-          if (s.left == 0) {
-            if (s.frame == Frame::length) finish_request(ts);
-            else enter_crlf(s);
-          }
-          break;
-        }
+        case Frame::chunk_data:
         case Frame::chunk_size:
         case Frame::chunk_crlf:
         case Frame::trailers:
-          switch (chunk_line(s)) {
-            case LineStep::wait: return;
-            case LineStep::lost: return desync_in();
-            case LineStep::ended: finish_request(ts); break;
-            case LineStep::next: break;
-          }
+          if (!body_step(s, [&](std::string_view b) { body_in(b.size()); }, [&] { finish_request(ts); },
+                         [&] { desync_in(); }))
+            return;
           break;
         case Frame::until_close:
         case Frame::desync:
@@ -287,21 +334,7 @@ class Framer {
   void gap_in(uint64_t unseen, int64_t ts) {
     Side& s = c_.in;
     while (unseen > 0) {
-      if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
-        const uint64_t n = std::min(unseen, s.left);
-        body_in(n);
-        s.left -= n;
-        unseen -= n;
-        if (s.left == 0) {
-          if (s.frame == Frame::length) finish_request(ts);
-          else enter_crlf(s);
-        }
-        continue;
-      }
-      if (s.frame == Frame::chunk_crlf) {  // the CRLF after a chunk's data, out of sight
-        skip_crlf(s, unseen);
-        continue;
-      }
+      if (gap_step(s, unseen, [&](uint64_t n) { body_in(n); }, [&] { finish_request(ts); })) continue;
       if (s.frame == Frame::desync) return;
       if (s.frame == Frame::head) {
         // A head longer than one syscall's copy: its fields are out of sight.
@@ -385,16 +418,10 @@ class Framer {
       switch (s.frame) {
         case Frame::head: {
           if (s.buf.empty()) return;
-          if (!s.head_ts) s.head_ts = ts;
           HttpHead h;
-          size_t len = 0;
-          const HeadResult r = parse_response_head(s.buf, h, len);
+          const HeadResult r = take_head(s, ts, h, parse_response_head);
           if (r == HeadResult::incomplete) return;
-          if (r == HeadResult::invalid) {
-            if (s.buf.size() > kMaxHeadBytes) ++n_.headers_oversized;
-            return desync_out();
-          }
-          s.buf.erase(0, len);
+          if (r == HeadResult::invalid) return desync_out();
           if (h.status >= 100 && h.status < 200 && h.status != 101) {  // interim (100 Continue)
             s.head_ts = 0;
             break;
@@ -416,31 +443,18 @@ class Framer {
           break;
         }
         case Frame::length:
-        case Frame::chunk_data: {
-          const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
-          body_out(std::string_view(s.buf).substr(0, n), ts);
-          s.buf.erase(0, n);
-          s.left -= n;
-          if (s.left == 0) {
-            if (s.frame == Frame::length) finish_response(ts);
-            else enter_crlf(s);
-          }
+        case Frame::chunk_data:
+        case Frame::chunk_size:
+        case Frame::chunk_crlf:
+        case Frame::trailers:
+          if (!body_step(s, [&](std::string_view b) { body_out(b, ts); }, [&] { finish_response(ts); },
+                         [&] { desync_out(); }))
+            return;
           break;
-        }
         case Frame::until_close:
           body_out(s.buf, ts);
           s.buf.clear();
           return;
-        case Frame::chunk_size:
-        case Frame::chunk_crlf:
-        case Frame::trailers:
-          switch (chunk_line(s)) {
-            case LineStep::wait: return;
-            case LineStep::lost: return desync_out();
-            case LineStep::ended: finish_response(ts); break;
-            case LineStep::next: break;
-          }
-          break;
         case Frame::desync:
           s.buf.clear();
           return;
@@ -451,24 +465,11 @@ class Framer {
   void gap_out(uint64_t unseen, int64_t ts) {
     Side& s = c_.out;
     while (unseen > 0) {
-      if (s.frame == Frame::length || s.frame == Frame::chunk_data || s.frame == Frame::until_close) {
-        const uint64_t n = s.frame == Frame::until_close ? unseen : std::min(unseen, s.left);
+      auto take = [&](uint64_t n) {
         if (c_.writing && !c_.writing->placeholder) c_.writing->req.response_bytes += n;
         c_.sse.gap();
-        unseen -= n;
-        if (s.frame != Frame::until_close) {
-          s.left -= n;
-          if (s.left == 0) {
-            if (s.frame == Frame::length) finish_response(ts);
-            else enter_crlf(s);
-          }
-        }
-        continue;
-      }
-      if (s.frame == Frame::chunk_crlf) {
-        skip_crlf(s, unseen);
-        continue;
-      }
+      };
+      if (gap_step(s, unseen, take, [&] { finish_response(ts); })) continue;
       if (s.frame == Frame::desync) return;
       if (s.frame == Frame::head) ++n_.headers_truncated;
       desync_out();

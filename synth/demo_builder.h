@@ -69,6 +69,10 @@ class DemoBuilder {
   void block(uint32_t tid, uint32_t pid, int32_t cpu, int64_t from, int64_t to, int64_t state, uint32_t waker_tid,
              uint32_t waker_pid);
 
+  // Rows of the inference tables (docs/INFERENCE.md): a request, one scrape of an engine.
+  void request(const RequestRecord& r) { w_.push_meta(r); }
+  void engine_scrape(const EngineSampleRecord& r) { w_.push_meta(r); }
+
   uint64_t calls() const { return calls_; }
   uint64_t sched_rows() const { return sched_; }
   uint64_t dropped() const { return dropped_; }

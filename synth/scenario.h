@@ -40,9 +40,17 @@ void scenario_dataloader(ScenarioContext& c);
 void scenario_host_bound(ScenarioContext& c);
 void scenario_launch_bound(ScenarioContext& c);
 void scenario_graph_recapture(ScenarioContext& c);
+void scenario_requests_quiet(ScenarioContext& c);
+void scenario_requests_cpu(ScenarioContext& c);
+void scenario_requests_prefill(ScenarioContext& c);
+void scenario_requests_queueing(ScenarioContext& c);
+void scenario_requests_kv_cache(ScenarioContext& c);
 
 // Well-known pids of the cast, so tests and docs can name them.
 inline constexpr uint32_t kTrainerPid = 4821;
 inline constexpr uint32_t kKworkerPid = 87;
+// The inference server of the request scenarios: vLLM's API server and its engine core.
+inline constexpr uint32_t kApiServerPid = 5300;
+inline constexpr uint32_t kEngineCorePid = 5301;
 
 }  // namespace causeway::synth

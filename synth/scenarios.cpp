@@ -69,6 +69,24 @@ const std::vector<ScenarioDef>& definitions() {
         "graph_recapture", "", 0},
        synth::scenario_graph_recapture, 30 * kSec, 3000},
       {{"quiet", "a healthy training job: no chain should be HIGH", "", "", 0}, synth::scenario_quiet, 30 * kSec, 7400},
+      // Inference serving: the cause is a request cause (causeway requests, explain's request
+      // chains); the engine's calls are steady, so the correlator's chains stay below HIGH but
+      // for tar's, which also delays the engine core's calls.
+      {{"requests-quiet", "a vLLM server streaming to four clients, nothing wrong: no request chain should be HIGH", "",
+        "", 0, ""},
+       synth::scenario_requests_quiet, 30 * kSec, 250},
+      {{"requests-cpu-contention", "tar takes the vLLM engine core's CPU for ~180 ms every 3 s: token gaps stall",
+        "cpu_contention", "tar", 992, "cpu_contention"},
+       synth::scenario_requests_cpu, 30 * kSec, 250},
+      {{"requests-prefill", "every 12th prompt is 16 kB: its 320 ms prefill stalls the other streams' tokens", "", "",
+        0, "prefill_interference"},
+       synth::scenario_requests_prefill, 30 * kSec, 250},
+      {{"requests-queueing", "a burst of 14 requests beyond the batch waits in vLLM's queue for its first token", "",
+        "", 0, "queueing"},
+       synth::scenario_requests_queueing, 30 * kSec, 250},
+      {{"requests-kv-cache", "the KV cache fills and vLLM preempts two streams every 4 s: 500 ms token gaps", "", "",
+        0, "kv_cache_pressure"},
+       synth::scenario_requests_kv_cache, 30 * kSec, 250},
   };
   return defs;
 }

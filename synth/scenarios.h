@@ -17,6 +17,9 @@ struct ScenarioInfo {
   std::string expected_cause;  // the chain cause the correlator should find ("" = none HIGH)
   std::string expected_culprit;  // comm of the culprit, when one is named
   uint32_t expected_culprit_pid = 0;
+  // The request cause the tail of `causeway requests` should name first ("" = none; the
+  // scenario serves no requests, or nothing is wrong with them). docs/INFERENCE.md.
+  std::string expected_request_cause = "";
 };
 
 const std::vector<ScenarioInfo>& demo_scenarios();

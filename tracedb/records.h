@@ -146,10 +146,12 @@ struct RequestRecord {
 };
 
 // Samples of one scrape of an inference engine's /metrics: rows of engine_metrics.
+// The first record of a pid also names its engine in `engines`.
 struct EngineSampleRecord {
   int64_t ts_ns = 0;
   uint32_t pid = 0;
   std::string engine;
+  std::string url;  // the endpoint scraped
   struct Sample {
     std::string name, labels;
     double value = 0;

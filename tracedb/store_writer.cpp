@@ -237,6 +237,10 @@ Result<void> StoreWriter::prepare_statements() {
        "response_bytes, streamed, events, complete) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&ins_engine_sample_,
        "INSERT INTO engine_metrics (session_id, ts_ns, pid, engine, name, labels, value) VALUES (?,?,?,?,?,?,?)"},
+      // The engine may be named only once its metrics were read: the latest name wins.
+      {&upsert_engine_,
+       "INSERT INTO engines (session_id, pid, engine, url) VALUES (?,?,?,?) ON CONFLICT (session_id, pid) DO UPDATE SET "
+       "engine = excluded.engine, url = excluded.url WHERE engine != excluded.engine OR url != excluded.url"},
       {&ins_block_,
        "INSERT OR REPLACE INTO event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
        "VALUES (?,?,?,?,?,?)"},
@@ -821,6 +825,12 @@ int StoreWriter::write_meta(const MetaRecord& m) {
   } else if (auto* q = std::get_if<RequestRecord>(&m)) {
     return write_request(ins_request_, sid, *q);
   } else if (auto* es = std::get_if<EngineSampleRecord>(&m)) {
+    Statement& e = upsert_engine_;
+    e.bind(1, sid);
+    e.bind(2, int64_t{es->pid});
+    e.bind(3, es->engine);
+    e.bind(4, es->url);
+    if (int rc = finish_meta(e); rc != SQLITE_DONE) return rc;
     Statement& s = ins_engine_sample_;
     for (const EngineSampleRecord::Sample& x : es->samples) {
       s.bind(1, sid);
@@ -1026,7 +1036,7 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     }
     for (Statement* st : {&ins_event_, &ins_events_, &ins_sched_, &ins_wakeup_, &ins_rollup_, &upsert_process_,
                           &upsert_thread_, &upsert_cgroup_, &ins_stack_, &upsert_chain_, &upsert_call_cause_,
-                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_, &ins_request_, &ins_engine_sample_})
+                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_, &ins_request_, &ins_engine_sample_, &upsert_engine_})
       *st = Statement();
     // A checkpoint copies the WAL into the DB file, which grows: on a disk that is failing
     // writes it cannot complete, and it is not tried. The WAL stays, complete, beside the DB

@@ -163,6 +163,16 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
   CHECK(within(pct(e2e_c, 0.5), pct(e2e_t, 0.5), 0.10));
   CHECK(within(pct(e2e_c, 0.9), pct(e2e_t, 0.9), 0.10));
 
+  // Engine metrics: the server's vLLM-shaped /metrics, sampled each second; the scraper's
+  // own requests are not the users' (the exact count above holds with them going on).
+  CHECK(q_int(t.db(), "SELECT count(*) FROM engines WHERE engine = 'vllm' AND url LIKE 'http://127.0.0.1:%/metrics'") == 1);
+  CHECK(q_int(t.db(), "SELECT count(DISTINCT ts_ns) FROM engine_metrics WHERE name = 'vllm:num_requests_running'") >= 2);
+  CHECK(q_int(t.db(), "SELECT count(*) FROM engine_metrics WHERE name = 'vllm:num_preemptions_total'") >= 2);
+  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE path = '/metrics'") == 0);
+  CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'engine_scrape_requests'") >= 2);
+  // A quiet run: nothing waited in the engine's queue, nothing was preempted.
+  CHECK(q_int(t.db(), "SELECT count(*) FROM engine_metrics WHERE name = 'vllm:num_requests_waiting' AND value > 0") == 0);
+
   // The reader the user sees: the same count and ids.
   auto r = run_causeway({"requests", "--db", t.db(), "--json", "--slowest", "3"});
   REQUIRE(r.exit_code == 0);
@@ -171,6 +181,19 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
   CHECK(d["requests"]["streamed"] == 60);
   CHECK(d["requests"]["slowest"].size() == 3);
   CHECK(d["requests"]["by"][0]["server_pid"] == server);
+  CHECK(d["engines"].size() == 1);
+  CHECK(d["engines"][0]["engine"] == "vllm");
+  for (const auto& cause : d["requests"]["tail"]["causes"]) {
+    CHECK(cause["cause"] != "queueing");
+    CHECK(cause["cause"] != "kv_cache_pressure");
+  }
+  // The quiet baseline: no HIGH chain, request-level or call-level.
+  auto e = run_causeway({"explain", "--db", t.db(), "--json", "--limit", "100"});
+  REQUIRE(e.exit_code == 0);
+  for (const auto& chain : json::parse(e.out)["chains"]) {
+    CAPTURE(chain.dump());
+    CHECK(chain["severity"] != "HIGH");
+  }
   MESSAGE("TTFT within max(2 ms, 5%): " << close << "/" << matched << ", within max(10 ms, 25%): " << busy_close << "; ITL p50 client " << pct(gaps_c, 0.5) / 1e6
                                     << " ms traced " << pct(gaps_t, 0.5) / 1e6 << " ms; p99 " << pct(gaps_c, 0.99) / 1e6
                                     << " / " << pct(gaps_t, 0.99) / 1e6 << " ms; E2E p99 " << pct(e2e_c, 0.99) / 1e6
@@ -219,4 +242,109 @@ TEST_CASE("prefill_interference: long prompts among short streams stall their to
   REQUIRE(!(*pi)["culprit"]["requests"].empty());
   for (const auto& id : (*pi)["culprit"]["requests"]) CHECK(std::stoi(id.get<std::string>().substr(4, 4)) % 8 == 7);
   CHECK(d["slowest"][0]["causes"][0]["cause"] == "prefill_interference");
+}
+
+namespace {
+
+// A server started for one planted incident, reaped at the end of the case.
+struct PlantedServer {
+  TempDir& dir;
+  int port;
+  pid_t pid;
+  PlantedServer(TempDir& d, int p, std::vector<std::string> extra) : dir(d), port(p) {
+    std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/inference_server.py", "--port",
+                                     std::to_string(port), "--cudart", testprog("libcudart.so.13"), "--step-ms", "20",
+                                     "--ready-file", dir.file("server.ready")};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    pid = spawn(argv, dir.file("server.log"));
+    wait_for_file(dir.file("server.ready"), 30000);
+  }
+  ~PlantedServer() {
+    ::kill(pid, SIGTERM);
+    wait_exit(pid);
+  }
+  // Traces the server (engine metrics every 200 ms) while the client runs with `load`, then
+  // asks `causeway requests --json` with `ask`: the trace DB's path and the answer's requests.
+  std::pair<std::string, json> traced(std::vector<std::string> load, std::vector<std::string> ask) {
+    Tracer t(dir, {"--http-port", std::to_string(port), "--no-stack", "--engine-metrics-interval", "200ms"});
+    std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port",
+                                     std::to_string(port), "--out", dir.file("client.json")};
+    argv.insert(argv.end(), load.begin(), load.end());
+    auto c = run_process(argv);
+    REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+    sleep_ms(300);
+    REQUIRE(t.stop(SIGINT) == 0);
+    std::vector<std::string> q = {"requests", "--db", t.db(), "--json"};
+    q.insert(q.end(), ask.begin(), ask.end());
+    auto r = run_causeway(q);
+    REQUIRE(r.exit_code == 0);
+    return {t.db(), json::parse(r.out)["requests"]};
+  }
+};
+
+const json* tail_cause(const json& requests, const std::string& name) {
+  for (const auto& c : requests["tail"]["causes"])
+    if (c["cause"] == name) return &c;
+  return nullptr;
+}
+
+void need_aiohttp() {
+  if (run_process({kPython, "-c", "import aiohttp"}).exit_code != 0) {
+    std::printf("SKIPPED: python3-aiohttp is not installed (scripts/install-deps.sh --tests)\n");
+    std::exit(77);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("queueing: a burst beyond the engine's batch waits for its first token; the engine's queue is named") {
+  need_aiohttp();
+  TempDir dir;
+  // Eight streams against a batch of two: six requests wait in the engine's queue.
+  PlantedServer srv(dir, 24000 + static_cast<int>(::getpid() % 16000), {"--max-batch", "2"});
+  auto [db, d] = srv.traced({"--requests", "32", "--concurrency", "8", "--max-tokens", "10"},
+                            {"--metric", "ttft", "--quantile", "0.9"});
+  CHECK(q_int(db, "SELECT max(value) FROM engine_metrics WHERE name = 'vllm:num_requests_waiting'") >= 3);
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 32);
+  const json* q = tail_cause(d, "queueing");
+  REQUIRE(q != nullptr);
+  CHECK((*q)["share_time"].get<double>() >= 0.5);
+  CHECK((*q)["culprit"]["pid"] == srv.pid);
+  CHECK((*q)["culprit"]["waiting_max"].get<double>() >= 1);
+  CHECK(tail_cause(d, "kv_cache_pressure") == nullptr);  // the cache is unbounded here
+  bool named = false;
+  for (const auto& c : d["slowest"][0]["causes"]) named = named || c["cause"] == "queueing";
+  CHECK(named);
+}
+
+TEST_CASE("kv_cache_pressure: a KV cache too small preempts streams; their stalled tokens are named") {
+  need_aiohttp();
+  TempDir dir;
+  // 240 tokens of cache for four streams of 50 prompt + 40 generated tokens: the engine
+  // preempts the latest admitted stream as the others grow, as vLLM does.
+  PlantedServer srv(dir, 8000 + static_cast<int>(::getpid() % 16000), {"--kv-tokens", "240"});
+  auto [db, d] = srv.traced({"--requests", "16", "--concurrency", "4", "--max-tokens", "40", "--prompt-bytes", "200"},
+                            {"--metric", "itl", "--slowest", "5"});
+  CHECK(q_int(db, "SELECT max(value) FROM engine_metrics WHERE name = 'vllm:num_preemptions_total'") >= 2);
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 16);
+  const json* k = tail_cause(d, "kv_cache_pressure");
+  REQUIRE(k != nullptr);
+  CHECK((*k)["share_time"].get<double>() >= 0.5);
+  CHECK((*k)["culprit"]["preemptions"].get<double>() >= 1);
+  CHECK((*k)["culprit"]["kv_cache_usage"].get<double>() >= 0.9);
+  // The requests it slowed: the slowest streams each carry the cause.
+  size_t named = 0;
+  for (const auto& s : d["slowest"])
+    for (const auto& c : s["causes"]) named += c["cause"] == "kv_cache_pressure";
+  CHECK(named >= 3);
+  // explain leads with the request chain, naming the stalled requests.
+  auto e = run_causeway({"explain", "--db", db, "--json"});
+  REQUIRE(e.exit_code == 0);
+  const json chains = json::parse(e.out)["chains"];
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["level"] == "request");
+  CHECK(chains[0]["cause"] == "kv_cache_pressure");
+  CHECK(!chains[0]["requests"].empty());
 }

@@ -4,7 +4,9 @@
 #   sqlguard_fuzz    sqlguard's lexer + validator, seeded with the SQL corpora;
 #   storeddata_fuzz  the decoders of data read back from a trace DB (rollups.hist blobs,
 #                    stored JSON documents, stacks.frames), seeded with encoded histograms and
-#                    the JSON of the MCP golden transcripts.
+#                    the JSON of the MCP golden transcripts;
+#   enginemetrics_fuzz  an inference engine's /metrics answer (HTTP/1.0 response reader and
+#                    Prometheus text parser), seeded with vLLM-, TGI- and SGLang-shaped answers.
 # Exit status: 0 when no crash was found, non-zero otherwise (crash input left in the build
 # folder as crash-*).
 #
@@ -35,7 +37,7 @@ mkdir -p "$build"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCAUSEWAY_FUZZ=ON -DCAUSEWAY_BPF=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$build/configure.log" 2>&1 ||
   { cat "$build/configure.log" >&2; exit 2; }
-ninja -C "$build" -j"$jobs" sqlguard_fuzz storeddata_fuzz
+ninja -C "$build" -j"$jobs" sqlguard_fuzz storeddata_fuzz enginemetrics_fuzz
 
 # sqlguard seeds: one file per case of the golden SQL corpora.
 sql_corpus="$build/sqlguard_fuzz_corpus"
@@ -61,6 +63,14 @@ for f in "$root"/tests/golden/mcp/*.jsonl; do
   done <"$f"
 done
 
+# enginemetrics seeds: the first byte picks (0 the text itself, 1 a whole HTTP response).
+prom_corpus="$build/enginemetrics_fuzz_corpus"
+mkdir -p "$prom_corpus"
+printf '\x00# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{engine="0",model_name="m"} 4.0\nvllm:num_preemptions_total{engine="0"} 12 1700000000000\n' >"$prom_corpus/vllm"
+printf '\x00tgi_queue_size 3\ntgi_request_queue_duration_bucket{le="+Inf"} 9\n' >"$prom_corpus/tgi"
+printf '\x00sglang:token_usage{model_name="a\\"b\\\\c\\n"} 0.97\nnan NaN\n' >"$prom_corpus/sglang"
+printf '\x01HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 8\r\n\r\nup 1\nx 2\n' >"$prom_corpus/response"
+
 # libFuzzer's progress lines go to a log (thousands of them would bury the test summary of a CI
 # run); its tail is printed, and more of it when a crash was found.
 status=0
@@ -79,4 +89,5 @@ run() {
 }
 run sqlguard_fuzz "$sql_corpus" 8192
 run storeddata_fuzz "$data_corpus" 16384
+run enginemetrics_fuzz "$prom_corpus" 16384
 exit "$status"

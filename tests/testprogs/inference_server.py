@@ -3,7 +3,7 @@
 request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes:
 
   inference_server.py --port 8000 --cudart LIB [--step-ms 15] [--prefill-us-per-byte 20]
-                      [--max-batch 8] [--ready-file F]
+                      [--max-batch 8] [--kv-tokens N] [--ready-file F]
 
 * the API server (this process, aiohttp) takes POST /v1/completions {"prompt", "max_tokens",
   "stream": true} and streams `data: {...}` SSE events, then `data: [DONE]`;
@@ -13,13 +13,17 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
   tests/testprogs, or a real one), waits on a stream sync, sleeps for the step's "GPU time"
   and emits one token for every running request.
 Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ sockets do.
+* GET /metrics serves the engine's state in vLLM V1's Prometheus names: requests running and
+  waiting, KV-cache usage, preemptions, and a TTFT histogram of the engine's own.
 """
 import argparse
 import asyncio
+import collections
 import ctypes
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import threading
 import time
@@ -35,25 +39,51 @@ def set_process_name(name):
 
 
 def engine_core(args, requests_in, tokens_out):
-    """The engine core: continuous batching over a fake (or real) GPU."""
+    """The engine core: continuous batching over a fake (or real) GPU, with a KV cache of
+    --kv-tokens tokens (0: unbounded) that preempts the latest admitted request when full,
+    as vLLM V1's scheduler does (recomputed when it is admitted again)."""
     set_process_name("EngineCore")
+    # Ends with the API server (a fork keeps the parent's pipe ends open, so no EOF comes).
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() == 1:
+        return
     rt = ctypes.CDLL(args.cudart)
     rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     rt.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
     kernel = ctypes.c_void_p(0x1000)
-    running = {}  # id → tokens left
+    capacity = args.kv_tokens if args.kv_tokens > 0 else 1 << 20
+    waiting = collections.deque()  # [id, prompt bytes, tokens left, tokens generated]
+    running = {}  # id → the same list, in admission order
+    preemptions = 0
+
+    def kv_tokens(r):
+        return max(1, r[1] // 4) + r[3]
+
+    def used():
+        return sum(kv_tokens(r) for r in running.values())
+
     while True:
-        # Block when idle; else admit whatever waits (continuous batching).
-        while (not running or requests_in.poll()) and len(running) < args.max_batch:
+        # Block when idle; take everything that has arrived into the waiting queue.
+        while (not running and not waiting) or requests_in.poll():
             msg = requests_in.recv()
             if msg is None:
                 return
             rid, prompt_bytes, max_tokens = msg
-            # Prefill: the prompt's forward pass, in proportion to its length.
+            waiting.append([rid, prompt_bytes, max_tokens, 0])
+        # Admit while the batch and the cache have room (continuous batching).
+        while waiting and len(running) < args.max_batch and (not running or used() + kv_tokens(waiting[0]) + 1 <= capacity):
+            r = waiting.popleft()
+            # Prefill: the prompt's forward pass (and a preempted request's recompute).
             rt.cudaLaunchKernel(kernel, Dim3(64, 1, 1), Dim3(128, 1, 1), None, 0, None)
             rt.cudaStreamSynchronize(None)
-            time.sleep(prompt_bytes * args.prefill_us_per_byte / 1e6)
-            running[rid] = max_tokens
+            time.sleep((r[1] + 4 * r[3]) * args.prefill_us_per_byte / 1e6)
+            running[r[0]] = r
+        # The step needs one more token of cache for each running request: preempt the
+        # latest admitted until it fits.
+        while len(running) > 1 and used() + len(running) > capacity:
+            rid = next(reversed(running))
+            waiting.appendleft(running.pop(rid))
+            preemptions += 1
         # One decode step for the whole batch.
         for _ in range(4):
             rt.cudaLaunchKernel(kernel, Dim3(32, 1, 1), Dim3(256, 1, 1), None, 0, None)
@@ -61,12 +91,43 @@ def engine_core(args, requests_in, tokens_out):
         time.sleep(args.step_ms / 1000.0)
         out = []
         for rid in list(running):
-            running[rid] -= 1
-            done = running[rid] == 0
+            r = running[rid]
+            r[2] -= 1
+            r[3] += 1
+            done = r[2] == 0
             out.append((rid, done))
             if done:
                 del running[rid]
-        tokens_out.send(out)
+        tokens_out.send((out, (len(running), len(waiting), used() / capacity, preemptions)))
+
+
+# vLLM V1's names and types (vllm/v1/metrics/loggers.py); counters get prometheus_client's
+# _total suffix.
+METRICS_HEAD = [
+    ("vllm:num_requests_running", "gauge", "Number of requests in model execution batches."),
+    ("vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed."),
+    ("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage."),
+    ("vllm:num_preemptions", "counter", "Cumulative number of preemption from the engine."),
+]
+TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0]
+
+
+def metrics_text(stats, ttfts):
+    labels = 'engine="0",model_name="fake"'
+    lines = []
+    for (name, kind, doc), value in zip(METRICS_HEAD, stats):
+        lines.append("# HELP %s %s" % (name, doc))
+        lines.append("# TYPE %s %s" % (name, kind))
+        lines.append("%s%s{%s} %s" % (name, "_total" if kind == "counter" else "", labels, float(value)))
+    name = "vllm:time_to_first_token_seconds"
+    lines.append("# HELP %s Histogram of time to first token in seconds." % name)
+    lines.append("# TYPE %s histogram" % name)
+    for le in TTFT_BUCKETS:
+        lines.append('%s_bucket{%s,le="%s"} %s' % (name, labels, le, float(sum(1 for t in ttfts if t <= le))))
+    lines.append('%s_bucket{%s,le="+Inf"} %s' % (name, labels, float(len(ttfts))))
+    lines.append("%s_count{%s} %s" % (name, labels, float(len(ttfts))))
+    lines.append("%s_sum{%s} %s" % (name, labels, float(sum(ttfts))))
+    return "\n".join(lines) + "\n"
 
 
 def main():
@@ -76,6 +137,7 @@ def main():
     p.add_argument("--step-ms", type=float, default=15.0)
     p.add_argument("--prefill-us-per-byte", type=float, default=20.0)
     p.add_argument("--max-batch", type=int, default=8)
+    p.add_argument("--kv-tokens", type=int, default=0)
     p.add_argument("--ready-file")
     args = p.parse_args()
 
@@ -90,14 +152,21 @@ def main():
     streams = {}  # engine id → asyncio.Queue of "done" flags
     send_lock = threading.Lock()
     next_id = [0]
+    stats = [(0, 0, 0.0, 0)]  # the engine's latest (running, waiting, KV usage, preemptions)
+    ttfts = []  # engine-side TTFT, as vLLM measures it: arrival at the engine → first token
+    arrived = {}
 
     def token_reader():
         while True:
             try:
-                batch = tok_parent.recv()
+                batch, stats[0] = tok_parent.recv()
             except EOFError:
                 return
+            now = time.monotonic()
             for rid, done in batch:
+                t0 = arrived.pop(rid, None)
+                if t0 is not None:
+                    ttfts.append(now - t0)
                 q = streams.get(rid)
                 if q is not None:
                     loop.call_soon_threadsafe(q.put_nowait, done)
@@ -115,6 +184,7 @@ def main():
         rid = next_id[0]
         q = asyncio.Queue()
         streams[rid] = q
+        arrived[rid] = time.monotonic()
         with send_lock:
             req_parent.send((rid, len(doc.get("prompt", "")), max_tokens))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -139,9 +209,13 @@ def main():
     async def health(request):
         return web.Response(text="ok")
 
+    async def metrics(request):
+        return web.Response(text=metrics_text(stats[0], list(ttfts)), content_type="text/plain")
+
     app = web.Application()
     app.router.add_post("/v1/completions", completions)
     app.router.add_get("/health", health)
+    app.router.add_get("/metrics", metrics)
 
     async def start():
         runner = web.AppRunner(app, access_log=None)

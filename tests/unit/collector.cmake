@@ -13,3 +13,5 @@ causeway_test(test_python_runtime LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/t
   LIBS causeway_collector_core causeway_analysis)
 causeway_test(test_collector_launcher_env LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_launcher_env.cpp
   LIBS causeway_collector_core)
+causeway_test(test_engine_scraper LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_scraper.cpp
+  LIBS causeway_collector_core causeway_collector)

@@ -1,5 +1,7 @@
 #include <doctest/doctest.h>
 
+#include "synth/scenarios.h"
+
 #include <algorithm>
 
 #include <thread>
@@ -158,6 +160,8 @@ TEST_CASE("protocol: prompts and resources") {
   CHECK(text.find("\"pid\": 4821") != std::string::npos);
   CHECK(rpc(s, req(3, "prompts/get", {{"name", "investigate"}, {"arguments", {{"since", "soon"}}}}))["error"]["code"] == -32602);
   CHECK(rpc(s, req(4, "prompts/get", {{"name", "other"}}))["error"]["code"] == -32602);
+  // The fixture served no HTTP requests: the workflow starts from the chains.
+  CHECK(text.find("get_request_latency") == std::string::npos);
   json r = rpc(s, req(5, "resources/read", {{"uri", "causeway://sessions"}}));
   CHECK(json::parse(r["result"]["contents"][0]["text"].get<std::string>())["sessions"].size() == 1);
   CHECK(rpc(s, req(6, "resources/read", {{"uri", "file:///etc/passwd"}}))["error"]["code"] == -32002);
@@ -218,4 +222,23 @@ TEST_CASE("protocol: over HTTP a cancelled request still gets an answer (-32800)
   json r = json::parse(*reply);
   CHECK(r["error"]["code"] == -32800);
   CHECK(r["id"] == 5);
+}
+
+TEST_CASE("protocol: the investigate prompt starts from requests when the session served any") {
+  TempDir dir;
+  DemoOptions o;
+  o.scenario = "requests-queueing";
+  REQUIRE(run_demo(dir.file("served.db"), o).ok());
+  auto s = make_mcp_server(dir.file("served.db"));
+  json g = rpc(s, req(1, "prompts/get", {{"name", "investigate"}, {"arguments", {{"pid", "5300"}}}}));
+  const std::string text = g["result"]["messages"][0]["content"]["text"];
+  const size_t requests = text.find("2a. Requests first"), chains = text.find("get_causal_chains");
+  REQUIRE(requests != std::string::npos);
+  CHECK(requests < chains);  // before the call-level chains
+  CHECK(text.find("get_request_latency {\"pid\": 5300}") != std::string::npos);
+  CHECK(text.find("\"metric\": \"itl\"") != std::string::npos);
+  // A DB that cannot be read yet: the model is asked to look.
+  auto missing = make_mcp_server(dir.file("not-yet.db"));
+  g = rpc(missing, req(2, "prompts/get", {{"name", "investigate"}}));
+  CHECK(g["result"]["messages"][0]["content"]["text"].get<std::string>().find("If its count is above 0") != std::string::npos);
 }

@@ -1,0 +1,133 @@
+#include "collector/http_get.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <algorithm>
+#include <cctype>
+
+
+namespace causeway::collector {
+namespace {
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Waits for `events` until the deadline; false on timeout or error.
+bool wait_for(int fd, short events, int64_t deadline) {
+  while (true) {
+    const int64_t left = deadline - steady_ns();
+    if (left <= 0) return false;
+    pollfd p{fd, events, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left / 1'000'000)));
+    if (r > 0) return true;
+    if (r < 0 && errno != EINTR) return false;
+  }
+}
+
+bool ieq(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+}  // namespace
+
+Result<std::string> http_response_body(std::string_view raw) {
+  const size_t head_end = raw.find("\r\n\r\n");
+  if (head_end == std::string_view::npos || head_end > 16384) return make_error("http", "no complete response head");
+  const std::string_view head = raw.substr(0, head_end);
+  // Status line: HTTP/1.x 200 ...
+  const size_t eol = head.find("\r\n");
+  const std::string_view status = head.substr(0, eol);
+  if (status.size() < 12 || status.substr(0, 7) != "HTTP/1." || status[8] != ' ')
+    return make_error("http", "not an HTTP/1.x response");
+  if (status.substr(9, 3) != "200") return make_error("http", "status " + std::string(status.substr(9, 3)));
+  std::string_view body = raw.substr(head_end + 4);
+  // Headers that change how the body reads: a length shorter than what came is a cut;
+  // chunked is not allowed in an answer to HTTP/1.0.
+  size_t pos = eol == std::string_view::npos ? head.size() : eol + 2;
+  while (pos < head.size()) {
+    size_t e = head.find("\r\n", pos);
+    if (e == std::string_view::npos) e = head.size();
+    const std::string_view line = head.substr(pos, e - pos);
+    pos = e + 2;
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) return make_error("http", "malformed header line");
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    if (ieq(line.substr(0, colon), "transfer-encoding")) return make_error("http", "chunked answer to HTTP/1.0");
+    if (ieq(line.substr(0, colon), "content-length")) {
+      if (value.empty() || value.size() > 12 || value.find_first_not_of("0123456789") != std::string_view::npos)
+        return make_error("http", "bad Content-Length");
+      const size_t n = std::strtoull(std::string(value).c_str(), nullptr, 10);
+      if (n > body.size()) return make_error("http", "body cut short");
+      body = body.substr(0, n);
+    }
+  }
+  return std::string(body);
+}
+
+Result<std::string> http_get_local(uint16_t port, std::string_view path, const HttpGetOptions& o) {
+  const int64_t deadline = steady_ns() + o.deadline_ns;
+  Fd s{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
+  if (s.fd < 0) return make_error("connect", "socket failed");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+    if (errno != EINPROGRESS) return make_error("connect", "connection refused");
+    if (!wait_for(s.fd, POLLOUT, deadline)) return make_error("timeout", "connect timed out");
+    int err = 0;
+    socklen_t len = sizeof(err);
+    if (::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return make_error("connect", "connection refused");
+  }
+  if (o.on_local_port) {
+    sockaddr_in local{};
+    socklen_t len = sizeof(local);
+    if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) o.on_local_port(o.ctx, ntohs(local.sin_port));
+  }
+  const std::string req = "GET " + std::string(path) + " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                          "\r\nAccept: text/plain\r\nUser-Agent: causeway\r\n\r\n";
+  size_t sent = 0;
+  while (sent < req.size()) {
+    const ssize_t n = ::send(s.fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    if (n > 0) sent += static_cast<size_t>(n);
+    else if (n < 0 && errno != EAGAIN && errno != EINTR) return make_error("connect", "send failed");
+    else if (!wait_for(s.fd, POLLOUT, deadline)) return make_error("timeout", "send timed out");
+  }
+  std::string raw;
+  char buf[16384];
+  while (true) {
+    const ssize_t n = ::recv(s.fd, buf, sizeof(buf), 0);
+    if (n == 0) break;
+    if (n > 0) {
+      if (raw.size() + static_cast<size_t>(n) > o.max_bytes) return make_error("too_large", "response over the cap");
+      raw.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN) return make_error("connect", "recv failed");
+    if (!wait_for(s.fd, POLLIN, deadline)) return make_error("timeout", "response timed out");
+  }
+  return http_response_body(raw);
+}
+
+}  // namespace causeway::collector

@@ -1,0 +1,38 @@
+#include "requests/cause_kv_cache.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace causeway::requests {
+
+std::optional<CauseClaim> kv_cache_claim(const EngineSeries& s, uint32_t engine_pid, int64_t from, int64_t to) {
+  if (to <= from) return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> pressed;
+  double preempted = 0, usage_max = 0;
+  const EnginePoint* prev = nullptr;  // the last point with a preemption count
+  for (const EnginePoint& p : s.points) {
+    if (p.preemptions) {
+      // The counter rose between two scrapes: a preemption somewhere in that interval.
+      if (prev && *p.preemptions > *prev->preemptions && p.ts_ns >= from && prev->ts_ns <= to) {
+        preempted += *p.preemptions - *prev->preemptions;
+        pressed.emplace_back(prev->ts_ns, p.ts_ns);
+        // A stall that began within a scrape interval of the preemption is the preempted
+        // request's: it streams nothing until it is admitted again, all of it.
+        if (prev->ts_ns <= from + s.spacing_ns && p.ts_ns >= from - s.spacing_ns) pressed.emplace_back(from, to);
+      }
+      prev = &p;
+    }
+  }
+  if (preempted <= 0) return std::nullopt;
+  s.each_near(from, to, [&](const EnginePoint& p) {
+    if (!p.kv_cache_usage) return;
+    usage_max = std::max(usage_max, *p.kv_cache_usage);
+    if (*p.kv_cache_usage >= kKvFull) pressed.emplace_back(p.ts_ns - s.spacing_ns / 2, p.ts_ns + s.spacing_ns / 2);
+  });
+  const double lost = covered_ns(std::move(pressed), from, to);
+  if (lost <= 0) return std::nullopt;
+  return CauseClaim{"kv_cache_pressure", lost,
+                    {{"pid", engine_pid}, {"kv_cache_usage", std::round(usage_max * 1000) / 1000}, {"preemptions", preempted}}};
+}
+
+}  // namespace causeway::requests

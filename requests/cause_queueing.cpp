@@ -1,0 +1,21 @@
+#include "requests/cause_queueing.h"
+
+#include <algorithm>
+
+namespace causeway::requests {
+
+std::optional<CauseClaim> queueing_claim(const EngineSeries& s, uint32_t engine_pid, int64_t from, int64_t to) {
+  if (to <= from) return std::nullopt;
+  std::vector<std::pair<int64_t, int64_t>> waited;
+  double waiting_max = 0;
+  s.each_near(from, to, [&](const EnginePoint& p) {
+    if (!p.waiting || *p.waiting <= 0) return;
+    waited.emplace_back(p.ts_ns - s.spacing_ns / 2, p.ts_ns + s.spacing_ns / 2);
+    waiting_max = std::max(waiting_max, *p.waiting);
+  });
+  const double lost = covered_ns(std::move(waited), from, to);
+  if (lost <= 0) return std::nullopt;
+  return CauseClaim{"queueing", lost, {{"pid", engine_pid}, {"waiting_max", waiting_max}}};
+}
+
+}  // namespace causeway::requests

@@ -1,0 +1,18 @@
+// `queueing`: the request was accepted but waited in the engine's queue while the engine was
+// busy with others (capacity). Read from the engine's own waiting-requests gauge
+// (docs/INFERENCE.md "Causes keyed to requests").
+#pragma once
+
+#include <optional>
+
+#include "requests/engine_series.h"
+#include "requests/request_causes.h"
+
+namespace causeway::requests {
+
+// [from, to]: the part of a request's slow part before its first token (a request that has
+// streamed a token is running, not queued). A claim when the engine reported requests
+// waiting during it: the time covered by those reports; culprit {"pid", "waiting_max"}.
+std::optional<CauseClaim> queueing_claim(const EngineSeries& s, uint32_t engine_pid, int64_t from, int64_t to);
+
+}  // namespace causeway::requests

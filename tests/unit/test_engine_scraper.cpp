@@ -1,0 +1,179 @@
+// Engine metrics scraping (docs/INFERENCE.md "Engine metrics"): the bounded HTTP/1.0 GET
+// against real local sockets that answer well, badly, slowly or too much, and the scraper
+// thread end to end against a vLLM-shaped endpoint.
+#include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "collector/engine_scraper.h"
+#include "collector/http_get.h"
+
+using namespace causeway;
+using namespace causeway::collector;
+
+namespace {
+
+// A listener on 127.0.0.1 that answers every connection with `reply` (after `delay_ms`),
+// then closes it. Counts the connections it served.
+class CannedServer {
+ public:
+  CannedServer(std::string reply, int delay_ms = 0) : reply_(std::move(reply)), delay_ms_(delay_ms) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
+    socklen_t len = sizeof(a);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    REQUIRE(::listen(fd_, 16) == 0);
+    thread_ = std::thread([this] {
+      while (true) {
+        sockaddr_in peer{};
+        socklen_t pl = sizeof(peer);
+        const int c = ::accept(fd_, reinterpret_cast<sockaddr*>(&peer), &pl);
+        if (c < 0 || stop_) {
+          if (c >= 0) ::close(c);
+          return;
+        }
+        last_peer_port_ = ntohs(peer.sin_port);
+        char buf[4096];
+        (void)::recv(c, buf, sizeof(buf), 0);
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+        size_t off = 0;
+        while (off < reply_.size()) {
+          const ssize_t n = ::send(c, reply_.data() + off, reply_.size() - off, MSG_NOSIGNAL);
+          if (n <= 0) break;
+          off += static_cast<size_t>(n);
+        }
+        ++served_;  // before the close the client reads to
+        ::close(c);
+      }
+    });
+  }
+  ~CannedServer() {
+    stop_ = true;
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  uint16_t port() const { return port_; }
+  int served() const { return served_; }
+  uint16_t last_peer_port() const { return last_peer_port_; }
+
+ private:
+  std::string reply_;
+  int delay_ms_;
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> served_{0};
+  std::atomic<uint16_t> last_peer_port_{0};
+  std::thread thread_;
+};
+
+std::string ok(const std::string& body) {
+  return "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+const char* kVllmBody =
+    "# TYPE vllm:num_requests_waiting gauge\n"
+    "vllm:num_requests_waiting{engine=\"0\",model_name=\"m\"} 4.0\n"
+    "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.97\n"
+    "python_gc_objects_collected_total{generation=\"0\"} 12.0\n";
+
+}  // namespace
+
+TEST_CASE("http_response_body: a 200's body, cut to Content-Length; anything else an error") {
+  CHECK(*http_response_body(ok("a 1\n")) == "a 1\n");
+  CHECK(*http_response_body("HTTP/1.0 200 OK\r\n\r\nuntil close") == "until close");
+  CHECK(*http_response_body("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef") == "abc");
+  CHECK(http_response_body("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n").error().message == "status 404");
+  CHECK_FALSE(http_response_body("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"));      // cut short
+  CHECK_FALSE(http_response_body("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nabc"));      // bad length
+  CHECK_FALSE(http_response_body("HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999\r\n\r\n"));
+  CHECK_FALSE(http_response_body("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"));
+  CHECK_FALSE(http_response_body("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n"));
+  CHECK_FALSE(http_response_body("SSH-2.0-OpenSSH_9.2\r\n\r\n"));
+  CHECK_FALSE(http_response_body("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n"));  // no end of head
+  CHECK_FALSE(http_response_body(std::string(20000, 'x') + "\r\n\r\n"));
+  CHECK_FALSE(http_response_body(""));
+}
+
+TEST_CASE("http_get_local: real sockets; refused, slow and oversized answers are bounded errors") {
+  CannedServer good(ok(kVllmBody));
+  uint16_t seen = 0;
+  HttpGetOptions o;
+  o.on_local_port = [](void* ctx, uint16_t p) { *static_cast<uint16_t*>(ctx) = p; };
+  o.ctx = &seen;
+  auto r = http_get_local(good.port(), "/metrics", o);
+  REQUIRE(r);
+  CHECK(*r == kVllmBody);
+  CHECK(seen == good.last_peer_port());  // told before the server saw the request
+
+  CannedServer slow(ok("x 1\n"), 1500);
+  HttpGetOptions quick;
+  quick.deadline_ns = 200'000'000;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto s = http_get_local(slow.port(), "/metrics", quick);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
+  REQUIRE_FALSE(s);
+  CHECK(s.error().code == "timeout");
+
+  CannedServer huge(ok(std::string(3u << 20, 'y')));
+  HttpGetOptions capped;
+  capped.max_bytes = 1u << 20;
+  auto h = http_get_local(huge.port(), "/metrics", capped);
+  REQUIRE_FALSE(h);
+  CHECK(h.error().code == "too_large");
+
+  uint16_t closed_port;
+  {
+    CannedServer gone("");
+    closed_port = gone.port();
+  }
+  auto c = http_get_local(closed_port, "/metrics", HttpGetOptions{});
+  REQUIRE_FALSE(c);
+  CHECK(c.error().code == "connect");
+}
+
+TEST_CASE("EngineScraper: samples a vLLM-shaped endpoint each interval, keeps vLLM's series, knows its own peers") {
+  CannedServer vllm(ok(kVllmBody));
+  CannedServer junk(ok("\x16\x03\x01 binary \xff\xfe garbage\n"));
+  EngineScraper s(100'000'000);
+  s.add(::getpid(), vllm.port());
+  s.add(1, junk.port());  // pid 1's command line names no engine; its answer has no samples
+  std::this_thread::sleep_for(std::chrono::milliseconds(450));
+  s.stop();
+  const int served = vllm.served();
+  auto recs = s.take();
+  REQUIRE(recs.size() >= 3);
+  CHECK(static_cast<int>(recs.size()) == served);
+  for (const auto& r : recs) {
+    CHECK(r.pid == static_cast<uint32_t>(::getpid()));
+    CHECK(r.engine == "vllm");  // from the metric names: this test's command line names none
+    CHECK(r.url == "http://127.0.0.1:" + std::to_string(vllm.port()) + "/metrics");
+    REQUIRE(r.samples.size() == 2);  // python_gc_* is not vLLM's
+    CHECK(r.samples[0].name == "vllm:num_requests_waiting");
+    CHECK(r.samples[0].value == 4.0);
+    CHECK(r.samples[1].value == doctest::Approx(0.97));
+  }
+  CHECK(recs.back().ts_ns > recs.front().ts_ns);
+  const ScraperCounters c = s.counters();
+  CHECK(c.scrapes == recs.size());
+  CHECK(c.failures >= 3);  // the junk endpoint, every round
+  CHECK(s.own_peer("127.0.0.1:" + std::to_string(vllm.last_peer_port())));
+  CHECK_FALSE(s.own_peer("127.0.0.1:1"));
+  CHECK_FALSE(s.own_peer("10.0.0.1:" + std::to_string(vllm.last_peer_port())));
+  CHECK_FALSE(s.own_peer("garbage"));
+  CHECK_FALSE(s.own_peer("127.0.0.1:999999"));
+  CHECK(vllm.served() == served);  // stopped: no scrape after stop()
+}
