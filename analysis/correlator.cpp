@@ -401,6 +401,7 @@ class ChunkAnalyzer {
         case CW_OP_PAGE_ALLOC: hx_.page_allocs.push_back(&e); hx_.max_alloc_dur = std::max(hx_.max_alloc_dur, e.dur); break;
         case CW_OP_OOM_KILL: hx_.ooms.push_back(&e); break;
         default:
+          if (is_traced_call_op(e.op)) hx_.calls[e.tid].push_back(e.ts);
           if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
           if (is_collective_op(e.op)) {
             entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
@@ -506,14 +507,18 @@ class ChunkAnalyzer {
   }
 
   // Sleeps a sibling thread ended (a lock it held), except those it only relayed from a data
-  // worker (`relayed`: counted as the worker's).
-  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker,
+  // worker (`relayed`: counted as the worker's). A wake-up by the thread itself is no culprit.
+  // Between calls (`between`), a sleep during which the waker made CUDA calls is a hand-off,
+  // not a lock: the thread was idle until the waker, busy feeding the GPU meanwhile, gave it
+  // work (docs/DIAGNOSIS.md "Arbitration").
+  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker, bool between,
                         const std::vector<WorkerWait>& relayed = {}) const {
     std::map<uint32_t, int64_t> by;
     for (const OffCpuInterval& iv : tl_.overlapping(tid, a, b)) {
       if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
       if (iv.waker_pid != pid || iv.waker_tid == tid || iv.waker_tid == 0) continue;
       const int64_t from = std::max(iv.from_ns, a);
+      if (between && waker_called(iv.waker_tid, iv.from_ns, iv.wake_ns)) continue;
       if (std::any_of(relayed.begin(), relayed.end(),
                       [&](const WorkerWait& r) { return r.relay_tid == iv.waker_tid && r.from_ns == from; }))
         continue;
@@ -526,6 +531,12 @@ class ChunkAnalyzer {
         waker = t;
       }
     return ns > 0;
+  }
+
+  // Whether thread tid started a traced call inside [a, b].
+  bool waker_called(uint32_t tid, int64_t a, int64_t b) const {
+    auto it = hx_.calls.find(tid);
+    return it != hx_.calls.end() && count_in(it->second, a, b) > 0;
   }
 
   // The read-only view every detector gets (and the accumulators it writes its claim into).
@@ -585,7 +596,7 @@ class ChunkAnalyzer {
       int64_t sib_ns = 0;
       uint32_t sib = 0;
       const bool sibling = has_timeline && w.off.sleeping_ns >= w.floor &&
-                           woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib) && sib_ns >= w.floor;
+                           woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib, false) && sib_ns >= w.floor;
       const bool stall = w.off.runnable_ns >= s_.opt.min_stall_ns || w.off.uninterruptible_ns >= s_.opt.min_stall_ns ||
                          sibling;
       // Cold start: the first call of an op (of a kernel, for launches) soon after the
@@ -630,11 +641,18 @@ class ChunkAnalyzer {
       if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
       ++oa.slow;
       if (Network::detect(cx, w)) continue;
+      // Block reads its own thread issued inside the call (page faults on a file-backed source,
+      // a read): host I/O, whether the thread waited for it in D or stayed on-CPU.
+      if (IoContention::detect_issued(cx, w)) continue;
       // A call that ends after the host-context watermark (a live poll; only calls longer
       // than its lag) had no host cause in what is stored so far, which rules none out.
       const bool context_complete = e.end() <= s_.context_to;
-      if (is_gpu_wait_op(e.op) && context_complete) GpuWait::detect(cx, w, queued_ahead);
-      else Unknown::detect(cx, w, context_complete);
+      // A synchronous copy that lost its time on-CPU did host work as far as the trace shows
+      // (a pageable source staged or faulted in by the CPU), or spun on queued GPU work: the
+      // trace cannot tell which, so it is never a GPU wait. Only its sleep in the driver is.
+      const bool host_copy = has_timeline && is_sync_copy_op(e.op) && 2 * w.off.sleeping_ns < w.excess;
+      if (is_gpu_wait_op(e.op) && context_complete && !host_copy) GpuWait::detect(cx, w, queued_ahead);
+      else Unknown::detect(cx, w, context_complete, host_copy);
     }
   }
 
@@ -746,7 +764,7 @@ class ChunkAnalyzer {
     if (w.off.sleeping_ns >= w.floor) waits = data_worker_waits(s_, tl_, e.tid, e.pid, prev_end, e.ts);
     int64_t worker_ns = 0;
     for (const WorkerWait& ww : waits) worker_ns += ww.ns;
-    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, waits) &&
+    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, true, waits) &&
                    sib_ns >= w.floor;
     // Only the part of the gap spent involuntarily off-CPU, or asleep until its own process or
     // its data workers handed it work, is a loss; the rest is the program's own host work or
