@@ -24,7 +24,6 @@ struct HostIndex {
   std::vector<const Ev*> blocks, retransmits, page_allocs, ooms;
   int64_t max_block_dur = 0, max_alloc_dur = 0;
   std::unordered_map<uint32_t, std::vector<int64_t>> submits;  // pid -> submit timestamps
-  std::unordered_map<uint32_t, std::vector<int64_t>> calls;    // tid -> start of each traced call
 };
 
 // What we know about one slow call (or gap) before choosing its cause.

@@ -381,6 +381,8 @@ class ChunkAnalyzer {
   std::map<std::pair<int64_t, int64_t>, size_t> group_of_;  // (comm, seq) -> group
   std::unordered_map<uint64_t, Baseline> base_;
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> last_coll_;  // tid -> (comm, seq) of its last collective
+  std::unordered_map<uint32_t, std::vector<int64_t>> calls_by_tid_;  // tid -> start of each traced call (waker_called)
+  bool calls_indexed_ = false;
 
   // An imported trace's `sched_switch` host events say only that a thread was off CPU for a
   // while (docs/IMPORT.md): that time is not on-CPU time between calls (host_bound).
@@ -401,7 +403,6 @@ class ChunkAnalyzer {
         case CW_OP_PAGE_ALLOC: hx_.page_allocs.push_back(&e); hx_.max_alloc_dur = std::max(hx_.max_alloc_dur, e.dur); break;
         case CW_OP_OOM_KILL: hx_.ooms.push_back(&e); break;
         default:
-          if (is_traced_call_op(e.op)) hx_.calls[e.tid].push_back(e.ts);
           if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
           if (is_collective_op(e.op)) {
             entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
@@ -512,7 +513,7 @@ class ChunkAnalyzer {
   // not a lock: the thread was idle until the waker, busy feeding the GPU meanwhile, gave it
   // work (docs/DIAGNOSIS.md "Arbitration").
   bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker, bool between,
-                        const std::vector<WorkerWait>& relayed = {}) const {
+                        const std::vector<WorkerWait>& relayed = {}) {
     std::map<uint32_t, int64_t> by;
     for (const OffCpuInterval& iv : tl_.overlapping(tid, a, b)) {
       if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
@@ -533,10 +534,16 @@ class ChunkAnalyzer {
     return ns > 0;
   }
 
-  // Whether thread tid started a traced call inside [a, b].
-  bool waker_called(uint32_t tid, int64_t a, int64_t b) const {
-    auto it = hx_.calls.find(tid);
-    return it != hx_.calls.end() && count_in(it->second, a, b) > 0;
+  // Whether thread tid started a traced call inside [a, b]. The per-thread index is built on
+  // first use: only a sleep between calls that a sibling ended asks (most chunks never do).
+  bool waker_called(uint32_t tid, int64_t a, int64_t b) {
+    if (!calls_indexed_) {
+      for (const Ev& e : s_.evbuf)
+        if (is_traced_call_op(e.op)) calls_by_tid_[e.tid].push_back(e.ts);
+      calls_indexed_ = true;
+    }
+    auto it = calls_by_tid_.find(tid);
+    return it != calls_by_tid_.end() && count_in(it->second, a, b) > 0;
   }
 
   // The read-only view every detector gets (and the accumulators it writes its claim into).
