@@ -151,7 +151,8 @@ Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view c
 ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d) {
   return ChainView{r.s, a, d.op, victim_text(r.s, d), format_duration_ns(a.lost_ns),
                    a.between_calls ? "between CUDA calls (before " + d.op + ")" : "inside " + d.op,
-                   a.lost_ns > 0 ? static_cast<double>(a.off_ns) / static_cast<double>(a.lost_ns) : 0, r.window_ns};
+                   a.lost_ns > 0 ? static_cast<double>(a.off_ns) / static_cast<double>(a.lost_ns) : 0, r.window_ns,
+                   d.tid};
 }
 
 void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix) {

@@ -23,6 +23,7 @@ struct ChainView {
   std::string where;   // "inside <op>" or "between CUDA calls (before <op>)"
   double cause_share = 0;  // the cause's own time over the time lost
   int64_t window_ns = 1;
+  uint32_t tid = 0;  // the victim thread the chain reports (the one seen most)
 };
 
 // A chain document before it is serialized (docs/INTERFACES.md shape plus where/lost_us/impact/window).

@@ -381,6 +381,8 @@ class ChunkAnalyzer {
   std::map<std::pair<int64_t, int64_t>, size_t> group_of_;  // (comm, seq) -> group
   std::unordered_map<uint64_t, Baseline> base_;
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> last_coll_;  // tid -> (comm, seq) of its last collective
+  std::unordered_map<uint32_t, std::vector<int64_t>> calls_by_tid_;  // tid -> start of each traced call (waker_called)
+  bool calls_indexed_ = false;
 
   // An imported trace's `sched_switch` host events say only that a thread was off CPU for a
   // while (docs/IMPORT.md): that time is not on-CPU time between calls (host_bound).
@@ -506,14 +508,18 @@ class ChunkAnalyzer {
   }
 
   // Sleeps a sibling thread ended (a lock it held), except those it only relayed from a data
-  // worker (`relayed`: counted as the worker's).
-  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker,
-                        const std::vector<WorkerWait>& relayed = {}) const {
+  // worker (`relayed`: counted as the worker's). A wake-up by the thread itself is no culprit.
+  // Between calls (`between`), a sleep during which the waker made CUDA calls is a hand-off,
+  // not a lock: the thread was idle until the waker, busy feeding the GPU meanwhile, gave it
+  // work (docs/DIAGNOSIS.md "Arbitration").
+  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker, bool between,
+                        const std::vector<WorkerWait>& relayed = {}) {
     std::map<uint32_t, int64_t> by;
     for (const OffCpuInterval& iv : tl_.overlapping(tid, a, b)) {
       if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
       if (iv.waker_pid != pid || iv.waker_tid == tid || iv.waker_tid == 0) continue;
       const int64_t from = std::max(iv.from_ns, a);
+      if (between && waker_called(iv.waker_tid, iv.from_ns, iv.wake_ns)) continue;
       if (std::any_of(relayed.begin(), relayed.end(),
                       [&](const WorkerWait& r) { return r.relay_tid == iv.waker_tid && r.from_ns == from; }))
         continue;
@@ -526,6 +532,18 @@ class ChunkAnalyzer {
         waker = t;
       }
     return ns > 0;
+  }
+
+  // Whether thread tid started a traced call inside [a, b]. The per-thread index is built on
+  // first use: only a sleep between calls that a sibling ended asks (most chunks never do).
+  bool waker_called(uint32_t tid, int64_t a, int64_t b) {
+    if (!calls_indexed_) {
+      for (const Ev& e : s_.evbuf)
+        if (is_traced_call_op(e.op)) calls_by_tid_[e.tid].push_back(e.ts);
+      calls_indexed_ = true;
+    }
+    auto it = calls_by_tid_.find(tid);
+    return it != calls_by_tid_.end() && count_in(it->second, a, b) > 0;
   }
 
   // The read-only view every detector gets (and the accumulators it writes its claim into).
@@ -585,7 +603,7 @@ class ChunkAnalyzer {
       int64_t sib_ns = 0;
       uint32_t sib = 0;
       const bool sibling = has_timeline && w.off.sleeping_ns >= w.floor &&
-                           woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib) && sib_ns >= w.floor;
+                           woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib, false) && sib_ns >= w.floor;
       const bool stall = w.off.runnable_ns >= s_.opt.min_stall_ns || w.off.uninterruptible_ns >= s_.opt.min_stall_ns ||
                          sibling;
       // Cold start: the first call of an op (of a kernel, for launches) soon after the
@@ -630,11 +648,18 @@ class ChunkAnalyzer {
       if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
       ++oa.slow;
       if (Network::detect(cx, w)) continue;
+      // Block reads its own thread issued inside the call (page faults on a file-backed source,
+      // a read): host I/O, whether the thread waited for it in D or stayed on-CPU.
+      if (IoContention::detect_issued(cx, w)) continue;
       // A call that ends after the host-context watermark (a live poll; only calls longer
       // than its lag) had no host cause in what is stored so far, which rules none out.
       const bool context_complete = e.end() <= s_.context_to;
-      if (is_gpu_wait_op(e.op) && context_complete) GpuWait::detect(cx, w, queued_ahead);
-      else Unknown::detect(cx, w, context_complete);
+      // A synchronous copy that lost its time on-CPU did host work as far as the trace shows
+      // (a pageable source staged or faulted in by the CPU), or spun on queued GPU work: the
+      // trace cannot tell which, so it is never a GPU wait. Only its sleep in the driver is.
+      const bool host_copy = has_timeline && is_sync_copy_op(e.op) && 2 * w.off.sleeping_ns < w.excess;
+      if (is_gpu_wait_op(e.op) && context_complete && !host_copy) GpuWait::detect(cx, w, queued_ahead);
+      else Unknown::detect(cx, w, context_complete, host_copy);
     }
   }
 
@@ -746,7 +771,7 @@ class ChunkAnalyzer {
     if (w.off.sleeping_ns >= w.floor) waits = data_worker_waits(s_, tl_, e.tid, e.pid, prev_end, e.ts);
     int64_t worker_ns = 0;
     for (const WorkerWait& ww : waits) worker_ns += ww.ns;
-    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, waits) &&
+    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, true, waits) &&
                    sib_ns >= w.floor;
     // Only the part of the gap spent involuntarily off-CPU, or asleep until its own process or
     // its data workers handed it work, is a loss; the rest is the program's own host work or

@@ -1,6 +1,8 @@
 #include "analysis/causes/io_contention.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "analysis/chain_view.h"
 #include "analysis/chunk_context.h"
@@ -27,6 +29,10 @@ Finding IoContention::explain(const ChainView& v, const Evidence& e) {
     f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + " waiting in D state (disk I/O) " +
                 v.where + "; " + who(v.s, p->pid) + " had block I/O in flight on the same disk during " + pct(share) +
                 " of the waits";
+  else if (2 * e.issued_calls > a.calls)
+    f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + " to the process's own disk reads " +
+                v.where + ": its thread issued the block requests itself inside the calls (page faults on a file-backed or "
+                "swapped-out source, or a read)";
   else
     f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + " waiting in D state " + v.where +
                 " for the process's own disk I/O (writes/fsync or page faults)";
@@ -35,6 +41,10 @@ Finding IoContention::explain(const ChainView& v, const Evidence& e) {
                  {"own_io", other == nullptr}};
   f.evidence.push_back("uninterruptible (D) for " + format_duration_ns(a.off_ns) + " " + v.where + ", " + pct(v.cause_share) +
                        " of the time lost");
+  if (e.issued_calls > 0)
+    f.evidence.push_back(std::to_string(e.issued_calls) + " of the slow calls issued block requests from their own thread inside " +
+                         "the call, and spent " + format_duration_ns(e.issued_on_cpu_ns) +
+                         " on-CPU in them (the fault or read path: host work, not a GPU wait)");
   f.evidence.push_back("block requests overlapping the waits: " + std::to_string(e.own_requests) +
                        " on the process's behalf (" + std::to_string(e.kworker_requests) + " of them issued by kernel workers, " +
                        format_bytes(e.own_bytes) + "), " + std::to_string(e.other_requests) + " from other processes");
@@ -53,6 +63,30 @@ std::string IoContention::fix(const ChainView& v, const Evidence&) {
   return "Move the writes and fsync off the thread that drives the GPU (a background writer thread or async I/O), "
          "or batch them (fewer fsync calls), so the GPU queue keeps getting work.";
 }
+
+namespace {
+
+// The call's timeline: entered/returned, its D waits, and the first block requests involved.
+void add_io_sample(ChunkContext& cx, ChainAcc& c, const Slow& w, const std::vector<const OffCpuInterval*>& dws,
+                   std::vector<const Ev*> reqs) {
+  const Ev& e = *w.e;
+  auto items = call_frame(cx.s, w);
+  for (const OffCpuInterval* iv : dws)
+    items.push_back({iv->from_ns, "host", "thread " + std::to_string(e.tid) + " blocks in D state (uninterruptible) for " +
+                                              format_duration_ns(iv->runnable_from() - iv->from_ns)});
+  std::sort(reqs.begin(), reqs.end(), [](const Ev* x, const Ev* y) { return x->ts < y->ts; });
+  size_t shown = 0;
+  for (const Ev* r : reqs) {
+    if (++shown > 6) break;
+    items.push_back({r->ts, "io", "block request " + format_bytes(r->a[0]) + " on dev " + std::to_string(r->a[1] >> 20) +
+                                      ":" + std::to_string(r->a[1] & 0xFFFFF) + " issued by " + cx.s.comm_of(r->pid) +
+                                      " (pid " + std::to_string(r->pid) + ", thread " + std::to_string(r->tid) + "), " +
+                                      format_duration_ns(r->dur)});
+  }
+  add_sample(c, w.excess, std::move(items));
+}
+
+}  // namespace
 
 bool IoContention::detect(ChunkContext& cx, const Slow& w) {
   const Ev& e = *w.e;
@@ -91,19 +125,32 @@ bool IoContention::detect(ChunkContext& cx, const Slow& w) {
   ev.own_requests += own_reqs;
   ev.own_bytes += own_bytes;
   if (!other) add_party(c.culprits, e.pid, 0, w.off.uninterruptible_ns, own_bytes);
-  auto items = call_frame(cx.s, w);
-  for (const OffCpuInterval* iv : dws)
-    items.push_back({iv->from_ns, "host", "thread " + std::to_string(e.tid) + " blocks in D state (uninterruptible) for " +
-                                              format_duration_ns(iv->runnable_from() - iv->from_ns)});
-  std::sort(reqs.begin(), reqs.end(), [](const Ev* x, const Ev* y) { return x->ts < y->ts; });
-  size_t shown = 0;
-  for (const Ev* r : reqs) {
-    if (++shown > 6) break;
-    items.push_back({r->ts, "io", "block request " + format_bytes(r->a[0]) + " on dev " + std::to_string(r->a[1] >> 20) +
-                                      ":" + std::to_string(r->a[1] & 0xFFFFF) + " issued by " + cx.s.comm_of(r->pid) +
-                                      " (pid " + std::to_string(r->pid) + "), " + format_duration_ns(r->dur)});
-  }
-  add_sample(c, w.excess, std::move(items));
+  add_io_sample(cx, c, w, dws, std::move(reqs));
+  return true;
+}
+
+bool IoContention::detect_issued(ChunkContext& cx, const Slow& w) {
+  const Ev& e = *w.e;
+  // Requests its own thread issued after the call began: the call itself went to the disk.
+  std::vector<const Ev*> reqs;
+  int64_t bytes = 0;
+  for_overlapping(cx.hx.blocks, cx.hx.max_block_dur, w.from, w.to, [&](const Ev& r) {
+    if (r.tid != e.tid || r.pid != e.pid || r.ts < w.from) return;
+    reqs.push_back(&r);
+    bytes += r.a[0];
+  });
+  if (reqs.empty()) return false;
+  auto [c, ev] = chain_for<IoContention>(cx.s, e.pid, e.op, w.gap);
+  note_call(cx.s, c, w, w.excess, w.off.uninterruptible_ns);
+  ev.own_requests += static_cast<int64_t>(reqs.size());
+  ev.own_bytes += bytes;
+  ++ev.issued_calls;
+  ev.issued_on_cpu_ns += std::max<int64_t>(0, (w.to - w.from) - w.off.total());
+  add_party(c.culprits, e.pid, 0, w.excess, bytes);
+  std::vector<const OffCpuInterval*> dws;
+  for (const OffCpuInterval& iv : cx.tl.overlapping(e.tid, w.from, w.to))
+    if (iv.state == OffCpuState::uninterruptible) dws.push_back(&iv);
+  add_io_sample(cx, c, w, dws, std::move(reqs));
   return true;
 }
 

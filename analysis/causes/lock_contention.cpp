@@ -9,41 +9,64 @@
 namespace causeway {
 namespace {
 
-std::string holder(const ChainView& v, const PartyAcc* p) {
-  return p ? v.s.thread_name(p->tid) + " (tid " + std::to_string(p->tid) + ")" : "a sibling thread";
+// The sibling that woke the reported victim thread for the longest (tid 0: none did).
+struct TopWaker {
+  uint32_t tid = 0;
+  LockContention::Evidence::Waker w;
+};
+
+TopWaker top_waker(const ChainView& v, const LockContention::Evidence& e) {
+  TopWaker best;
+  if (auto it = e.wakers.find(v.tid); it != e.wakers.end())
+    for (const auto& [tid, w] : it->second)
+      if (w.ns > best.w.ns) best = {tid, w};
+  return best;
+}
+
+std::string holder(const ChainView& v, uint32_t tid) {
+  return tid ? v.s.thread_name(tid) + " (tid " + std::to_string(tid) + ")" : "a sibling thread";
 }
 
 }  // namespace
 
-Finding LockContention::explain(const ChainView& v, const Evidence&) {
+Finding LockContention::explain(const ChainView& v, const Evidence& e) {
   const ChainAcc& a = v.a;
   Finding f;
-  const PartyAcc* p = top_party(a.culprits, UINT32_MAX, false);
-  const std::string by = holder(v, p);
-  double share = p && a.off_ns ? static_cast<double>(p->ns) / static_cast<double>(a.off_ns) : 0;
+  const TopWaker p = top_waker(v, e);
+  const std::string by = holder(v, p.tid);
+  // Shares of the reported thread's own blocked time and slow calls.
+  int64_t blocked = 0, calls = 0;
+  if (auto it = e.wakers.find(v.tid); it != e.wakers.end())
+    for (const auto& [tid, w] : it->second) {
+      blocked += w.ns;
+      calls += w.hits;
+    }
+  double share = p.tid && blocked ? static_cast<double>(p.w.ns) / static_cast<double>(blocked) : 0;
   f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + " blocked (voluntary sleep) " + v.where +
               ", each time woken by sibling thread " + by + " of the same process — it holds a lock this call needs";
-  if (p)
-    f.culprit = {{"pid", p->pid}, {"tid", p->tid}, {"comm", v.s.thread_name(p->tid)}, {"wait_share", std::round(share * 1000) / 1000}};
+  if (p.tid)
+    f.culprit = {{"pid", a.pid}, {"tid", p.tid}, {"comm", v.s.thread_name(p.tid)}, {"wait_share", std::round(share * 1000) / 1000}};
   f.evidence.push_back("asleep (S) for " + format_duration_ns(a.off_ns) + " " + v.where + ", " + pct(v.cause_share) +
                        " of the time lost");
-  if (p)
-    f.evidence.push_back("woken by " + by + " in " + std::to_string(p->hits) + " of " + std::to_string(a.calls) +
-                         " slow calls (" + pct(share) + " of the blocked time)");
+  if (p.tid)
+    f.evidence.push_back("woken by " + by + " in " + std::to_string(p.w.hits) + " of thread " + std::to_string(v.tid) + "'s " +
+                         std::to_string(calls) + " slow calls (" + pct(share) + " of its blocked time)");
   return f;
 }
 
-std::string LockContention::fix(const ChainView& v, const Evidence&) {
-  return "Shorten what " + holder(v, top_party(v.a.culprits, UINT32_MAX, false)) + " does while holding the lock " + v.op +
+std::string LockContention::fix(const ChainView& v, const Evidence& e) {
+  return "Shorten what " + holder(v, top_waker(v, e).tid) + " does while holding the lock " + v.op +
          " needs, or move that work (e.g. the checkpoint copy) off the lock / to another process, so the "
          "training thread never waits for it.";
 }
 
 void LockContention::detect(ChunkContext& cx, const Slow& w, uint32_t sibling_tid, int64_t sibling_ns) {
   const Ev& e = *w.e;
-  ChainAcc& c = chain_for<LockContention>(cx.s, e.pid, e.op, w.gap).first;
+  auto [c, ev] = chain_for<LockContention>(cx.s, e.pid, e.op, w.gap);
   note_call(cx.s, c, w, w.excess, sibling_ns);
-  add_party(c.culprits, e.pid, sibling_tid, sibling_ns);
+  auto& waker = ev.wakers[e.tid][sibling_tid];
+  waker.ns += sibling_ns;
+  ++waker.hits;
   auto items = call_frame(cx.s, w);
   for (const OffCpuInterval& iv : cx.tl.overlapping(e.tid, w.from, w.to)) {
     if (iv.state != OffCpuState::sleeping) continue;

@@ -16,6 +16,10 @@ Finding Unknown::explain(const ChainView& v, const Evidence& e) {
     f.evidence.push_back(std::to_string(e.no_context_calls) +
                          " of them ran past the host records stored when they were judged (a live poll): their "
                          "scheduler, I/O and network context was incomplete, so no cause is named");
+  if (e.host_copy_calls > 0)
+    f.evidence.push_back(std::to_string(e.host_copy_calls) +
+                         " of them were synchronous copies that lost their time on-CPU: the host staging or faulting in "
+                         "the source, or a spin on queued GPU work; the trace cannot tell which, so no GPU wait is claimed");
   f.max_severity = Severity::low;
   f.min_impact = 0.005;
   return f;
@@ -34,11 +38,12 @@ void Unknown::detect_d_state(ChunkContext& cx, const Slow& w) {
   add_sample(c, w.excess, call_frame(cx.s, w));
 }
 
-void Unknown::detect(ChunkContext& cx, const Slow& w, bool context_complete) {
+void Unknown::detect(ChunkContext& cx, const Slow& w, bool context_complete, bool host_copy) {
   auto [c, ev] = chain_for<Unknown>(cx.s, w.e->pid, w.e->op, w.gap);
   note_call(cx.s, c, w, w.excess, 0);
   ev.off_cpu_ns += w.off.total();
   if (!context_complete) ++ev.no_context_calls;
+  if (host_copy) ++ev.host_copy_calls;
   add_sample(c, w.excess, call_frame(cx.s, w));
 }
 

@@ -20,6 +20,7 @@ struct Unknown {
     int64_t d_state_calls = 0;  // calls in D state with no block I/O, allocation burst or OOM to explain it
     int64_t off_cpu_ns = 0;
     int64_t no_context_calls = 0;  // ended after the host-context watermark: judged without all of their host context
+    int64_t host_copy_calls = 0;   // synchronous copies that lost their time on-CPU (host work, not a GPU wait)
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);
@@ -27,8 +28,9 @@ struct Unknown {
   // A D-state call with no I/O or memory evidence.
   static void detect_d_state(ChunkContext& cx, const Slow& w);
   // An outlier no other detector claimed; context_complete false: its host context was not all
-  // stored when it was judged (docs/DIAGNOSIS.md "The watermark rule").
-  static void detect(ChunkContext& cx, const Slow& w, bool context_complete = true);
+  // stored when it was judged (docs/DIAGNOSIS.md "The watermark rule"); host_copy: a synchronous
+  // copy that lost its time on-CPU (docs/DIAGNOSIS.md "GPU evidence").
+  static void detect(ChunkContext& cx, const Slow& w, bool context_complete = true, bool host_copy = false);
 };
 
 }  // namespace causeway

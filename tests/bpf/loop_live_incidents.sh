@@ -3,12 +3,14 @@
 # and those that last until the trace is stopped, tests/bpf/test_diagnosis_live_until_stop) N
 # times each while another process keeps one core busy, and prints the tally per incident.
 # Needs root (real eBPF) and a build with both tests.
-#   sudo tests/bpf/loop_live_incidents.sh [N] [BUILD_DIR]      (default 10, build)
+#   sudo tests/bpf/loop_live_incidents.sh [N] [BUILD_DIR] [MATCH]   (default 10, build, every case)
+# MATCH (a grep -E pattern) keeps only the cases whose binary:name matches, e.g. 'until SIGINT'.
 # Exit status 0 only when every run of every incident passed. Logs of failed runs are kept in
 # the folder printed at the end.
 set -u
 N=${1:-10}
 BUILD=${2:-build}
+MATCH=${3:-}
 for t in test_diagnosis_live test_diagnosis_live_until_stop; do
   [ -x "$BUILD/tests/$t" ] || { echo "no $BUILD/tests/$t: build it first (ninja -C $BUILD $t)" >&2; exit 2; }
 done
@@ -18,7 +20,14 @@ BUILD=$(cd "$BUILD" && pwd)
 export CAUSEWAY_BIN="$BUILD/causeway" CAUSEWAY_BUILD_DIR="$BUILD"
 # binary:test case
 CASES=("test_diagnosis_live:cpu_contention*" "test_diagnosis_live:nccl_straggler*" "test_diagnosis_live:io_contention*"
-       "test_diagnosis_live:quiet baseline*" "test_diagnosis_live_until_stop:until SIGINT: a CPU hog*")
+       "test_diagnosis_live:quiet baseline*" "test_diagnosis_live_until_stop:until SIGINT: a CPU hog*"
+       "test_diagnosis_live_until_stop:until SIGINT: page-fault*")
+if [ -n "$MATCH" ]; then
+  kept=()
+  for c in "${CASES[@]}"; do if grep -qE -- "$MATCH" <<< "$c"; then kept+=("$c"); fi; done
+  [ "${#kept[@]}" -gt 0 ] || { echo "no case matches '$MATCH'" >&2; exit 2; }
+  CASES=("${kept[@]}")
+fi
 name() { local c=${1#*:}; c=${c%%\**}; echo "${c// /_}"; }
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/causeway-live-loop.XXXXXX")
 

@@ -14,10 +14,12 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <set>
 
+#include "bpf/events.h"
 #include "tests/bpf/diagnosis_live_support.h"
 
 namespace causeway::test {
@@ -68,6 +70,37 @@ void check_no_other_high(const json& chains, pid_t pid, const std::set<std::stri
     }
 }
 
+// Every gpu_wait or unknown claim on the victim's calls since `from` must be one the complete
+// file agrees with: the runnable time the stored sched rows show inside the call is too little
+// for cpu_contention to have won it (unknown: host time under half the excess = lost; gpu_wait:
+// the host time, subtracted from the excess, under what is left). A call judged before its
+// switch records were stored (the bug of issue 21) fails this. What may remain is a rare call
+// on-CPU far beyond its spin with no switch at all (a vCPU the hypervisor descheduled, on a
+// busy VM): no host cause in the trace, so not a host call judged wrong.
+void check_tail_judged_with_context(const std::string& db, pid_t pid, int64_t from) {
+  const auto claims = q_rows(db, "SELECT tid, ts_ns, dur_ns, lost_ns, cause = 'gpu_wait' FROM call_causes WHERE pid = " + S(pid) +
+                                     " AND gap = 0 AND ts_ns > " + S(from) + " AND cause IN ('gpu_wait', 'unknown')");
+  for (const auto& c : claims) {
+    const int64_t tid = c[0], ts = c[1], call_end = c[1] + c[2], lost = c[3];
+    // The thread's switches around the call, in time order: out runnable (state 0) .. back in.
+    const auto sw = q_rows(db, "SELECT ts_ns, prev_tid = " + S(tid) + ", prev_state FROM sched WHERE (prev_tid = " + S(tid) +
+                                   " OR next_tid = " + S(tid) + ") AND ts_ns >= " + S(ts - 1'000'000'000) + " AND ts_ns < " +
+                                   S(call_end) + " ORDER BY ts_ns");
+    int64_t runnable = 0, out_since = -1;
+    for (const auto& r : sw) {
+      if (r[1] && r[2] == 0) out_since = r[0];
+      else if (!r[1] && out_since >= 0) {
+        runnable += std::max<int64_t>(0, r[0] - std::max(out_since, ts));
+        out_since = -1;
+      }
+    }
+    if (out_since >= 0) runnable += call_end - std::max(out_since, ts);
+    INFO("claim at " << ts << " dur " << c[2] << " lost " << lost << (c[4] ? " gpu_wait" : " unknown") << ", runnable "
+                     << runnable);
+    CHECK((c[4] ? runnable < lost : 2 * runnable < lost));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("until SIGINT: a CPU hog on the thread's core during a spinning sync is cpu_contention to the end") {
@@ -99,21 +132,23 @@ TEST_CASE("until SIGINT: a CPU hog on the thread's core during a spinning sync i
   CHECK(c["culprit"].value("cpu", -1) == 0);
   check_no_other_high(chains, t.pid, {"cpu_contention"});
   check_no_unexplained(chains, t.pid);
-  // The tail: the preempted syncs of the last second before the stop were judged, and none of
-  // them as a GPU wait.
+  // The tail: the preempted calls of the last second before the stop were judged with their
+  // scheduler rows, none of them as a GPU wait or unknown.
   const int64_t end = q_int(t.db, "SELECT max(ts_ns) FROM events WHERE pid = " + S(t.pid));
   const std::string tail = " FROM call_causes WHERE pid = " + S(t.pid) + " AND ts_ns > " + S(end - 1'000'000'000);
   CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause = 'cpu_contention'") > 0);
-  CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause IN ('gpu_wait', 'unknown')") == 0);
+  check_tail_judged_with_context(t.db, t.pid, end - 1'000'000'000);
 }
 
-// SKIPPED: fails on this build. First run (2026-11-25, loaded 2-core VM): io_contention only
-// MEDIUM (44 calls) and a HIGH gpu_wait on cudaMemcpy (383 calls, "on-CPU ... the GPU queue
-// itself is the bottleneck"): most of the faults are minor (readahead), spent on-CPU inside the
-// copy, and the launch queued before the copy counted as GPU evidence. On-CPU time inside a
-// synchronous copy is host work (a real pageable copy stages through a pinned buffer on the
-// CPU), not a GPU wait: the GPU-evidence rule must not accept it. Enable once it does.
-TEST_CASE("until SIGINT: page-fault I/O inside cudaMemcpy is io_contention to the end" * doctest::skip(true)) {
+// First run (2026-11-25, loaded 2-core VM, before the fix): io_contention only MEDIUM (44 calls)
+// and a HIGH gpu_wait on cudaMemcpy (383 calls, "on-CPU ... the GPU queue itself is the
+// bottleneck"): on this disk the thread issues its 4 MiB read-arounds itself and barely sleeps
+// for them, so no D time won those calls, and the launch queued before the copy counted as GPU
+// evidence. Now a call whose own thread issued block reads inside it is io_contention, and a
+// synchronous copy that lost its time on-CPU is never a GPU wait (docs/DIAGNOSIS.md "GPU
+// evidence"): what is left of those (a few on-CPU outliers with no event at all, e.g. a vCPU
+// the hypervisor descheduled) is a LOW unknown.
+TEST_CASE("until SIGINT: page-fault I/O inside cudaMemcpy is io_contention to the end") {
   TempDir dir;
   // On a disk (TMPDIR may be a tmpfs, whose pages never go to a block device).
   const std::string io_dir = build_dir() + "/diagnosis_until_stop." + S(::getpid());
@@ -136,9 +171,23 @@ TEST_CASE("until SIGINT: page-fault I/O inside cudaMemcpy is io_contention to th
   check_strong(c);
   check_no_other_high(chains, t.pid, {"io_contention", "cpu_contention"});
   check_no_unexplained(chains, t.pid);
+  // The tail: the slow copies of the last second were judged with their context (no call ran
+  // past the stored host records), none of them as a GPU wait, and most of their lost time went
+  // to a host cause. (A spinning sync that stays on-CPU for no traced reason, work queued ahead
+  // of it, can still be a LOW gpu_wait: that is the GPU-evidence rule, not this incident.)
   const int64_t end = q_int(t.db, "SELECT max(ts_ns) FROM events WHERE pid = " + S(t.pid));
-  const std::string tail = " FROM call_causes WHERE pid = " + S(t.pid) + " AND ts_ns > " + S(end - 1'000'000'000);
-  CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause IN ('gpu_wait', 'unknown')") == 0);
+  const std::string tail = " FROM call_causes WHERE pid = " + S(t.pid) + " AND op_id = " + S(CW_OP_CUDA_MEMCPY) + " AND ts_ns > " +
+                           S(end - 1'000'000'000);
+  CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause = 'gpu_wait'") == 0);
+  CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause = 'io_contention'") > 0);
+  const int64_t host = q_int(t.db, "SELECT coalesce(sum(lost_ns), 0)" + tail + " AND cause IN ('io_contention', 'cpu_contention')");
+  const int64_t unexplained = q_int(t.db, "SELECT coalesce(sum(lost_ns), 0)" + tail + " AND cause = 'unknown'");
+  CHECK(host > unexplained);
+  for (const json& x : chains)
+    if (x.value("pid", 0) == t.pid && x.value("cause", "") == "unknown") {
+      INFO(x.dump());
+      CHECK(x.dump().find("ran past the host records") == std::string::npos);
+    }
 }
 
 }  // namespace causeway::test

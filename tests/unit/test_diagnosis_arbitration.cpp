@@ -3,6 +3,9 @@
 //  - page faults on the calling thread: each slow copy spends part of its time in D (its own
 //    fault reads) and part runnable after the wake-up (a busy CPU); neither state alone covered
 //    half the time lost, so the whole call went to a HIGH gpu_wait;
+//  - page-fault reads inside a synchronous copy on a fast disk: the thread issues the block
+//    reads itself and barely sleeps, so no D time wins the call; with a launch queued before
+//    the copy it went to a HIGH gpu_wait (tests/bpf/test_diagnosis_live_until_stop.cpp);
 //  - sustained CPU contention (a hog and a spinner sharing the thread's CPU): the baseline is
 //    made of preempted calls, and calls that were not outliers but held a stall went to a
 //    HIGH gpu_wait for their on-CPU part.
@@ -36,14 +39,19 @@ void check_no_high(const std::vector<ChainRecord>& chains, const std::string& ca
     if (c.cause == cause) CHECK(c.severity != "HIGH");
 }
 
+// The traced workload and one other process.
+void workload_and(Live& l, uint32_t w, uint32_t other, const std::string& other_comm) {
+  l.proc(w, "cw_workload");
+  l.proc(other, other_comm);
+}
+
 }  // namespace
 
 TEST_CASE("page faults on the calling thread: D + wake-up latency is I/O, not a GPU wait") {
   TempDir dir;
   Live l(dir.file("l.db"));
   const uint32_t kW = 3400, kHog = 3401;
-  l.proc(kW, "cw_workload");
-  l.proc(kHog, "updatedb");
+  workload_and(l, kW, kHog, "updatedb");
   int64_t t = l.t0 + kMs;
   for (int i = 0; i < 3000; ++i) {
     const bool fault = i % 10 == 5;
@@ -68,6 +76,48 @@ TEST_CASE("page faults on the calling thread: D + wake-up latency is I/O, not a 
   CHECK(chains[0].culprit_pid == kW);  // its own faults
   check_no_high(chains, "gpu_wait");
   for (const auto& c : chains) CHECK(c.cause != "gpu_wait");  // every slow copy went to I/O
+}
+
+TEST_CASE("page-fault reads issued on-CPU inside cudaMemcpy are I/O, not a GPU wait") {
+  TempDir dir;
+  Live l(dir.file("l.db"));
+  const uint32_t kW = 3450, kOther = 3451;
+  workload_and(l, kW, kOther, "other");
+  int64_t t = l.t0 + kMs;
+  for (int i = 0; i < 3000; ++i) {
+    l.call(kW, kW, CW_OP_CUDA_LAUNCH_KERNEL, t, 20'000, {0, 0xdead0000});  // work queued ahead of the copy
+    t += 30'000;
+    const bool fault = i % 10 == 5;
+    const int64_t dur = fault ? 6 * kMs : 150'000;
+    l.call(kW, kW, CW_OP_CUDA_MEMCPY, t, dur, {256 << 10, 0, 1, 0});
+    if (fault) {
+      // The copy's first touch of its source faults: the thread issues a 4 MiB read-around
+      // itself and waits for it 200 µs in D; the rest is the fault path on-CPU.
+      l.call(kW, kW, CW_OP_BLOCK_RQ, t + 100'000, 300'000, {4 << 20, (8 << 20) | 1, 8192, 0});
+      l.sw(t + 150'000, kW, kW, 2, 0, 0);
+      l.wake(t + 350'000, kW, kW, 0, 0);
+      l.sw(t + 360'000, 0, 0, 0, kW, kW);
+    }
+    if (i % 100 == 50) {  // another process now and then: the session has scheduler data
+      l.sw(t + dur + 5'000, kW, kW, 0, kOther, kOther);
+      l.sw(t + dur + 8'000, kOther, kOther, 1, kW, kW);
+    }
+    t += dur + 10'000;
+  }
+  auto chains = l.finish(dir.file("l.db"));
+  INFO(describe(chains));
+  // The copies are most of the thread's time: transfer_bound is right beside it.
+  const ChainRecord* io = nullptr;
+  for (const auto& c : chains)
+    if (c.cause == "io_contention" && !io) io = &c;
+  REQUIRE(io);
+  CHECK(io->op == "cudaMemcpy");
+  CHECK(io->severity == "HIGH");
+  CHECK(io->culprit_pid == kW);  // its own reads
+  CHECK(io->calls == 300);
+  CHECK(io->summary.find("issued the block requests itself") != std::string::npos);
+  for (const auto& c : chains) CHECK(c.cause != "gpu_wait");
+  for (const auto& c : chains) CHECK(c.cause != "unknown");
 }
 
 TEST_CASE("sustained contention (a hog and a spinner on the thread's CPU): preempted calls are not a GPU wait") {
