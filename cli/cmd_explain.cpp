@@ -118,14 +118,10 @@ int run_tail(const ExplainArgs& a) {
   return kExitOk;
 }
 
-// Root cause first: within a severity, the chain that lost the most wall time; then --limit.
+// Root cause first (analysis/chains.h rank_chains); then --limit.
 void rank_and_cut(json& doc, size_t limit) {
   auto& chains = doc["chains"];
-  std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
-    int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
-    if (rx != ry) return rx > ry;
-    return x.value("impact", 0.0) > y.value("impact", 0.0);
-  });
+  rank_chains(chains);
   if (chains.size() > limit) {
     chains.erase(chains.begin() + static_cast<std::ptrdiff_t>(limit), chains.end());
     doc["truncated"] = true;
