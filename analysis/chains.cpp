@@ -1,5 +1,7 @@
 #include "analysis/chains.h"
 
+#include <algorithm>
+
 #include "analysis/session_scope.h"
 #include "common/untrusted_json.h"
 #include "tracedb/sqlite_handle.h"
@@ -12,6 +14,14 @@ constexpr size_t kChainStringMaxBytes = 4096;
 }  // namespace
 
 int severity_rank(std::string_view s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : s == "LOW" ? 1 : 0; }
+
+void rank_chains(nlohmann::json& chains) {
+  std::stable_sort(chains.begin(), chains.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+    const int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
+    if (rx != ry) return rx > ry;
+    return x.value("impact", 0.0) > y.value("impact", 0.0);
+  });
+}
 
 Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query) {
   auto scope = resolve_scope(db, query.session_id, query.since_ns);

@@ -29,4 +29,8 @@ Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query);
 // HIGH 3, MEDIUM 2, LOW 1, anything else 0: severities compare as numbers.
 int severity_rank(std::string_view severity);
 
+// Root cause first: within a severity, the chain that lost the most wall time (`impact`).
+// `explain` and the MCP chains tool rank fleet chains (unsorted from the store) this way.
+void rank_chains(nlohmann::json& chains);
+
 }  // namespace causeway

@@ -128,15 +128,7 @@ int run_tail(const ExplainArgs& a) {
   return kExitOk;
 }
 
-// Root cause first: within a severity, the chain that lost the most wall time.
-void rank_chains(json& chains) {
-  std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
-    int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
-    if (rx != ry) return rx > ry;
-    return x.value("impact", 0.0) > y.value("impact", 0.0);
-  });
-}
-
+// --limit after ranking (analysis/chains.h rank_chains: root cause first).
 void cut_chains(json& doc, size_t limit) {
   auto& chains = doc["chains"];
   if (chains.size() > limit) {

@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "fleet/fleet_options.h"
+#include "mcp/fleet_tools.h"
 #include "mcp/protocol.h"
 #include "mcp/transport_stdio.h"
 #include "mcp/transport_https.h"
@@ -23,6 +25,7 @@ struct McpArgs {
   int rate_per_minute = 600;
   size_t max_body = 1 << 20;
   size_t connections = 8;
+  fleet::FleetFlags fleet;
 };
 
 Runner setup(CLI::App& app) {
@@ -40,13 +43,16 @@ Runner setup(CLI::App& app) {
   app.add_option("--rate", a->rate_per_minute, "requests per minute per client (one bearer token from one address) before 429")->capture_default_str();
   app.add_option("--max-body", a->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
   app.add_option("--connections", a->connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
+  fleet::add_fleet_flags(app, a->fleet, "--fleet",
+                         "serve the ClickHouse fleet store at this URL (every shipped host, as a read-only user) instead of --db");
   app.footer(
       "Serves the trace DB read-only to MCP clients (Claude Code, Cursor, ollmcp).\n"
       "Examples:\n"
       "  causeway mcp                                   stdio, for a client that starts the server\n"
       "  claude mcp add causeway -- causeway mcp --db trace.db\n"
       "  CAUSEWAY_MCP_TOKEN=... causeway mcp --http 127.0.0.1:8443\n"
-      "  causeway mcp --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem --token-file token");
+      "  causeway mcp --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem --token-file token\n"
+      "  causeway mcp --fleet http://ch:8123 --user causeway_reader --password-file reader.pw");
   return [a] {
     install_stop_handlers();
     signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
@@ -55,7 +61,16 @@ Runner setup(CLI::App& app) {
     config.self_exe = "/proc/self/exe";
     config.db_connections = a->connections;
     config.scratch_dir = a->demo_dir;
-    mcp::Server server(config, mcp::builtin_tools());
+    mcp::ToolRegistry tools = mcp::builtin_tools();
+    if (!a->fleet.url.empty()) {
+      // The same tools and schemas, answered from the fleet store (docs/MCP.md "Fleet mode").
+      auto e = a->fleet.endpoint();
+      if (!e) return report_error("mcp", e.error(), false);
+      config.fleet = true;
+      config.db_path.clear();
+      mcp::serve_from_fleet(tools, *e);
+    }
+    mcp::Server server(config, std::move(tools));
     server.set_log([](const std::string& line) { std::cerr << "causeway mcp: " << line << std::endl; });
     if (a->http.empty()) return mcp::serve_stdio(server, stop_requested) == 0 ? kExitOk : kExitFailure;
     mcp::HttpsOptions o;

@@ -53,9 +53,10 @@ std::string server_message(const std::string& body) {
 
 }  // namespace
 
-Result<std::string> ClickHouse::post(const std::string& query_param, const std::string& body) {
-  // No database= parameter: statements name db.table (the database may not exist yet).
-  std::string path = "/?";
+Result<std::string> ClickHouse::post(const std::string& query_param, const std::string& body, bool in_database) {
+  // No database= parameter unless asked: statements name db.table (the database may not exist
+  // yet). The database is a checked identifier (endpoint.h), safe in a URL as it is.
+  std::string path = in_database ? "/?database=" + e_.database + "&" : "/?";
   if (!query_param.empty()) {
     path += "query=";
     for (unsigned char c : query_param) {
@@ -78,12 +79,17 @@ Result<std::string> ClickHouse::post(const std::string& query_param, const std::
                                         " (check --user and --password-file)");
   std::string msg = server_message(res->body);
   // A readonly=1 profile refuses every write and every setting: say which user it was.
-  if (msg.find("readonly mode") != std::string::npos) msg += " (user '" + e_.user + "' is read-only: ship needs the writer)";
+  // A reader's own SQL (run_sql) runs in the database; anything else refused so is a ship.
+  if (msg.find("readonly mode") != std::string::npos)
+    msg += " (user '" + e_.user + "' is read-only: " +
+           (in_database ? "no writes, settings or table functions from a fleet reader)" : "ship needs the writer)");
   return make_error("fleet_refused", "ClickHouse at " + e_.url + " refused the request (HTTP " + std::to_string(res->status) +
                                          "): " + msg);
 }
 
 Result<std::string> ClickHouse::execute(const std::string& sql) { return post("", sql); }
+
+Result<std::string> ClickHouse::execute_in_database(const std::string& sql) { return post("", sql, true); }
 
 Result<void> ClickHouse::insert_tsv(const std::string& table, const std::string& tsv) {
   auto r = post("INSERT INTO " + this->table(table) + " FORMAT TabSeparated", tsv);

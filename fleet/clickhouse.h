@@ -26,6 +26,10 @@ class ClickHouse {
   // or password), "fleet_refused" (ClickHouse answered with an error: its message).
   Result<std::string> execute(const std::string& sql);
 
+  // execute() with the store's database as the current one, so a reader's own SQL (run_sql)
+  // names tables unqualified. `database` is a URL parameter, not a setting: readonly=1 allows it.
+  Result<std::string> execute_in_database(const std::string& sql);
+
   // INSERT INTO <table> FORMAT TabSeparated with `tsv` as the rows.
   Result<void> insert_tsv(const std::string& table, const std::string& tsv);
 
@@ -36,7 +40,7 @@ class ClickHouse {
   std::string table(const std::string& name) const { return e_.database + "." + name; }
 
  private:
-  Result<std::string> post(const std::string& query_param, const std::string& body);
+  Result<std::string> post(const std::string& query_param, const std::string& body, bool in_database = false);
   struct Impl;
   Endpoint e_;
   std::unique_ptr<Impl> impl_;

@@ -20,9 +20,12 @@ json resource_list() {
   });
 }
 
-Result<json> read_resource(const std::string& uri, DbPool& pool, const ServerConfig&) {
+Result<json> read_resource(const std::string& uri, DbPool& pool, const ServerConfig& config) {
   if (uri != "causeway://schema" && uri != "causeway://sessions")
     return make_error("unknown_resource", "Unknown resource " + uri + "; available: causeway://schema, causeway://sessions.");
+  if (config.fleet)
+    return make_error("needs_host_db", uri + " describes one host's trace DB; this server reads the fleet store (mcp --fleet). "
+                                             "Ask run_sql for `SELECT name FROM system.tables WHERE database = currentDatabase()`.");
   auto db = pool.acquire();
   if (!db) return db.error();
   json body;

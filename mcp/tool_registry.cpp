@@ -18,6 +18,11 @@ const ToolDef* ToolRegistry::find(const std::string& name) const {
   return nullptr;
 }
 
+void ToolRegistry::set_handler(const std::string& name, ToolHandler handler) {
+  for (auto& t : tools_)
+    if (t.name() == name) t.handler = std::move(handler);
+}
+
 json ToolRegistry::list_entry(const ToolDef& tool) {
   const json& s = tool.spec;
   json entry = {{"name", s["name"]},

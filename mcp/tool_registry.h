@@ -38,6 +38,9 @@ struct ServerConfig {
   std::string scratch_dir;   // where run_demo writes its separate DB; "" = a temp folder
   size_t db_connections = 8; // read-only connections shared by concurrent requests
   Limits limits;
+  // `mcp --fleet`: tools read the ClickHouse fleet store (mcp/fleet_tools.h) and nothing reads
+  // db_path; resources, which describe one host's DB, answer that they need one.
+  bool fleet = false;
 };
 
 struct ToolContext {
@@ -66,6 +69,9 @@ class ToolRegistry {
   // Parses the embedded schema document; throws on a malformed one (a build defect).
   void add(const char* schema_document, ToolHandler handler);
   const ToolDef* find(const std::string& name) const;
+  // Serves tool `name` (its schema unchanged) with another handler: `mcp --fleet` keeps the
+  // local tool list and schemas and swaps what answers them.
+  void set_handler(const std::string& name, ToolHandler handler);
   const std::vector<ToolDef>& tools() const { return tools_; }
   // The tools/list entry: name, title, description, schemas, annotations (readOnlyHint).
   static json list_entry(const ToolDef& tool);

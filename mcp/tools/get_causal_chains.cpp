@@ -55,6 +55,24 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
   return t.str();
 }
 
+ToolOutput chains_page(json& chains, const std::optional<std::string>& cause, size_t offset, size_t limit, const Limits& limits) {
+  json all = json::array();
+  for (auto& c : chains)
+    if (!cause || c.value("cause", "") == *cause) all.push_back(std::move(c));
+  const size_t total = all.size();
+  const size_t from = std::min(offset, total), to = std::min(total, from + limit);
+  json page = json::array();
+  for (size_t i = from; i < to; ++i) page.push_back(std::move(all[i]));
+  json d = {{"chains", std::move(page)}, {"truncated", to < total}, {"total", total}};
+  fit_page(d, "chains", limits.structured_bytes(), from, to < total);
+  std::string more;
+  if (d.contains("next_cursor"))
+    more = std::to_string(total - from - d["chains"].size()) + " more chains left out (" + std::to_string(total) +
+           " match); get them with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() + "\"";
+  std::string text = render_chains(d["chains"], limits.max_text_bytes, more);
+  return ToolOutput{std::move(d), std::move(text)};
+}
+
 static Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) {
   ChainQuery q;
   auto since = duration_arg(args, "since");
@@ -73,21 +91,7 @@ static Result<ToolOutput> get_causal_chains(const json& args, ToolContext& ctx) 
   CancelScope scope(ctx.cancel, db->get());
   auto doc = chains_document(db->get(), q);
   if (!doc) return doc.error();
-  json all = json::array();
-  for (auto& c : doc.value()["chains"])
-    if (!cause || c.value("cause", "") == *cause) all.push_back(std::move(c));
-  const size_t total = all.size();
-  const size_t from = std::min(*offset, total), to = std::min(total, from + limit);
-  json page = json::array();
-  for (size_t i = from; i < to; ++i) page.push_back(std::move(all[i]));
-  json d = {{"chains", std::move(page)}, {"truncated", to < total}, {"total", total}};
-  fit_page(d, "chains", ctx.config.limits.structured_bytes(), from, to < total);
-  std::string more;
-  if (d.contains("next_cursor"))
-    more = std::to_string(total - from - d["chains"].size()) + " more chains left out (" + std::to_string(total) +
-           " match); get them with the same arguments plus cursor=\"" + d["next_cursor"].get<std::string>() + "\"";
-  std::string text = render_chains(d["chains"], ctx.config.limits.max_text_bytes, more);
-  return ToolOutput{std::move(d), std::move(text)};
+  return chains_page(doc.value()["chains"], cause, *offset, limit, ctx.config.limits);
 }
 
 }  // namespace causeway::mcp::tools

@@ -5,23 +5,9 @@
 
 namespace causeway::mcp::tools {
 
-static Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
-  SqlLimits limits;
-  limits.max_rows = std::min<size_t>(static_cast<size_t>(args.value("limit", 100)), ctx.config.limits.max_rows * 5);
-  limits.max_bytes = ctx.config.limits.structured_bytes();
-  limits.timeout_ms = ctx.config.limits.sql_timeout_ms;
-  auto offset = cursor_offset(args);
-  if (!offset) return offset.error();
-  limits.skip_rows = *offset;
-  auto db = open_db(ctx);
-  if (!db) return db.error();
-  auto r = guarded_query(db->get(), args["query"].get<std::string>(), limits, ctx.cancel);
-  if (!r) return r.error();
-  json d = std::move(r.value());
-  fit_page(d, "rows", ctx.config.limits.structured_bytes(), *offset, d["truncated"].get<bool>());
-
+std::string render_rows(const json& d, size_t max_text_bytes) {
   // Cells may hold traced strings (comm, frames): fence every text cell as data.
-  TextBuilder t(ctx.config.limits.max_text_bytes);
+  TextBuilder t(max_text_bytes);
   t.line(std::string(kDataNotice));
   std::string header;
   for (size_t i = 0; i < d["columns"].size(); ++i)
@@ -48,7 +34,26 @@ static Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
     tail += "; truncated: more rows exist; get them with the same query plus cursor=\"" + d["next_cursor"].get<std::string>() +
             "\", or aggregate / narrow with WHERE";
   t.footer(tail);
-  return ToolOutput{std::move(d), t.str()};
+  return t.str();
+}
+
+static Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
+  SqlLimits limits;
+  limits.max_rows = std::min<size_t>(static_cast<size_t>(args.value("limit", 100)), ctx.config.limits.max_rows * 5);
+  limits.max_bytes = ctx.config.limits.structured_bytes();
+  limits.timeout_ms = ctx.config.limits.sql_timeout_ms;
+  auto offset = cursor_offset(args);
+  if (!offset) return offset.error();
+  limits.skip_rows = *offset;
+  auto db = open_db(ctx);
+  if (!db) return db.error();
+  auto r = guarded_query(db->get(), args["query"].get<std::string>(), limits, ctx.cancel);
+  if (!r) return r.error();
+  json d = std::move(r.value());
+  fit_page(d, "rows", ctx.config.limits.structured_bytes(), *offset, d["truncated"].get<bool>());
+
+  std::string text = render_rows(d, ctx.config.limits.max_text_bytes);
+  return ToolOutput{std::move(d), std::move(text)};
 }
 
 }  // namespace causeway::mcp::tools

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <set>
@@ -131,14 +132,23 @@ std::map<std::string, int64_t> calls_by_op(const json& stats, const std::string&
   return out;
 }
 
+// The NCCL late-rank demo split into two hosts' DBs: node-a (ranks 0-1), node-b (ranks 2-3).
+void make_two_hosts(const TempDir& dir, std::string& a, std::string& b) {
+  const std::string demo = dir.file("job.db");
+  a = dir.file("node-a.db");
+  b = dir.file("node-b.db");
+  REQUIRE(run_causeway({"demo", "nccl-straggler", "--db", demo, "-q"}).exit_code == 0);
+  make_host(demo, a, "node-a", "6003, 6004");
+  make_host(demo, b, "node-b", "6001, 6002");
+}
+
 }  // namespace
 
 TEST_CASE("two hosts shipped: the fleet names the late rank and its host; readers agree with each host; a second ship sends nothing") {
   TempDir dir;
-  const std::string demo = dir.file("job.db"), a = dir.file("node-a.db"), b = dir.file("node-b.db"), db = "fleet_two";
-  REQUIRE(run_causeway({"demo", "nccl-straggler", "--db", demo, "-q"}).exit_code == 0);
-  make_host(demo, a, "node-a", "6003, 6004");
-  make_host(demo, b, "node-b", "6001, 6002");
+  const std::string db = "fleet_two";
+  std::string a, b;
+  make_two_hosts(dir, a, b);
 
   json sa = ship_ok(a, db), sb = ship_ok(b, db);
   CHECK(sa["host"] == "node-a");
@@ -204,6 +214,41 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(ch().number("SELECT count() FROM fleet_two.sessions FINAL") == sessions);
   CHECK(ch().number("SELECT count() FROM fleet_two.processes") == chains_rows);
   CHECK(sessions == 2);
+}
+
+// mcp --fleet with the official MCP SDK client (tests/e2e/mcp_fleet.test.mjs) over this store:
+// the local tool list, the late rank's host from get_causal_chains, run_sql's ClickHouse SQL
+// and its refusals, and the tools that need a host DB. Without the npm packages the case is
+// skipped, saying so (doctest counts it skipped).
+bool node_ready() {
+  const bool ok = std::filesystem::exists(source_dir() + "/tests/e2e/node_modules/@modelcontextprotocol/sdk");
+  if (!ok) std::cerr << "SKIP mcp --fleet case: tests/e2e/node_modules is missing; run: npm ci --prefix tests/e2e\n";
+  return ok;
+}
+
+TEST_CASE("mcp --fleet: the same tools over the store, as the read-only user" * doctest::skip(!node_ready())) {
+  TempDir dir;
+  const std::string db = "fleet_mcp";
+  std::string a, b;
+  make_two_hosts(dir, a, b);
+  ship_ok(a, db);
+  ship_ok(b, db);
+  const int64_t events = ch().number("SELECT count() FROM fleet_mcp.events");
+  // The server layer alone: the reader's profile refuses a write the guard never sees.
+  auto reader = fleet::make_endpoint(ch().url(), db, "causeway_reader", ch().reader_pw_file());
+  REQUIRE(reader.ok());
+  fleet::ClickHouse as_reader_ch(*reader);
+  auto write = as_reader_ch.execute("INSERT INTO fleet_mcp.events (host) VALUES ('x')");
+  REQUIRE_FALSE(write.ok());
+  CHECK(write.error().message.find("readonly") != std::string::npos);
+  const std::string src = source_dir();
+  auto r = run_process({"sh", src + "/tests/e2e/run-node.sh", src + "/tests/e2e/mcp_fleet.test.mjs"},
+                       {"CAUSEWAY_BIN=" + causeway_bin(), "FLEET_URL=" + ch().url(), "FLEET_DATABASE=" + db,
+                        "FLEET_READER_PW=" + ch().reader_pw_file(), "FLEET_EVENTS=" + std::to_string(events)});
+  INFO(r.out, r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("ok - tools without a fleet reader answer needs_host_db") != std::string::npos);
+  CHECK(ch().number("SELECT count() FROM fleet_mcp.events") == events);
 }
 
 TEST_CASE("bad input: the reader cannot ship, a wrong password, a closed port, a store from a newer causeway") {
