@@ -511,7 +511,8 @@ class ChunkAnalyzer {
   // worker (`relayed`: counted as the worker's). A wake-up by the thread itself is no culprit.
   // Between calls (`between`), a sleep during which the waker made CUDA calls is a hand-off,
   // not a lock: the thread was idle until the waker, busy feeding the GPU meanwhile, gave it
-  // work (docs/DIAGNOSIS.md "Arbitration").
+  // work (docs/DIAGNOSIS.md "Arbitration"); so is one during which the waker was mostly
+  // preempted (waker_starved).
   bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker, bool between,
                         const std::vector<WorkerWait>& relayed = {}) {
     std::map<uint32_t, int64_t> by;
@@ -519,7 +520,8 @@ class ChunkAnalyzer {
       if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
       if (iv.waker_pid != pid || iv.waker_tid == tid || iv.waker_tid == 0) continue;
       const int64_t from = std::max(iv.from_ns, a);
-      if (between && waker_called(iv.waker_tid, iv.from_ns, iv.wake_ns)) continue;
+      if (between && (waker_called(iv.waker_tid, iv.from_ns, iv.wake_ns) || waker_starved(iv.waker_tid, iv.from_ns, iv.wake_ns)))
+        continue;
       if (std::any_of(relayed.begin(), relayed.end(),
                       [&](const WorkerWait& r) { return r.relay_tid == iv.waker_tid && r.from_ns == from; }))
         continue;
@@ -532,6 +534,14 @@ class ChunkAnalyzer {
         waker = t;
       }
     return ns > 0;
+  }
+
+  // Whether thread tid spent most of [a, b] runnable but off-CPU: a waker that was itself
+  // preempted (PyTorch's autograd thread idle while the main thread, starved by a CPU hog,
+  // could not run the forward pass that hands it work: seen on an H200, docs/GPU.md) delayed
+  // the hand-off through its own CPU contention, which cpu_contention claims; no lock is shown.
+  bool waker_starved(uint32_t tid, int64_t a, int64_t b) const {
+    return b > a && 2 * tl_.off_cpu_in(tid, a, b).runnable_ns >= b - a;
   }
 
   // Whether thread tid started a traced call inside [a, b]. The per-thread index is built on

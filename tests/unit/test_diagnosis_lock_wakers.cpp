@@ -137,3 +137,34 @@ TEST_CASE("lock_contention: blocked between calls by a sibling that makes no CUD
   CHECK(doc["where"] == "between_calls");
   CHECK(doc["culprit"]["tid"] == kHolder);
 }
+
+TEST_CASE("lock_contention: a side thread whose waker was preempted meanwhile is no lock (the waker's CPU contention)") {
+  TempDir dir;
+  Live l(dir.file("l.db"));
+  constexpr uint32_t kHog = 5200;
+  start(l, kSide, "python3");
+  l.proc(kHog, "cw_hog");
+  // The shape of PyTorch's autograd thread on an H200 under a CPU hog (docs/GPU.md): the main
+  // thread launches, hands the side thread work and goes on; the side thread launches once and
+  // sleeps until the next hand-off. Each round the main thread is preempted by the hog for
+  // 15 ms and makes no call meanwhile, so the side thread's sleep ends late: the delay is the
+  // hog's, through the main thread; nothing shows a lock.
+  int64_t t = l.t0 + kMs;
+  for (int round = 0; round < 200; ++round) {
+    for (int j = 0; j < 10; ++j, t += 100 * kUs) l.call(kP, kP, CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL, t, 20 * kUs, {0, 0xbeef0000});
+    // The side thread goes to sleep; one round in two the main thread is preempted 15 ms before
+    // it hands over (no call of its own meanwhile), else it hands over at once.
+    const int64_t preempted = round % 2 ? 15 * kMs : 0;
+    if (preempted) {
+      l.sw(t + 20 * kUs, kP, kP, 0, kHog, kHog);
+      l.sw(t + 20 * kUs + preempted, kHog, kHog, 0, kP, kP);
+    }
+    sleep_until_woken(l, kSide, t, t + 100 * kUs + preempted, kP);
+    t += 100 * kUs + preempted;
+    l.call(kP, kSide, CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL, t, 20 * kUs, {0, 0xbeef1000});
+    t += 50 * kUs;
+  }
+  auto chains = l.finish(dir.file("l.db"));
+  INFO(describe(chains));
+  for (const auto& c : chains) CHECK(c.cause != "lock_contention");
+}
