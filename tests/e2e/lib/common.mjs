@@ -1,38 +1,12 @@
 // Shared by the stdio and HTTPS end-to-end tests: what every transport must do for the
 // official MCP TypeScript SDK client.
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import Ajv from 'ajv';
+
+export { env, tempDir, makeFixture } from './process.mjs';
 
 export const EXPECTED_TOOLS = ['get_check', 'get_trace_stats', 'get_causal_chains', 'get_stacks', 'run_demo',
   'get_test_report', 'run_sql', 'describe_schema', 'get_tail_breakdown', 'get_request_latency'];
-
-export function env(name) {
-  const v = process.env[name];
-  if (!v) {
-    console.error(`SKIP: $${name} is not set (run through ctest)`);
-    process.exit(77);
-  }
-  return v;
-}
-
-// Removed when the test exits (pass or fail); KEEP_E2E_TMP=1 keeps it for debugging.
-export function tempDir() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'causeway-e2e-'));
-  if (!process.env.KEEP_E2E_TMP) process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-// The demo fixture DB every tool is called on.
-export function makeFixture(dir) {
-  const db = path.join(dir, 'trace.db');
-  const r = spawnSync(env('CAUSEWAY_MCP_FIXTURE'), [db], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `fixture failed: ${r.stderr}`);
-  return db;
-}
 
 const CALLS = {
   get_check: {},

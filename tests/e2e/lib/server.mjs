@@ -6,6 +6,7 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { waitForServing } from './process.mjs';
 
 export function makeCert(dir) {
   const cert = path.join(dir, 'cert.pem');
@@ -25,32 +26,12 @@ export function makeToken(dir) {
   return { token, file };
 }
 
+export { stopServer } from './process.mjs';
+
 // Resolves { child, port, stderr() } once the server says where it listens.
 export function startServer(bin, args, extraEnv = {}) {
   const child = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...extraEnv } });
-  let err = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 15000);
-    child.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/serving https:\/\/[^\s]+:(\d+)\/mcp/);
-      if (m && !child.port) {
-        child.port = Number(m[1]);
-        clearTimeout(timer);
-        resolve({ child, port: child.port, stderr: () => err });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
-}
-
-export function stopServer(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.removeAllListeners('exit');
-    child.on('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
-  });
+  return waitForServing(child, 15000);
 }
 
 // fetch that trusts the test CA (the SDK transport takes it as its `fetch` option).

@@ -1,34 +1,18 @@
 // Shared by the HTTPS security tests: a real `causeway mcp --http` process on an ephemeral
 // port with its own generated local CA (--state-dir) and a token from the environment, and a
 // client that uses only Node's built-in https (no npm packages needed).
-import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
-import os from 'node:os';
 import path from 'node:path';
 
-export function env(name) {
-  const v = process.env[name];
-  if (!v) {
-    console.error(`SKIP: $${name} is not set (run through ctest)`);
-    process.exit(77);
-  }
-  return v;
-}
+import { env, tempDir as tempDirWithPrefix, waitForServing } from '../lib/process.mjs';
+
+export { env, makeFixture, stopServer } from '../lib/process.mjs';
 
 export function tempDir() {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'causeway-security-'));
-  if (!process.env.KEEP_E2E_TMP) process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-export function makeFixture(dir) {
-  const db = path.join(dir, 'trace.db');
-  const r = spawnSync(env('CAUSEWAY_MCP_FIXTURE'), [db], { encoding: 'utf8' });
-  assert.equal(r.status, 0, `fixture failed: ${r.stderr}`);
-  return db;
+  return tempDirWithPrefix('causeway-security-');
 }
 
 // Resolves { child, port, pid, ca, token, stderr() } once the server says where it listens.
@@ -37,31 +21,10 @@ export function startServer(dir, extraArgs = [], listen = '127.0.0.1:0') {
   const state = path.join(dir, 'state');
   const child = spawn(env('CAUSEWAY_BIN'), ['mcp', '--http', listen, '--state-dir', state, ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, CAUSEWAY_MCP_TOKEN: token } });
-  let err = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start: ${err}`)), 20000);
-    child.stderr.on('data', (d) => {
-      err += d;
-      const m = err.match(/serving https:\/\/[^\s]+:(\d+)\/mcp/);
-      if (m && !child.port) {
-        child.port = Number(m[1]);
-        clearTimeout(timer);
-        // The local CA when the server made one, else (older layouts) the certificate itself.
-        const caFile = fs.existsSync(path.join(state, 'mcp-ca.pem')) ? 'mcp-ca.pem' : 'mcp-cert.pem';
-        resolve({ child, port: child.port, pid: child.pid, token, ca: fs.readFileSync(path.join(state, caFile)),
-          stderr: () => err });
-      }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited ${code}: ${err}`)));
-  });
-}
-
-export function stopServer(child) {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve(child.exitCode);
-    child.removeAllListeners('exit');
-    child.on('exit', (code) => resolve(code));
-    child.kill('SIGTERM');
+  return waitForServing(child, 20000).then(({ port, stderr }) => {
+    // The local CA when the server made one, else (older layouts) the certificate itself.
+    const caFile = fs.existsSync(path.join(state, 'mcp-ca.pem')) ? 'mcp-ca.pem' : 'mcp-cert.pem';
+    return { child, port, pid: child.pid, token, ca: fs.readFileSync(path.join(state, caFile)), stderr };
   });
 }
 
