@@ -384,6 +384,18 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   svr.Get("/mcp", method_not_allowed);
   svr.Delete("/mcp", method_not_allowed);
 
+  // One JSON-RPC message through the server, its facts kept for the access log; ex.notify
+  // streams progress (SSE) when set.
+  auto answer = [&server](const std::string& body, Exchange& ex) {
+    ex.answer_cancelled = true;
+    auto reply = server.handle(body, ex);
+    t_facts.rpc_method = ex.method;
+    t_facts.tool = ex.tool;
+    t_facts.rpc_error = ex.rpc_error;
+    t_facts.tool_error = ex.tool_error;
+    return reply;
+  };
+
   svr.Post("/mcp", [&](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read_body) {
     std::string ctype = lower(req.get_header_value("Content-Type"));
     if (ctype.rfind("application/json", 0) != 0) {
@@ -424,36 +436,20 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
       }
       // Progress streams as SSE on this response; the result is the last event.
       res.set_header("Cache-Control", "no-store");
-      res.set_chunked_content_provider("text/event-stream", [&server, body, scope, headers](size_t, httplib::DataSink& sink) {
+      res.set_chunked_content_provider("text/event-stream", [&answer, body, scope, headers](size_t, httplib::DataSink& sink) {
         auto send = [&sink](const std::string& line) {
           std::string event = "event: message\ndata: " + line + "\n\n";
           sink.write(event.data(), event.size());
         };
-        Exchange ex;
-        ex.scope = scope;
-        ex.answer_cancelled = true;
-        ex.headers = headers;
-        ex.notify = send;
-        auto reply = server.handle(body, ex);
-        t_facts.rpc_method = ex.method;
-        t_facts.tool = ex.tool;
-        t_facts.rpc_error = ex.rpc_error;
-        t_facts.tool_error = ex.tool_error;
-        if (reply) send(*reply);
+        Exchange ex{.notify = send, .scope = scope, .headers = headers};
+        if (auto reply = answer(body, ex)) send(*reply);
         sink.done();
         return true;
       });
       return;
     }
-    Exchange ex;
-    ex.scope = scope;
-    ex.answer_cancelled = true;
-    ex.headers = headers;
-    auto reply = server.handle(body, ex);
-    t_facts.rpc_method = ex.method;
-    t_facts.tool = ex.tool;
-    t_facts.rpc_error = ex.rpc_error;
-    t_facts.tool_error = ex.tool_error;
+    Exchange ex{.scope = scope, .headers = headers};
+    auto reply = answer(body, ex);
     if (!reply) {
       res.status = 202;  // notification or client response: accepted, no body
       return;
