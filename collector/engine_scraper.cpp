@@ -15,7 +15,7 @@ constexpr uint32_t kMaxMisses = 5;
 // One that answered and then failed this many times in a row has gone (the server exited).
 constexpr uint32_t kMaxMissesServing = 30;
 // Own connections remembered: a few intervals' worth for every server.
-constexpr size_t kOwnPorts = 256;
+constexpr size_t kOwnPeers = 256;
 constexpr size_t kMaxTargets = 64;
 
 std::string slurp(const std::string& path) {
@@ -60,12 +60,13 @@ void EngineScraper::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void EngineScraper::add(uint32_t pid, uint16_t port) {
+void EngineScraper::add(uint32_t pid, const Endpoint& at) {
   std::lock_guard lk(mu_);
   if (!targets_.count(pid) && targets_.size() >= kMaxTargets) return;
   Target& t = targets_[pid];
   t.pid = pid;
-  if (std::find(t.ports.begin(), t.ports.end(), port) == t.ports.end()) t.ports.push_back(port);
+  const Endpoint to = at.reachable();
+  if (std::find(t.endpoints.begin(), t.endpoints.end(), to) == t.endpoints.end()) t.endpoints.push_back(to);
 }
 
 std::vector<EngineSampleRecord> EngineScraper::take() {
@@ -74,15 +75,8 @@ std::vector<EngineSampleRecord> EngineScraper::take() {
 }
 
 bool EngineScraper::own_peer(std::string_view peer) const {
-  const size_t colon = peer.rfind(':');
-  if (colon == std::string_view::npos || peer.substr(0, colon) != "127.0.0.1") return false;
-  const std::string_view port = peer.substr(colon + 1);
-  if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) return false;
-  const unsigned long n = std::stoul(std::string(port));
-  if (n > 65535) return false;
-  const auto p = static_cast<uint16_t>(n);
   std::lock_guard lk(mu_);
-  return std::find(own_ports_.begin(), own_ports_.end(), p) != own_ports_.end();
+  return std::find(own_peers_.begin(), own_peers_.end(), peer) != own_peers_.end();
 }
 
 ScraperCounters EngineScraper::counters() const {
@@ -90,11 +84,11 @@ ScraperCounters EngineScraper::counters() const {
   return counters_;
 }
 
-void EngineScraper::note_port(void* self, uint16_t port) {
+void EngineScraper::note_own(void* self, const Endpoint& local) {
   auto* s = static_cast<EngineScraper*>(self);
   std::lock_guard lk(s->mu_);
-  s->own_ports_.push_back(port);
-  if (s->own_ports_.size() > kOwnPorts) s->own_ports_.pop_front();
+  s->own_peers_.push_back(local.text());
+  if (s->own_peers_.size() > kOwnPeers) s->own_peers_.pop_front();
 }
 
 void EngineScraper::scrape(Target& t) {
@@ -102,22 +96,25 @@ void EngineScraper::scrape(Target& t) {
     t.engine = engine_of(t.pid);
     t.named = true;
   }
-  const uint16_t port = t.ports[t.port_index];
+  const Endpoint at = t.endpoints[t.endpoint_index];
   HttpGetOptions o;
   // A scrape may take most of an interval, never more than a second.
   o.deadline_ns = std::clamp<int64_t>(interval_ns_ * 3 / 4, 50'000'000, 1'000'000'000);
-  o.on_local_port = &EngineScraper::note_port;
+  o.on_local = &EngineScraper::note_own;
   o.ctx = this;
-  auto body = http_get_local(port, "/metrics", o);
+  auto body = http_get(t.pid, at, "/metrics", o);
   const int64_t ts = real_ns();
   requests::PromParse parsed;
   if (body) parsed = requests::parse_prometheus(*body);
   std::lock_guard lk(mu_);
   if (!body || parsed.samples.empty()) {
     ++counters_.failures;
+    // This thread could not leave a server's network namespace: any later scrape would
+    // connect from the wrong one. Scraping ends; the trace goes on.
+    if (!body && body.error().code == "netns_stuck") stop_ = true;
     ++t.misses;
-    // Before the first answer, try the server's next port.
-    if (!t.serving) t.port_index = (t.port_index + 1) % t.ports.size();
+    // Before the first answer, try the server's next address.
+    if (!t.serving) t.endpoint_index = (t.endpoint_index + 1) % t.endpoints.size();
     return;
   }
   t.serving = true;
@@ -129,7 +126,7 @@ void EngineScraper::scrape(Target& t) {
   r.ts_ns = ts;
   r.pid = t.pid;
   r.engine = requests::engine_name(t.engine);
-  r.url = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  r.url = "http://" + at.text() + "/metrics";
   for (auto& s : parsed.samples)
     if (requests::keep_sample(t.engine, s.name)) r.samples.push_back({std::move(s.name), std::move(s.labels), s.value});
   out_.push_back(std::move(r));
@@ -145,14 +142,14 @@ void EngineScraper::run() {
     if (next < std::chrono::steady_clock::now()) next = std::chrono::steady_clock::now() + std::chrono::nanoseconds(interval_ns_);
     std::vector<uint32_t> pids;
     for (const auto& [pid, t] : targets_)
-      if (t.misses < (t.serving ? kMaxMissesServing : kMaxMisses * t.ports.size())) pids.push_back(pid);
+      if (t.misses < (t.serving ? kMaxMissesServing : kMaxMisses * t.endpoints.size())) pids.push_back(pid);
     for (uint32_t pid : pids) {
       Target t = targets_[pid];  // scraped unlocked: add() and take() never wait on a scrape
       lk.unlock();
       scrape(t);
       lk.lock();
       Target& cur = targets_[pid];
-      t.ports = cur.ports;  // ports added meanwhile
+      t.endpoints = cur.endpoints;  // addresses added meanwhile
       cur = t;
       if (stop_) break;
     }

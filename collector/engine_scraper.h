@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "collector/endpoint.h"
 #include "requests/engine_names.h"
 #include "tracedb/records.h"
 
@@ -31,31 +32,31 @@ class EngineScraper {
   EngineScraper(const EngineScraper&) = delete;
   EngineScraper& operator=(const EngineScraper&) = delete;
 
-  // A process listening on `port`. Its engine is named from its command line and its
-  // children's (process titles), else from the metric names it serves.
-  void add(uint32_t pid, uint16_t port);
+  // A process listening on `at` (in its own network namespace). Its engine is named from its
+  // command line and its children's (process titles), else from the metric names it serves.
+  void add(uint32_t pid, const Endpoint& at);
   // No scrape after this returns (one in flight is finished); take() still works.
   void stop();
   // The scrapes since the last call, one record each.
   std::vector<EngineSampleRecord> take();
-  // True when `peer` ("127.0.0.1:PORT") is one of the scraper's own recent connections:
-  // the traced server sees them as requests, which are not the users'.
+  // True when `peer` (a request's client address, Endpoint::text()) is one of the scraper's
+  // own recent connections: the traced server sees them as requests, which are not the users'.
   bool own_peer(std::string_view peer) const;
   ScraperCounters counters() const;
 
  private:
   struct Target {
     uint32_t pid = 0;
-    std::vector<uint16_t> ports;  // tried in turn until one serves /metrics
-    size_t port_index = 0;
-    bool serving = false;         // a port answered once: it stays the one
+    std::vector<Endpoint> endpoints;  // tried in turn until one serves /metrics
+    size_t endpoint_index = 0;
+    bool serving = false;         // an endpoint answered once: it stays the one
     uint32_t misses = 0;          // failures in a row
     requests::Engine engine = requests::Engine::unknown;
     bool named = false;           // engine read from the command lines
   };
   void run();
   void scrape(Target& t);
-  static void note_port(void* self, uint16_t port);
+  static void note_own(void* self, const Endpoint& local);
 
   const int64_t interval_ns_;
   mutable std::mutex mu_;
@@ -63,7 +64,7 @@ class EngineScraper {
   bool stop_ = false;
   std::map<uint32_t, Target> targets_;
   std::vector<EngineSampleRecord> out_;
-  std::deque<uint16_t> own_ports_;
+  std::deque<std::string> own_peers_;  // local addresses of our recent connections
   ScraperCounters counters_;
   std::thread thread_;  // last: started once the rest is built
 };

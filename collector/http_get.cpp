@@ -1,18 +1,19 @@
 #include "collector/http_get.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
-#include <algorithm>
-#include <cctype>
+#include <cstring>
 
+#include "collector/netns.h"
 
 namespace causeway::collector {
 namespace {
@@ -84,27 +85,40 @@ Result<std::string> http_response_body(std::string_view raw) {
   return std::string(body);
 }
 
-Result<std::string> http_get_local(uint16_t port, std::string_view path, const HttpGetOptions& o) {
+Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view path, const HttpGetOptions& o) {
   const int64_t deadline = steady_ns() + o.deadline_ns;
-  Fd s{::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
-  if (s.fd < 0) return make_error("connect", "socket failed");
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+  auto made = socket_in_namespace_of(pid, at.family);
+  if (!made) return made.error();
+  Fd s{*made};
+  sockaddr_storage a{};
+  socklen_t alen = 0;
+  if (at.family == AF_INET) {
+    auto* v4 = reinterpret_cast<sockaddr_in*>(&a);
+    v4->sin_family = AF_INET;
+    v4->sin_port = htons(at.port);
+    std::memcpy(&v4->sin_addr, at.addr.data(), 4);
+    alen = sizeof(sockaddr_in);
+  } else {
+    auto* v6 = reinterpret_cast<sockaddr_in6*>(&a);
+    v6->sin6_family = AF_INET6;
+    v6->sin6_port = htons(at.port);
+    std::memcpy(&v6->sin6_addr, at.addr.data(), 16);
+    alen = sizeof(sockaddr_in6);
+  }
+  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), alen) != 0) {
     if (errno != EINPROGRESS) return make_error("connect", "connection refused");
     if (!wait_for(s.fd, POLLOUT, deadline)) return make_error("timeout", "connect timed out");
     int err = 0;
     socklen_t len = sizeof(err);
     if (::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return make_error("connect", "connection refused");
   }
-  if (o.on_local_port) {
-    sockaddr_in local{};
+  if (o.on_local) {
+    sockaddr_storage local{};
     socklen_t len = sizeof(local);
-    if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&local), &len) == 0) o.on_local_port(o.ctx, ntohs(local.sin_port));
+    if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&local), &len) == 0)
+      if (auto e = endpoint_from_sockaddr(reinterpret_cast<const uint8_t*>(&local))) o.on_local(o.ctx, *e);
   }
-  const std::string req = "GET " + std::string(path) + " HTTP/1.0\r\nHost: 127.0.0.1:" + std::to_string(port) +
+  const std::string req = "GET " + std::string(path) + " HTTP/1.0\r\nHost: " + at.text() +
                           "\r\nAccept: text/plain\r\nUser-Agent: causeway\r\n\r\n";
   size_t sent = 0;
   while (sent < req.size()) {

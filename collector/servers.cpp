@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 
+#include "collector/netns.h"
+
 namespace causeway::collector {
 namespace {
 
@@ -59,9 +61,9 @@ std::vector<uint32_t> all_pids() {
 
 }  // namespace
 
-std::vector<std::pair<uint64_t, uint16_t>> parse_listeners(const std::string& text) {
+std::vector<std::pair<uint64_t, Endpoint>> parse_listeners(const std::string& text) {
   // "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode"
-  std::vector<std::pair<uint64_t, uint16_t>> out;
+  std::vector<std::pair<uint64_t, Endpoint>> out;
   std::istringstream in(text);
   std::string line;
   std::getline(in, line);  // header
@@ -71,20 +73,22 @@ std::vector<std::pair<uint64_t, uint16_t>> parse_listeners(const std::string& te
     uint64_t inode = 0;
     if (!(f >> sl >> local >> remote >> st >> queues >> timer >> retr >> uid >> timeout >> inode)) continue;
     if (st != "0A") continue;  // TCP_LISTEN
-    const size_t colon = local.rfind(':');
-    if (colon == std::string::npos) continue;
-    out.emplace_back(inode, static_cast<uint16_t>(std::stoul(local.substr(colon + 1), nullptr, 16)));
+    if (auto e = endpoint_from_proc_net(local)) out.emplace_back(inode, *e);
   }
   return out;
 }
 
 std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::vector<uint16_t>& ports, uint32_t self) {
-  std::map<uint64_t, uint16_t> listening;
-  for (const char* f : {"/proc/net/tcp", "/proc/net/tcp6"})
-    for (auto [inode, port] : parse_listeners(slurp(f))) listening[inode] = port;
+  // Listeners by socket inode, read once per network namespace (through any of its processes).
+  std::map<uint64_t, Endpoint> listening;
+  std::set<uint64_t> namespaces_read;
+  auto read_namespace_of = [&](uint32_t pid) {
+    const uint64_t ns = net_namespace_of(pid);
+    if (ns == 0 || !namespaces_read.insert(ns).second) return;
+    for (const char* table : {"/net/tcp", "/net/tcp6"})
+      for (auto& [inode, at] : parse_listeners(slurp("/proc/" + std::to_string(pid) + table))) listening[inode] = at;
+  };
   std::vector<Server> out;
-  if (listening.empty()) return out;
-
   std::set<uint32_t> tree;
   for (uint32_t pid : traced) {
     uint32_t ppid = 0, sid = 0;
@@ -104,11 +108,14 @@ std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::ve
     for (uint32_t pid : all_pids()) candidates.insert(pid);
   candidates.erase(self);
   for (uint32_t pid : candidates) {
-    for (uint64_t inode : socket_inodes(pid)) {
+    const std::vector<uint64_t> inodes = socket_inodes(pid);
+    if (inodes.empty()) continue;
+    read_namespace_of(pid);
+    for (uint64_t inode : inodes) {
       auto it = listening.find(inode);
       if (it == listening.end()) continue;
-      if (!tree.count(pid) && std::find(ports.begin(), ports.end(), it->second) == ports.end()) continue;
-      out.push_back({pid, it->second});
+      if (!tree.count(pid) && std::find(ports.begin(), ports.end(), it->second.port) == ports.end()) continue;
+      out.push_back({pid, it->second.port, it->second});
       break;
     }
   }

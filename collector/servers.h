@@ -1,7 +1,8 @@
 // Which processes serve HTTP in a traced job (docs/INFERENCE.md "Which processes"): those
 // listening on TCP that are traced or an ancestor of a traced process in the same session
 // (vLLM's API server is the parent of its engine core), and any process listening on one of
-// the --http-port ports. Read from /proc/net/tcp{,6} and /proc/PID/fd.
+// the --http-port ports. Read from /proc/PID/net/tcp{,6} (the listener's own network
+// namespace: a server in a container is found too) and /proc/PID/fd.
 #pragma once
 
 #include <cstdint>
@@ -9,15 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "collector/endpoint.h"
+
 namespace causeway::collector {
 
 struct Server {
   uint32_t pid = 0;
   uint16_t port = 0;
+  Endpoint listen;  // the address it listens on, in its own network namespace
 };
 
-// Ports listened on, by socket inode, from /proc/net/tcp and tcp6 text (pure: tested on copies).
-std::vector<std::pair<uint64_t, uint16_t>> parse_listeners(const std::string& proc_net_tcp);
+// Listening addresses, by socket inode, from /proc/net/tcp or tcp6 text (pure: tested on copies).
+std::vector<std::pair<uint64_t, Endpoint>> parse_listeners(const std::string& proc_net_tcp);
 
 // traced: processes traced now; ports: --http-port. Never returns self.
 std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::vector<uint16_t>& ports, uint32_t self);

@@ -302,7 +302,7 @@ void Session::find_servers_now() {
   for (const Server& srv : find_servers(traced, o_.http_ports, static_cast<uint32_t>(::getpid()))) {
     if (o_.engine_metrics_interval_ns > 0) {
       if (!scraper_) scraper_ = std::make_unique<EngineScraper>(o_.engine_metrics_interval_ns);
-      scraper_->add(srv.pid, srv.port);
+      scraper_->add(srv.pid, srv.listen);
     }
     if (servers_.count(srv.pid)) continue;
     if (!bpf_.sock_tracing()) {

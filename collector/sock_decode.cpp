@@ -1,13 +1,11 @@
 #include "collector/sock_decode.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-
 #include <cstddef>
 #include <cstring>
 #include <string>
 
 #include "bpf/events.h"
+#include "collector/endpoint.h"
 
 namespace causeway::collector {
 
@@ -15,31 +13,6 @@ static_assert(offsetof(cw_sock_event, bytes) == 40 && offsetof(cw_sock_event, fd
               offsetof(cw_sock_event, captured) == 52 && offsetof(cw_sock_event, sock_op) == 54 &&
               offsetof(cw_sock_event, addr) == 56 && offsetof(cw_sock_event, data) == CW_SOCK_HDR_BYTES &&
               sizeof(cw_sock_event) == CW_SOCK_HDR_BYTES + CW_SOCK_CAP);
-
-namespace {
-
-// "10.0.0.2:51234" / "[::1]:51234" from the sockaddr accept() wrote; "" for other families.
-std::string peer_text(const uint8_t* addr) {
-  uint16_t family = 0;
-  std::memcpy(&family, addr, sizeof(family));
-  char buf[INET6_ADDRSTRLEN] = {};
-  uint16_t port_be = 0;
-  std::memcpy(&port_be, addr + 2, sizeof(port_be));
-  const std::string port = std::to_string(ntohs(port_be));
-  if (family == AF_INET) {
-    if (!inet_ntop(AF_INET, addr + 4, buf, sizeof(buf))) return {};
-    return std::string(buf) + ":" + port;
-  }
-  if (family == AF_INET6) {
-    if (!inet_ntop(AF_INET6, addr + 8, buf, sizeof(buf))) return {};
-    std::string host = buf;
-    if (host.rfind("::ffff:", 0) == 0 && host.find('.') != std::string::npos) return host.substr(7) + ":" + port;
-    return "[" + host + "]:" + port;
-  }
-  return {};
-}
-
-}  // namespace
 
 std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
   if (size < CW_SOCK_HDR_BYTES) return std::nullopt;
@@ -61,7 +34,9 @@ std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
   }
   r.bytes = e.bytes > 0 ? static_cast<uint64_t>(e.bytes) : 0;
   r.data = std::string_view(static_cast<const char*>(data) + CW_SOCK_HDR_BYTES, e.captured);
-  if (r.op == requests::SockOp::accept) r.peer = peer_text(e.addr);
+  if (r.op == requests::SockOp::accept) {
+    if (auto peer = endpoint_from_sockaddr(e.addr)) r.peer = peer->text();
+  }
   return r;
 }
 

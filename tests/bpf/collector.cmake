@@ -17,3 +17,7 @@ causeway_test(test_collector_net_bpf LABEL bpf TIMEOUT 300
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb)
 add_dependencies(test_collector_net_bpf causeway causeway_testprogs)
+# Root (unshare/setns of a network namespace), no BPF: the engine scraper reaches a server in
+# a container's network namespace.
+causeway_test(test_scraper_netns LABEL bpf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_scraper_netns.cpp
+  LIBS causeway_collector_core causeway_collector TIMEOUT 60)

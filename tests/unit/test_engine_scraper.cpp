@@ -8,28 +8,32 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <string>
 #include <thread>
 
+#include "collector/endpoint.h"
 #include "collector/engine_scraper.h"
 #include "collector/http_get.h"
+#include "collector/servers.h"
 
 using namespace causeway;
 using namespace causeway::collector;
 
 namespace {
 
-// A listener on 127.0.0.1 that answers every connection with `reply` (after `delay_ms`),
-// then closes it. Counts the connections it served.
+// A listener on `ip` (127.0.0.1 unless said) that answers every connection with `reply`
+// (after `delay_ms`), then closes it. Counts the connections it served.
 class CannedServer {
  public:
-  CannedServer(std::string reply, int delay_ms = 0) : reply_(std::move(reply)), delay_ms_(delay_ms) {
+  CannedServer(std::string reply, int delay_ms = 0, const char* ip = "127.0.0.1")
+      : reply_(std::move(reply)), delay_ms_(delay_ms) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::inet_pton(AF_INET, ip, &a.sin_addr) == 1);
     REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0);
     socklen_t len = sizeof(a);
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
@@ -90,6 +94,14 @@ const char* kVllmBody =
     "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.97\n"
     "python_gc_objects_collected_total{generation=\"0\"} 12.0\n";
 
+Endpoint loopback(uint16_t port) {
+  Endpoint out;
+  out.family = AF_INET;
+  out.addr = {127, 0, 0, 1};
+  out.port = port;
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("http_response_body: a 200's body, cut to Content-Length; anything else an error") {
@@ -108,22 +120,24 @@ TEST_CASE("http_response_body: a 200's body, cut to Content-Length; anything els
   CHECK_FALSE(http_response_body(""));
 }
 
-TEST_CASE("http_get_local: real sockets; refused, slow and oversized answers are bounded errors") {
+TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bounded errors") {
+  const uint32_t self = static_cast<uint32_t>(::getpid());
   CannedServer good(ok(kVllmBody));
-  uint16_t seen = 0;
+  Endpoint seen;
   HttpGetOptions o;
-  o.on_local_port = [](void* ctx, uint16_t p) { *static_cast<uint16_t*>(ctx) = p; };
+  o.on_local = [](void* ctx, const Endpoint& e) { *static_cast<Endpoint*>(ctx) = e; };
   o.ctx = &seen;
-  auto r = http_get_local(good.port(), "/metrics", o);
+  auto r = http_get(self, loopback(good.port()), "/metrics", o);
   REQUIRE(r);
   CHECK(*r == kVllmBody);
-  CHECK(seen == good.last_peer_port());  // told before the server saw the request
+  CHECK(seen.port == good.last_peer_port());  // told before the server saw the request
+  CHECK(seen.text() == "127.0.0.1:" + std::to_string(good.last_peer_port()));
 
   CannedServer slow(ok("x 1\n"), 1500);
   HttpGetOptions quick;
   quick.deadline_ns = 200'000'000;
   const auto t0 = std::chrono::steady_clock::now();
-  auto s = http_get_local(slow.port(), "/metrics", quick);
+  auto s = http_get(self, loopback(slow.port()), "/metrics", quick);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
   REQUIRE_FALSE(s);
   CHECK(s.error().code == "timeout");
@@ -131,7 +145,7 @@ TEST_CASE("http_get_local: real sockets; refused, slow and oversized answers are
   CannedServer huge(ok(std::string(3u << 20, 'y')));
   HttpGetOptions capped;
   capped.max_bytes = 1u << 20;
-  auto h = http_get_local(huge.port(), "/metrics", capped);
+  auto h = http_get(self, loopback(huge.port()), "/metrics", capped);
   REQUIRE_FALSE(h);
   CHECK(h.error().code == "too_large");
 
@@ -140,7 +154,7 @@ TEST_CASE("http_get_local: real sockets; refused, slow and oversized answers are
     CannedServer gone("");
     closed_port = gone.port();
   }
-  auto c = http_get_local(closed_port, "/metrics", HttpGetOptions{});
+  auto c = http_get(self, loopback(closed_port), "/metrics", HttpGetOptions{});
   REQUIRE_FALSE(c);
   CHECK(c.error().code == "connect");
 }
@@ -149,8 +163,8 @@ TEST_CASE("EngineScraper: samples a vLLM-shaped endpoint each interval, keeps vL
   CannedServer vllm(ok(kVllmBody));
   CannedServer junk(ok("\x16\x03\x01 binary \xff\xfe garbage\n"));
   EngineScraper s(100'000'000);
-  s.add(::getpid(), vllm.port());
-  s.add(1, junk.port());  // pid 1's command line names no engine; its answer has no samples
+  s.add(::getpid(), loopback(vllm.port()));
+  s.add(1, loopback(junk.port()));  // pid 1's command line names no engine; its answer has no samples
   std::this_thread::sleep_for(std::chrono::milliseconds(450));
   s.stop();
   const int served = vllm.served();
@@ -176,4 +190,53 @@ TEST_CASE("EngineScraper: samples a vLLM-shaped endpoint each interval, keeps vL
   CHECK_FALSE(s.own_peer("garbage"));
   CHECK_FALSE(s.own_peer("127.0.0.1:999999"));
   CHECK(vllm.served() == served);  // stopped: no scrape after stop()
+}
+
+TEST_CASE("Endpoint: /proc/net/tcp{,6} addresses, wildcards reach loopback, text as requests store peers") {
+  // Little-endian hosts print each 32-bit word of the address as a native integer.
+  auto v4 = endpoint_from_proc_net("0200007F:1F90");
+  REQUIRE(v4);
+  CHECK(v4->text() == "127.0.0.2:8080");
+  CHECK_FALSE(v4->is_wildcard());
+  CHECK(v4->reachable() == *v4);
+  auto any4 = endpoint_from_proc_net("00000000:0050");
+  REQUIRE(any4);
+  CHECK(any4->is_wildcard());
+  CHECK(any4->reachable().text() == "127.0.0.1:80");
+  auto any6 = endpoint_from_proc_net("00000000000000000000000000000000:1F40");
+  REQUIRE(any6);
+  CHECK(any6->reachable().text() == "[::1]:8000");
+  auto mapped = endpoint_from_proc_net("0000000000000000FFFF00000100000A:1F40");  // ::ffff:10.0.0.1
+  REQUIRE(mapped);
+  CHECK(mapped->text() == "10.0.0.1:8000");
+  CHECK_FALSE(endpoint_from_proc_net("0100007F"));
+  CHECK_FALSE(endpoint_from_proc_net("0100007:1F90"));
+  CHECK_FALSE(endpoint_from_proc_net("0100007F:1FFFFF"));
+  CHECK_FALSE(endpoint_from_proc_net("zz00007F:1F90"));
+  const auto listeners = parse_listeners(
+      "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+      "   0: 0200007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 4242 1\n"
+      "   1: 0100007F:1F90 0100007F:D431 01 00000000:00000000 00:00000000 00000000     0        0 4343 1\n");
+  REQUIRE(listeners.size() == 1);  // the second is an established connection
+  CHECK(listeners[0].first == 4242);
+  CHECK(listeners[0].second.text() == "127.0.0.2:8080");
+}
+
+TEST_CASE("a server listening on one address only (127.0.0.2) is found there and scraped there") {
+  CannedServer vllm(ok(kVllmBody), 0, "127.0.0.2");
+  const uint32_t self = static_cast<uint32_t>(::getpid());
+  // self = 0: this test process is the server to find.
+  const auto servers = find_servers({self}, {}, 0);
+  const auto it = std::find_if(servers.begin(), servers.end(), [&](const Server& s) { return s.port == vllm.port(); });
+  REQUIRE(it != servers.end());
+  CHECK(it->pid == self);
+  CHECK(it->listen.text() == "127.0.0.2:" + std::to_string(vllm.port()));
+  EngineScraper s(100'000'000);
+  s.add(self, it->listen);
+  std::this_thread::sleep_for(std::chrono::milliseconds(350));
+  s.stop();
+  auto recs = s.take();
+  REQUIRE(recs.size() >= 2);
+  CHECK(recs[0].url == "http://127.0.0.2:" + std::to_string(vllm.port()) + "/metrics");
+  CHECK(s.own_peer("127.0.0.1:" + std::to_string(vllm.last_peer_port())));  // the kernel picks 127.0.0.1 as source
 }
