@@ -36,6 +36,7 @@
 #include "collector/detach_lock.h"
 #include "collector/live_stats.h"
 #include "collector/system_identity.h"
+#include "common/user_output.h"
 #include "metrics/registry.h"
 #include "metrics/server.h"
 #include "tracedb/op_catalog.h"
@@ -252,8 +253,10 @@ Result<void> Session::start() {
   rescan(o_.pids);
   if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
   if (!o_.ready_file.empty()) {
-    int fd = ::open(o_.ready_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) ::close(fd);
+    // Made as the user it is for under sudo: never through their links (common/user_output.h).
+    auto fd = open_user_output(o_.ready_file, OutputOpen::truncate, 0644);
+    if (fd) ::close(*fd);
+    else say("cannot make the ready file: " + fd.error().message);
   }
   if (o_.on_ready) o_.on_ready();
   const int64_t now = monotonic_ns();

@@ -13,6 +13,7 @@
 #include "analysis/system_info.h"
 #include "analysis/tail_breakdown.h"
 #include "common/sanitize.h"
+#include "common/user_output.h"
 #include "exporters/report_histogram.h"
 #include "exporters/report_html.h"
 #include "exporters/report_lanes.h"
@@ -107,22 +108,9 @@ Result<uint64_t> write_out(const std::string& path, const std::string& html) {
     std::cout << html << std::flush;
     return static_cast<uint64_t>(html.size());
   }
-  // Written beside the target and renamed: a reader never sees half a report.
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return make_error("io", "cannot write " + tmp + ": check the folder exists and is writable");
-    f.write(html.data(), static_cast<std::streamsize>(html.size()));
-    f.close();
-    if (!f) {
-      std::remove(tmp.c_str());
-      return make_error("io", "writing " + tmp + " failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return make_error("io", "cannot replace " + path);
-  }
+  // Written beside the target and renamed (a reader never sees half a report), as the user
+  // it is for under sudo.
+  if (auto r = replace_user_file(path, html, 0644); !r) return r.error();
   return static_cast<uint64_t>(html.size());
 }
 

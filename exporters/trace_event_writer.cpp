@@ -1,9 +1,13 @@
 #include "exporters/trace_event_writer.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <nlohmann/json.hpp>
+
+#include "common/user_output.h"
 
 namespace causeway {
 
@@ -19,8 +23,16 @@ std::string_view severity_color(std::string_view severity) {
 
 Result<std::unique_ptr<TraceEventWriter>> TraceEventWriter::open(const std::string& path, int64_t origin_ns,
                                                                  const std::string& other_data_json) {
-  FILE* f = path == "-" ? stdout : std::fopen(path.c_str(), "wb");
-  if (!f) return make_error("export_open", "cannot write " + path + ": " + std::strerror(errno));
+  FILE* f = stdout;
+  if (path != "-") {
+    auto fd = open_user_output(path, OutputOpen::truncate, 0644);
+    if (!fd) return fd.error();
+    f = ::fdopen(*fd, "wb");
+    if (!f) {
+      ::close(*fd);
+      return make_error("export_open", "cannot write " + path + ": " + std::strerror(errno));
+    }
+  }
   std::unique_ptr<TraceEventWriter> w(new TraceEventWriter(f, path != "-", origin_ns));
   w->put("{\"displayTimeUnit\":\"ns\",\"otherData\":");
   w->put(other_data_json.empty() ? "{}" : other_data_json);

@@ -8,13 +8,15 @@
 #include <nlohmann/json.hpp>
 
 #include "common/units.h"
+#include "common/user_output.h"
 
 namespace causeway::mcp {
 
 Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
   if (path.empty()) return std::unique_ptr<AuditLog>(new AuditLog(stderr, false));
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return make_error("usage", "Cannot open the audit log " + path + " for appending.");
+  auto opened = open_user_output(path, OutputOpen::append, 0600);
+  if (!opened) return make_error("usage", "Cannot open the audit log for appending: " + opened.error().message);
+  const int fd = *opened;
   FILE* f = fdopen(fd, "a");
   if (!f) {
     ::close(fd);

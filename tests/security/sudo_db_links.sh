@@ -6,6 +6,8 @@
 #   db-link   trace.db → a root-owned file: refused (exit 1), the file untouched
 #   dir-link  ~/.local/share/causeway or ~/.local/share → a root folder: nothing made there
 #   hardlink  trace.db a second name of a root-owned file: refused, the file untouched
+#   outputs   `export -o` and `report -o` into the user's folder: the user's files; a link
+#             there to root's file: export refuses it, report replaces the link itself
 #   race      the user keeps swapping ~/.local/share/causeway between a dangling link and a
 #             link to a root-owned file while root writes: the file stays root's, unchanged
 # Usage: sudo_db_links.sh CAUSEWAY [RACE_RUNS]. Exits 77 (skipped) without root/useradd/setpriv.
@@ -74,6 +76,26 @@ done
 [ "$(stat -c %u:%a "$db")" = "$uid:600" ] || fail "plain: $db is $(stat -c %U:%a "$db"), want $user 600"
 nothing_of_root_in_home plain
 echo "plain: DB, folders and files all $user's"
+
+# outputs: files named with -o are the user's; a planted link never leads root to its target.
+out=$home/out
+as_user mkdir "$out"
+as_sudo export --format perfetto --db "$db" -o "$out/t.json" 2> "$tmp/err" || fail "outputs: export failed: $(cat "$tmp/err")"
+as_sudo report --db "$db" -o "$out/r.html" 2> "$tmp/err" || fail "outputs: report failed: $(cat "$tmp/err")"
+for f in t.json r.html; do
+  [ "$(stat -c %u "$out/$f")" = "$uid" ] || fail "outputs: $out/$f is $(stat -c %U "$out/$f"), want $user"
+done
+as_user ln -sf "$rootdir/victim" "$out/t.json"
+rc=0; as_sudo export --format perfetto --db "$db" -o "$out/t.json" 2> "$tmp/err" || rc=$?
+[ $rc -eq 1 ] && grep -q "symbolic link" "$tmp/err" || fail "outputs: export through a link exited $rc: $(cat "$tmp/err")"
+as_user ln -sf "$rootdir/victim" "$out/r.html"
+as_sudo report --db "$db" -o "$out/r.html" 2> "$tmp/err" || fail "outputs: report over a link failed: $(cat "$tmp/err")"
+[ -f "$out/r.html" ] && [ ! -L "$out/r.html" ] && [ "$(stat -c %u "$out/r.html")" = "$uid" ] ||
+  fail "outputs: report over a link left $(stat -c '%F of %U' "$out/r.html")"
+root_intact outputs
+nothing_of_root_in_home outputs
+rm -rf "$out"
+echo "outputs: export/report files $user's; a link to root's file refused (export) or replaced (report)"
 
 # db-link: trace.db → root's file.
 fresh_root
