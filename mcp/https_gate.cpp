@@ -1,5 +1,6 @@
 #include "mcp/https_gate.h"
 
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <netinet/in.h>
@@ -19,6 +20,21 @@ TlsConnection::~TlsConnection() {
   if (ssl) SSL_free(ssl);
   if (fd >= 0) ::close(fd);
 }
+
+namespace {
+
+// "10.0.0.2" / "fe80::1"; an IPv4-mapped address reads as IPv4, so one client is one key.
+std::string address_text(const sockaddr_storage& a) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (a.ss_family == AF_INET)
+    return inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, buf, sizeof buf) ? buf : "";
+  if (a.ss_family != AF_INET6) return "";
+  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a).sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(&v6)) return inet_ntop(AF_INET, &v6.s6_addr[12], buf, sizeof buf) ? buf : "";
+  return inet_ntop(AF_INET6, &v6, buf, sizeof buf) ? buf : "";
+}
+
+}  // namespace
 
 bool TlsConnection::has_head() const { return buffered.find("\r\n\r\n", consumed) != std::string::npos; }
 
@@ -61,7 +77,12 @@ Result<std::pair<int, int>> listen_socket(const std::string& host, int port, int
 }
 
 HttpsGate::HttpsGate(SSL_CTX* ctx, int listen_fd, GateLimits limits, Ready ready)
-    : ctx_(ctx), listen_fd_(listen_fd), wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)), limits_(limits), ready_(std::move(ready)) {}
+    : ctx_(ctx),
+      listen_fd_(listen_fd),
+      wake_fd_(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)),
+      limits_(limits),
+      handshakes_(limits.handshakes_per_second_per_peer, limits.handshake_burst_per_peer),
+      ready_(std::move(ready)) {}
 
 HttpsGate::~HttpsGate() {
   table_.clear();
@@ -102,8 +123,21 @@ void HttpsGate::evict_oldest(bool authenticated) {
   if (oldest != table_.end()) table_.erase(oldest);
 }
 
+void HttpsGate::evict_oldest_of(const std::string& peer) {
+  auto oldest = table_.end();
+  for (auto it = table_.begin(); it != table_.end(); ++it)
+    if (!it->conn->authenticated && it->conn->peer == peer && (oldest == table_.end() || it->since < oldest->since)) oldest = it;
+  if (oldest != table_.end()) table_.erase(oldest);
+}
+
 void HttpsGate::add(std::unique_ptr<TlsConnection> c, Phase phase) {
   const bool idle = phase == Phase::kHead && c->authenticated;
+  if (!c->authenticated) {
+    const auto from_peer = std::count_if(table_.begin(), table_.end(), [&c](const Entry& e) {
+      return !e.conn->authenticated && e.conn->peer == c->peer;
+    });
+    if (static_cast<size_t>(from_peer) >= limits_.max_unauthenticated_per_peer) evict_oldest_of(c->peer);
+  }
   size_t same = std::count_if(table_.begin(), table_.end(), [idle](const Entry& e) {
     return (e.phase == Phase::kHead && e.conn->authenticated) == idle;
   });
@@ -118,13 +152,20 @@ void HttpsGate::add(std::unique_ptr<TlsConnection> c, Phase phase) {
 
 void HttpsGate::accept_new() {
   for (int i = 0; i < 64; ++i) {
-    int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    sockaddr_storage from{};
+    socklen_t from_len = sizeof from;
+    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors: make room by dropping the oldest stranger; the rest wait in the
       // listen backlog.
       if (errno == EMFILE || errno == ENFILE) evict_oldest(false);
       return;
+    }
+    std::string peer = address_text(from);
+    if (!handshakes_.allow(peer)) {
+      ::close(fd);
+      continue;
     }
     int one = 1;
     // Responses go out in pieces (head, body); Nagle would hold the second for the client's
@@ -137,7 +178,9 @@ void HttpsGate::accept_new() {
     }
     SSL_set_fd(ssl, fd);
     SSL_set_accept_state(ssl);
-    add(std::make_unique<TlsConnection>(fd, ssl), Phase::kHandshake);
+    auto c = std::make_unique<TlsConnection>(fd, ssl);
+    c->peer = std::move(peer);
+    add(std::move(c), Phase::kHandshake);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "mcp/rate_limit.h"
 
 namespace causeway::mcp {
 
@@ -37,6 +38,7 @@ struct TlsConnection {
 
   int fd;
   SSL* ssl;
+  std::string peer;  // the client's address, without the port
   std::string buffered;
   size_t consumed = 0;         // bytes of `buffered` already given to the HTTP parser
   bool authenticated = false;  // a request on it carried a valid bearer token
@@ -51,6 +53,13 @@ struct GateLimits {
   // Connections that have not shown a valid token yet (handshaking, reading a first head).
   // A new one beyond this closes the oldest: fresh clients win over trickling ones.
   size_t max_unauthenticated = 256;
+  // Of those, from one client address: its newest connection closes its own oldest, never
+  // another client's, so one address cannot crowd out the rest.
+  size_t max_unauthenticated_per_peer = 64;
+  // TLS handshakes one address may start: a full handshake costs this thread CPU, so past
+  // the budget a new connection is closed at accept, before any TLS work.
+  double handshakes_per_second_per_peer = 200;
+  double handshake_burst_per_peer = 400;
   // Kept-alive connections of authenticated clients waiting for their next request.
   size_t max_idle = 256;
   size_t max_head_bytes = 16 * 1024;
@@ -99,11 +108,13 @@ class HttpsGate {
   bool step(Entry& e);
   void add(std::unique_ptr<TlsConnection> c, Phase phase);
   void evict_oldest(bool authenticated);
+  void evict_oldest_of(const std::string& peer);
 
   SSL_CTX* ctx_;
   int listen_fd_;
   int wake_fd_;  // eventfd: a worker handed a connection back
   GateLimits limits_;
+  RateLimiter handshakes_;  // per client address
   Ready ready_;
   std::vector<Entry> table_;
   std::mutex returned_mu_;

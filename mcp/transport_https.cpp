@@ -271,10 +271,10 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   if (!audit) return audit.error();
   auto ctx = server_tls_context(tls->cert_path, tls->key_path);
   if (!ctx) return ctx.error();
-  RateLimiter limiter(options.rate_per_minute);
+  RateLimiter limiter = RateLimiter::per_minute(options.rate_per_minute);
   // Failed authentication gets its own budget per address, so guessing tokens is slow and
   // cannot drain a real user's bucket.
-  RateLimiter auth_failures(options.rate_per_minute);
+  RateLimiter auth_failures = RateLimiter::per_minute(options.rate_per_minute);
 
   RequestParser svr;
   const size_t max_body = options.max_body_bytes;

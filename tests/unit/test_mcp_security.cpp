@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <fstream>
 #include <sys/stat.h>
 
@@ -78,11 +81,34 @@ TEST_CASE("auth: a token file holds one token per user; the header says which on
 }
 
 TEST_CASE("rate limit: bursts up to the per-minute budget, per client") {
-  RateLimiter r(5);
+  RateLimiter r = RateLimiter::per_minute(5);
   int allowed = 0;
   for (int i = 0; i < 10; ++i) allowed += r.allow("a");
   CHECK(allowed == 5);
   CHECK(r.allow("b"));
+}
+
+TEST_CASE("rate limit: a burst, then the per-second rate; refilled buckets are forgotten under a crowd") {
+  RateLimiter r(100.0, 10.0);
+  int allowed = 0;
+  for (int i = 0; i < 50; ++i) allowed += r.allow("a");
+  CHECK(allowed == 10);
+  std::this_thread::sleep_for(std::chrono::milliseconds(60));  // ~6 tokens back
+  allowed = 0;
+  for (int i = 0; i < 50; ++i) allowed += r.allow("a");
+  CHECK(allowed >= 4);
+  CHECK(allowed <= 9);
+}
+
+TEST_CASE("rate limit: past 65,536 busy clients a newcomer is let through; a known one keeps its budget") {
+  RateLimiter r(0.001, 2.0);  // nothing refills during the test
+  CHECK(r.allow("a"));
+  CHECK(r.allow("a"));
+  CHECK_FALSE(r.allow("a"));
+  int refused = 0;
+  for (int i = 0; i < 70000; ++i) refused += !r.allow("client " + std::to_string(i));
+  CHECK(refused == 0);
+  CHECK_FALSE(r.allow("a"));
 }
 
 namespace {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import tls from 'node:tls';
-import { tempDir, makeFixture, startServer, stopServer, callTool } from './lib.mjs';
+import { tempDir, makeFixture, startServer, stopServer, callTool, captureClientHello } from './lib.mjs';
 
 const dir = tempDir();
 const db = makeFixture(dir);
@@ -16,14 +16,7 @@ const sockets = [];
 const timers = [];
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-// A TLS 1.3 ClientHello as bytes, taken from a real handshake attempt, to trickle.
-const hello = await new Promise((resolve) => {
-  const server = net.createServer((s) => s.once('data', (d) => { resolve(d); s.destroy(); server.close(); }));
-  server.listen(0, '127.0.0.1', () => {
-    const c = tls.connect({ host: '127.0.0.1', port: server.address().port, servername: 'localhost' });
-    c.on('error', () => {});
-  });
-});
+const hello = await captureClientHello();
 
 function trickle(socket, bytes, everyMs) {
   let i = 0;

@@ -5,7 +5,9 @@ import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
+import net from 'node:net';
 import path from 'node:path';
+import tls from 'node:tls';
 
 import { env, tempDir as tempDirWithPrefix, waitForServing } from '../lib/process.mjs';
 
@@ -28,11 +30,12 @@ export function startServer(dir, extraArgs = [], listen = '127.0.0.1:0') {
   });
 }
 
-// One HTTPS request on a fresh connection; resolves { status, headers, body, ms }.
+// One HTTPS request on a fresh connection; resolves { status, headers, body, ms }. From
+// srv.localAddress when set (127.0.0.2 …: another client address on the loopback).
 export function request(srv, { method = 'POST', path: p = '/mcp', headers = {}, body, timeoutMs = 10000 } = {}) {
   const started = performance.now();
   return new Promise((resolve, reject) => {
-    const req = https.request({ host: '127.0.0.1', port: srv.port, method, path: p, ca: srv.ca, servername: 'localhost',
+    const req = https.request({ host: '127.0.0.1', port: srv.port, localAddress: srv.localAddress, method, path: p, ca: srv.ca, servername: 'localhost',
       agent: false, headers: { Host: `localhost:${srv.port}`, ...headers }, timeout: timeoutMs }, (res) => {
       let data = '';
       res.setEncoding('utf8');
@@ -60,4 +63,15 @@ export function memory(pid) {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = (key) => Number(status.match(new RegExp(`^${key}:\\s+(\\d+) kB`, 'm'))[1]);
   return { rss: kb('VmRSS'), peak: kb('VmHWM') };
+}
+
+// The bytes of a real TLS 1.3 ClientHello (from Node's own client), to replay or trickle.
+export function captureClientHello() {
+  return new Promise((resolve) => {
+    const server = net.createServer((s) => s.once('data', (d) => { resolve(d); s.destroy(); server.close(); }));
+    server.listen(0, '127.0.0.1', () => {
+      const c = tls.connect({ host: '127.0.0.1', port: server.address().port, servername: 'localhost' });
+      c.on('error', () => {});
+    });
+  });
 }
