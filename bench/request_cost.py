@@ -3,17 +3,20 @@
 with python3-aiohttp.
 
   sudo /usr/bin/python3 bench/request_cost.py --build build [--rate 1000] [--seconds 8]
-                                              [--rounds 3] [--connections 8]
+                                              [--rounds 3] [--connections 8] [--hooks raw,syscalls]
 
 1. A served request: a small streaming server (aiohttp, one process, like an OpenAI-style API
    server: POST /v1/completions answers two SSE `data:` events and `data: [DONE]`) takes an
    open-loop load of --rate requests/s over --connections keep-alive connections. Each round
-   runs the same load untraced and under `causeway trace --http-port PORT` (the order
-   alternates), and the client measures every request's latency itself (send -> the end of
-   the response). Reported: the client's p50/p99 per run and the traced/untraced ratio of the
-   p50, the median over rounds; each traced run checks that the DB holds every request.
+   runs the same load untraced and under `causeway trace --http-port PORT` once per syscall
+   hook (CAUSEWAY_SOCK_HOOK=raw|syscalls: collector/sock_hook.h; the order rotates), and the
+   client measures every request's latency itself (send -> the end of the response).
+   Reported: the client's p50/p99 per run and the traced/untraced ratio of the p50, the median
+   over rounds; each traced run checks that the DB holds every request and that the hook asked
+   for is the one the tracer used.
 2. An untraced process: bench/syscall_cost (a write+read loop over a socketpair, and getppid)
-   with no tracer and with a tracer running, in the same round; the ratio of ns per syscall.
+   with no tracer and with a tracer running on each hook, in the same round; the ratio of ns
+   per syscall in the fastest tenth of blocks of 100 calls (the mean is printed beside it).
 """
 import argparse
 import json
@@ -21,6 +24,7 @@ import multiprocessing
 import os
 import signal
 import socket
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -104,12 +108,13 @@ def run_load(port, rate, seconds, connections):
 
 
 class Tracer:
-    def __init__(self, causeway, tmp, port, tag):
+    def __init__(self, causeway, tmp, port, tag, hook):
         self.db = os.path.join(tmp, "trace-%s.db" % tag)
         ready = os.path.join(tmp, "ready-%s" % tag)
         self.log = open(os.path.join(tmp, "trace-%s.log" % tag), "w")
         self.proc = subprocess.Popen([causeway, "trace", "--db", self.db, "--quiet", "--ready-file", ready,
-                                      "--no-stack", "--http-port", str(port)], stdout=self.log, stderr=self.log)
+                                      "--no-stack", "--http-port", str(port)], stdout=self.log, stderr=self.log,
+                                     env=dict(os.environ, CAUSEWAY_SOCK_HOOK=hook))
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -128,6 +133,19 @@ def stored_requests(causeway, db):
     return json.loads(out.stdout)["requests"]["count"]
 
 
+def hook_used(db):
+    """The hook the tracer attached, from its collector_stats (collector/session.cpp)."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        links = dict(con.execute("SELECT name, value FROM collector_stats WHERE name IN "
+                                 "('http_syscall_tracepoint_links', 'http_raw_syscall_links')").fetchall())
+    finally:
+        con.close()
+    if links.get("http_syscall_tracepoint_links", 0) > 0:
+        return "syscalls"
+    return "raw" if links.get("http_raw_syscall_links", 0) > 0 else "none"
+
+
 def syscall_ns(prog, calls):
     out = subprocess.run([prog, "--calls", str(calls)], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
@@ -142,6 +160,7 @@ def main():
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--syscalls", type=int, default=500000)
+    ap.add_argument("--hooks", default="raw,syscalls", help="the syscall hooks to trace with, in turn")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ready-file", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -168,40 +187,53 @@ def main():
                     raise RuntimeError("the server did not start")
                 time.sleep(0.05)
             run_load(a.port, a.rate, 1, a.connections)  # warm-up: imports, first connections
+            hooks = a.hooks.split(",")
+            kinds = ["bare"] + hooks
             rounds = []
             for r in range(a.rounds):
-                order = ["bare", "traced"] if r % 2 == 0 else ["traced", "bare"]
+                order = kinds[r % len(kinds):] + kinds[:r % len(kinds)]  # each kind first in turn
                 res = {}
                 for kind in order:
                     if kind == "bare":
                         res["bare"] = run_load(a.port, a.rate, a.seconds, a.connections)
                         res["syscall_bare"] = syscall_ns(prog, a.syscalls)
                         continue
-                    t = Tracer(causeway, tmp, a.port, str(r))
+                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind)
                     try:
-                        res["syscall_traced"] = syscall_ns(prog, a.syscalls)
-                        res["traced"] = run_load(a.port, a.rate, a.seconds, a.connections)
+                        res["syscall_" + kind] = syscall_ns(prog, a.syscalls)
+                        res[kind] = run_load(a.port, a.rate, a.seconds, a.connections)
                         time.sleep(0.3)
                     finally:
                         t.stop()
-                    res["stored"] = stored_requests(causeway, t.db)
-                    if res["stored"] != res["traced"]["requests"]:
-                        raise RuntimeError("round %d: the DB holds %d requests, the client sent %d"
-                                           % (r, res["stored"], res["traced"]["requests"]))
-                res["p50_ratio"] = res["traced"]["p50_ms"] / res["bare"]["p50_ms"]
-                res["rw_ratio"] = res["syscall_traced"]["rw_ns"] / res["syscall_bare"]["rw_ns"]
-                res["getppid_ratio"] = res["syscall_traced"]["getppid_ns"] / res["syscall_bare"]["getppid_ns"]
+                    stored = stored_requests(causeway, t.db)
+                    if stored != res[kind]["requests"]:
+                        raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d"
+                                           % (r, kind, stored, res[kind]["requests"]))
+                    used = hook_used(t.db)
+                    if used != kind:
+                        raise RuntimeError("round %d: asked for the %s hook, the tracer used %s" % (r, kind, used))
+                # Syscall costs: the fastest tenth of blocks (bench/syscall_cost.c), the mean in brackets.
+                line = "round %d: untraced p50 %.3f ms p99 %.3f ms, write/read %.0f ns [%.0f], getppid %.0f ns [%.0f]" % (
+                    r, res["bare"]["p50_ms"], res["bare"]["p99_ms"], res["syscall_bare"]["rw_p10_ns"],
+                    res["syscall_bare"]["rw_ns"], res["syscall_bare"]["getppid_p10_ns"], res["syscall_bare"]["getppid_ns"])
+                for h in hooks:
+                    res[h + "_p50_ratio"] = res[h]["p50_ms"] / res["bare"]["p50_ms"]
+                    for call in ("rw", "getppid"):
+                        res["%s_%s_ratio" % (h, call)] = (res["syscall_" + h][call + "_p10_ns"] /
+                                                         res["syscall_bare"][call + "_p10_ns"])
+                    line += ("; %s: p50 %.3f ms (x%.3f) p99 %.3f ms, %d requests stored, write/read %.0f ns [%.0f] "
+                             "(x%.3f), getppid %.0f ns [%.0f] (x%.3f)" % (
+                                 h, res[h]["p50_ms"], res[h + "_p50_ratio"], res[h]["p99_ms"], res[h]["requests"],
+                                 res["syscall_" + h]["rw_p10_ns"], res["syscall_" + h]["rw_ns"], res[h + "_rw_ratio"],
+                                 res["syscall_" + h]["getppid_p10_ns"], res["syscall_" + h]["getppid_ns"],
+                                 res[h + "_getppid_ratio"]))
                 rounds.append(res)
-                print("round %d: p50 %.3f -> %.3f ms (x%.3f), p99 %.3f -> %.3f ms, %d requests stored; "
-                      "untraced write/read %.0f -> %.0f ns (x%.3f), getppid %.0f -> %.0f ns (x%.3f)"
-                      % (r, res["bare"]["p50_ms"], res["traced"]["p50_ms"], res["p50_ratio"], res["bare"]["p99_ms"],
-                         res["traced"]["p99_ms"], res["stored"], res["syscall_bare"]["rw_ns"],
-                         res["syscall_traced"]["rw_ns"], res["rw_ratio"], res["syscall_bare"]["getppid_ns"],
-                         res["syscall_traced"]["getppid_ns"], res["getppid_ratio"]), flush=True)
+                print(line, flush=True)
         finally:
             server.terminate()
             server.wait()
-    summary = {k: statistics.median(r[k] for r in rounds) for k in ("p50_ratio", "rw_ratio", "getppid_ratio")}
+    summary = {h + k: statistics.median(r[h + k] for r in rounds)
+               for h in hooks for k in ("_p50_ratio", "_rw_ratio", "_getppid_ratio")}
     summary.update(rate=a.rate, seconds=a.seconds, rounds=a.rounds, connections=a.connections)
     print(json.dumps(summary))
     return 0

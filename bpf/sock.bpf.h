@@ -4,9 +4,15 @@
  * only processes the collector put in `sock_pids`, and of those only the fds they accepted
  * while traced, so no buffer of an unrelated fd or process is ever copied.
  *
- * Raw tracepoints sys_enter / sys_exit (no tracefs needed). They run on every syscall of
- * every process once attached, so the collector attaches them only when there is a server to
- * trace; an untraced process pays one hash lookup per syscall. */
+ * Two hooks run the same logic (docs/INFERENCE.md "Which syscall hook"); the collector picks
+ * one when the first server is found (collector/bpf_loader.cpp attach_sock_tracing):
+ * - syscall tracepoints syscalls:sys_enter_<name> / sys_exit_<name> of the socket syscalls
+ *   only (cw_sock_sys_*): another syscall, or another process's syscall, never runs a
+ *   program; an untraced process's read or write pays the tgid filter. Needs
+ *   CONFIG_FTRACE_SYSCALLS and tracefs (the tracepoint ids are read there).
+ * - the fallback, raw tracepoints sys_enter / sys_exit (no tracefs needed; cw_sock_enter /
+ *   cw_sock_exit): every syscall of every process runs the tgid filter once attached.
+ * In both the tgid filter comes first: nothing else runs for a process that is not a server. */
 #pragma once
 
 #include "maps.bpf.h"
@@ -128,24 +134,41 @@ static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
   return bpf_map_lookup_elem(&sock_fds, &k) != 0;
 }
 
-SEC("raw_tp/sys_enter")
-int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
-  __u64 id = bpf_get_current_pid_tgid();
+/* Where a syscall's arguments are: the raw tracepoint's saved user registers (CO-RE reads), or
+ * the syscall tracepoint record's args[], copied to the stack by the program (the verifier
+ * refuses a load through a context pointer the compiler has moved, as it does when one
+ * address serves several args[] reads). A constant in each program, so the branch folds. */
+enum cw_sock_hook { CW_HOOK_RAW, CW_HOOK_SYSCALLS };
+
+static __always_inline __u64 sock_arg(const void *src, const enum cw_sock_hook hook, const int i) {
+  if (hook == CW_HOOK_SYSCALLS) return ((const __u64 *)src)[i];
+  struct pt_regs *regs = (struct pt_regs *)src;
+  if (i == 0) return PT_REGS_PARM1_CORE_SYSCALL(regs);
+  if (i == 1) return PT_REGS_PARM2_CORE_SYSCALL(regs);
+  return PT_REGS_PARM3_CORE_SYSCALL(regs);
+}
+
+/* The serving-process filter both hooks run first. */
+static __always_inline bool sock_pid(__u64 id) {
   __u32 tgid = id >> 32;
-  if (!bpf_map_lookup_elem(&sock_pids, &tgid)) return 0;
+  return bpf_map_lookup_elem(&sock_pids, &tgid) != 0;
+}
+
+/* Entry of syscall nr of a serving process: close ends a traced connection; the others note
+ * their arguments (tid → sock_args) when the fd is a traced connection, or (accept) always. */
+static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_sock_hook hook, long nr) {
   if (cw_stopped) return 0;
-  struct pt_regs *regs = (struct pt_regs *)ctx->args[0];
-  long nr = (long)ctx->args[1];
+  __u32 tgid = id >> 32;
   struct cw_sock_args a = {};
   switch (nr) {
     case CW_NR_ACCEPT:
     case CW_NR_ACCEPT4:
       a.sock_op = CW_SOCK_ACCEPT;
-      a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
-      a.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+      a.buf = sock_arg(src, hook, 1);
+      a.fd = (__s32)sock_arg(src, hook, 0);
       break;
     case CW_NR_CLOSE: {
-      struct cw_sock_key k = {.pid = tgid, .fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs)};
+      struct cw_sock_key k = {.pid = tgid, .fd = (__s32)sock_arg(src, hook, 0)};
       if (bpf_map_delete_elem(&sock_fds, &k) != 0) return 0; /* not a traced connection */
       sock_emit_cap(id, CW_SOCK_CLOSE, k.fd, 0, 0, 0);
       return 0;
@@ -178,14 +201,42 @@ int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
       return 0;
   }
   if (a.sock_op != CW_SOCK_ACCEPT) {
-    a.fd = (__s32)PT_REGS_PARM1_CORE_SYSCALL(regs);
+    a.fd = (__s32)sock_arg(src, hook, 0);
     if (!sock_conn(tgid, a.fd)) return 0;
-    a.buf = PT_REGS_PARM2_CORE_SYSCALL(regs);
-    a.iovcnt = PT_REGS_PARM3_CORE_SYSCALL(regs);
+    a.buf = sock_arg(src, hook, 1);
+    a.iovcnt = sock_arg(src, hook, 2);
   }
   __u32 tid = (__u32)id;
   if (bpf_map_update_elem(&sock_args, &tid, &a, BPF_ANY) != 0) count_drop(CW_DROP_SOCK_CONN_MAP);
   return 0;
+}
+
+SEC("raw_tp/sys_enter")
+int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id)) return 0;
+  return sock_enter(id, (const void *)ctx->args[0], CW_HOOK_RAW, (long)ctx->args[1]);
+}
+
+/* Attached to syscalls:sys_enter_<name> of each socket syscall but close (collector/
+ * sock_hook.cpp lists them): all have at least three arguments, and a syscall tracepoint
+ * refuses a program that reads past its record. The record's syscall number is an int (the
+ * rest of `id` is padding). */
+SEC("tracepoint")
+int cw_sock_sys_enter(struct trace_event_raw_sys_enter *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id)) return 0;
+  const __u64 args[3] = {ctx->args[0], ctx->args[1], ctx->args[2]};
+  return sock_enter(id, args, CW_HOOK_SYSCALLS, (int)ctx->id);
+}
+
+/* syscalls:sys_enter_close: one argument, so a program of its own. */
+SEC("tracepoint")
+int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id)) return 0;
+  const __u64 args[1] = {ctx->args[0]};
+  return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
 
 /* One record per iovec (its own bytes and copy), so no variable offset into a record. */
@@ -203,17 +254,14 @@ static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a
   if (left > 0) sock_emit_cap(id, a->sock_op, a->fd, left, 0, 0);
 }
 
-SEC("raw_tp/sys_exit")
-int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
-  __u64 id = bpf_get_current_pid_tgid();
+/* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
+static __always_inline int sock_exit(__u64 id, __s64 ret) {
   __u32 tgid = id >> 32;
-  if (!bpf_map_lookup_elem(&sock_pids, &tgid)) return 0;
   __u32 tid = (__u32)id;
   struct cw_sock_args *ap = bpf_map_lookup_elem(&sock_args, &tid);
   if (!ap) return 0;
   struct cw_sock_args a = *ap;
   bpf_map_delete_elem(&sock_args, &tid);
-  __s64 ret = (__s64)ctx->args[1];
   if (ret <= 0) return 0; /* EAGAIN (non-blocking servers read until it), errors, EOF */
   if (a.sock_op == CW_SOCK_ACCEPT) {
     struct cw_sock_key k = {.pid = tgid, .fd = (__s32)ret};
@@ -246,4 +294,19 @@ int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
     sock_emit_iov(id, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
   }
   return 0;
+}
+
+SEC("raw_tp/sys_exit")
+int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id)) return 0;
+  return sock_exit(id, (__s64)ctx->args[1]);
+}
+
+/* Attached to syscalls:sys_exit_<name> of each socket syscall but close (its entry emits). */
+SEC("tracepoint")
+int cw_sock_sys_exit(struct trace_event_raw_sys_exit *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id)) return 0;
+  return sock_exit(id, ctx->ret);
 }

@@ -1,6 +1,7 @@
 #include "collector/bpf_loader.h"
 
 #include "collector/detach_lock.h"
+#include "collector/sock_hook.h"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -278,10 +279,39 @@ Result<void> BpfObject::attach_calls(const std::string& binary, const std::vecto
   return r;
 }
 
+Result<void> BpfObject::attach_sock_syscalls() {
+  for (const std::string& name : sock_syscalls()) {
+    const bool close = name == "close";
+    std::vector<std::pair<bpf_program*, std::string>> tps = {
+        {close ? skel_->progs.cw_sock_sys_close : skel_->progs.cw_sock_sys_enter, "sys_enter_" + name}};
+    if (!close) tps.emplace_back(skel_->progs.cw_sock_sys_exit, "sys_exit_" + name);
+    for (const auto& [prog, tp] : tps) {
+      bpf_link* l = bpf_program__attach_tracepoint(prog, "syscalls", tp.c_str());
+      if (!l) {
+        const int err = errno;
+        sock_links_.clear();
+        return make_error("attach", "tracepoint syscalls:" + tp + ": " + errno_text(err));
+      }
+      sock_links_.emplace_back(l);
+    }
+  }
+  return {};
+}
+
 Result<void> BpfObject::attach_sock_tracing() {
   if (!sock_links_.empty()) return {};
+  if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
+  auto choice = choose_sock_hook();
+  if (!choice) return choice.error();
+  sock_hook_ = choice->hook;
+  sock_why_raw_ = choice->hook == SockHook::syscalls ? "" : choice->forced ? "CAUSEWAY_SOCK_HOOK=raw" : choice->why_raw;
+  if (choice->hook == SockHook::syscalls) {
+    auto r = attach_sock_syscalls();
+    if (r || choice->forced) return r;
+    sock_hook_ = SockHook::raw;  // tracefs lists them but this kernel refused one: the fallback
+    sock_why_raw_ = r.error().message;
+  }
   for (auto [prog, name] : {std::pair{skel_->progs.cw_sock_enter, "sys_enter"}, std::pair{skel_->progs.cw_sock_exit, "sys_exit"}}) {
-    if (!bpf_program__autoload(prog)) return make_error("attach", "socket tracing needs the host tracepoints");
     bpf_link* l = bpf_program__attach_raw_tracepoint(prog, name);
     if (!l) {
       const int err = errno;

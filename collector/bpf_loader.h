@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bpf/events.h"
+#include "collector/sock_hook.h"
 #include "collector/stack_policy.h"
 #include "collector/uprobe_multi.h"
 #include "common/result.h"
@@ -73,10 +74,16 @@ class BpfObject {
   void untrace_pid(uint32_t pid);
   bool is_traced(uint32_t pid) const;
 
-  // Socket syscalls of serving processes (bpf/sock.bpf.h): attached on the first server,
-  // since once attached they run on every syscall of the host. Idempotent.
+  // Socket syscalls of serving processes (bpf/sock.bpf.h): attached on the first server, on
+  // the syscall tracepoints of the socket syscalls when there are, else (or when
+  // CAUSEWAY_SOCK_HOOK=raw) on the raw sys_enter/sys_exit that every syscall of the host runs
+  // (collector/sock_hook.h). Idempotent.
   Result<void> attach_sock_tracing();
   bool sock_tracing() const { return !sock_links_.empty(); }
+  // Once sock_tracing(): the hook in use, its link count, and why it is raw (empty otherwise).
+  SockHook sock_hook() const { return sock_hook_; }
+  size_t sock_links() const { return sock_links_.size(); }
+  const std::string& sock_why_raw() const { return sock_why_raw_; }
   void trace_server(uint32_t pid);
   void untrace_server(uint32_t pid);
 
@@ -111,7 +118,11 @@ class BpfObject {
   std::vector<LinkPtr> uprobe_links_;  // perf-event uprobes (fallback)
   std::vector<int> multi_links_;       // session or multi-uprobe link fds
   UprobeLinkKind link_kind_ = UprobeLinkKind::perf_event;
+  // All or nothing: on failure what it attached is undone.
+  Result<void> attach_sock_syscalls();
   std::vector<LinkPtr> sock_links_;
+  SockHook sock_hook_ = SockHook::raw;
+  std::string sock_why_raw_;
   int ncpus_ = 1;
   bool detach_after_return_ = false;
 };

@@ -128,6 +128,28 @@ std::vector<std::string> find_library_files() {
   return {out.begin(), out.end()};
 }
 
+namespace {
+
+// Request tracing's syscall hook (collector/sock_hook.h), attached here with no server in its
+// filter: the raw fallback is a warning, since then every syscall on the host pays for it.
+CheckItem sock_hook_item(BpfObject& bpf) {
+  auto r = bpf.attach_sock_tracing();
+  if (!r)
+    return warn("http_syscalls", "HTTP request tracing cannot attach: " + r.error().message,
+                "requests are not traced; the rest of the trace is unaffected");
+  const std::string what = std::string(sock_hook_name(bpf.sock_hook())) + ", " + std::to_string(bpf.sock_links()) + " links";
+  if (bpf.sock_hook() == SockHook::syscalls) return pass("http_syscalls", what);
+  const bool forced = bpf.sock_why_raw().rfind("CAUSEWAY_SOCK_HOOK", 0) == 0;
+  return warn("http_syscalls", what + ": " + bpf.sock_why_raw(),
+              std::string("while a server is traced every syscall on the host runs the filter (its cost: "
+                          "docs/BENCHMARKS.md); ") +
+                  (forced ? "unset CAUSEWAY_SOCK_HOOK"
+                          : "mount tracefs (mount -t tracefs nodev /sys/kernel/tracing) on a kernel with "
+                            "CONFIG_FTRACE_SYSCALLS"));
+}
+
+}  // namespace
+
 std::vector<CheckItem> run_checks(const std::string& db_path) {
   std::vector<CheckItem> items;
   std::string release;
@@ -168,14 +190,17 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
     else
       items.push_back(fail("uprobes", up.error().message,
                            "the kernel needs CONFIG_UPROBES; in containers, run privileged with the host PID namespace"));
+    items.push_back(sock_hook_item(**bpf));
   }
 
   struct statfs sf {};
   if (::statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == 0x74726163 /* TRACEFS_MAGIC */)
     items.push_back(pass("tracefs", "mounted at /sys/kernel/tracing"));
   else
-    items.push_back(warn("tracefs", "not mounted (causeway does not need it: raw tracepoints attach without it)",
-                         "for other tools: mount -t tracefs nodev /sys/kernel/tracing"));
+    items.push_back(warn("tracefs",
+                         "not mounted (host tracepoints attach without it; HTTP request tracing then falls back to the "
+                         "raw sys_enter/sys_exit, see http_syscalls)",
+                         "mount -t tracefs nodev /sys/kernel/tracing"));
 
   // Libraries: in running processes and on disk.
   auto running = scan_all();

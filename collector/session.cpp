@@ -314,6 +314,11 @@ void Session::find_servers_now() {
         say(sum_.warnings.back());
         return;
       }
+      say(std::string("socket syscalls traced through ") + sock_hook_name(bpf_.sock_hook()));
+      // The fallback costs every process on the host (docs/BENCHMARKS.md): the user is told.
+      if (bpf_.sock_hook() == SockHook::raw)
+        sum_.warnings.push_back(std::string("HTTP requests traced through the ") + sock_hook_name(SockHook::raw) +
+                                ": " + bpf_.sock_why_raw());
     }
     servers_.insert(srv.pid);
     bpf_.trace_server(srv.pid);
@@ -623,6 +628,9 @@ void Session::update_counters() {
   writer_.set_counter("wakeups_received", static_cast<int64_t>(sum_.wakeups));
   writer_.set_counter("host_events_received", static_cast<int64_t>(sum_.host_events));
   writer_.set_counter("uprobe_links", static_cast<int64_t>(bpf_.uprobe_links()));
+  const bool raw = bpf_.sock_hook() == SockHook::raw;
+  writer_.set_counter("http_syscall_tracepoint_links", static_cast<int64_t>(raw ? 0 : bpf_.sock_links()));
+  writer_.set_counter("http_raw_syscall_links", static_cast<int64_t>(raw ? bpf_.sock_links() : 0));
   writer_.set_counter("cgroups_resolved", static_cast<int64_t>(cgroups_.resolved()));
   writer_.set_counter("cgroups_unresolved", static_cast<int64_t>(cgroups_.unresolved()));
   int64_t slow = 0;

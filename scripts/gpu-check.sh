@@ -180,7 +180,7 @@ if [ $mode = gpu ]; then
   log "torch: ${torch_info:-not importable (see env/torch.err)}; GPU: ${gpu_name:-none}, driver ${driver:-?}"
 fi
 
-# tracefs: causeway does not need it (raw tracepoints), but check reports it.
+# tracefs: request tracing uses the syscall tracepoints when it is mounted (check: http_syscalls).
 if [ "$(id -u)" = 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && log "mounted tracefs"
 fi

@@ -30,6 +30,7 @@ class Tracer {
   int stop(int sig = 2);
   const std::string& db() const { return db_; }
   std::string log() const;
+  pid_t pid() const { return pid_; }  // -1 once stopped
 
  private:
   pid_t pid_ = -1;

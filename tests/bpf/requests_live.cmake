@@ -4,3 +4,10 @@ causeway_test(test_requests_live_bpf LABEL bpf TIMEOUT 600
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_live_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb causeway_analysis)
 add_dependencies(test_requests_live_bpf causeway causeway_testprogs)
+
+# Request tracing's syscall hook: the syscall tracepoints when the kernel has them, the raw
+# sys_enter/sys_exit fallback (CAUSEWAY_SOCK_HOOK=raw) with requests as exact.
+causeway_test(test_requests_hook_bpf LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_hook_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb)
+add_dependencies(test_requests_hook_bpf causeway causeway_testprogs)

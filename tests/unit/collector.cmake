@@ -15,3 +15,5 @@ causeway_test(test_collector_launcher_env LABEL unit SOURCES ${CMAKE_CURRENT_LIS
   LIBS causeway_collector_core)
 causeway_test(test_engine_scraper LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_scraper.cpp
   LIBS causeway_collector_core causeway_collector)
+causeway_test(test_collector_sock_hook LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_sock_hook.cpp
+  LIBS causeway_collector)
