@@ -1,6 +1,6 @@
-// Turns the correlator's accumulated evidence into chain documents (docs/INTERFACES.md shape): each
-// per-call chain is rendered by its cause module (analysis/causes/), session-level causes write
-// their own. Every sentence states a number the trace holds; where the data names no culprit
+// Turns the correlator's accumulated evidence into typed chains (chain_view.h Doc): each
+// per-call chain is rendered by its cause module (analysis/causes/), session-level causes emit
+// their own; after annotation (chain_hosts.h) each is written once (chain_json.h). Every sentence states a number the trace holds; where the data names no culprit
 // the chain has none, and where the evidence is weak the chain is LOW or `unknown`.
 #include <algorithm>
 
@@ -11,7 +11,6 @@
 #include "analysis/chain_hosts.h"
 #include "analysis/chain_json.h"
 #include "analysis/chain_view.h"
-#include "analysis/chains.h"
 #include "analysis/frames.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -19,8 +18,6 @@
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
-
-using json = nlohmann::json;
 
 namespace {
 
