@@ -1,6 +1,6 @@
-// Turns the correlator's accumulated evidence into chain documents (docs/INTERFACES.md shape): each
-// per-call chain is rendered by its cause module (analysis/causes/), session-level causes write
-// their own. Every sentence states a number the trace holds; where the data names no culprit
+// Turns the correlator's accumulated evidence into typed chains (chain_view.h Doc): each
+// per-call chain is rendered by its cause module (analysis/causes/), session-level causes emit
+// their own; after annotation (chain_hosts.h) each is written once (chain_json.h). Every sentence states a number the trace holds; where the data names no culprit
 // the chain has none, and where the evidence is weak the chain is LOW or `unknown`.
 #include <algorithm>
 
@@ -8,8 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/causes/registry.h"
+#include "analysis/chain_hosts.h"
+#include "analysis/chain_json.h"
 #include "analysis/chain_view.h"
-#include "analysis/chains.h"
 #include "analysis/frames.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -18,14 +19,10 @@
 
 namespace causeway {
 
-using json = nlohmann::json;
-
 namespace {
 
 constexpr double kHigh = 0.05;    // wall time lost >= 5% of the window
 constexpr double kMedium = 0.01;  // >= 1%
-
-const char* severity_text(Severity s) { return s == Severity::high ? "HIGH" : s == Severity::medium ? "MEDIUM" : "LOW"; }
 
 std::vector<TimelineItem> merged_timeline(const ChainAcc& a) {
   std::vector<TimelineItem> t;
@@ -46,7 +43,7 @@ uint32_t main_tid(const ChainAcc& a) {
 
 }  // namespace
 
-std::string severity_for(double impact) { return impact >= kHigh ? "HIGH" : impact >= kMedium ? "MEDIUM" : "LOW"; }
+Severity severity_for(double impact) { return impact >= kHigh ? Severity::high : impact >= kMedium ? Severity::medium : Severity::low; }
 
 std::string pct(double share) {
   char b[32];
@@ -128,10 +125,10 @@ std::string victim_text(const CorrelatorState& s, const Doc& d) {
   return d.op + " in " + s.comm_of(d.pid) + " (pid " + std::to_string(d.pid) + (d.tid ? ", thread " + std::to_string(d.tid) : "") + ")";
 }
 
-Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view cause) {
+Doc call_chain_doc(const SessionReport& r, const ChainAcc& a) {
   Doc d;
   d.id = a.id;
-  d.cause = std::string(cause);
+  d.cause = a.cause;
   d.pid = a.pid;
   d.tid = main_tid(a);
   d.op_id = a.op;
@@ -161,7 +158,7 @@ void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix) {
     d.op_id = *f.op;
     d.op = op_name(*f.op);
   }
-  if (f.max_severity && severity_rank(d.severity) > static_cast<int>(*f.max_severity)) d.severity = severity_text(*f.max_severity);
+  if (f.max_severity) d.severity = std::min(d.severity, *f.max_severity);
   d.summary = std::move(f.summary);
   d.culprit = std::move(f.culprit);
   d.evidence = std::move(f.evidence);
@@ -189,60 +186,11 @@ void op_stats(SessionReport& c, Doc& d, bool add_evidence) {
 }
 
 void emit(SessionReport& c, Doc d) {
-  json doc;
-  doc["id"] = d.id;
-  doc["severity"] = d.severity;
-  doc["cause"] = d.cause;
-  doc["summary"] = d.summary;
-  doc["pid"] = d.pid;
-  doc["comm"] = c.s.comm_of(d.pid);
-  if (d.tid) doc["tid"] = d.tid;
-  doc["op"] = d.op;
-  doc["where"] = d.between ? "between_calls" : "in_call";
-  doc["calls"] = d.calls;
-  doc["p50_us"] = std::round(d.p50_us * 10) / 10;
-  doc["p99_us"] = std::round(d.p99_us * 10) / 10;
-  doc["slow_share"] = std::round(d.slow_share * 1000) / 1000;
-  doc["lost_us"] = d.lost_ns / 1000;
-  doc["impact"] = std::round(d.impact * 10000) / 10000;
-  doc["window"] = {{"from_ns", d.from_ns}, {"to_ns", d.to_ns}};
-  if (!d.culprit.is_null()) doc["culprit"] = d.culprit;
-  if (!d.victims.is_null()) doc["victims"] = d.victims;
-  doc["evidence"] = d.evidence;
+  d.comm = c.s.comm_of(d.pid);
+  d.frames = load_stack(c.db, d.stack);
   std::sort(d.timeline.begin(), d.timeline.end(), [](const auto& a, const auto& b) { return a.ts_ns < b.ts_ns; });
   if (d.timeline.size() > 24) d.timeline.resize(24);
-  json tl = json::array();
-  for (const auto& t : d.timeline) tl.push_back({{"ts_ns", t.ts_ns}, {"layer", t.layer}, {"what", t.what}});
-  doc["timeline"] = tl;
-  doc["stack"] = load_stack(c.db, d.stack);
-  doc["recommendation"] = d.recommendation;
-
-  ChainRecord r;
-  r.id = d.id;
-  r.from_ns = d.from_ns;
-  r.to_ns = d.to_ns;
-  r.severity = d.severity;
-  r.cause = d.cause;
-  r.pid = d.pid;
-  r.comm = c.s.comm_of(d.pid);
-  r.op = d.op;
-  r.calls = d.calls;
-  r.p50_us = doc["p50_us"];
-  r.p99_us = doc["p99_us"];
-  r.slow_share = doc["slow_share"];
-  if (!d.culprit.is_null()) {
-    if (d.culprit.contains("pid")) r.culprit_pid = d.culprit["pid"].get<uint32_t>();
-    if (d.culprit.contains("comm")) r.culprit_comm = d.culprit["comm"].get<std::string>();
-    else if (d.culprit.contains("peer")) r.culprit_comm = d.culprit["peer"].get<std::string>();
-    for (const char* k : {"off_cpu_share", "wait_share", "overlap_share", "late_share", "page_share", "share"})
-      if (d.culprit.contains(k)) {
-        r.culprit_share = d.culprit[k].get<double>();
-        break;
-      }
-  }
-  r.summary = d.summary;
-  r.doc = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  c.out.push_back({std::move(r), d.impact});
+  c.out.push_back(std::move(d));
 }
 
 Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db) {
@@ -251,13 +199,14 @@ Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db) {
   SessionReport r{s, db, s.analyzed_to - s.analyzed_from, {}};
   for (auto& [id, a] : s.chains) render_call_chain<CallCauses>(r, a);
   SessionCauses::report_all(r);
-  std::stable_sort(r.out.begin(), r.out.end(), [](const auto& a, const auto& b) {
-    int ra = severity_rank(a.first.severity), rb = severity_rank(b.first.severity);
-    if (ra != rb) return ra > rb;
-    return a.second > b.second;
+  std::stable_sort(r.out.begin(), r.out.end(), [](const Doc& a, const Doc& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    return a.impact > b.impact;
   });
+  if (auto a = annotate_hosts_and_ranks(r.out, db, s); !a) return a.error();  // analysis/chain_hosts.h
   std::vector<ChainRecord> out;
-  for (auto& [rec, impact] : r.out) out.push_back(std::move(rec));
+  out.reserve(r.out.size());
+  for (const Doc& d : r.out) out.push_back(chain_record(d, cause_name(d.cause)));
   return out;
 }
 

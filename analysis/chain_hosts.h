@@ -1,5 +1,6 @@
-// Names hosts in chain documents: every culprit gains `host` (the session's host; in a merged
-// session the host its pid belongs to, with `host_pid`, its pid there). An nccl_straggler
+// Names hosts in the typed chains (analysis/chain_view.h Doc) before they are written: every
+// culprit gains `host` (the session's host; in a merged session the host its pid belongs to,
+// with `host_pid`, its pid there). An nccl_straggler
 // chain also says how the late rank's rank was learned and, in a merged session, which hosts
 // the waiting ranks are on — the cross-host straggler of docs/FLEET.md.
 #pragma once
@@ -8,12 +9,12 @@
 
 #include <vector>
 
-#include "analysis/correlator_internal.h"
+#include "analysis/chain_view.h"
 #include "common/result.h"
-#include "tracedb/records.h"
 
 namespace causeway {
 
-Result<void> annotate_hosts_and_ranks(std::vector<ChainRecord>& chains, sqlite3* db, const CorrelatorState& s);
+// Also names each culprit's tenant (cgroup, container, pod: analysis/tenants.h).
+Result<void> annotate_hosts_and_ranks(std::vector<Doc>& chains, sqlite3* db, const CorrelatorState& s);
 
 }  // namespace causeway

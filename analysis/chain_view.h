@@ -5,7 +5,7 @@
 #include <sqlite3.h>
 
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,20 +26,37 @@ struct ChainView {
   uint32_t tid = 0;  // the victim thread the chain reports (the one seen most)
 };
 
-// A chain document before it is serialized (docs/INTERFACES.md shape plus where/lost_us/impact/window).
+// One rank that waited for an nccl_straggler: "victims" [{pid, comm, wait_us, host, host_pid}].
+struct StragglerVictim {
+  uint32_t pid = 0;
+  std::string comm;
+  int64_t wait_us = 0;
+  std::optional<std::string> host;   // merged sessions (analysis/chain_hosts.cpp)
+  std::optional<int64_t> host_pid;
+};
+
+// A chain in memory: typed (cause, severity, culprit) from its module through annotation
+// (analysis/chain_hosts.h) until chain_record() (analysis/chain_json.h) writes it once in the
+// docs/INTERFACES.md shape (plus where/lost_us/impact/window).
 struct Doc {
-  std::string id, cause, severity, summary, recommendation;
+  std::string id, summary, recommendation;
+  Cause cause = Cause::unknown;
+  Severity severity = Severity::low;
   uint32_t pid = 0, tid = 0;
+  std::string comm;  // the victim's (emit() fills it)
   std::string op;
   uint16_t op_id = 0;
   int64_t calls = 0, lost_ns = 0, from_ns = 0, to_ns = 0;
   double p50_us = 0, p99_us = 0, slow_share = 0, impact = 0;
   bool between = false;
-  nlohmann::json culprit;  // null when none
-  nlohmann::json victims;  // nccl_straggler: the ranks that waited [{pid, comm, wait_us}]
+  std::optional<Culprit> culprit;
+  std::optional<std::vector<StragglerVictim>> victims;  // nccl_straggler: the ranks that waited
+  std::optional<std::string> host;  // merged sessions: the victim's host and its pid there
+  std::optional<int64_t> host_pid;
   std::vector<std::string> evidence;
   std::vector<TimelineItem> timeline;
   uint64_t stack = 0;
+  std::vector<std::string> frames;  // the stack's frames, user frame first (emit() loads them)
 };
 
 // The chains of one diagnosis being written: session-level causes add theirs through emit().
@@ -47,16 +64,17 @@ struct SessionReport {
   CorrelatorState& s;
   sqlite3* db;
   int64_t window_ns;
-  std::vector<std::pair<ChainRecord, double>> out;  // record, impact
+  std::vector<Doc> out;
 };
 
+// Adds a finished chain: fills its victim's comm and its stack's frames, orders its timeline.
 void emit(SessionReport& r, Doc d);
 // p50/p99/slow share of the chain's op and the "N of M calls slow" evidence line (first).
 void op_stats(SessionReport& r, Doc& d, bool add_evidence = true);
 
 // A per-call chain rendered by the module of `Registry` whose evidence `ev` holds: the common
 // fields from the accumulated chain, the words from the module (explain + fix).
-Doc call_chain_doc(const SessionReport& r, const ChainAcc& a, std::string_view cause);
+Doc call_chain_doc(const SessionReport& r, const ChainAcc& a);
 ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d);
 void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix);
 
@@ -64,14 +82,14 @@ void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix);
 // a.evidence (put there by chain_for<M>).
 template <typename Registry>
 void render_call_chain(SessionReport& r, const ChainAcc& a) {
-  Doc d = call_chain_doc(r, a, Registry::name(a.cause));
+  Doc d = call_chain_doc(r, a);
   const ChainView v = chain_view(r, a, d);
   Finding f = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
   std::string fix = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
   finish_call_chain(r, std::move(d), std::move(f), std::move(fix));
 }
 
-std::string severity_for(double impact);
+Severity severity_for(double impact);
 std::string pct(double share);
 std::string num(double v, int prec = 1);
 std::string with_commas(int64_t v);

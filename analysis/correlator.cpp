@@ -6,7 +6,6 @@
 #include <utility>
 
 #include "analysis/causes/registry.h"
-#include "analysis/chain_hosts.h"
 #include "analysis/collectives.h"
 #include "analysis/event_window.h"
 #include "analysis/chunk_context.h"
@@ -928,12 +927,7 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   return {};
 }
 
-Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) {
-  auto chains = build_chains(*s_, db);
-  if (!chains) return chains;
-  if (auto r = annotate_hosts_and_ranks(*chains, db, *s_); !r) return r.error();  // analysis/chain_hosts.h
-  return chains;
-}
+Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) { return build_chains(*s_, db); }
 
 Result<std::vector<ChainRecord>> diagnose_session(sqlite3* db, int64_t session_id, std::optional<int64_t> from_ns,
                                                   std::optional<int64_t> to_ns, const CorrelatorOptions& options,

@@ -12,6 +12,7 @@
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "common/untrusted_json.h"
+#include "tracedb/event_columns.h"
 #include "tracedb/histogram.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -81,11 +82,10 @@ Result<void> add_raw(sqlite3* db, const SessionScope& s, int64_t from_ns, int64_
   if (from_ns > to_ns || (from_ns == to_ns && !include_end)) return {};
   auto ids = event_ids_for_window(db, s.session_id, from_ns, to_ns);
   if (!ids) return ids.error();
-  auto ev = Statement::prepare(db,
-                               include_end ? "SELECT op_id, pid, dur_ns, ret FROM events WHERE id BETWEEN ?5 AND ?6 "
-                                             "AND ts_ns >= ?1 AND ts_ns <= ?2 AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)"
-                                           : "SELECT op_id, pid, dur_ns, ret FROM events WHERE id BETWEEN ?5 AND ?6 "
-                                             "AND ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)");
+  constexpr EventColumns<4> kCols{{EventCol::op_id, EventCol::pid, EventCol::dur_ns, EventCol::ret}};
+  auto ev = Statement::prepare(db, "SELECT " + kCols.sql() + " FROM events WHERE id BETWEEN ?5 AND ?6 AND ts_ns >= ?1 AND ts_ns " +
+                                       (include_end ? "<=" : "<") +
+                                       " ?2 AND session_id = ?3 AND (?4 IS NULL OR pid = ?4)");
   if (!ev) return ev.error();
   ev->bind(1, from_ns);
   ev->bind(2, to_ns);
@@ -96,13 +96,13 @@ Result<void> add_raw(sqlite3* db, const SessionScope& s, int64_t from_ns, int64_
   ev->bind(6, ids->hi);
   int rc;
   while ((rc = ev->step()) == SQLITE_ROW) {
-    Acc& a = accs[{ev->col_int(0), static_cast<uint32_t>(ev->col_int(1))}];
-    uint64_t d = static_cast<uint64_t>(std::max<int64_t>(0, ev->col_int(2)));
+    Acc& a = accs[{ev->col_int(kCols.at(EventCol::op_id)), static_cast<uint32_t>(ev->col_int(kCols.at(EventCol::pid)))}];
+    uint64_t d = static_cast<uint64_t>(std::max<int64_t>(0, ev->col_int(kCols.at(EventCol::dur_ns))));
     ++a.count;
     a.sum += d;
     a.min = std::min(a.min, d);
     a.max = std::max(a.max, d);
-    a.errors += ev->col_int(3) != 0 ? 1 : 0;
+    a.errors += ev->col_int(kCols.at(EventCol::ret)) != 0 ? 1 : 0;
     a.hist.add(d);
   }
   if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));

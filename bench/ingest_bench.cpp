@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <string>
 
+#include "tracedb/event_row.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"
 
@@ -50,24 +51,11 @@ double baseline(const std::string& path, int64_t n) {
     std::exit(1);
   }
   sqlite3* h = db->get();
-  auto st = Statement::prepare(h,
-                               "INSERT INTO events (session_id, ts_ns, dur_ns, pid, tid, op_id, cpu, ret, a0, a1, a2, "
-                               "a3, a4, a5, stack_id, cgroup_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  auto st = Statement::prepare(h, event_insert_sql(1));
   auto t = Clock::now();
   (void)exec_sql(h, "BEGIN");
   for (int64_t i = 0; i < n; ++i) {
-    CallRecord r = make(i);
-    st->bind(1, int64_t{1});
-    st->bind(2, r.ts_ns);
-    st->bind(3, r.dur_ns);
-    st->bind(4, int64_t{r.pid});
-    st->bind(5, int64_t{r.tid});
-    st->bind(6, int64_t{r.op});
-    st->bind(7, int64_t{r.cpu});
-    st->bind(8, r.ret);
-    for (int k = 0; k < 6; ++k) st->bind(9 + k, r.a[k]);
-    st->bind(15, static_cast<int64_t>(r.stack_hash));
-    st->bind_null(16);
+    bind_event(*st, 0, 1, make(i));
     st->step();
     sqlite3_reset(st->get());
     if ((i + 1) % 65536 == 0) (void)exec_sql(h, "COMMIT; BEGIN");

@@ -8,6 +8,7 @@
 #include "analysis/thread_timeline.h"
 #include "common/sanitize.h"
 #include "common/units.h"
+#include "tracedb/event_row.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -457,8 +458,9 @@ class Builder {
     io.kind = LaneKind::io;
     io.name = "I/O, memory";
     if (!ids->empty()) {
+      constexpr EventColumns<5> kCols{{EventCol::ts_ns, EventCol::dur_ns, EventCol::pid, EventCol::tid, EventCol::op_id}};
       auto st = Statement::prepare(db_,
-                                   "SELECT ts_ns, dur_ns, pid, tid, op_id FROM events WHERE id >= ?1 AND id <= ?2 "
+                                   "SELECT " + kCols.sql() + " FROM events WHERE id >= ?1 AND id <= ?2 "
                                    "AND session_id = ?3 AND ts_ns >= ?4 AND ts_ns <= ?5 AND (pid = ?6 OR pid = ?7) "
                                    "ORDER BY ts_ns LIMIT ?8");
       if (!st) return st.error();
@@ -472,10 +474,11 @@ class Builder {
       st->bind(8, int64_t{kMaxRows});
       int rc;
       while ((rc = st->step()) == SQLITE_ROW) {
-        const int64_t ts = st->col_int(0), dur = st->col_int(1);
+        const CallRecord e = decode_event(st->get(), kCols).call;
+        const int64_t ts = e.ts_ns, dur = e.dur_ns;
         if (ts + dur < d_.from_ns) continue;
-        const auto pid = static_cast<uint32_t>(st->col_int(2)), tid = static_cast<uint32_t>(st->col_int(3));
-        auto it = ops.find(st->col_int(4));
+        const uint32_t pid = e.pid, tid = e.tid;
+        auto it = ops.find(e.op);
         if (it == ops.end()) continue;
         const auto& [name, source] = it->second;
         const bool gpu_call = source == "cuda" || source == "driver" || source == "nccl";

@@ -132,7 +132,7 @@ Result<nlohmann::json> cross_host_stragglers(ClickHouse& ch, const FleetWindow& 
     d["id"] = "fleet-nccl_straggler-" + host + "-" + std::to_string(c.pid) + "-comm" + hex(c.comm);
     d["cause"] = "nccl_straggler";
     d["host"] = host;  // the late rank's
-    d["severity"] = severity_for(impact);
+    d["severity"] = severity_name(severity_for(impact));
     d["op"] = op;
     d["pid"] = top_pid;
     d["calls"] = c.late;

@@ -1,5 +1,7 @@
 #include "fleet/tables.h"
 
+#include "tracedb/event_columns.h"
+
 namespace causeway::fleet {
 
 namespace {
@@ -15,7 +17,21 @@ std::vector<Column> cols(std::initializer_list<const char*> spec) {
   return out;
 }
 
+// The events columns from the one list (tracedb/event_columns.h), but session_id (the host key
+// holds it); the rowid becomes src_id. A column added to the list is shipped with its type.
+std::pair<std::string, std::vector<Column>> event_columns() {
+  std::string select;
+  std::vector<Column> out;
+  for (const EventColumn& c : kEventColumns) {
+    if (c.name == col_name(EventCol::session_id)) continue;
+    select += (select.empty() ? "" : ", ") + std::string(c.name);
+    out.push_back({c.name == col_name(EventCol::id) ? "src_id" : std::string(c.name), c.nullable ? "Nullable(Int64)" : "Int64"});
+  }
+  return {select, out};
+}
+
 std::vector<TableSpec> build() {
+  const auto [event_select, event_cols] = event_columns();
   using enum TableKind;
   return {
       {"sessions", Snapshot,
@@ -65,13 +81,8 @@ std::vector<TableSpec> build() {
        cols({"name String", "value Int64", "updated_ns Int64"}), "name", ""},
       {"engines", Snapshot, "SELECT pid, engine, url FROM engines WHERE session_id = ?1 ORDER BY pid",
        cols({"pid Int64", "engine String", "url String"}), "pid", ""},
-      {"events", Append,
-       "SELECT id, ts_ns, dur_ns, pid, tid, op_id, cpu, ret, a0, a1, a2, a3, a4, a5, stack_id, cgroup_id FROM events "
-       "WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
-       cols({"src_id Int64", "ts_ns Int64", "dur_ns Int64", "pid Int64", "tid Int64", "op_id Int64", "cpu Nullable(Int64)",
-             "ret Int64", "a0 Nullable(Int64)", "a1 Nullable(Int64)", "a2 Nullable(Int64)", "a3 Nullable(Int64)",
-             "a4 Nullable(Int64)", "a5 Nullable(Int64)", "stack_id Nullable(Int64)", "cgroup_id Nullable(Int64)"}),
-       "ts_ns, src_id", "ts_ns"},
+      {"events", Append, "SELECT " + event_select + " FROM events WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
+       event_cols, "ts_ns, src_id", "ts_ns"},
       {"sched", Append,
        "SELECT id, ts_ns, cpu, prev_tid, prev_pid, prev_prio, prev_state, next_tid, next_pid, next_prio FROM sched "
        "WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "tracedb/chain_store.h"
+#include "tracedb/event_row.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 
@@ -32,35 +33,6 @@ constexpr int64_t kNsPerSec = 1'000'000'000;
 // writer from 1.03M to 1.45M rows/s in bench_ingest (16 rows: 1.31M) — the margin a live
 // trace needs when the traced workload fills the host's CPUs.
 constexpr int kEventsPerInsert = 64;
-constexpr int kEventColumns = 16;
-
-std::string insert_events_sql(int rows) {
-  std::string sql =
-      "INSERT INTO events (session_id, ts_ns, dur_ns, pid, tid, op_id, cpu, ret, a0, a1, a2, a3, a4, a5, "
-      "stack_id, cgroup_id) VALUES ";
-  for (int r = 0; r < rows; ++r) sql += r ? ",(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)" : "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-  return sql;
-}
-
-// Binds one event at parameters base+1 .. base+kEventColumns.
-void bind_event(Statement& s, int base, int64_t session_id, const CallRecord& c) {
-  s.bind(base + 1, session_id);
-  s.bind(base + 2, c.ts_ns);
-  s.bind(base + 3, c.dur_ns);
-  s.bind(base + 4, int64_t{c.pid});
-  s.bind(base + 5, int64_t{c.tid});
-  s.bind(base + 6, int64_t{c.op});
-  if (c.cpu >= 0) s.bind(base + 7, int64_t{c.cpu});
-  else s.bind_null(base + 7);
-  s.bind(base + 8, c.ret);
-  // 0 is a real value (rank 0, stream 0) and costs no more than NULL in SQLite's record
-  // format (serial type 8), so args are always bound.
-  for (int i = 0; i < 6; ++i) s.bind(base + 9 + i, c.a[i]);
-  if (c.stack_hash) s.bind(base + 15, static_cast<int64_t>(c.stack_hash));
-  else s.bind_null(base + 15);
-  if (c.cgroup_id) s.bind(base + 16, static_cast<int64_t>(c.cgroup_id));
-  else s.bind_null(base + 16);
-}
 
 int64_t floor_sec(int64_t ts_ns) { return ts_ns >= 0 ? ts_ns / kNsPerSec : (ts_ns - kNsPerSec + 1) / kNsPerSec; }
 
@@ -185,7 +157,7 @@ Result<void> StoreWriter::prepare_statements() {
     Statement* stmt;
     const char* sql;
   };
-  const std::string one_event = insert_events_sql(1), event_group = insert_events_sql(kEventsPerInsert);
+  const std::string one_event = event_insert_sql(1), event_group = event_insert_sql(kEventsPerInsert);
   Spec specs[] = {
       {&ins_event_, one_event.c_str()},
       {&ins_events_, event_group.c_str()},
@@ -632,7 +604,7 @@ Result<void> StoreWriter::write_batch_rows(Batch& batch, bool final_flush) {
     for (size_t i = 0; i < chunk.size();) {
       const int group = chunk.size() - i >= kEventsPerInsert ? kEventsPerInsert : 1;
       Statement& s = group > 1 ? ins_events_ : ins_event_;
-      for (int r = 0; r < group; ++r) bind_event(s, r * kEventColumns, sid, chunk[i + r]);
+      for (int r = 0; r < group; ++r) bind_event(s, r * kEventInsertColumns, sid, chunk[i + r]);
       rc = s.step();
       sqlite3_reset(s.get());
       if (rc != SQLITE_DONE) return failed();

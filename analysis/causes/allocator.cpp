@@ -65,7 +65,7 @@ void Allocator::report(SessionReport& c) {
     double cv = gaps.size() > 1 ? std::sqrt(var / static_cast<double>(gaps.size())) / mean : 1.0;
     bool periodic = bursts.size() >= 3 && cv < 0.3;
     Doc d;
-    d.cause = std::string(name);
+    d.cause = Allocator::id;
     d.id = id;
     d.pid = pid;
     uint16_t top = 0;

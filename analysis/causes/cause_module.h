@@ -6,13 +6,13 @@
 #pragma once
 
 #include <concepts>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "analysis/cause.h"
+#include "analysis/culprit.h"
 
 namespace causeway {
 
@@ -20,9 +20,14 @@ struct ChainView;  // one accumulated chain, read-only, with the words shared by
 
 enum class Severity : uint8_t { low = 1, medium = 2, high = 3 };
 
+// The JSON spelling of a severity (docs/INTERFACES.md `severity`).
+constexpr std::string_view severity_name(Severity s) {
+  return s == Severity::high ? "HIGH" : s == Severity::medium ? "MEDIUM" : "LOW";
+}
+
 struct Finding {
   std::string summary;
-  nlohmann::json culprit;  // null when the data names none
+  std::optional<Culprit> culprit;  // none when the data names none
   std::vector<std::string> evidence;
   std::optional<uint16_t> op;              // the op the chain is reported under, when not its calls' op
   std::optional<Severity> max_severity;    // a cause that is never HIGH (a one-time cost, weak evidence)
@@ -41,7 +46,7 @@ concept CauseModule = requires(const ChainView& v, const typename M::Evidence& e
 };
 
 // Causes found over the whole session from their own accumulators (not per slow call):
-// nccl_straggler, transfer_bound, allocator. They write chain documents themselves.
+// nccl_straggler, transfer_bound, allocator, … They emit() typed chains (chain_view.h) themselves.
 struct SessionReport;
 template <typename M>
 concept SessionCauseModule = requires(SessionReport& r) {

@@ -43,8 +43,8 @@ Finding CpuContention::explain(const ChainView& v, const Evidence& e) {
               "; the thread was runnable but off-CPU for " + format_duration_ns(a.off_ns) + " " + v.where + ", preempted by " +
               by + " on CPU " + std::to_string(cpus.top);
   if (p)
-    f.culprit = {{"pid", p->pid}, {"comm", v.s.comm_of(p->pid)}, {"off_cpu_share", std::round(share * 1000) / 1000},
-                 {"cpu", cpus.top}};
+    f.culprit = Culprit{.pid = p->pid, .comm = v.s.comm_of(p->pid), .share_kind = ShareKind::off_cpu,
+                        .share = std::round(share * 1000) / 1000, .cpu = cpus.top};
   f.evidence.push_back("runnable but not running for " + format_duration_ns(a.off_ns) + " " + v.where + " (" +
                        std::to_string(e.preemptions) + " preemptions / wakeup waits), on CPU " + cpus.list);
   if (e.inferred_calls > 0)

@@ -143,19 +143,19 @@ Finding DataLoaderStarvation::explain(const ChainView& v, const Evidence& e) {
   if (!rank.empty()) {
     const Worker& top = *rank.front().w;
     const Doing d = doing_of(top);
-    nlohmann::json workers = nlohmann::json::array();
+    std::vector<DataWorkerShare> workers;
     for (const Ranked& r : rank)
-      workers.push_back({{"pid", r.pid},
-                         {"comm", v.s.comm_of(r.pid)},
-                         {"wait_share", std::round(static_cast<double>(r.w->waited_ns) / std::max<double>(1, all.waited_ns) * 1000) / 1000},
-                         {"doing", doing_key(doing_of(*r.w).what)}});
-    f.culprit = {{"pid", rank.front().pid},
-                 {"comm", v.s.comm_of(rank.front().pid)},
-                 {"wait_share", std::round(static_cast<double>(top.waited_ns) / std::max<double>(1, all.waited_ns) * 1000) / 1000},
-                 {"doing", doing_key(d.what)},
-                 {"doing_share", std::round(d.share * 1000) / 1000},
-                 {"workers", workers}};
-    if (top.io_requests > 0) f.culprit["io_bytes"] = top.io_bytes;
+      workers.push_back({r.pid, v.s.comm_of(r.pid),
+                         std::round(static_cast<double>(r.w->waited_ns) / std::max<double>(1, all.waited_ns) * 1000) / 1000,
+                         doing_key(doing_of(*r.w).what)});
+    f.culprit = Culprit{.pid = rank.front().pid,
+                        .comm = v.s.comm_of(rank.front().pid),
+                        .share_kind = ShareKind::wait,
+                        .share = std::round(static_cast<double>(top.waited_ns) / std::max<double>(1, all.waited_ns) * 1000) / 1000,
+                        .doing = doing_key(d.what),
+                        .doing_share = std::round(d.share * 1000) / 1000,
+                        .workers = std::move(workers)};
+    if (top.io_requests > 0) f.culprit->io_bytes = top.io_bytes;
   }
   f.evidence.push_back("asleep between calls for " + format_duration_ns(a.off_ns) + " until a data worker " +
                        (e.relayed_ns > 0 ? "(or the relay thread " + v.s.thread_name(e.relay_tid) + " passing its batch on, " +

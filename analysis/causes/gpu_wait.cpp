@@ -42,7 +42,8 @@ Finding GpuWait::explain(const ChainView& v, const Evidence& e) {
                               pct(best.normal_share) + " of normal ones — it shares the GPU"
                         : "; the GPU queue itself is the bottleneck");
   if (best.pid)
-    f.culprit = {{"pid", best.pid}, {"comm", v.s.comm_of(best.pid)}, {"overlap_share", std::round(best.slow_share * 1000) / 1000}};
+    f.culprit = Culprit{.pid = best.pid, .comm = v.s.comm_of(best.pid), .share_kind = ShareKind::overlap,
+                        .share = std::round(best.slow_share * 1000) / 1000};
   f.evidence.push_back("on-CPU " + format_duration_ns(e.on_cpu_ns) + ", asleep " + format_duration_ns(e.sleep_ns) +
                        " inside the slow calls; no runnable, D-state or lock wait explains them");
   if (e.host_ns > 0)

@@ -25,7 +25,7 @@ void GraphRecapture::report(SessionReport& c) {
     const double per_exec = static_cast<double>(replays) / static_cast<double>(execs);
     if (per_exec > kMaxLaunchesPerExec) continue;
     Doc d;
-    d.cause = std::string(name);
+    d.cause = id;
     d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(pid);
     d.pid = pid;
     d.tid = g.tid;

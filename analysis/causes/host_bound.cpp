@@ -40,7 +40,7 @@ void HostBound::report(SessionReport& c) {
     const double host_share = static_cast<double>(a.gap_cpu_ns) / static_cast<double>(span);
     if (host_share < kHostBoundMinShare || a.gpu_wait_ns * kHostBoundGpuWaitDivisor > a.gap_cpu_ns) continue;
     Doc d;
-    d.cause = std::string(name);
+    d.cause = id;
     d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(a.pid) + "-t" + std::to_string(tid);
     d.pid = a.pid;
     d.tid = tid;

@@ -37,8 +37,8 @@ Finding IoContention::explain(const ChainView& v, const Evidence& e) {
     f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + " waiting in D state " + v.where +
                 " for the process's own disk I/O (writes/fsync or page faults)";
   if (p)
-    f.culprit = {{"pid", p->pid}, {"comm", v.s.comm_of(p->pid)}, {"overlap_share", std::round(share * 1000) / 1000},
-                 {"own_io", other == nullptr}};
+    f.culprit = Culprit{.pid = p->pid, .comm = v.s.comm_of(p->pid), .share_kind = ShareKind::overlap,
+                        .share = std::round(share * 1000) / 1000, .own_io = other == nullptr};
   f.evidence.push_back("uninterruptible (D) for " + format_duration_ns(a.off_ns) + " " + v.where + ", " + pct(v.cause_share) +
                        " of the time lost");
   if (e.issued_calls > 0)

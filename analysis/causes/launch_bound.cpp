@@ -27,7 +27,7 @@ void LaunchBound::report(SessionReport& c) {
     const int64_t mean_launch = a.launch_cpu_ns / a.launches;
     const int64_t wait_per_launch = a.gpu_wait_ns / a.launches;
     Doc d;
-    d.cause = std::string(name);
+    d.cause = id;
     d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(a.pid) + "-t" + std::to_string(tid);
     d.pid = a.pid;
     d.tid = tid;

@@ -45,7 +45,8 @@ Finding LockContention::explain(const ChainView& v, const Evidence& e) {
   f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost + " blocked (voluntary sleep) " + v.where +
               ", each time woken by sibling thread " + by + " of the same process — it holds a lock this call needs";
   if (p.tid)
-    f.culprit = {{"pid", a.pid}, {"tid", p.tid}, {"comm", v.s.thread_name(p.tid)}, {"wait_share", std::round(share * 1000) / 1000}};
+    f.culprit = Culprit{.pid = a.pid, .tid = p.tid, .comm = v.s.thread_name(p.tid), .share_kind = ShareKind::wait,
+                        .share = std::round(share * 1000) / 1000};
   f.evidence.push_back("asleep (S) for " + format_duration_ns(a.off_ns) + " " + v.where + ", " + pct(v.cause_share) +
                        " of the time lost");
   if (p.tid)

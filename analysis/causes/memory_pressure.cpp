@@ -31,8 +31,8 @@ Finding MemoryPressure::explain(const ChainView& v, const Evidence& e) {
               v.where + (p ? "; " + by + " allocated " + pct(share) + " of the pages during those calls" : "") +
               (killed ? " until the OOM killer ended it" : "");
   if (p)
-    f.culprit = {{"pid", p->pid}, {"comm", v.s.comm_of(p->pid)}, {"page_share", std::round(share * 1000) / 1000},
-                 {"oom_killed", killed}};
+    f.culprit = Culprit{.pid = p->pid, .comm = v.s.comm_of(p->pid), .share_kind = ShareKind::page,
+                        .share = std::round(share * 1000) / 1000, .oom_killed = killed};
   f.evidence.push_back("uninterruptible (D) for " + format_duration_ns(a.off_ns) + " " + v.where + ", " + pct(v.cause_share) +
                        " of the time lost; no block I/O overlapped the stalls");
   if (p)

@@ -40,7 +40,7 @@ void NcclStraggler::report(SessionReport& c) {
     double late_share = static_cast<double>(a.late) / static_cast<double>(entered);
     if (late_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
     Doc d;
-    d.cause = std::string(name);
+    d.cause = id;
     d.id = nccl_straggler_chain_id(s.session_id, a.pid, a.comm);
     uint32_t victim = 0;
     int64_t vwait = -1;
@@ -88,17 +88,16 @@ void NcclStraggler::report(SessionReport& c) {
     d.summary = rank + " entered " + d.op + " last in " + pct(late_share) + " of " + with_commas(entered) + " collectives, " +
                 format_duration_ns(static_cast<int64_t>(d.p50_us * 1000)) + " after the others (median); the other ranks waited " +
                 format_duration_ns(a.wait_ns) + " in total" + own;
-    d.culprit = {{"pid", a.pid}, {"comm", s.comm_of(a.pid)}, {"rank", a.rank}, {"late_share", std::round(late_share * 1000) / 1000},
-                 {"own_cause", own_cause_name(own_cause)}};
+    d.culprit = Culprit{.pid = a.pid, .comm = s.comm_of(a.pid), .share_kind = ShareKind::late,
+                        .share = std::round(late_share * 1000) / 1000, .rank = a.rank, .own_cause = own_cause_name(own_cause)};
     if (pre && own_cause == StragglerOwnCause::cpu_contention)
-      d.culprit["preempted_by"] = {{"pid", pre->pid}, {"comm", s.comm_of(pre->pid)},
-                                   {"share", std::round(pre_share * 1000) / 1000}};
+      d.culprit->preempted_by = Preempter{pre->pid, s.comm_of(pre->pid), std::round(pre_share * 1000) / 1000};
     d.evidence.push_back("communicator " + hex(a.comm) + ", " + std::to_string(members) + " local ranks (nranks " + std::to_string(a.nranks) + "); collectives matched by (comm, seq)");
     d.evidence.push_back(rank + " was last by >= 1 ms in " + with_commas(a.late) + " of " + with_commas(entered) +
                          " collectives; lateness p50 " + format_duration_ns(static_cast<int64_t>(d.p50_us * 1000)) + ", p99 " +
                          format_duration_ns(static_cast<int64_t>(d.p99_us * 1000)));
-    d.victims = nlohmann::json::array();
-    for (auto& [pid, w] : a.victims_wait) d.victims.push_back({{"pid", pid}, {"comm", s.comm_of(pid)}, {"wait_us", w / 1000}});
+    d.victims.emplace();
+    for (auto& [pid, w] : a.victims_wait) d.victims->push_back({pid, s.comm_of(pid), w / 1000});
     for (auto& [pid, w] : a.victims_wait)
       d.evidence.push_back("pid " + std::to_string(pid) + " (" + s.comm_of(pid) + ") waited " + format_duration_ns(w) +
                            " for it (shows in its stream sync after the enqueue)");

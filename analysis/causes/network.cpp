@@ -60,8 +60,8 @@ Finding Network::explain(const ChainView& v, const Evidence& e) {
               (p ? " to " + endpoint_text(p->first) : std::string()) + " on this job's sockets during " + pct(share) +
               " of them — the network path, not this host, stretched the calls";
   if (p)
-    f.culprit = {{"peer", endpoint_text(p->first)}, {"retransmits", p->second.retransmits},
-                 {"share", std::round(share * 1000) / 1000}};
+    f.culprit = Culprit{.peer = endpoint_text(p->first), .share_kind = ShareKind::slow_calls,
+                        .share = std::round(share * 1000) / 1000, .retransmits = p->second.retransmits};
   f.evidence.push_back(std::to_string(e.retransmits) +
                        " TCP retransmits on sockets of the process or its communicator's local ranks within the slow calls "
                        "(from 10 ms before)" +

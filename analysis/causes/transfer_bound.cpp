@@ -17,7 +17,7 @@ void TransferBound::report(SessionReport& c) {
     double share = static_cast<double>(t.copy_ns) / static_cast<double>(wall);
     if (share < 0.25) continue;
     Doc d;
-    d.cause = std::string(name);
+    d.cause = id;
     d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(t.pid) + "-" + op_name(t.op) + "-t" +
            std::to_string(t.tid);
     d.pid = t.pid;
@@ -29,7 +29,7 @@ void TransferBound::report(SessionReport& c) {
     d.to_ns = sp->second.last_end_ns;
     d.lost_ns = t.copy_ns;
     d.impact = share;
-    d.severity = share >= 0.75 ? "HIGH" : "MEDIUM";
+    d.severity = share >= 0.75 ? Severity::high : Severity::medium;
     d.stack = top_stack(t.stacks);
     double gbps = t.copy_ns ? static_cast<double>(t.bytes) / static_cast<double>(t.copy_ns) : 0;
     int64_t kind = 0, kn = -1;

@@ -6,3 +6,5 @@ causeway_test(test_diagnosis LABEL unit
   LIBS causeway_analysis causeway_synth)
 causeway_test(test_rank_inference LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_rank_inference.cpp LIBS causeway_analysis)
+causeway_test(test_chain_json LABEL unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_chain_json.cpp LIBS causeway_analysis)

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/causes/registry.h"
+#include "analysis/chain_json.h"
 #include "analysis/chain_view.h"
 
 using namespace causeway;
@@ -21,7 +22,7 @@ struct FakeStall {
   static Finding explain(const ChainView& v, const Evidence& e) {
     Finding f;
     f.summary = v.victim + ": " + std::to_string(e.stalls) + " fake stalls";
-    f.culprit = {{"pid", 42}, {"comm", "faker"}};
+    f.culprit = Culprit{.pid = 42, .comm = "faker", .share_kind = ShareKind::wait, .share = 0.5};
     f.evidence.push_back("stalls counted: " + std::to_string(e.stalls));
     return f;
   }
@@ -82,13 +83,17 @@ TEST_CASE("a fake cause added to a registry is rendered into a chain by its own 
   SessionReport r{s, nullptr, 1'000'000'000, {}};
   render_call_chain<TestCauses>(r, a);
   REQUIRE(r.out.size() == 1);
-  const ChainRecord& c = r.out[0].first;
+  CHECK(r.out[0].cause == FakeStall::id);  // typed until it is written
+  REQUIRE(r.out[0].culprit.has_value());
+  const ChainRecord c = chain_record(r.out[0], TestCauses::name(r.out[0].cause));
   CHECK(c.cause == "fake_stall");
   CHECK(c.severity == "HIGH");  // half the window lost
   CHECK(c.summary.find("3 fake stalls") != std::string::npos);
   CHECK(c.culprit_pid == 42u);
+  CHECK(c.culprit_share == 0.5);
   auto doc = nlohmann::json::parse(c.doc);
   CHECK(doc["recommendation"] == "stop faking");
   CHECK(doc["evidence"][0] == "stalls counted: 3");
   CHECK(doc["comm"] == "victim");
+  CHECK(doc["culprit"] == nlohmann::json{{"pid", 42}, {"comm", "faker"}, {"wait_share", 0.5}});
 }

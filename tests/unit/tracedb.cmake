@@ -17,3 +17,5 @@ causeway_test(test_tracedb_merge LABEL unit
 causeway_test(test_tracedb_files LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_tracedb_files.cpp LIBS causeway_tracedb)
 set_tests_properties(test_tracedb_files PROPERTIES LABELS "unit;security")
+causeway_test(test_event_columns LABEL unit
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_event_columns.cpp LIBS causeway_tracedb)
