@@ -409,5 +409,9 @@ TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's nex
   CHECK((*itl)["culprit"]["pid"] == late_pid);
   CHECK((*itl)["culprit"]["rank"] == 1);
   CHECK(!(*itl)["requests"].empty());
+  MESSAGE("nccl_straggler: " << (*n)["share_time"].get<double>() * 100 << "% of the ITL tail's time above the median ("
+                              << d["tail"]["units"] << " gaps, threshold " << d["tail"]["threshold_ms"] << " ms, median gap "
+                              << d["itl_ms"]["p50"] << " ms), " << named << " of the " << d["slowest"].size()
+                              << " slowest requests carry it; request chain " << chain_id << " " << (*itl)["severity"]);
   CHECK(q_int(db, "SELECT count(*) FROM chains WHERE id = '" + chain_id + "'") == 1);
 }
