@@ -17,6 +17,8 @@ int severity_rank(std::string_view s) { return s == "HIGH" ? 3 : s == "MEDIUM" ?
 
 void rank_chains(nlohmann::json& chains) {
   std::stable_sort(chains.begin(), chains.end(), [](const nlohmann::json& x, const nlohmann::json& y) {
+    const bool qx = x.value("level", "") == "request", qy = y.value("level", "") == "request";
+    if (qx != qy) return qx;
     const int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
     if (rx != ry) return rx > ry;
     return x.value("impact", 0.0) > y.value("impact", 0.0);
@@ -33,7 +35,8 @@ Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query) {
       db,
       "SELECT doc, severity FROM chains WHERE session_id = ?1 AND to_ns >= ?2 AND from_ns <= ?3 "
       "AND (?4 IS NULL OR pid = ?4 OR culprit_pid = ?4) "
-      "ORDER BY CASE severity WHEN 'HIGH' THEN 0 WHEN 'MEDIUM' THEN 1 ELSE 2 END, "
+      "ORDER BY coalesce(json_extract(doc, '$.level'), '') != 'request', "  // request-level first
+      "CASE severity WHEN 'HIGH' THEN 0 WHEN 'MEDIUM' THEN 1 ELSE 2 END, "
       "coalesce(json_extract(doc, '$.impact'), 0) DESC, id");  // impact: share of the window lost
   if (!st) return st.error();
   st->bind(1, scope->session_id);

@@ -23,13 +23,16 @@ struct ChainQuery {
 };
 
 // {"chains": [ {id, severity, cause, summary, pid, comm, op, calls, p50_us, p99_us,
-//   slow_share, culprit?, evidence, timeline, stack, recommendation}, … ]}, most severe first.
+//   slow_share, culprit?, evidence, timeline, stack, recommendation}, … ]}, request-level
+// chains first, then most severe first.
 Result<nlohmann::json> load_chains(sqlite3* db, const ChainQuery& query);
 
 // HIGH 3, MEDIUM 2, LOW 1, anything else 0: severities compare as numbers.
 int severity_rank(std::string_view severity);
 
-// Root cause first: within a severity, the chain that lost the most wall time (`impact`).
+// Root cause first: request-level chains (docs/INFERENCE.md "Request chains": what a served
+// session's users waited for) before call-level ones, then by severity, then within a
+// severity the chain that lost the most wall time (`impact`).
 // `explain` and the MCP chains tool rank fleet chains (unsorted from the store) this way.
 void rank_chains(nlohmann::json& chains);
 

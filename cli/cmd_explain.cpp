@@ -14,7 +14,6 @@
 #include "common/units.h"
 #include "fleet/fleet_explain.h"
 #include "fleet/fleet_options.h"
-#include "requests/request_chains.h"
 #include "tracedb/open.h"
 #include "tracedb/stale_read.h"
 #include "tracedb/sqlite_handle.h"
@@ -137,7 +136,7 @@ void cut_chains(json& doc, size_t limit) {
   }
 }
 
-// Both, for the fleet's chains (no request-level chains there yet).
+// Both, for the fleet's chains.
 void rank_and_cut(json& doc, size_t limit) {
   rank_chains(doc["chains"]);
   cut_chains(doc, limit);
@@ -237,21 +236,9 @@ Runner setup(CLI::App& app) {
     if (!r) return report_error("explain", r.error(), a->json);
     json& doc = *r;
     auto& chains = doc["chains"];
-    rank_chains(chains);
     // Request-level chains first when the session served requests (docs/INFERENCE.md
     // "Request chains"): what its users waited for, then the calls behind it.
-    requests::RequestChainQuery rq;
-    rq.session_id = doc.value("session_id", int64_t{0});
-    rq.since_ns = q.since_ns;
-    rq.pid = q.pid;
-    if (auto rc = requests::request_chains(db->get(), rq)) {
-      json served = json::array();
-      for (auto& c : (*rc)["chains"])
-        if (!q.min_severity || severity_rank(c["severity"].get<std::string>()) >= severity_rank(*q.min_severity))
-          served.push_back(std::move(c));
-      doc["total"] = doc.value("total", chains.size()) + served.size();
-      chains.insert(chains.begin(), served.begin(), served.end());
-    }
+    rank_chains(chains);
     cut_chains(doc, limit);
     if (a->json) {
       if (auto sys = load_session_system(db->get(), doc.value("session_id", int64_t{0}))) doc["system"] = *sys;

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "common/sanitize.h"
 #include "cli/json_out.h"
+#include "requests/request_chains.h"
 #include "tracedb/merge.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -54,6 +55,12 @@ Runner setup(CLI::App& app) {
     auto s = merge_trace_dbs(a->out, a->inputs);
     if (!s) return report_error("merge", s.error(), a->json);
     auto d = diagnose_and_store(a->out, s->session_id);
+    if (d) {
+      // The hosts' requests were carried over: their chains are the merged session's too.
+      auto rq = requests::store_request_chains(a->out, s->session_id);
+      if (rq) *d += *rq;
+      else d = rq.error();
+    }
     if (!d) {
       Error e = d.error();
       e.message = a->out + " was written, but its diagnosis failed: " + e.message;

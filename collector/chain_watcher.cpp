@@ -3,16 +3,23 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 #include <vector>
 
 #include "analysis/correlator.h"
+#include "requests/request_chains.h"
+#include "tracedb/chain_store.h"
 #include "tracedb/open.h"
 
 namespace causeway::collector {
 
 namespace {
 constexpr int kAnalysisNice = 10;
+// Request chains are recomputed over all of the session's requests: at most this often while
+// the trace runs (and once at its end), so a long busy session does not spend its analysis
+// thread re-reading them.
+constexpr int64_t kRequestChainsEveryNs = 10'000'000'000;
 }
 
 struct ChainWatcher::Impl {
@@ -28,16 +35,30 @@ struct ChainWatcher::Impl {
   bool stop = false;
   std::thread thread;
   bool warned = false;
+  int64_t session_id;
+  std::string request_prefix;
+  int64_t request_chains_at = INT64_MIN;  // monotonic ns of the last request-chain pass
+  bool request_chains_stored = false;     // the last pass stored some
 
   Impl(std::string path, StoreWriter& w, int64_t sid, int64_t start, int64_t interval,
        std::function<void(const std::map<std::string, uint64_t>&)> cb)
-      : db_path(std::move(path)), writer(w), interval_ns(interval), on_chains(std::move(cb)), live(sid, start) {}
+      : db_path(std::move(path)),
+        writer(w),
+        interval_ns(interval),
+        on_chains(std::move(cb)),
+        live(sid, start),
+        session_id(sid),
+        request_prefix(request_chain_id_prefix(sid)) {}
 
   void push(const std::vector<ChainRecord>& chains) {
     for (const ChainRecord& c : chains) {
       cause_of[c.id] = c.cause;
       writer.push_meta(c);
     }
+    report();
+  }
+
+  void report() {
     if (on_chains) {
       std::map<std::string, uint64_t> by_cause;
       for (const auto& [id, cause] : cause_of) ++by_cause[cause];
@@ -65,6 +86,28 @@ struct ChainWatcher::Impl {
     }
     push(*r);
     if (auto causes = live.take_call_causes(); !causes.empty()) writer.push_meta(CallCausesRecord{std::move(causes)});
+    request_pass(final);
+  }
+
+  // The session's request chains (requests/request_chains.h), replacing the last pass's.
+  void request_pass(bool final) {
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    if (!final && request_chains_at != INT64_MIN && now - request_chains_at < kRequestChainsEveryNs) return;
+    request_chains_at = now;
+    auto r = requests::request_chain_records(ro.get(), session_id);
+    if (!r) {
+      if (!warned) std::cerr << "causeway trace: request chains: " << r.error().message << std::endl;
+      warned = true;
+      return;
+    }
+    if (r->empty() && !request_chains_stored) return;  // no requests served (yet): nothing to replace
+    request_chains_stored = !r->empty();
+    std::erase_if(cause_of, [&](const auto& kv) { return kv.first.rfind(request_prefix, 0) == 0; });
+    for (const ChainRecord& c : *r) cause_of[c.id] = c.cause;
+    writer.push_meta(RequestChainsRecord{std::move(*r)});
+    report();
   }
 
   void run() {

@@ -27,7 +27,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// The chains as `explain` orders them: severity, then the wall time each lost.
+// The call-level chains as `explain` orders them: severity, then the wall time each lost.
+// Request-level chains are drawn in the requests section (exporters/report_requests.h).
 Result<json> ranked_chains(sqlite3* db, const ReportOptions& o, const SessionScope& sc) {
   ChainQuery q;
   q.since_ns = o.since_ns;
@@ -36,12 +37,10 @@ Result<json> ranked_chains(sqlite3* db, const ReportOptions& o, const SessionSco
   q.limit = std::max<size_t>(o.max_chains, 500);
   auto r = load_chains(db, q);
   if (!r) return r.error();
-  json chains = (*r)["chains"];
-  std::stable_sort(chains.begin(), chains.end(), [](const json& x, const json& y) {
-    int rx = severity_rank(x.value("severity", "")), ry = severity_rank(y.value("severity", ""));
-    if (rx != ry) return rx > ry;
-    return x.value("impact", 0.0) > y.value("impact", 0.0);
-  });
+  json chains = json::array();
+  for (auto& c : (*r)["chains"])
+    if (c.value("level", "") != "request") chains.push_back(std::move(c));
+  rank_chains(chains);
   return chains;
 }
 

@@ -10,6 +10,7 @@
 #include "analysis/session_scope.h"
 #include "common/sanitize.h"
 #include "requests/request_causes.h"
+#include "tracedb/chain_store.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway::requests {
@@ -169,12 +170,39 @@ json engines(sqlite3* db, int64_t session_id) {
   return out;
 }
 
-json request_causes(CauseFinder& finder, const Row& r, Metric m, double median) {
+// The stored request-level chains of the session (requests/request_chains.h): a cause of
+// the asked metric's tail points at the chain of that cause and metric; E2E, which has no
+// chains of its own, at the TTFT chain of the cause, else the ITL one. None stored: null.
+class ChainIds {
+ public:
+  ChainIds(sqlite3* db, int64_t session_id, Metric m) : session_id_(session_id), metric_(m) {
+    if (!has_table(db, "chains")) return;
+    auto st = Statement::prepare(db, "SELECT id FROM chains WHERE session_id = ?1 AND substr(id, 1, length(?2)) = ?2");
+    if (!st) return;
+    st->bind(1, session_id);
+    st->bind(2, request_chain_id_prefix(session_id));
+    while (st->step() == SQLITE_ROW) ids_.insert(st->col_text(0));
+  }
+  json operator()(const std::string& cause) const {
+    std::vector<Metric> order = {metric_};
+    if (metric_ == Metric::e2e) order = {Metric::ttft, Metric::itl};
+    for (Metric m : order)
+      if (auto id = request_chain_id(session_id_, m, cause); ids_.count(id)) return id;
+    return nullptr;
+  }
+
+ private:
+  int64_t session_id_;
+  Metric metric_;
+  std::set<std::string> ids_;
+};
+
+json request_causes(CauseFinder& finder, const ChainIds& chain_ids, const Row& r, Metric m, double median) {
   json out = json::array();
   auto [from, to] = slow_part(r, m);
   const double excess = std::max(0.0, static_cast<double>(to - from) - median);
   for (const CauseClaim& c : finder.explain(r.id, r.pid, from, to, excess))
-    out.push_back({{"cause", c.cause}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit}, {"chain_id", nullptr}});
+    out.push_back({{"cause", c.cause}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit}, {"chain_id", chain_ids(c.cause)}});
   return out;
 }
 
@@ -185,6 +213,10 @@ std::optional<Metric> metric_from(std::string_view name) {
   if (name == "itl") return Metric::itl;
   if (name == "e2e") return Metric::e2e;
   return std::nullopt;
+}
+
+std::string request_chain_id(int64_t session_id, Metric m, std::string_view cause) {
+  return request_chain_id_prefix(session_id) + metric_name(m) + "-" + std::string(cause);
 }
 
 const char* metric_name(Metric m) {
@@ -253,10 +285,13 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   std::vector<RequestSpan> spans;
   for (const Row& r : rows) spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes});
   CauseFinder finder(db, scope->session_id, std::move(spans));
+  const ChainIds chain_ids(db, scope->session_id, q.metric);
   struct Agg {
     double lost = 0;
     std::set<std::string> requests;
     std::map<std::string, double> lost_by_request;
+    std::map<uint32_t, double> lost_by_server;
+    int64_t from_ns = INT64_MAX, to_ns = INT64_MIN;
     double top_lost = 0;
     json culprit;
   };
@@ -269,7 +304,12 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
       Agg& a = by_cause[c.cause];
       a.lost += c.lost_ns;
       a.requests.insert(u.row->id);
-      if (q.chain_detail) a.lost_by_request[u.row->id] += c.lost_ns;
+      if (q.chain_detail) {
+        a.lost_by_request[u.row->id] += c.lost_ns;
+        a.lost_by_server[u.row->pid] += c.lost_ns;
+        a.from_ns = std::min(a.from_ns, u.from);
+        a.to_ns = std::max(a.to_ns, u.to);
+      }
       if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
     }
   }
@@ -279,8 +319,13 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     const double share = excess_total > 0 ? std::min(1.0, a.lost / excess_total) : 0;
     explained += share;
     causes.push_back({{"cause", cause}, {"share_time", std::round(share * 1000) / 1000}, {"requests", a.requests.size()},
-                      {"culprit", a.culprit}, {"chain_id", nullptr}});
+                      {"culprit", a.culprit}, {"chain_id", chain_ids(cause)}});
     if (q.chain_detail) {
+      auto server = std::max_element(a.lost_by_server.begin(), a.lost_by_server.end(),
+                                     [](const auto& x, const auto& y) { return x.second < y.second; });
+      causes.back()["server_pid"] = server->first;
+      causes.back()["from_ns"] = a.from_ns;
+      causes.back()["to_ns"] = a.to_ns;
       std::vector<std::pair<double, std::string>> by_lost;
       for (const auto& [id, ns] : a.lost_by_request) by_lost.emplace_back(-ns, id);
       std::sort(by_lost.begin(), by_lost.end());
@@ -309,7 +354,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     slowest.push_back({{"request_id", r->id}, {"method", r->method}, {"path", r->path}, {"tenant", r->tenant},
                        {"start_ns", r->start_ns}, {"ttft_ms", opt_ms(r->ttft)}, {"itl_max_ms", opt_ms(r->itl_max)},
                        {"e2e_ms", opt_ms(r->e2e)}, {"events", r->events}, {"prompt_bytes", r->prompt_bytes},
-                       {"status", r->status}, {"server_pid", r->pid}, {"causes", request_causes(finder, *r, q.metric, median)}});
+                       {"status", r->status}, {"server_pid", r->pid}, {"causes", request_causes(finder, chain_ids, *r, q.metric, median)}});
   }
   json reqs = {{"count", rows.size()},
                {"streamed", streamed},

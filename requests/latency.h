@@ -18,6 +18,9 @@ namespace causeway::requests {
 enum class Metric : uint8_t { ttft, itl, e2e };
 std::optional<Metric> metric_from(std::string_view name);
 const char* metric_name(Metric m);
+// The id of the stored request-level chain of a cause in a metric's tail (docs/INFERENCE.md
+// "Request chains"): "s<session>-req-<metric>-<cause>".
+std::string request_chain_id(int64_t session_id, Metric m, std::string_view cause);
 
 struct RequestQuery {
   std::optional<int64_t> since_ns;     // the last D of the session's data
@@ -30,7 +33,9 @@ struct RequestQuery {
   std::optional<int64_t> session_id;   // default: the latest session
   // For request chains (requests/request_chains.h), not in the interface's JSON: each tail
   // cause also lists the ids of the requests it slowed ("request_ids", most lost first, 20
-  // at most), and the tail its time above the median ("excess_ms") and "median_ms".
+  // at most), the server that lost the most to it ("server_pid"), the span of the units it
+  // claimed ("from_ns", "to_ns"), and the tail its time above the median ("excess_ms") and
+  // "median_ms".
   bool chain_detail = false;
 };
 

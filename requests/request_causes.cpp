@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "requests/cause_d_state.h"
 #include "requests/cause_kv_cache.h"
+#include "requests/cause_nccl.h"
 #include "requests/cause_queueing.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -137,6 +139,10 @@ std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t ser
   std::vector<CauseClaim> out;
   if (to <= from || excess_ns <= 0) return out;
   cpu_contention(server_pid, from, to, out);
+  for (auto& c : d_state_claims(db_, session_id_, engine_pids(server_pid), comms_, from, to))
+    if (c.lost_ns >= kMinLostNs) out.push_back(std::move(c));
+  if (auto c = nccl_straggler_claim(db_, session_id_, engine_pids(server_pid), comms_, from, to); c && c->lost_ns >= kMinLostNs)
+    out.push_back(std::move(*c));
   prefill(id, server_pid, from, to, out);
   engine_state(id, server_pid, from, to, out);
   for (auto& c : out) c.lost_ns = std::min(c.lost_ns, excess_ns);

@@ -26,7 +26,8 @@ struct RequestSpan {
 };
 
 struct CauseClaim {
-  std::string cause;  // cpu_contention | prefill_interference | queueing | kv_cache_pressure
+  std::string cause;  // cpu_contention | io_contention | memory_pressure | nccl_straggler | prefill_interference |
+                      // queueing | kv_cache_pressure
   double lost_ns = 0;
   nlohmann::json culprit;
 };

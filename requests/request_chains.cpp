@@ -5,6 +5,8 @@
 #include <string>
 
 #include "requests/latency.h"
+#include "tracedb/chain_store.h"
+#include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway::requests {
@@ -30,6 +32,16 @@ const char* recommendation(const std::string& cause) {
   if (cause == "queueing")
     return "The engine is at capacity: add replicas, raise the batch limit if memory allows (vLLM --max-num-seqs), "
            "or shed load before the queue grows.";
+  if (cause == "io_contention")
+    return "The engine's threads waited on the disk while serving: move the culprit's I/O off the engine's disk or "
+           "throttle it (ionice -c3, a cgroup io.max), and keep model weights and caches off a busy disk.";
+  if (cause == "memory_pressure")
+    return "The engine's threads stalled in memory reclaim: give the host memory headroom (limit the culprit's memory "
+           "with a cgroup memory.max, or lower the engine's own CPU-memory use such as --swap-space).";
+  if (cause == "nccl_straggler")
+    return "One tensor-parallel rank starts the forward pass late and every other rank waits for it in the all-reduce: "
+           "look at what that rank's process does before its collective (its own CPU, another process on its core, I/O), "
+           "and pin the workers to their own cores.";
   if (cause == "kv_cache_pressure")
     return "Give the KV cache more room: raise --gpu-memory-utilization, lower --max-num-seqs or --max-model-len, "
            "or quantize the KV cache (--kv-cache-dtype fp8).";
@@ -94,14 +106,20 @@ Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
       // The chain names the culprit process (the interface's culprit of queueing and
       // kv_cache_pressure is the engine's pid alone).
       if (!k.contains("comm") && k.contains("pid")) k["comm"] = comm_of(db, session_id, k["pid"]);
-      json chain = {{"id", "req-" + std::to_string(session_id) + "-" + metric + "-" + cause},
+      // The victim is the server whose requests lost the most to the cause.
+      const json server = c["server_pid"];
+      json chain = {{"id", request_chain_id(session_id, m, cause)},
                     {"level", "request"},
                     {"severity", sev},
                     {"cause", cause},
                     {"metric", metric},
                     {"op", metric == "itl" ? "ITL (token gaps)" : "TTFT"},
-                    {"pid", k.contains("pid") ? k["pid"] : json(nullptr)},
-                    {"comm", "inference server"},
+                    {"pid", server},
+                    {"comm", comm_of(db, session_id, server)},
+                    {"window", {{"from_ns", c["from_ns"]}, {"to_ns", c["to_ns"]}}},
+                    {"calls", c["requests"]},
+                    {"p50_us", median * 1000},
+                    {"p99_us", tail["threshold_ms"].is_null() ? 0.0 : tail["threshold_ms"].get<double>() * 1000},
                     {"requests", c["request_ids"]},
                     {"share_time", share},
                     {"impact", lost_ms / 1e3},
@@ -126,6 +144,55 @@ Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
     return a["impact"].get<double>() > b["impact"].get<double>();
   });
   return json{{"session_id", session_id}, {"chains", std::move(chains)}};
+}
+
+Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id) {
+  RequestChainQuery q;
+  q.session_id = session_id;
+  auto r = request_chains(db, q);
+  if (!r) return r.error();
+  std::vector<ChainRecord> out;
+  for (json& c : (*r)["chains"]) {
+    ChainRecord rec;
+    rec.id = c["id"].get<std::string>();
+    rec.from_ns = c["window"]["from_ns"].get<int64_t>();
+    rec.to_ns = c["window"]["to_ns"].get<int64_t>();
+    rec.severity = c["severity"].get<std::string>();
+    rec.cause = c["cause"].get<std::string>();
+    if (c["pid"].is_number_integer()) rec.pid = c["pid"].get<uint32_t>();
+    rec.comm = c["comm"].get<std::string>();
+    rec.op = c["op"].get<std::string>();
+    rec.calls = c["calls"].get<int64_t>();
+    rec.p50_us = c["p50_us"].get<double>();
+    rec.p99_us = c["p99_us"].get<double>();
+    rec.slow_share = c["share_time"].get<double>();
+    const json& k = c["culprit"];
+    if (k.contains("pid") && k["pid"].is_number_integer()) rec.culprit_pid = k["pid"].get<uint32_t>();
+    if (k.contains("comm") && k["comm"].is_string()) rec.culprit_comm = k["comm"].get<std::string>();
+    if (k.contains("share") && k["share"].is_number()) rec.culprit_share = k["share"].get<double>();
+    rec.summary = c["summary"].get<std::string>();
+    // The row's columns, not the document: a reader would take "calls" for CUDA calls.
+    for (const char* column : {"calls", "p50_us", "p99_us"}) c.erase(column);
+    rec.doc = c.dump(-1, ' ', false, json::error_handler_t::replace);
+    out.push_back(std::move(rec));
+  }
+  return out;
+}
+
+Result<size_t> store_request_chains(const std::string& db_path, int64_t session_id) {
+  std::vector<ChainRecord> chains;
+  {
+    auto ro = open_read_only(db_path);
+    if (!ro) return ro.error();
+    auto r = request_chain_records(ro->get(), session_id);
+    if (!r) return r.error();
+    chains = std::move(*r);
+  }
+  auto rw = open_for_write(db_path);
+  if (!rw) return rw.error();
+  if (auto r = replace_request_chains(rw->get(), session_id, chains); !r) return r.error();
+  close_writer_cleanly(*rw);
+  return chains.size();
 }
 
 }  // namespace causeway::requests

@@ -1,7 +1,9 @@
 // Request-level causal chains (docs/INFERENCE.md "Request chains"): each cause that slowed
 // the tail of TTFT or of the token gaps becomes a chain naming the requests it slowed, with
-// a severity, for `causeway explain` (shown before the call-level chains when the session
-// served requests). Computed from requests/latency.h when asked; nothing is stored.
+// a severity. Computed from requests/latency.h and stored in the chains table with the
+// call-level chains (ids "s<session>-req-<metric>-<cause>", tracedb/chain_store.h), so
+// `causeway explain` / MCP get_causal_chains return them (request-level first) and the
+// causes of `causeway requests` point at them by chain_id.
 #pragma once
 
 #include <sqlite3.h>
@@ -9,8 +11,11 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "common/result.h"
+#include "tracedb/records.h"
 
 namespace causeway::requests {
 
@@ -28,5 +33,13 @@ const char* request_chain_severity(double tail_mean_ms, double median_ms, double
 // The chains, most severe first, then by time lost ({"chains": [...]}, each with "level":
 // "request"). An empty array when the session served no requests.
 Result<nlohmann::json> request_chains(sqlite3* db, const RequestChainQuery& q);
+
+// The session's request chains as rows of the chains table (doc = the chain's JSON).
+Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id);
+
+// After a session is written (a demo, a merge): computes its request chains on a read-only
+// connection, then replaces the session's stored request chains with them. Returns how many.
+// A live trace pushes them through StoreWriter instead (collector/chain_watcher.cpp).
+Result<size_t> store_request_chains(const std::string& db_path, int64_t session_id);
 
 }  // namespace causeway::requests

@@ -45,6 +45,7 @@ void scenario_requests_cpu(ScenarioContext& c);
 void scenario_requests_prefill(ScenarioContext& c);
 void scenario_requests_queueing(ScenarioContext& c);
 void scenario_requests_kv_cache(ScenarioContext& c);
+void scenario_requests_tp_straggler(ScenarioContext& c);
 
 // Well-known pids of the cast, so tests and docs can name them.
 inline constexpr uint32_t kTrainerPid = 4821;
@@ -52,5 +53,6 @@ inline constexpr uint32_t kKworkerPid = 87;
 // The inference server of the request scenarios: vLLM's API server and its engine core.
 inline constexpr uint32_t kApiServerPid = 5300;
 inline constexpr uint32_t kEngineCorePid = 5301;
+inline constexpr uint32_t kTpWorkerPid = 5302;  // rank r: 5302 + r
 
 }  // namespace causeway::synth

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "requests/request_chains.h"
 #include "synth/scenario.h"
 #include "tracedb/store_writer.h"
 
@@ -87,6 +88,12 @@ const std::vector<ScenarioDef>& definitions() {
       {{"requests-kv-cache", "the KV cache fills and vLLM preempts two streams every 4 s: 500 ms token gaps", "", "",
         0, "kv_cache_pressure"},
        synth::scenario_requests_kv_cache, 30 * kSec, 250},
+      {{"requests-tp-straggler",
+        "tensor-parallel rank 1 (VllmWorker-1) enters a forward pass's all-reduce ~200 ms late every 3 s: every stream stalls",
+        // The correlator names a rank a straggler only when it is late in most of its
+        // collectives: one late pass in 150 is the request level's to see.
+        "", "VllmWorker-1", 5303, "nccl_straggler"},
+       synth::scenario_requests_tp_straggler, 30 * kSec, 250},
   };
   return defs;
 }
@@ -226,7 +233,10 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
   // Demo data goes through the same diagnosis as live and imported data.
   auto chains = diagnose_and_store(db_path, *sid);
   if (!chains) return chains.error();
-  summary.chains = *chains;
+  // Then its requests' chains (none when the scenario served no requests).
+  auto request_chains = requests::store_request_chains(db_path, *sid);
+  if (!request_chains) return request_chains.error();
+  summary.chains = *chains + *request_chains;
   summary.events_written = builder.calls();
   summary.sched_written = builder.sched_rows();
   summary.dropped = counters.dropped_writer;

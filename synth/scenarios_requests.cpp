@@ -22,6 +22,7 @@ struct Incidents {
   int64_t burst_at = 0;                             // a burst of extra requests queued at this time
   int burst = 0;
   std::vector<int64_t> preemptions;                 // the k-th: stream k mod 4's request, stalled 500 ms
+  bool tp = false;  // two tensor-parallel workers run the passes; each stall is rank 1 entering the all-reduce late
 };
 
 struct Scrape {
@@ -52,6 +53,77 @@ requests::Request new_request(const std::string& id, int64_t start, uint64_t pro
   r.streamed = true;
   r.complete = true;
   return r;
+}
+
+// The engine core's GPU work: four kernels and a stream sync a decode step, none while it
+// is stalled (the stall is what each scenario plants, not a slow call).
+void engine_core_passes(ScenarioContext& c, const std::vector<std::pair<int64_t, int64_t>>& stalls, int64_t end) {
+  DemoBuilder& b = c.b;
+  const uint64_t st_launch = b.stack({"libcudart.so.13!cudaLaunchKernel+0x4", "vllm/v1/worker/gpu_model_runner.py:1490 (execute_model)"});
+  const uint64_t st_sync = b.stack({"libcudart.so.13!cudaStreamSynchronize+0x4", "vllm/v1/worker/gpu_model_runner.py:1602 (execute_model)"});
+  for (int64_t t = c.t0 + 5 * kMs; t < end - kStep && !c.stopped(); t = after_stalls(stalls, t + c.rng.around(kStep, 0.04))) {
+    int64_t at = t;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t dur = c.rng.around(6 * kUs);
+      b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_LAUNCH_KERNEL, at, dur, {0, 0x7f10a000 + 0x40 * k, 0, 0}, 0, st_launch, 2);
+      at += dur + c.rng.around(3 * kUs);
+    }
+    b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_STREAM_SYNC, at, c.rng.around(14 * kMs, 0.05), {0, 0, 0, 0}, 0, st_sync, 2);
+  }
+}
+
+// Tensor parallel (vLLM V1's multiproc executor): the engine core hands each pass to two
+// workers, each launching its share of the kernels and joining one all-reduce (the
+// communicator formed at start-up, traced), then syncing. A stall is rank 1 entering the
+// pass's all-reduce late: rank 0 waits in it, and no stream gets a token until it ends.
+void tp_passes(ScenarioContext& c, const std::vector<std::pair<int64_t, int64_t>>& stalls, int64_t end) {
+  DemoBuilder& b = c.b;
+  constexpr int64_t kComm = 0x5eedc0ffee01;
+  for (uint32_t r = 0; r < 2; ++r) {
+    b.process(kTpWorkerPid + r, kEngineCorePid, "VllmWorker-" + std::to_string(r), "VLLM::Worker_TP" + std::to_string(r),
+              "/usr/bin/python3.12", c.t0, end);
+    b.call(kTpWorkerPid + r, kTpWorkerPid + r, CW_OP_NCCL_COMM_INIT_RANK, c.t0 + kMs, c.rng.around(3 * kMs), {0, kComm, r, 2}, 0, 0,
+           static_cast<int32_t>(4 + r));
+  }
+  const uint64_t st_ar = b.stack({"libnccl.so.2!ncclAllReduce+0x4", "vllm/distributed/communication_op.py:14 (tensor_model_parallel_all_reduce)"});
+  int64_t seq = 0;
+  auto pass = [&](int64_t t, int64_t late_until) {
+    int64_t last = 0;
+    std::array<int64_t, 2> entered{};
+    for (uint32_t r = 0; r < 2; ++r) {
+      int64_t at = t + c.rng.around(20 * kUs, 0.2);
+      for (int k = 0; k < 2; ++k) {
+        const int64_t dur = c.rng.around(6 * kUs);
+        b.call(kTpWorkerPid + r, kTpWorkerPid + r, CW_OP_CUDA_LAUNCH_KERNEL, at, dur, {0, 0x7f10a000 + 0x40 * k, 0, 0}, 0, 0,
+               static_cast<int32_t>(4 + r));
+        at += dur + c.rng.around(3 * kUs);
+      }
+      if (r == 1 && late_until) at = late_until;
+      entered[r] = at;
+      last = std::max(last, at);
+    }
+    const int64_t done = last + c.rng.around(12 * kMs, 0.05);
+    for (uint32_t r = 0; r < 2; ++r) {
+      const int64_t d = c.rng.around(25 * kUs);
+      b.call(kTpWorkerPid + r, kTpWorkerPid + r, CW_OP_NCCL_ALL_REDUCE, entered[r], d, {8 << 20, kComm, r, 2, seq, 0}, 0, st_ar,
+             static_cast<int32_t>(4 + r));
+      b.call(kTpWorkerPid + r, kTpWorkerPid + r, CW_OP_CUDA_STREAM_SYNC, entered[r] + d, done - entered[r] - d, {0, 0, 0, 0}, 0, 0,
+             static_cast<int32_t>(4 + r));
+    }
+    ++seq;
+  };
+  for (int64_t t = c.t0 + 5 * kMs; t < end - kStep && !c.stopped();) {
+    pass(t, 0);
+    int64_t next = t + c.rng.around(kStep, 0.04);
+    bool late = false;
+    for (const auto& [a, z] : stalls)
+      if (next >= a && next < z) {
+        pass(a, z);  // the late pass: rank 1 enters when the stall ends
+        next = z + c.rng.around(kStep, 0.04);
+        late = true;
+      }
+    t = late ? next : after_stalls(stalls, next);
+  }
 }
 
 void serve(ScenarioContext& c, Incidents inc) {
@@ -112,18 +184,10 @@ void serve(ScenarioContext& c, Incidents inc) {
   for (const auto& r : out)
     if (r.last_byte_ns < end) b.request(requests::to_record(r));
 
-  // The engine core's GPU work: four kernels and a stream sync a decode step, none while it
-  // is stalled (the stall is what each scenario plants, not a slow call).
-  const uint64_t st_launch = b.stack({"libcudart.so.13!cudaLaunchKernel+0x4", "vllm/v1/worker/gpu_model_runner.py:1490 (execute_model)"});
-  const uint64_t st_sync = b.stack({"libcudart.so.13!cudaStreamSynchronize+0x4", "vllm/v1/worker/gpu_model_runner.py:1602 (execute_model)"});
-  for (int64_t t = c.t0 + 5 * kMs; t < end - kStep && !c.stopped(); t = after_stalls(inc.stalls, t + c.rng.around(kStep, 0.04))) {
-    int64_t at = t;
-    for (int k = 0; k < 4; ++k) {
-      const int64_t dur = c.rng.around(6 * kUs);
-      b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_LAUNCH_KERNEL, at, dur, {0, 0x7f10a000 + 0x40 * k, 0, 0}, 0, st_launch, 2);
-      at += dur + c.rng.around(3 * kUs);
-    }
-    b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_STREAM_SYNC, at, c.rng.around(14 * kMs, 0.05), {0, 0, 0, 0}, 0, st_sync, 2);
+  if (inc.tp) {
+    tp_passes(c, inc.stalls, end);
+  } else {
+    engine_core_passes(c, inc.stalls, end);
   }
 
   // The engine's own view, scraped each second.
@@ -178,6 +242,15 @@ void scenario_requests_queueing(ScenarioContext& c) {
   Incidents inc;
   inc.burst_at = c.t0 + 8 * kSec + 600 * kMs;
   inc.burst = 14;
+  serve(c, inc);
+}
+
+void scenario_requests_tp_straggler(ScenarioContext& c) {
+  // Tensor-parallel rank 1 starts a forward pass ~200 ms late every 3 s.
+  Incidents inc;
+  inc.tp = true;
+  for (int64_t t = c.t0 + 2 * kSec + 300 * kMs; t < c.t0 + c.duration - 3 * kSec; t += 3 * kSec)
+    inc.stalls.emplace_back(t, t + c.rng.around(200 * kMs, 0.1));
   serve(c, inc);
 }
 

@@ -1,6 +1,8 @@
 #include "tracedb/chain_store.h"
 
 #include <chrono>
+#include <string>
+#include <vector>
 
 #include "tracedb/sqlite_handle.h"
 
@@ -52,19 +54,29 @@ void bind_call_cause(Statement& s, int64_t session_id, const CallCauseRecord& c)
   s.bind(10, c.chain_id);
 }
 
-Result<void> replace_session_diagnosis(sqlite3* db, int64_t session_id, std::span<const ChainRecord> chains,
-                                       std::span<const CallCauseRecord> call_causes) {
+std::string request_chain_id_prefix(int64_t session_id) { return "s" + std::to_string(session_id) + "-req-"; }
+
+const char* const kDeleteRequestChainsSql =
+    "DELETE FROM chains WHERE session_id = ?1 AND substr(id, 1, length(?2)) = ?2";
+
+namespace {
+
+// One transaction: runs each delete (?1 the session id; ?2, when the statement has it, the
+// request chain prefix), then inserts the chains and the call causes.
+Result<void> replace_rows(sqlite3* db, int64_t session_id, const std::vector<std::string>& deletes,
+                          std::span<const ChainRecord> chains, std::span<const CallCauseRecord> call_causes) {
   if (auto r = exec_sql(db, "BEGIN IMMEDIATE"); !r) return r;
   auto fail = [&](const std::string& what) {
     std::string e = sqlite_error_text(db);
     (void)exec_sql(db, "ROLLBACK");
     return make_error("db_write", what + ": " + e);
   };
-  for (const char* table : {"chains", "call_causes"}) {
-    auto del = Statement::prepare(db, std::string("DELETE FROM ") + table + " WHERE session_id = ?1");
-    if (!del) return fail(std::string("cannot prepare the delete from ") + table);
+  for (const std::string& sql : deletes) {
+    auto del = Statement::prepare(db, sql);
+    if (!del) return fail("cannot prepare " + sql);
     del->bind(1, session_id);
-    if (del->step() != SQLITE_DONE) return fail(std::string("cannot delete the session's old ") + table);
+    if (sqlite3_bind_parameter_count(del->get()) >= 2) del->bind(2, request_chain_id_prefix(session_id));
+    if (del->step() != SQLITE_DONE) return fail("cannot delete the session's old rows (" + sql + ")");
   }
   auto ins = Statement::prepare(db, kUpsertChainSql);
   if (!ins) return fail("cannot prepare the chain insert");
@@ -72,10 +84,9 @@ Result<void> replace_session_diagnosis(sqlite3* db, int64_t session_id, std::spa
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   for (const ChainRecord& c : chains) {
-    Statement& s = *ins;
-    bind_chain(s, session_id, now, c);
-    if (s.step() != SQLITE_DONE) return fail("cannot insert chain " + c.id);
-    s.reset();
+    bind_chain(*ins, session_id, now, c);
+    if (ins->step() != SQLITE_DONE) return fail("cannot insert chain " + c.id);
+    ins->reset();
   }
   auto ins_cause = Statement::prepare(db, kUpsertCallCauseSql);
   if (!ins_cause) return fail("cannot prepare the call cause insert");
@@ -86,6 +97,19 @@ Result<void> replace_session_diagnosis(sqlite3* db, int64_t session_id, std::spa
   }
   if (auto r = exec_sql(db, "COMMIT"); !r) return fail("cannot commit the chains");
   return {};
+}
+
+}  // namespace
+
+Result<void> replace_request_chains(sqlite3* db, int64_t session_id, std::span<const ChainRecord> chains) {
+  return replace_rows(db, session_id, {kDeleteRequestChainsSql}, chains, {});
+}
+
+Result<void> replace_session_diagnosis(sqlite3* db, int64_t session_id, std::span<const ChainRecord> chains,
+                                       std::span<const CallCauseRecord> call_causes) {
+  return replace_rows(db, session_id,
+                      {"DELETE FROM chains WHERE session_id = ?1", "DELETE FROM call_causes WHERE session_id = ?1"}, chains,
+                      call_causes);
 }
 
 }  // namespace causeway

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "common/result.h"
 #include "tracedb/records.h"
@@ -24,6 +25,17 @@ void bind_chain(Statement& st, int64_t session_id, int64_t now_ns, const ChainRe
 // StoreWriter.
 extern const char* const kUpsertCallCauseSql;
 void bind_call_cause(Statement& st, int64_t session_id, const CallCauseRecord& c);
+
+// Request-level chains (docs/INFERENCE.md "Request chains") have ids starting with this
+// prefix: "s<session>-req-". A pass over the requests replaces all of them at once, so a cause
+// that left the tail leaves no stale chain behind.
+std::string request_chain_id_prefix(int64_t session_id);
+// Deletes the session's request-level chains (?1 session id, ?2 the prefix above).
+extern const char* const kDeleteRequestChainsSql;
+
+// In one transaction on a connection opened for writing: the session's request-level chains
+// become exactly these (after a demo or a merge; a live trace sends a RequestChainsRecord).
+Result<void> replace_request_chains(sqlite3* db, int64_t session_id, std::span<const ChainRecord> chains);
 
 // In one transaction on a connection opened for writing: deletes the session's chains and
 // call causes and inserts these (chain ids are globally unique: they embed the session id).

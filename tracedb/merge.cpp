@@ -218,6 +218,11 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
       {"rollups",
        {{"session_id", SID}, {"pid", shift("pid", pbase)}, {"op_id", "(SELECT mid FROM temp.opmap WHERE sid = s.op_id)"}},
        where + " AND s.sec < " + std::to_string(merged_rolled_sec), ""},
+      // Served HTTP requests and the engines' scraped metrics (docs/INFERENCE.md): their
+      // servers are this host's processes.
+      {"requests", {{"session_id", SID}, {"server_pid", shift("server_pid", pbase)}}, where, ""},
+      {"engines", {{"session_id", SID}, {"pid", shift("pid", pbase)}}, where, ""},
+      {"engine_metrics", {{"session_id", SID}, {"pid", shift("pid", pbase)}}, where, ""},
       {"collector_stats",
        {{"session_id", SID}},
        where, "ON CONFLICT (session_id, name) DO UPDATE SET value = value + excluded.value"},

@@ -128,6 +128,13 @@ struct CallCausesRecord {
   std::vector<CallCauseRecord> rows;
 };
 
+// The session's request-level chains as of one pass over its requests (docs/INFERENCE.md
+// "Request chains"): they replace every request-level chain stored before, in the same
+// transaction, so a cause that left the tail leaves no stale chain.
+struct RequestChainsRecord {
+  std::vector<ChainRecord> chains;
+};
+
 // One HTTP request served by a traced process: a row of `requests` (schemas/trace.sql,
 // migration 7; docs/INFERENCE.md). Times are Unix ns; 0 = not seen.
 struct RequestRecord {
@@ -172,7 +179,7 @@ inline constexpr std::string_view kHostContextCounter = "host_context_ns";
 // Rare, never dropped: identity and results rather than the event stream. Requests come at
 // most thousands a second, far below the event lanes, and each one is a result to keep.
 using MetaRecord = std::variant<ProcessRecord, ThreadRecord, StackRecord, ChainRecord, CgroupRecord, CallCausesRecord,
-                                RequestRecord, EngineSampleRecord, HostContextMark>;
+                                RequestChainsRecord, RequestRecord, EngineSampleRecord, HostContextMark>;
 
 struct SessionInfo {
   std::string source_kind;  // live | demo | import

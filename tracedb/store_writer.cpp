@@ -198,6 +198,7 @@ Result<void> StoreWriter::prepare_statements() {
       {&ins_stack_, "INSERT OR IGNORE INTO stacks (id, hash, frames) VALUES (?,?,?)"},
       {&upsert_chain_, kUpsertChainSql},
       {&upsert_call_cause_, kUpsertCallCauseSql},
+      {&del_request_chains_, kDeleteRequestChainsSql},
       {&upsert_counter_,
        "INSERT INTO collector_stats (session_id, name, value, updated_ns) VALUES (?,?,?,?) "
        "ON CONFLICT (session_id, name) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns"},
@@ -794,6 +795,16 @@ int StoreWriter::write_meta(const MetaRecord& m) {
       bind_call_cause(s, sid, row);
       if (int rc = finish_meta(s); rc != SQLITE_DONE) return rc;
     }
+  } else if (auto* rc = std::get_if<RequestChainsRecord>(&m)) {
+    Statement& d = del_request_chains_;
+    d.bind(1, sid);
+    d.bind(2, request_chain_id_prefix(sid));
+    if (int rc_del = finish_meta(d); rc_del != SQLITE_DONE) return rc_del;
+    Statement& s = upsert_chain_;
+    for (const ChainRecord& c : rc->chains) {
+      bind_chain(s, sid, now_ns(), c);
+      if (int rc_ins = finish_meta(s); rc_ins != SQLITE_DONE) return rc_ins;
+    }
   } else if (auto* q = std::get_if<RequestRecord>(&m)) {
     return write_request(ins_request_, sid, *q);
   } else if (auto* es = std::get_if<EngineSampleRecord>(&m)) {
@@ -1008,7 +1019,7 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
     }
     for (Statement* st : {&ins_event_, &ins_events_, &ins_sched_, &ins_wakeup_, &ins_rollup_, &upsert_process_,
                           &upsert_thread_, &upsert_cgroup_, &ins_stack_, &upsert_chain_, &upsert_call_cause_,
-                          &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_, &ins_request_, &ins_engine_sample_, &upsert_engine_})
+                          &del_request_chains_, &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_, &ins_request_, &ins_engine_sample_, &upsert_engine_})
       *st = Statement();
     // A checkpoint copies the WAL into the DB file, which grows: on a disk that is failing
     // writes it cannot complete, and it is not tried. The WAL stays, complete, beside the DB

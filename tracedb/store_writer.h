@@ -226,7 +226,7 @@ class StoreWriter {
 
   // Writer-thread state.
   Statement ins_event_, ins_events_, ins_sched_, ins_wakeup_, ins_rollup_, upsert_process_, upsert_thread_, upsert_cgroup_,
-      ins_stack_, upsert_chain_, upsert_call_cause_, upsert_counter_, upd_rolled_, upd_stopped_, ins_block_, ins_request_,
+      ins_stack_, upsert_chain_, upsert_call_cause_, del_request_chains_, upsert_counter_, upd_rolled_, upd_stopped_, ins_block_, ins_request_,
       ins_engine_sample_, upsert_engine_;
   std::map<RollupKey, RollupAcc> rollups_;        // committed rows not yet rolled up
   std::map<RollupKey, RollupAcc> batch_rollups_;  // the transaction's rows, merged in on COMMIT

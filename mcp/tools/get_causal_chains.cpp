@@ -35,6 +35,15 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
       if (k.contains("host") && k["host"].is_string()) line += ", host " + data_text(k["host"].get<std::string>());
       t.line(line);
     }
+    if (c.contains("requests") && c["requests"].is_array() && !c["requests"].empty()) {
+      // A request-level chain: the requests it slowed (ids are the clients' x-request-id).
+      std::string ids;
+      size_t shown = 0;
+      for (const auto& id : c["requests"])
+        if (id.is_string() && shown++ < 8) ids += (ids.empty() ? "" : ", ") + data_text(id.get<std::string>(), 64);
+      if (c["requests"].size() > 8) ids += ", … " + std::to_string(c["requests"].size() - 8) + " more";
+      t.line("  requests slowed: " + ids);
+    }
     if (c.contains("evidence"))
       for (const auto& e : c["evidence"]) t.line("  evidence: " + own_text(e.is_string() ? e.get<std::string>() : e.dump(), traced, 300));
     if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {

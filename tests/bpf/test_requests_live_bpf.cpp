@@ -347,4 +347,71 @@ TEST_CASE("kv_cache_pressure: a KV cache too small preempts streams; their stall
   CHECK(chains[0]["level"] == "request");
   CHECK(chains[0]["cause"] == "kv_cache_pressure");
   CHECK(!chains[0]["requests"].empty());
+  // Stored by the trace: the tail's cause points at it by id.
+  CHECK(chains[0]["id"] == (*k)["chain_id"]);
+  CHECK(q_int(db, "SELECT count(*) FROM chains WHERE id = '" + chains[0]["id"].get<std::string>() + "'") == 1);
+}
+
+TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's next token; the late rank is named") {
+  need_aiohttp();
+  TempDir dir;
+  // Two TP workers with an all-reduce per forward pass on the fake libnccl; rank 1 starts
+  // every 5th pass 60 ms late (decode passes are 20 ms): rank 0 waits for it in the barrier.
+  PlantedServer srv(dir, 12000 + static_cast<int>(::getpid() % 8000),
+                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
+                     "--late-every", "5"});
+  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
+                            {"--metric", "itl", "--slowest", "5"});
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 24);
+  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE comm = 'VllmWorker-1'");
+  REQUIRE(late_pid > 0);
+  // The workers' all-reduces were traced and matched across the two ranks.
+  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
+  const json* n = tail_cause(d, "nccl_straggler");
+  REQUIRE(n != nullptr);
+  CHECK((*n)["share_time"].get<double>() >= 0.5);
+  CHECK((*n)["culprit"]["pid"] == late_pid);
+  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
+  CHECK((*n)["culprit"]["rank"] == 1);
+  // The requests it slowed: the slowest streams each carry it, pointing at the stored chain.
+  size_t named = 0;
+  std::string chain_id;
+  for (const auto& s : d["slowest"])
+    for (const auto& c : s["causes"])
+      if (c["cause"] == "nccl_straggler") {
+        ++named;
+        chain_id = c["chain_id"].is_string() ? c["chain_id"].get<std::string>() : "";
+      }
+  CHECK(named >= 3);
+  CHECK((*n)["chain_id"] == chain_id);
+  // explain leads with the request chains (stored by the trace); the token-gap one is this
+  // nccl_straggler, naming the late rank. (On a busy host the first request's TTFT, which
+  // waited for the communicator to form, can be a request chain of its own, ranked by the
+  // time it lost.)
+  auto e = run_causeway({"explain", "--db", db, "--json", "--limit", "100"});
+  REQUIRE(e.exit_code == 0);
+  const json chains = json::parse(e.out)["chains"];
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["level"] == "request");
+  const json* itl = nullptr;
+  bool call_level_seen = false;
+  for (const auto& c : chains) {
+    if (c.value("level", "") != "request") call_level_seen = true;
+    else CHECK_FALSE(call_level_seen);  // request-level chains first
+    if (!itl && c.value("metric", "") == "itl") itl = &c;
+  }
+  REQUIRE(itl != nullptr);
+  CAPTURE(itl->dump());
+  CHECK((*itl)["cause"] == "nccl_straggler");
+  CHECK((*itl)["severity"] == "HIGH");
+  CHECK((*itl)["id"] == chain_id);
+  CHECK((*itl)["culprit"]["pid"] == late_pid);
+  CHECK((*itl)["culprit"]["rank"] == 1);
+  CHECK(!(*itl)["requests"].empty());
+  MESSAGE("nccl_straggler: " << (*n)["share_time"].get<double>() * 100 << "% of the ITL tail's time above the median ("
+                              << d["tail"]["units"] << " gaps, threshold " << d["tail"]["threshold_ms"] << " ms, median gap "
+                              << d["itl_ms"]["p50"] << " ms), " << named << " of the " << d["slowest"].size()
+                              << " slowest requests carry it; request chain " << chain_id << " " << (*itl)["severity"]);
+  CHECK(q_int(db, "SELECT count(*) FROM chains WHERE id = '" + chain_id + "'") == 1);
 }

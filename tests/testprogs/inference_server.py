@@ -4,6 +4,7 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
 
   inference_server.py --port 8000 --cudart LIB [--step-ms 15] [--prefill-us-per-byte 20]
                       [--max-batch 8] [--kv-tokens N] [--ready-file F]
+                      [--tp 2 --nccl LIB [--late-rank R --late-ms M --late-every K]]
 
 * the API server (this process, aiohttp) takes POST /v1/completions {"prompt", "max_tokens",
   "stream": true} and streams `data: {...}` SSE events, then `data: [DONE]`;
@@ -13,6 +14,13 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
   tests/testprogs, or a real one), waits on a stream sync, sleeps for the step's "GPU time"
   and emits one token for every running request.
 Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ sockets do.
+* with --tp N the engine core runs no model itself: it hands each forward pass to N worker
+  processes (its children, "VllmWorker-R", as vLLM V1's multiproc executor does), each of
+  which launches its share of the kernels and joins one all-reduce per pass through libnccl
+  (the fake one: a real barrier across the ranks), then syncs its stream. The communicator is
+  formed at the first forward pass. --late-rank R --late-ms M --late-every K plants a late
+  tensor-parallel rank: rank R starts every K-th pass M ms late, so the other ranks wait for
+  it in the all-reduce and every running stream's next token comes that much later.
 * GET /metrics serves the engine's state in vLLM V1's Prometheus names: requests running and
   waiting, KV-cache usage, preemptions, and a TTFT histogram of the engine's own.
 """
@@ -24,6 +32,7 @@ import json
 import multiprocessing
 import os
 import signal
+import struct
 import sys
 import threading
 import time
@@ -36,6 +45,68 @@ class Dim3(ctypes.Structure):
 def set_process_name(name):
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(15, name.encode(), 0, 0, 0)
+
+
+class UniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+
+
+def tp_worker(args, rank, uid, commands, done):
+    """One tensor-parallel rank: for each forward pass the engine core sends (its "GPU time"),
+    launch this rank's kernels, all-reduce with the other ranks, sync, and answer."""
+    set_process_name("VllmWorker-%d" % rank)
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    rt = ctypes.CDLL(args.cudart)
+    rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    rt.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
+    nccl = ctypes.CDLL(args.nccl)
+    nccl.ncclCommInitRank.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int, UniqueId, ctypes.c_int]
+    nccl.ncclAllReduce.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                                   ctypes.c_void_p, ctypes.c_void_p]
+    kernel = ctypes.c_void_p(0x1000)
+    buf = ctypes.c_void_p(0x2000)
+    comm = None
+    passes = 0
+    while True:
+        msg = os.read(commands, 8)
+        if len(msg) < 8:
+            os._exit(0)
+        secs = struct.unpack("d", msg)[0]
+        if comm is None:
+            comm = ctypes.c_void_p()
+            nccl.ncclCommInitRank(ctypes.byref(comm), args.tp, uid, rank)
+        passes += 1
+        for _ in range(2):
+            rt.cudaLaunchKernel(kernel, Dim3(32, 1, 1), Dim3(256, 1, 1), None, 0, None)
+        if rank == args.late_rank and args.late_every > 0 and passes % args.late_every == 0:
+            time.sleep(args.late_ms / 1000.0)  # the planted straggler: this rank starts the pass late
+        nccl.ncclAllReduce(buf, buf, 4096, 7, 0, comm, None)  # ncclFloat32, ncclSum
+        rt.cudaStreamSynchronize(None)
+        time.sleep(secs)
+        os.write(done, b"x")
+
+
+def start_tp_workers(args):
+    """Forks the --tp workers; returns forward(secs), which runs one pass on all of them."""
+    nccl = ctypes.CDLL(args.nccl)
+    uid = UniqueId()
+    nccl.ncclGetUniqueId(ctypes.byref(uid))
+    links = []
+    for rank in range(args.tp):
+        cmd_r, cmd_w = os.pipe()
+        done_r, done_w = os.pipe()
+        if os.fork() == 0:
+            tp_worker(args, rank, uid, cmd_r, done_w)
+            os._exit(0)
+        links.append((cmd_w, done_r))
+
+    def forward(secs):
+        for cmd_w, _ in links:
+            os.write(cmd_w, struct.pack("d", secs))
+        for _, done_r in links:
+            os.read(done_r, 1)
+
+    return forward
 
 
 def engine_core(args, requests_in, tokens_out):
@@ -51,6 +122,21 @@ def engine_core(args, requests_in, tokens_out):
     rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
     rt.cudaStreamSynchronize.argtypes = [ctypes.c_void_p]
     kernel = ctypes.c_void_p(0x1000)
+
+    def forward_here(launches, secs):
+        for _ in range(launches):
+            rt.cudaLaunchKernel(kernel, Dim3(32, 1, 1), Dim3(256, 1, 1), None, 0, None)
+        rt.cudaStreamSynchronize(None)
+        time.sleep(secs)
+
+    tp_forward = start_tp_workers(args) if args.tp > 1 else None
+
+    def forward(launches, secs):
+        if tp_forward:
+            tp_forward(secs)
+        else:
+            forward_here(launches, secs)
+
     capacity = args.kv_tokens if args.kv_tokens > 0 else 1 << 20
     waiting = collections.deque()  # [id, prompt bytes, tokens left, tokens generated]
     running = {}  # id → the same list, in admission order
@@ -74,9 +160,7 @@ def engine_core(args, requests_in, tokens_out):
         while waiting and len(running) < args.max_batch and (not running or used() + kv_tokens(waiting[0]) + 1 <= capacity):
             r = waiting.popleft()
             # Prefill: the prompt's forward pass (and a preempted request's recompute).
-            rt.cudaLaunchKernel(kernel, Dim3(64, 1, 1), Dim3(128, 1, 1), None, 0, None)
-            rt.cudaStreamSynchronize(None)
-            time.sleep((r[1] + 4 * r[3]) * args.prefill_us_per_byte / 1e6)
+            forward(1, (r[1] + 4 * r[3]) * args.prefill_us_per_byte / 1e6)
             running[r[0]] = r
         # The step needs one more token of cache for each running request: preempt the
         # latest admitted until it fits.
@@ -85,10 +169,7 @@ def engine_core(args, requests_in, tokens_out):
             waiting.appendleft(running.pop(rid))
             preemptions += 1
         # One decode step for the whole batch.
-        for _ in range(4):
-            rt.cudaLaunchKernel(kernel, Dim3(32, 1, 1), Dim3(256, 1, 1), None, 0, None)
-        rt.cudaStreamSynchronize(None)
-        time.sleep(args.step_ms / 1000.0)
+        forward(4, args.step_ms / 1000.0)
         out = []
         for rid in list(running):
             r = running[rid]
@@ -139,7 +220,14 @@ def main():
     p.add_argument("--max-batch", type=int, default=8)
     p.add_argument("--kv-tokens", type=int, default=0)
     p.add_argument("--ready-file")
+    p.add_argument("--tp", type=int, default=1)
+    p.add_argument("--nccl", help="libnccl for --tp > 1 (the fake one of tests/testprogs)")
+    p.add_argument("--late-rank", type=int, default=-1)
+    p.add_argument("--late-ms", type=float, default=0.0)
+    p.add_argument("--late-every", type=int, default=0)
     args = p.parse_args()
+    if args.tp > 1 and not args.nccl:
+        p.error("--tp needs --nccl")
 
     from aiohttp import web  # Debian's python3-aiohttp
 

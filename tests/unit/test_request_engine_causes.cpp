@@ -1,4 +1,4 @@
-// queueing and kv_cache_pressure from rows (docs/INFERENCE.md "Causes keyed to requests"):
+// queueing, kv_cache_pressure, nccl_straggler, io_contention and memory_pressure from rows (docs/INFERENCE.md "Causes keyed to requests"):
 // requests and the engine's scraped metrics written by the real writer to a real SQLite
 // file, then asked through request_latency_json.
 #include <doctest/doctest.h>
@@ -8,6 +8,7 @@
 #include "tests/unit/request_rows.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"
+#include "tracedb/op_catalog.h"
 #include "tracedb/store_writer.h"
 
 using namespace causeway;
@@ -74,6 +75,12 @@ const json* cause(const json& tail, const std::string& name) {
   for (const auto& c : tail["causes"])
     if (c["cause"] == name) return &c;
   return nullptr;
+}
+
+// 95 quick streams, and five whose second gap (5941..6441 ms) took 500 ms instead of 20.
+void five_slow_gaps(StoreWriter& w) {
+  for (int i = 0; i < 95; ++i) w.push_meta(to_record(stream("r" + std::to_string(i), i * 50, 20)));
+  for (int i = 0; i < 5; ++i) w.push_meta(to_record(stream("p" + std::to_string(i), 5900, 20, 2, 500)));
 }
 
 }  // namespace
@@ -151,4 +158,125 @@ TEST_CASE("engine causes: a full cache with no preemption, or no metrics at all,
   d = none.ask(Metric::ttft, 0.5);
   CHECK(d["requests"]["tail"]["causes"].empty());
   CHECK(d["engines"].empty());
+}
+
+TEST_CASE("nccl_straggler: token gaps of a forward pass whose all-reduce waited for a late tensor-parallel rank") {
+  const uint16_t all_reduce = find_op("ncclAllReduce")->id;
+  Db db([&](StoreWriter& w) {
+    // The API server (100, the requests' server) → EngineCore 101 → two TP workers 102, 103.
+    w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
+    w.push_meta(ProcessRecord{.pid = 102, .ppid = 101, .comm = "VllmWorker-0"});
+    w.push_meta(ProcessRecord{.pid = 103, .ppid = 101, .comm = "VllmWorker-1"});
+    five_slow_gaps(w);
+    // One all-reduce per 20 ms pass on both ranks, within 0.2 ms of each other (jitter, not a
+    // straggler), but the pass at 6000 ms: rank 1 enters 430 ms after rank 0.
+    for (int64_t seq = 0; seq < 500; ++seq) {
+      const int64_t t = kT0 + seq * 20 * kMs;
+      const bool late = seq == 300;
+      for (uint32_t rank : {0u, 1u}) {
+        CallRecord c;
+        c.pid = c.tid = 102 + rank;
+        c.op = all_reduce;
+        c.ts_ns = t + (rank == 1 ? (late ? 430 * kMs : 200'000) : 0);
+        c.dur_ns = (late ? 430 * kMs + 100'000 : 300'000) - (c.ts_ns - t);
+        c.a = {0, 0xabc, rank, 2, seq, 0};  // buffer, comm hash, rank, nranks, seq
+        w.push_wait(c);
+      }
+    }
+  });
+  json d = db.ask(Metric::itl, 0.99);
+  const json& tail = d["requests"]["tail"];
+  CAPTURE(tail.dump());
+  const json* n = cause(tail, "nccl_straggler");
+  REQUIRE(n != nullptr);
+  CHECK((*n)["requests"] == 5);
+  CHECK((*n)["culprit"]["pid"] == 103);
+  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
+  CHECK((*n)["culprit"]["rank"] == 1);
+  CHECK((*n)["culprit"]["nranks"] == 2);
+  // 430 of each gap's 480 ms above the median.
+  CHECK((*n)["share_time"].get<double>() == doctest::Approx(430.0 / 480).epsilon(0.02));
+  CHECK(d["requests"]["slowest"][0]["causes"][0]["cause"] == "nccl_straggler");
+  CHECK(d["requests"]["slowest"][0]["causes"][0]["lost_ms"].get<double>() == doctest::Approx(430).epsilon(0.01));
+}
+
+namespace {
+
+// The server (100) → EngineCore 101, five_slow_gaps, and the engine core's thread in D state
+// from 6000 to 6400 ms. `also` adds what it waited on.
+template <typename F>
+void d_state_db(StoreWriter& w, F also) {
+  w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
+  five_slow_gaps(w);
+  SwitchRecord out;
+  out.ts_ns = kT0 + 6000 * kMs;
+  out.prev_tid = out.prev_pid = 101;
+  out.prev_state = 2;  // D
+  w.push_wait(out);
+  w.push_wait(WakeupRecord{.ts_ns = kT0 + 6400 * kMs, .tid = 101, .pid = 101});
+  SwitchRecord in;
+  in.ts_ns = kT0 + 6400 * kMs + 50'000;
+  in.next_tid = in.next_pid = 101;
+  w.push_wait(in);
+  also(w);
+}
+
+CallRecord host_event(uint16_t op, uint32_t pid, int64_t from_ms, int64_t to_ms, int64_t a0) {
+  CallRecord c;
+  c.pid = c.tid = pid;
+  c.op = op;
+  c.ts_ns = kT0 + from_ms * kMs;
+  c.dur_ns = (to_ms - from_ms) * kMs;
+  c.a = {a0, 0, 0, 0, 0, 0};
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("io_contention: token gaps while the engine's thread waited in D state under another process's disk I/O") {
+  Db db([](StoreWriter& w) {
+    d_state_db(w, [](StoreWriter& x) {
+      x.push_meta(ProcessRecord{.pid = 900, .ppid = 1, .comm = "tar"});
+      x.push_wait(host_event(find_op("block_rq")->id, 900, 5990, 6420, 1 << 20));
+    });
+  });
+  json d = db.ask(Metric::itl, 0.99);
+  const json& tail = d["requests"]["tail"];
+  CAPTURE(tail.dump());
+  const json* io = cause(tail, "io_contention");
+  REQUIRE(io != nullptr);
+  CHECK((*io)["requests"] == 5);
+  CHECK((*io)["culprit"]["pid"] == 900);
+  CHECK((*io)["culprit"]["comm"] == "tar");
+  CHECK((*io)["culprit"]["own_io"] == false);
+  // 400 ms of each gap's 480 ms above the median: the D wait, all of it under tar's I/O.
+  CHECK((*io)["share_time"].get<double>() == doctest::Approx(400.0 / 480).epsilon(0.02));
+  CHECK(cause(tail, "memory_pressure") == nullptr);
+  CHECK(d["requests"]["slowest"][0]["causes"][0]["cause"] == "io_contention");
+}
+
+TEST_CASE("memory_pressure: a D wait with no disk I/O during another process's page-allocation burst") {
+  Db db([](StoreWriter& w) {
+    d_state_db(w, [](StoreWriter& x) {
+      x.push_meta(ProcessRecord{.pid = 901, .ppid = 1, .comm = "stress-ng"});
+      x.push_wait(host_event(find_op("page_alloc")->id, 901, 6000, 6300, 100'000));  // ≈ 1.3 GiB/s
+    });
+  });
+  json d = db.ask(Metric::itl, 0.99);
+  const json& tail = d["requests"]["tail"];
+  CAPTURE(tail.dump());
+  const json* m = cause(tail, "memory_pressure");
+  REQUIRE(m != nullptr);
+  CHECK((*m)["requests"] == 5);
+  CHECK((*m)["culprit"]["pid"] == 901);
+  CHECK((*m)["culprit"]["comm"] == "stress-ng");
+  CHECK((*m)["culprit"]["pages"] == 100'000);
+  CHECK((*m)["share_time"].get<double>() == doctest::Approx(400.0 / 480).epsilon(0.02));
+  CHECK(cause(tail, "io_contention") == nullptr);
+
+  // The same D wait with neither I/O nor an allocation burst is not claimed by either.
+  Db bare([](StoreWriter& w) { d_state_db(w, [](StoreWriter&) {}); });
+  const json t = bare.ask(Metric::itl, 0.99)["requests"]["tail"];
+  CHECK(cause(t, "memory_pressure") == nullptr);
+  CHECK(cause(t, "io_contention") == nullptr);
 }

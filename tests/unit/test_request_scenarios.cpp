@@ -7,22 +7,37 @@
 #include "requests/request_chains.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
+#include "tests/unit/test_mcp_helpers.h"
+#include "tracedb/chain_store.h"
 #include "tracedb/open.h"
+#include "tracedb/sqlite_handle.h"
+#include "tracedb/store_writer.h"
 
 using namespace causeway;
 using json = nlohmann::json;
 
 namespace {
 
-std::string demo(const std::string& scenario, uint64_t seed, test::TempDir& dir) {
+std::string demo(const std::string& scenario, uint64_t seed, test::TempDir& dir,
+                 int64_t start_ns = 1'790'000'000'000'000'000) {
   const std::string path = dir.file(scenario + std::to_string(seed) + ".db");
   DemoOptions o;
   o.scenario = scenario;
   o.seed = seed;
-  o.start_ns = 1'790'000'000'000'000'000;
+  o.start_ns = start_ns;
   auto d = run_demo(path, o);
   REQUIRE_MESSAGE(d.ok(), d.error().message);
   return path;
+}
+
+// One integer from a read-only connection.
+int64_t q_int(const std::string& path, const std::string& sql) {
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  auto st = Statement::prepare(db->get(), sql);
+  REQUIRE(st);
+  REQUIRE(st->step() == SQLITE_ROW);
+  return st->col_int(0);
 }
 
 json ask(const std::string& scenario, uint64_t seed, requests::Metric m, test::TempDir& dir) {
@@ -64,12 +79,17 @@ TEST_CASE("request scenarios: the planted cause leads the tail, with its culprit
         CHECK(k["pid"] == info.expected_culprit_pid);
         CHECK(k["comm"] == info.expected_culprit);
       }
+      if (want == "nccl_straggler") {
+        CHECK(k["pid"] == info.expected_culprit_pid);
+        CHECK(k["comm"] == info.expected_culprit);
+        CHECK(k["rank"] == 1);
+      }
       if (want == "prefill_interference") CHECK(!k["requests"].empty());
       if (want == "queueing") CHECK(k["waiting_max"].get<double>() >= 5);
       if (want == "kv_cache_pressure") CHECK(k["preemptions"].get<double>() >= 1);
     }
   }
-  CHECK(seen == 5);
+  CHECK(seen == 6);
 }
 
 TEST_CASE("request chains: severity from how slow the tail is and how much the cause explains") {
@@ -125,4 +145,150 @@ TEST_CASE("explain: request-level chains first when the session served requests"
   auto train = test::run_causeway({"explain", "--db", demo("incident", 1, dir), "--json"});
   REQUIRE(train.exit_code == 0);
   for (const auto& c : json::parse(train.out)["chains"]) CHECK(!c.contains("level"));
+}
+
+TEST_CASE("request chains are stored: stable ids, get_causal_chains returns them first, requests' causes point at them") {
+  test::TempDir dir;
+  const std::string path = demo("requests-queueing", 1, dir);
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  const int64_t sid = q_int(path, "SELECT max(id) FROM sessions");
+  const std::string id = requests::request_chain_id(sid, requests::Metric::ttft, "queueing");
+  CHECK(id == "s" + std::to_string(sid) + "-req-ttft-queueing");
+  // A row of the chains table, with the columns of a chain and the document explain shows.
+  auto st = Statement::prepare(db->get(), "SELECT severity, cause, pid, culprit_pid, calls, doc FROM chains WHERE id = ?1");
+  REQUIRE(st);
+  st->bind(1, id);
+  REQUIRE(st->step() == SQLITE_ROW);
+  CHECK(st->col_text(0) == "HIGH");
+  CHECK(st->col_text(1) == "queueing");
+  CHECK(st->col_int(2) == 5300);  // the server whose requests waited
+  CHECK(st->col_int(3) == 5300);  // queueing's culprit: the engine's server
+  CHECK(st->col_int(4) >= 3);     // requests in the tail it explains
+  const json doc = json::parse(st->col_text(5));
+  CHECK(doc["level"] == "request");
+  CHECK(doc["metric"] == "ttft");
+  CHECK(!doc["requests"].empty());
+  // The same demo (same seed) gives the same ids: the id names the session, metric and cause.
+  test::TempDir other;
+  const std::string again = demo("requests-queueing", 1, other);
+  CHECK(q_int(again, "SELECT count(*) FROM chains WHERE id = '" + id + "'") == 1);
+
+  // `causeway requests`: the tail's cause and each slow request's cause carry the chain's id;
+  // E2E, which has no chains of its own, points at the TTFT chain of the cause.
+  for (const char* metric : {"ttft", "e2e"}) {
+    auto r = test::run_causeway({"requests", "--db", path, "--json", "--metric", metric});
+    REQUIRE(r.exit_code == 0);
+    const json d = json::parse(r.out)["requests"];
+    CAPTURE(d["tail"].dump());
+    bool tail_named = false;
+    for (const auto& c : d["tail"]["causes"])
+      if (c["cause"] == "queueing") tail_named = c["chain_id"] == id;
+    CHECK(tail_named);
+    CHECK(d["slowest"][0]["causes"][0]["cause"] == "queueing");
+    CHECK(d["slowest"][0]["causes"][0]["chain_id"] == id);
+  }
+  // A cause with no stored chain has none.
+  auto itl = test::run_causeway({"requests", "--db", path, "--json", "--metric", "itl", "--quantile", "0.5"});
+  REQUIRE(itl.exit_code == 0);
+  for (const auto& c : json::parse(itl.out)["requests"]["tail"]["causes"])
+    if (q_int(path, "SELECT count(*) FROM chains WHERE id = '" + requests::request_chain_id(sid, requests::Metric::itl, c["cause"].get<std::string>()) + "'") == 0)
+      CHECK(c["chain_id"].is_null());
+
+  // MCP get_causal_chains: the request chain first, found by its cause too.
+  auto s = test::make_mcp_server(path);
+  json r = test::call_tool(s, "get_causal_chains", json::object())["result"];
+  REQUIRE(r["isError"] == false);
+  const json& chains = r["structuredContent"]["chains"];
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["id"] == id);
+  CHECK(chains[0]["level"] == "request");
+  CHECK(r["content"][0]["text"].get<std::string>().find("requests slowed: ") != std::string::npos);
+  json by_cause = test::call_tool(s, "get_causal_chains", {{"cause", "queueing"}})["result"]["structuredContent"];
+  CHECK(by_cause["chains"][0]["id"] == id);
+}
+
+TEST_CASE("request chains: each pass replaces the session's request chains, in the writer and after the fact") {
+  test::TempDir dir;
+  const std::string path = demo("requests-kv-cache", 1, dir);
+  const int64_t sid = q_int(path, "SELECT max(id) FROM sessions");
+  const int64_t stored = q_int(path, "SELECT count(*) FROM chains WHERE id LIKE 's%-req-%'");
+  REQUIRE(stored >= 1);
+  const int64_t call_level = q_int(path, "SELECT count(*) FROM chains WHERE id NOT LIKE 's%-req-%'");
+  // A chain of an earlier pass that the tail no longer has is gone after the next pass; the
+  // call-level chains are left alone.
+  {
+    auto w = open_for_write(path);
+    REQUIRE(w);
+    ChainRecord stale;
+    stale.id = request_chain_id_prefix(sid) + "itl-cpu_contention";
+    stale.severity = "LOW";
+    stale.cause = "cpu_contention";
+    stale.summary = "from an earlier pass";
+    stale.doc = "{}";
+    REQUIRE(replace_request_chains(w->get(), sid, std::vector<ChainRecord>{stale}));
+    close_writer_cleanly(*w);
+  }
+  CHECK(q_int(path, "SELECT count(*) FROM chains WHERE id LIKE 's%-req-%'") == 1);
+  auto n = requests::store_request_chains(path, sid);
+  REQUIRE(n);
+  CHECK(static_cast<int64_t>(*n) == stored);
+  CHECK(q_int(path, "SELECT count(*) FROM chains WHERE id LIKE 's%-req-%'") == stored);
+  CHECK(q_int(path, "SELECT count(*) FROM chains WHERE id LIKE '%cpu_contention' AND summary = 'from an earlier pass'") == 0);
+  CHECK(q_int(path, "SELECT count(*) FROM chains WHERE id NOT LIKE 's%-req-%'") == call_level);
+
+  // The live path: the writer applies a RequestChainsRecord the same way.
+  const std::string live = dir.file("live.db");
+  {
+    auto w = StoreWriter::open(live);
+    REQUIRE(w);
+    SessionInfo info;
+    info.source_kind = "live";
+    info.started_ns = 1'700'000'000'000'000'000;
+    auto lsid = (*w)->begin_session(info);
+    REQUIRE(lsid);
+    auto chain = [&](const std::string& cause) {
+      ChainRecord c;
+      c.id = request_chain_id_prefix(*lsid) + "ttft-" + cause;
+      c.severity = "HIGH";
+      c.cause = cause;
+      c.summary = cause;
+      c.doc = json{{"id", c.id}, {"level", "request"}}.dump();
+      return c;
+    };
+    ChainRecord call_chain = chain("gpu_wait");
+    call_chain.id = "s" + std::to_string(*lsid) + "-gpu_wait-1";
+    (*w)->push_meta(call_chain);
+    (*w)->push_meta(RequestChainsRecord{{chain("queueing"), chain("cpu_contention")}});
+    (*w)->push_meta(RequestChainsRecord{{chain("queueing")}});
+    REQUIRE((*w)->close(info.started_ns + 1'000'000'000));
+  }
+  CHECK(q_int(live, "SELECT count(*) FROM chains WHERE id LIKE 's%-req-%'") == 1);
+  CHECK(q_int(live, "SELECT count(*) FROM chains WHERE cause = 'queueing'") == 1);
+  CHECK(q_int(live, "SELECT count(*) FROM chains WHERE cause = 'gpu_wait'") == 1);
+}
+
+TEST_CASE("merge: the hosts' requests come along, and the merged session has its own request chains") {
+  test::TempDir dir;
+  // Two hosts' sessions (a host is one session: they start apart).
+  const std::string a = demo("requests-queueing", 1, dir), b = demo("requests-queueing", 2, dir, 1'790'000'000'000'000'500);
+  const std::string out = dir.file("merged.db");
+  auto m = test::run_causeway({"merge", "-o", out, a, b, "--json"});
+  REQUIRE_MESSAGE(m.exit_code == 0, m.err << m.out);
+  const int64_t sid = q_int(out, "SELECT max(id) FROM sessions");
+  CHECK(q_int(out, "SELECT count(*) FROM requests") == q_int(a, "SELECT count(*) FROM requests") + q_int(b, "SELECT count(*) FROM requests"));
+  CHECK(q_int(out, "SELECT count(DISTINCT server_pid) FROM requests") == 2);  // each host's 5300, shifted apart
+  CHECK(q_int(out, "SELECT count(*) FROM engines") == 2);
+  auto r = test::run_causeway({"requests", "--db", out, "--json"});
+  REQUIRE(r.exit_code == 0);
+  const json d = json::parse(r.out)["requests"];
+  CHECK(d["by"].size() == 2);
+  CHECK(d["tail"]["causes"][0]["cause"] == "queueing");
+  CHECK(d["tail"]["causes"][0]["chain_id"] == requests::request_chain_id(sid, requests::Metric::ttft, "queueing"));
+  auto e = test::run_causeway({"explain", "--db", out, "--json"});
+  REQUIRE(e.exit_code == 0);
+  const json chains = json::parse(e.out)["chains"];
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["level"] == "request");
+  CHECK(chains[0]["cause"] == "queueing");
 }

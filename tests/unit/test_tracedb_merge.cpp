@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "tests/support/test_support.h"
 #include "tracedb/merge.h"
@@ -111,6 +112,35 @@ TEST_CASE("refusals leave no output: same DB twice, a merged DB, a newer schema,
   REQUIRE_FALSE(newer);
   CHECK(newer.error().code == "db_too_new");
   CHECK_FALSE(std::filesystem::exists(dir.file("m3.db")));
+}
+
+TEST_CASE("merge carries the hosts' served requests and engine metrics, their server pids shifted") {
+  TempDir dir;
+  const std::string a = dir.file("a.db"), b = dir.file("b.db"), old = dir.file("old.db"), out = dir.file("m.db");
+  for (const auto& [path, host, t0] : {std::tuple{a, "node-a", 1'000'000}, std::tuple{b, "node-b", 1'000'500}}) {
+    make_host(path, host, latest_schema_version(), t0);
+    DbHandle db = open_rw(path);
+    const std::string T = std::to_string(t0);
+    REQUIRE(exec_sql(db.get(),
+                     "INSERT INTO requests (session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, "
+                     "start_ns, end_ns, first_token_ns, last_byte_ns, ttft_ns, e2e_ns, status, prompt_bytes, response_bytes, "
+                     "streamed, events, complete) VALUES "
+                     "(1, 'r1', 0, 100, 7, 'POST', '/v1/completions', 't', '', " + T + ", " + T + " + 10, " + T + " + 50, " +
+                         T + " + 90, 40, 90, 200, 12, 300, 1, 3, 1), "
+                         "(1, 'r2', 0, 100, 7, 'POST', '/v1/completions', 't', '', " + T + " + 100, " + T + " + 110, " + T +
+                         " + 150, " + T + " + 190, 40, 90, 200, 12, 300, 1, 3, 1);"
+                         "INSERT INTO engines VALUES (1, 100, 'vllm', 'http://127.0.0.1:8000/metrics');"
+                         "INSERT INTO engine_metrics VALUES (1, " + T + ", 100, 'vllm', 'vllm:num_requests_waiting', '', 2);")
+                .ok());
+  }
+  make_host(old, "node-old", 2, 1'000'700);  // a schema without requests: nothing to carry
+  auto m = merge_trace_dbs(out, {a, b, old});
+  REQUIRE_MESSAGE(m, (m ? std::string() : m.error().message));
+  CHECK(q(out, "SELECT count(*) FROM requests") == 4);
+  CHECK(q(out, "SELECT count(*) FROM requests WHERE server_pid = 10000100 AND session_id = 1") == 2);
+  CHECK(q(out, "SELECT count(*) FROM requests WHERE server_pid = 20000100 AND request_id = 'r2' AND ttft_ns = 40") == 1);
+  CHECK(q(out, "SELECT count(*) FROM engines WHERE pid IN (10000100, 20000100) AND engine = 'vllm'") == 2);
+  CHECK(q(out, "SELECT count(*) FROM engine_metrics WHERE pid IN (10000100, 20000100) AND value = 2") == 2);
 }
 
 }  // namespace causeway

@@ -1,0 +1,145 @@
+#include "requests/cause_d_state.h"
+
+#include <algorithm>
+
+#include "analysis/event_window.h"
+#include "bpf/events.h"
+#include "requests/engine_series.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::requests {
+namespace {
+
+constexpr int64_t kTaskUninterruptible = 2;
+// How far back a D wait may start, and a block request be issued, before the slow part.
+constexpr int64_t kLookbackNs = 2'000'000'000;
+// An OOM kill this near the waits makes them memory_pressure (analysis/causes/memory_pressure.h).
+constexpr int64_t kOomNearNs = 10'000'000'000;
+// A page-allocation record at this rate is a burst (≈ 1 GiB/s of 4 KiB pages), as the
+// correlator's memory_pressure takes it.
+constexpr double kBurstPagesPer100ms = 25'000;
+
+using Spans = std::vector<std::pair<int64_t, int64_t>>;
+
+std::string pid_list(const std::vector<uint32_t>& pids) {
+  std::string in;
+  for (uint32_t p : pids) in += (in.empty() ? "" : ",") + std::to_string(p);
+  return in;
+}
+
+// The engine threads' D waits overlapping [from, to]: each from a switch-out in D state to
+// the thread's next wake-up (or switch-in, when the wake-up was not seen).
+Spans d_waits(sqlite3* db, int64_t sid, const std::string& in, int64_t from, int64_t to) {
+  Spans out;
+  auto st = Statement::prepare(
+      db, "SELECT o.ts_ns, coalesce((SELECT min(w.ts_ns) FROM wakeups w WHERE w.session_id = ?1 AND w.tid = o.prev_tid "
+          "AND w.ts_ns > o.ts_ns AND w.ts_ns <= ?3 + ?4), (SELECT min(i.ts_ns) FROM sched i WHERE i.session_id = ?1 AND "
+          "i.next_tid = o.prev_tid AND i.ts_ns > o.ts_ns AND i.ts_ns <= ?3 + ?4)) FROM sched o WHERE o.session_id = ?1 "
+          "AND o.ts_ns > ?2 - ?4 AND o.ts_ns < ?3 AND (o.prev_state & " + std::to_string(kTaskUninterruptible) +
+          ") != 0 AND o.prev_pid IN (" + in + ")");
+  if (!st) return out;
+  st->bind(1, sid);
+  st->bind(2, from);
+  st->bind(3, to);
+  st->bind(4, kLookbackNs);
+  while (st->step() == SQLITE_ROW) {
+    const int64_t a = st->col_int(0), b = st->col_null(1) ? to : st->col_int(1);
+    if (std::min(b, to) > std::max(a, from)) out.emplace_back(std::max(a, from), std::min(b, to));
+  }
+  return out;
+}
+
+struct HostEvent {
+  int64_t ts, end;
+  uint32_t pid;
+  int64_t a0;
+};
+
+std::vector<HostEvent> host_events(sqlite3* db, int64_t sid, uint16_t op, int64_t from, int64_t to) {
+  std::vector<HostEvent> out;
+  auto ids = event_ids_for_window(db, sid, from, to);
+  if (!ids || ids->empty()) return out;
+  auto st = Statement::prepare(db, "SELECT ts_ns, ts_ns + dur_ns, pid, coalesce(a0, 0) FROM events WHERE session_id = ?1 AND id "
+                                   "BETWEEN ?2 AND ?3 AND op_id = ?4 AND ts_ns <= ?6 AND ts_ns + dur_ns >= ?5");
+  if (!st) return out;
+  st->bind(1, sid);
+  st->bind(2, ids->lo);
+  st->bind(3, ids->hi);
+  st->bind(4, int64_t{op});
+  st->bind(5, from);
+  st->bind(6, to);
+  while (st->step() == SQLITE_ROW)
+    out.push_back({st->col_int(0), st->col_int(1), static_cast<uint32_t>(st->col_int(2)), st->col_int(3)});
+  return out;
+}
+
+double overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
+  return static_cast<double>(std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0)));
+}
+
+std::string comm_of(const std::map<uint32_t, std::string>& comms, uint32_t pid) {
+  auto c = comms.find(pid);
+  return c == comms.end() ? "" : c->second;
+}
+
+}  // namespace
+
+std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vector<uint32_t>& pids,
+                                       const std::map<uint32_t, std::string>& comms, int64_t from, int64_t to) {
+  std::vector<CauseClaim> out;
+  const std::string in = pid_list(pids);
+  const Spans waits = d_waits(db, sid, in, from, to);
+  if (waits.empty()) return out;
+  const double d_ns = covered_ns(waits, from, to);
+
+  // Disk: the waits' time under block requests in flight, by whose behalf they were issued.
+  Spans under_io;
+  std::map<uint32_t, double> io_by_pid;
+  for (const HostEvent& io : host_events(db, sid, CW_OP_BLOCK_RQ, from - kLookbackNs, to))
+    for (const auto& [a, b] : waits)
+      if (double o = overlap(a, b, io.ts, io.end); o > 0) {
+        under_io.emplace_back(std::max(a, io.ts), std::min(b, io.end));
+        io_by_pid[io.pid] += o;
+      }
+  const double io_ns = covered_ns(under_io, from, to);
+  if (io_ns > 0) {
+    // Another process's I/O first: the engine's own reads are what it asked for.
+    auto is_engine = [&](uint32_t p) { return std::find(pids.begin(), pids.end(), p) != pids.end(); };
+    const std::pair<const uint32_t, double>* top = nullptr;
+    for (const auto& kv : io_by_pid)
+      if (!is_engine(kv.first) && (!top || kv.second > top->second)) top = &kv;
+    const bool own = top == nullptr;
+    if (own)
+      for (const auto& kv : io_by_pid)
+        if (!top || kv.second > top->second) top = &kv;
+    out.push_back({"io_contention", io_ns,
+                   {{"pid", top->first},
+                    {"comm", comm_of(comms, top->first)},
+                    {"overlap_share", std::min(1.0, top->second / d_ns)},
+                    {"own_io", own}}});
+  }
+
+  // Memory: the rest of the D time, when pages were allocated in bursts or the OOM killer ran.
+  const double rest = d_ns - io_ns;
+  if (rest <= 0) return out;
+  std::map<uint32_t, int64_t> pages;
+  bool burst = false;
+  for (const HostEvent& p : host_events(db, sid, CW_OP_PAGE_ALLOC, from - kLookbackNs, to)) {
+    bool during = false;
+    for (const auto& [a, b] : waits) during = during || overlap(a, b, p.ts, p.end) > 0;
+    if (!during) continue;
+    pages[p.pid] += p.a0;
+    burst = burst || static_cast<double>(p.a0) * 1e8 / static_cast<double>(std::max<int64_t>(p.end - p.ts, 1)) >= kBurstPagesPer100ms;
+  }
+  const auto ooms = host_events(db, sid, CW_OP_OOM_KILL, from - kOomNearNs, to + kOomNearNs);
+  if (!burst && ooms.empty()) return out;
+  uint32_t top = 0;
+  int64_t top_pages = -1;
+  for (const auto& [pid, n] : pages)
+    if (n > top_pages) top = pid, top_pages = n;
+  if (top_pages < 0 && !ooms.empty()) top = ooms.front().pid, top_pages = 0;
+  out.push_back({"memory_pressure", rest, {{"pid", top}, {"comm", comm_of(comms, top)}, {"pages", top_pages}}});
+  return out;
+}
+
+}  // namespace causeway::requests

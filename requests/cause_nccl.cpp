@@ -1,0 +1,84 @@
+#include "requests/cause_nccl.h"
+
+#include <algorithm>
+
+#include "analysis/collectives.h"
+#include "analysis/event_window.h"
+#include "requests/engine_series.h"
+#include "tracedb/op_catalog.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::requests {
+namespace {
+
+// A collective's ranks enter within one forward pass: entries this long before (or after) the
+// slow part still belong to a pass whose wait overlaps it (a late rank's entry can fall just
+// after a token time rebuilt from µs gaps).
+constexpr int64_t kPassLookbackNs = 2'000'000'000;
+
+std::string collective_ops() {
+  std::string in;
+  for (const OpInfo& op : op_catalog())
+    if (op.family == OpFamily::collective) in += (in.empty() ? "" : ",") + std::to_string(op.id);
+  return in;
+}
+
+std::string pid_list(const std::vector<uint32_t>& pids) {
+  std::string in;
+  for (uint32_t p : pids) in += (in.empty() ? "" : ",") + std::to_string(p);
+  return in;
+}
+
+}  // namespace
+
+std::optional<CauseClaim> nccl_straggler_claim(sqlite3* db, int64_t session_id, const std::vector<uint32_t>& pids,
+                                               const std::map<uint32_t, std::string>& comms, int64_t from, int64_t to) {
+  if (pids.size() < 2 || to <= from) return std::nullopt;  // one process: no ranks to wait for
+  auto ids = event_ids_for_window(db, session_id, from - kPassLookbackNs, to + kPassLookbackNs);
+  if (!ids || ids->empty()) return std::nullopt;
+  auto st = Statement::prepare(db, "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns FROM events WHERE session_id = ?1 AND id "
+                                   "BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" + collective_ops() +
+                                   ") AND pid IN (" + pid_list(pids) + ")");
+  if (!st) return std::nullopt;
+  st->bind(1, session_id);
+  st->bind(2, ids->lo);
+  st->bind(3, ids->hi);
+  st->bind(4, from - kPassLookbackNs);
+  st->bind(5, to + kPassLookbackNs);
+  std::vector<CollectiveEntry> entries;
+  while (st->step() == SQLITE_ROW)
+    entries.push_back({st->col_int(0), st->col_int(1), static_cast<uint32_t>(st->col_int(2)),
+                       static_cast<uint32_t>(st->col_int(3)), static_cast<int32_t>(st->col_int(4)),
+                       static_cast<int32_t>(st->col_int(5)), static_cast<uint16_t>(st->col_int(6)), st->col_int(7)});
+  if (entries.empty()) return std::nullopt;
+  // The ranks that entered waited from the second-last entry (the pass was ready but for
+  // one rank) to the straggler's.
+  std::vector<std::pair<int64_t, int64_t>> spans;
+  std::map<uint32_t, double> late_by_pid;
+  std::map<uint32_t, const CollectiveEntry*> entry_of;
+  for (const CollectiveGroup& g : group_collectives(entries)) {
+    if (!g.has_straggler) continue;
+    const CollectiveEntry& late = entries[g.straggler];
+    const int64_t waited_from = g.last_entry_ns - g.lateness_ns;
+    const int64_t a = std::max(waited_from, from), b = std::min(g.last_entry_ns, to);
+    if (b <= a) continue;
+    spans.emplace_back(waited_from, g.last_entry_ns);
+    late_by_pid[late.pid] += static_cast<double>(b - a);
+    entry_of[late.pid] = &late;
+  }
+  if (spans.empty()) return std::nullopt;
+  const double lost = covered_ns(std::move(spans), from, to);
+  auto top = std::max_element(late_by_pid.begin(), late_by_pid.end(), [](auto& x, auto& y) { return x.second < y.second; });
+  double total = 0;
+  for (const auto& [pid, ns] : late_by_pid) total += ns;
+  const CollectiveEntry& e = *entry_of[top->first];
+  auto c = comms.find(top->first);
+  nlohmann::json culprit = {{"pid", top->first},
+                            {"comm", c == comms.end() ? "" : c->second},
+                            {"rank", e.rank},
+                            {"nranks", e.nranks},
+                            {"share", total > 0 ? top->second / total : 0}};
+  return CauseClaim{"nccl_straggler", lost, std::move(culprit)};
+}
+
+}  // namespace causeway::requests
