@@ -18,72 +18,12 @@
 #include "common/units.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/event_columns.h"
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
-
-// ---- op classes, all derived from the op table (tracedb/op_catalog.h) ----------------------------
-
-namespace {
-
-OpFamily family_of(uint16_t op, bool& blocking) {
-  const OpInfo* o = find_op(op);
-  blocking = o && o->blocking;
-  return o ? o->family : OpFamily::host;
-}
-
-}  // namespace
-
-bool is_gpu_wait_op(uint16_t op) {
-  bool blocking = false;
-  OpFamily f = family_of(op, blocking);
-  return f == OpFamily::sync || (f == OpFamily::copy && blocking);
-}
-
-bool is_sync_copy_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::copy && blocking;
-}
-
-bool is_submit_op(uint16_t op) {
-  bool blocking = false;
-  switch (family_of(op, blocking)) {
-    case OpFamily::launch: case OpFamily::graph: case OpFamily::copy: case OpFamily::memset: return true;
-    default: return false;
-  }
-}
-
-bool is_launch_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::launch;
-}
-
-bool is_device_alloc_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::alloc;
-}
-
-bool is_collective_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::collective;
-}
-
-bool is_traced_call_op(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  return o && o->is_call && o->family != OpFamily::host && o->family != OpFamily::group;
-}
-
-std::string op_name(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  return o ? std::string(o->name) : "op" + std::to_string(op);
-}
-
-const char* op_layer(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  return o ? source_name(o->source).data() : "unknown";
-}
 
 std::string CorrelatorState::comm_of(uint32_t pid) const {
   if (pid == 0) return "idle";
@@ -135,22 +75,6 @@ Result<void> load_names(State& s, sqlite3* db) {
   while (t->step() == SQLITE_ROW)
     s.threads[static_cast<uint32_t>(t->col_int(0))] = {static_cast<uint32_t>(t->col_int(1)), t->col_text(2)};
   return {};
-}
-
-// How many of a0..a4 the correlator reads for an op.
-int args_needed(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  if (!o) return 0;
-  switch (o->family) {
-    case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
-    case OpFamily::host:  // block, page_alloc, oom: a0..a3; tcp: ports in a4 (IPv6), sock_owner in a5
-      return o->source == CW_SRC_NET ? 6 : o->source >= CW_SRC_IO ? 4 : 0;
-    case OpFamily::graph_build: return 4;  // graph exec a1, graph a2, stream a3
-    default: break;
-  }
-  if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
-  if (is_submit_op(op)) return 2;     // a1: kernel function (graph launches: the graph exec)
-  return 0;
 }
 
 Ev decode_event_row(sqlite3_stmt* q) {
@@ -405,8 +329,8 @@ class ChunkAnalyzer {
         default:
           if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
           if (is_collective_op(e.op)) {
-            entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
-                                e.op, e.ts});
+            const CollArgs c = coll_args(e);
+            entries_.push_back({c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts});
             s_.ranks.resolve(entries_.back(), e.end());  // a rank whose init was not traced (analysis/rank_inference.h)
           }
       }
@@ -584,7 +508,7 @@ class ChunkAnalyzer {
       if (has_timeline && prev_end != INT64_MIN && e.ts - prev_end >= s_.opt.min_stall_ns && !is_late_entry(e))
         check_gap(e, prev_end);
 
-      if (is_collective_op(e.op)) last_coll_[e.tid] = {e.a[1], e.a[4]};
+      if (is_collective_op(e.op)) last_coll_[e.tid] = {coll_args(e).comm, coll_args(e).seq};
       // A call inside another traced call of the same thread (cuMemcpy inside cudaMemcpy):
       // the outer call carries the time; counting both would double the loss.
       if (prev_end != INT64_MIN && e.ts < prev_end) continue;
@@ -621,7 +545,7 @@ class ChunkAnalyzer {
       bool first_of_kind = false;
       if (startup) {
         uint64_t kind = (uint64_t{e.pid} << 32) ^ (uint64_t{e.op} << 16) ^
-                        (is_submit_op(e.op) && !is_sync_copy_op(e.op) ? static_cast<uint64_t>(e.a[1]) * 0x9E3779B97F4A7C15ULL : 0);
+                        (is_submit_op(e.op) && !is_sync_copy_op(e.op) ? static_cast<uint64_t>(submit_target(e)) * 0x9E3779B97F4A7C15ULL : 0);
         first_of_kind = s_.seen_kinds.insert(kind).second;
       }
       const bool cold = first_of_kind && (outlier || (!b.usable() && e.dur >= 10'000'000));
@@ -717,17 +641,17 @@ class ChunkAnalyzer {
     if (o->family == OpFamily::graph) {
       ++g.launches;
       g.first_launch_ns = std::min(g.first_launch_ns, e.ts);
-      if (auto it = g.steady_exec_launches.find(e.a[1]); it != g.steady_exec_launches.end()) ++it->second;
+      if (auto it = g.steady_exec_launches.find(graph_args(e).exec); it != g.steady_exec_launches.end()) ++it->second;
       return;
     }
     const bool steady = e.ts > g.first_launch_ns;
     switch (o->probe.dclass) {
       case CW_DC_CAPTURE_BEGIN:
-        g.open_captures[e.a[3]] = e.ts;
-        g.streams.insert(e.a[3]);
+        g.open_captures[graph_args(e).stream] = e.ts;
+        g.streams.insert(graph_args(e).stream);
         break;
       case CW_DC_CAPTURE_END:
-        if (auto it = g.open_captures.find(e.a[3]); it != g.open_captures.end()) {
+        if (auto it = g.open_captures.find(graph_args(e).stream); it != g.open_captures.end()) {
           if (it->second > g.first_launch_ns) {
             ++g.steady_captures;
             g.steady_capture_ns += e.end() - it->second;
@@ -747,10 +671,10 @@ class ChunkAnalyzer {
         g.first_steady_ns = std::min(g.first_steady_ns, e.ts);
         if (e.stack) ++g.instantiate_stacks[e.stack];
         // A failed instantiation writes no exec (a1 = 0).
-        if (e.a[1] != 0) {
-          if (g.steady_exec_launches.count(e.a[1])) ++g.steady_execs_built;
+        if (const int64_t exec = graph_args(e).exec; exec != 0) {
+          if (g.steady_exec_launches.count(exec)) ++g.steady_execs_built;
           else if (g.steady_exec_launches.size() < GraphAcc::kMaxTracked) {
-            g.steady_exec_launches.emplace(e.a[1], 0);
+            g.steady_exec_launches.emplace(exec, 0);
             ++g.steady_execs_built;
           }
         }
@@ -761,7 +685,7 @@ class ChunkAnalyzer {
 
   bool is_late_entry(const Ev& e) const {
     if (!is_collective_op(e.op)) return false;
-    auto g = group_of_.find({e.a[1], e.a[4]});
+    auto g = group_of_.find({coll_args(e).comm, coll_args(e).seq});
     if (g == group_of_.end()) return false;
     const CollectiveGroup& grp = groups_[g->second];
     return grp.has_straggler && entries_[grp.straggler].pid == e.pid;
@@ -843,8 +767,8 @@ class ChunkAnalyzer {
     // The part of the copy spent off-CPU for a host reason is that cause's, not the transfer's.
     OffCpuSummary off = tl_.off_cpu_in(e.tid, e.ts, e.end());
     t.copy_ns += std::max<int64_t>(0, e.dur - off.runnable_ns - off.uninterruptible_ns);
-    t.bytes += e.a[0];
-    ++t.kinds[e.a[2]];
+    t.bytes += copy_args(e).bytes;
+    ++t.kinds[copy_args(e).kind];
     if (e.stack) ++t.stacks[e.stack];
   }
 

@@ -24,6 +24,7 @@
 #include "analysis/thread_timeline.h"
 #include "common/result.h"
 #include "tracedb/histogram.h"
+#include "tracedb/op_catalog.h"
 #include "tracedb/records.h"
 
 namespace causeway {
@@ -233,17 +234,5 @@ struct CorrelatorState {
 Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db);
 
 inline uint64_t op_key(uint32_t pid, uint16_t op) { return (uint64_t{pid} << 16) | op; }
-
-// Op families.
-bool is_gpu_wait_op(uint16_t op);      // stream/device/event/context syncs and synchronous copies
-bool is_sync_copy_op(uint16_t op);     // synchronous memcpy variants
-bool is_submit_op(uint16_t op);        // puts work on a GPU queue (launches, graph launches, copies, memsets);
-                                       // graph capture and instantiation do not: host-side work
-bool is_launch_op(uint16_t op);        // kernel launches (not copies, memsets or graph launches)
-bool is_device_alloc_op(uint16_t op);  // cudaMalloc/cudaFree and driver equivalents
-bool is_collective_op(uint16_t op);    // NCCL collectives with (comm, seq)
-bool is_traced_call_op(uint16_t op);   // CUDA runtime, driver, NCCL
-std::string op_name(uint16_t op);
-const char* op_layer(uint16_t op);
 
 }  // namespace causeway
