@@ -14,7 +14,6 @@
 #include <any>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
