@@ -9,7 +9,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
+
+#include "analysis/event_row.h"
 
 namespace causeway {
 
@@ -33,6 +36,13 @@ Baseline robust_baseline(std::vector<int64_t>& durations);
 
 // The smallest duration that counts as an outlier (INT64_MAX when the baseline is unusable).
 int64_t outlier_threshold(const Baseline& b, const OutlierRule& rule = {});
+
+// The baselines of a chunk: per (process, op), from the chunk's traced calls in [from, to) of
+// the ts-sorted `events` plus the history of earlier chunks in `history`, which then keeps the
+// most recent calls of this one's keys (a count per key rather than a time span, so chunks
+// shortened by a high event rate still give rare ops enough samples).
+std::unordered_map<uint64_t, Baseline> chunk_baselines(const std::vector<Ev>& events, int64_t from, int64_t to,
+                                                       std::unordered_map<uint64_t, std::vector<int64_t>>& history);
 
 inline bool is_outlier(const Baseline& b, int64_t dur_ns, const OutlierRule& rule = {}) {
   return dur_ns >= outlier_threshold(b, rule);

@@ -193,12 +193,12 @@ void emit(SessionReport& c, Doc d) {
   c.out.push_back(std::move(d));
 }
 
-Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db) {
+Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, CauseStates& causes, sqlite3* db) {
   // Nothing analyzed yet (an empty session): analyzed_to - analyzed_from would overflow.
   if (s.analyzed_to == INT64_MIN || s.analyzed_to <= s.analyzed_from) return std::vector<ChainRecord>{};
   SessionReport r{s, db, s.analyzed_to - s.analyzed_from, {}};
-  for (auto& [id, a] : s.chains) render_call_chain<CallCauses>(r, a);
-  SessionCauses::report_all(r);
+  for (auto& [id, a] : s.chains) render_call_chain<CallCauses>(r, a, causes.call);
+  SessionCauses::report_all(r, causes.session);
   std::stable_sort(r.out.begin(), r.out.end(), [](const Doc& a, const Doc& b) {
     if (a.severity != b.severity) return a.severity > b.severity;
     return a.impact > b.impact;

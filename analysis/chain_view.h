@@ -79,13 +79,19 @@ ChainView chain_view(const SessionReport& r, const ChainAcc& a, const Doc& d);
 void finish_call_chain(SessionReport& r, Doc d, Finding f, std::string fix);
 
 // Renders chain a with the module of its cause, which reads its own typed evidence from
-// a.evidence (put there by chain_for<M>).
+// a.evidence (put there by chain_for<M>) and, when it keeps one, its State from `states`.
 template <typename Registry>
-void render_call_chain(SessionReport& r, const ChainAcc& a) {
+void render_call_chain(SessionReport& r, const ChainAcc& a, const typename Registry::States& states = {}) {
   Doc d = call_chain_doc(r, a);
   const ChainView v = chain_view(r, a, d);
-  Finding f = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::explain(v, e); });
-  std::string fix = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) { return M::fix(v, e); });
+  Finding f = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) {
+    if constexpr (HasState<M>) return M::explain(v, e, Registry::template state<M>(states));
+    else return M::explain(v, e);
+  });
+  std::string fix = Registry::visit(a.cause, a.evidence, [&]<typename M>(const typename M::Evidence& e) {
+    if constexpr (HasState<M>) return M::fix(v, e, Registry::template state<M>(states));
+    else return M::fix(v, e);
+  });
   finish_call_chain(r, std::move(d), std::move(f), std::move(fix));
 }
 

@@ -48,6 +48,22 @@ struct ChunkContext {
   const std::unordered_map<uint32_t, std::pair<int64_t, int64_t>>& last_coll;  // tid -> (comm, seq) of its last collective
 };
 
+// How the walk judged one traced call (docs/DIAGNOSIS.md "Engine"), for the observe() hooks.
+enum class CallVerdict : uint8_t {
+  normal,     // neither an outlier, a host stall nor a cold start: an ordinary call
+  no_loss,    // flagged, but nothing lost against its baseline
+  claimed,    // a per-call cause took it (a host cause, cold start, or an outlier's detector)
+  unclaimed,  // examined as slow but no per-call cause took it: a host stall none explains in a
+              // call that is no outlier, or an expensive device alloc/free (the allocator's)
+};
+
+// What a cause module's observe() hook sees of one outermost traced call, after arbitration.
+struct ObserveContext {
+  const ChunkContext& chunk;
+  bool startup = false;  // within startup_ns of its process's first call
+  CallVerdict verdict = CallVerdict::normal;
+};
+
 // An outlier needs only this much of a host cause (short EEVDF slices still count).
 constexpr int64_t kOutlierHostFloorNs = 50'000;
 

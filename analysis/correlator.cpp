@@ -12,77 +12,18 @@
 #include "analysis/correlator_internal.h"
 #include "analysis/data_workers.h"
 #include "analysis/session_scope.h"
+#include "analysis/sibling_wakers.h"
 #include "bpf/events.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/event_columns.h"
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
-
-// ---- op classes, all derived from the op table (tracedb/op_catalog.h) ----------------------------
-
-namespace {
-
-OpFamily family_of(uint16_t op, bool& blocking) {
-  const OpInfo* o = find_op(op);
-  blocking = o && o->blocking;
-  return o ? o->family : OpFamily::host;
-}
-
-}  // namespace
-
-bool is_gpu_wait_op(uint16_t op) {
-  bool blocking = false;
-  OpFamily f = family_of(op, blocking);
-  return f == OpFamily::sync || (f == OpFamily::copy && blocking);
-}
-
-bool is_sync_copy_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::copy && blocking;
-}
-
-bool is_submit_op(uint16_t op) {
-  bool blocking = false;
-  switch (family_of(op, blocking)) {
-    case OpFamily::launch: case OpFamily::graph: case OpFamily::copy: case OpFamily::memset: return true;
-    default: return false;
-  }
-}
-
-bool is_launch_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::launch;
-}
-
-bool is_device_alloc_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::alloc;
-}
-
-bool is_collective_op(uint16_t op) {
-  bool blocking = false;
-  return family_of(op, blocking) == OpFamily::collective;
-}
-
-bool is_traced_call_op(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  return o && o->is_call && o->family != OpFamily::host && o->family != OpFamily::group;
-}
-
-std::string op_name(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  return o ? std::string(o->name) : "op" + std::to_string(op);
-}
-
-const char* op_layer(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  return o ? source_name(o->source).data() : "unknown";
-}
 
 std::string CorrelatorState::comm_of(uint32_t pid) const {
   if (pid == 0) return "idle";
@@ -134,22 +75,6 @@ Result<void> load_names(State& s, sqlite3* db) {
   while (t->step() == SQLITE_ROW)
     s.threads[static_cast<uint32_t>(t->col_int(0))] = {static_cast<uint32_t>(t->col_int(1)), t->col_text(2)};
   return {};
-}
-
-// How many of a0..a4 the correlator reads for an op.
-int args_needed(uint16_t op) {
-  const OpInfo* o = find_op(op);
-  if (!o) return 0;
-  switch (o->family) {
-    case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
-    case OpFamily::host:  // block, page_alloc, oom: a0..a3; tcp: ports in a4 (IPv6), sock_owner in a5
-      return o->source == CW_SRC_NET ? 6 : o->source >= CW_SRC_IO ? 4 : 0;
-    case OpFamily::graph_build: return 4;  // graph exec a1, graph a2, stream a3
-    default: break;
-  }
-  if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
-  if (is_submit_op(op)) return 2;     // a1: kernel function (graph launches: the graph exec)
-  return 0;
 }
 
 Ev decode_event_row(sqlite3_stmt* q) {
@@ -359,29 +284,30 @@ HostClaim host_claim(const Slow& w, int64_t sib_ns, int64_t worker_ns) {
 
 class ChunkAnalyzer {
  public:
-  ChunkAnalyzer(State& s, int64_t cf, int64_t ct) : s_(s), cf_(cf), ct_(ct) {}
+  ChunkAnalyzer(State& s, CauseStates& causes, int64_t cf, int64_t ct)
+      : s_(s), causes_(causes), cf_(cf), ct_(ct), wakers_(tl_, s.evbuf) {}
 
   void run() {
     tl_.build(s_.schedbuf, s_.wakebuf, std::max(s_.data_end, ct_));
     add_imported_off_cpu();
     index_host();
-    group_nccl();
-    baselines();
+    causes_.observe_chunk(context(), cf_, ct_);
+    base_ = chunk_baselines(s_.evbuf, cf_, ct_, s_.prev_durs);
     scan_calls();
   }
 
  private:
   State& s_;
+  CauseStates& causes_;  // every cause module's accumulator (analysis/causes/registry.h)
   int64_t cf_, ct_;
   ThreadTimelines tl_;
+  SiblingWakers wakers_;
   HostIndex hx_;
   std::vector<CollectiveEntry> entries_;
   std::vector<CollectiveGroup> groups_;
   std::map<std::pair<int64_t, int64_t>, size_t> group_of_;  // (comm, seq) -> group
   std::unordered_map<uint64_t, Baseline> base_;
   std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> last_coll_;  // tid -> (comm, seq) of its last collective
-  std::unordered_map<uint32_t, std::vector<int64_t>> calls_by_tid_;  // tid -> start of each traced call (waker_called)
-  bool calls_indexed_ = false;
 
   // An imported trace's `sched_switch` host events say only that a thread was off CPU for a
   // while (docs/IMPORT.md): that time is not on-CPU time between calls (host_bound).
@@ -394,6 +320,7 @@ class ChunkAnalyzer {
     tl_.add_opaque(std::move(ivs));
   }
 
+  // The host-event index and the NCCL collective groups every detector reads.
   void index_host() {
     for (const Ev& e : s_.evbuf) {
       switch (e.op) {
@@ -404,363 +331,21 @@ class ChunkAnalyzer {
         default:
           if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
           if (is_collective_op(e.op)) {
-            entries_.push_back({e.a[1], e.a[4], e.pid, e.tid, static_cast<int32_t>(e.a[2]), static_cast<int32_t>(e.a[3]),
-                                e.op, e.ts});
+            const CollArgs c = coll_args(e);
+            entries_.push_back({c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts});
             s_.ranks.resolve(entries_.back(), e.end());  // a rank whose init was not traced (analysis/rank_inference.h)
           }
       }
     }
     s_.ranks.align(entries_);
-  }
-
-  void group_nccl() {
     if (entries_.empty()) return;
     groups_ = group_collectives(entries_);
     for (size_t i = 0; i < groups_.size(); ++i) group_of_[{groups_[i].comm, groups_[i].seq}] = i;
-    for (const CollectiveGroup& g : groups_) {
-      // Count each collective once: in the chunk where its first rank entered.
-      if (g.first_entry_ns < cf_ || g.first_entry_ns >= ct_) continue;
-      if (!s_.seen_groups.emplace(std::make_pair(g.comm, g.seq), g.first_entry_ns).second) continue;
-      CommAcc& ca = s_.comms[g.comm];
-      ++ca.collectives;
-      for (size_t m : g.members) ++ca.entries_by_pid[entries_[m].pid];
-      if (!g.has_straggler) continue;
-      const CollectiveEntry& st = entries_[g.straggler];
-      StragglerAcc& a = s_.stragglers[{g.comm, st.pid}];
-      a.comm = g.comm;
-      a.pid = st.pid;
-      a.tid = st.tid;
-      a.rank = st.rank;
-      a.nranks = st.nranks;
-      a.op = st.op;
-      ++a.late;
-      a.wait_ns += g.wait_ns;
-      a.first_ns = std::min(a.first_ns, g.first_entry_ns);
-      a.last_ns = std::max(a.last_ns, g.last_entry_ns);
-      if (a.lateness.size() < 200000) a.lateness.push_back(g.lateness_ns);
-      for (size_t k = 0; k + 1 < g.members.size(); ++k)
-        a.victims_wait[entries_[g.members[k]].pid] += g.last_entry_ns - entries_[g.members[k]].ts_ns;
-      // Its own cause: what its thread did between the first rank's entry and its own.
-      OffCpuSummary off = tl_.off_cpu_in(st.tid, g.first_entry_ns, st.ts_ns);
-      int64_t span = st.ts_ns - g.first_entry_ns;
-      a.own_runnable_ns += off.runnable_ns;
-      a.own_sleep_ns += off.sleeping_ns;
-      a.own_d_ns += off.uninterruptible_ns;
-      a.own_on_cpu_ns += std::max<int64_t>(0, span - off.total());
-      if (off.runnable_ns * 2 >= g.lateness_ns) {
-        ++a.preempted;
-        std::vector<RunShare> who;
-        runnable_culprits(tl_, st.tid, g.first_entry_ns, st.ts_ns, who, &a.cpus, nullptr);
-        for (const RunShare& r : who) add_party(a.preempters, r.pid, 0, r.ns);
-      }
-      if (g.lateness_ns > a.example_lateness) {
-        a.example_lateness = g.lateness_ns;
-        a.example.clear();
-        std::string opn = op_name(g.op);
-        for (size_t m : g.members) {
-          const CollectiveEntry& e = entries_[m];
-          a.example.push_back({e.ts_ns, "nccl",
-                               "rank " + std::to_string(e.rank) + " (pid " + std::to_string(e.pid) + ") enters " + opn +
-                                   " seq " + std::to_string(g.seq) +
-                                   (m == g.straggler ? ", last: " + format_duration_ns(g.lateness_ns) + " after the others"
-                                                     : "")});
-        }
-        for (const OffCpuInterval& iv : tl_.overlapping(st.tid, g.first_entry_ns, st.ts_ns)) {
-          if (iv.state != OffCpuState::runnable) continue;
-          a.example.push_back({iv.from_ns, "host",
-                               "rank " + std::to_string(st.rank) + " thread " + std::to_string(st.tid) +
-                                   " preempted on CPU " + std::to_string(iv.cpu) + " by " + s_.comm_of(iv.next_pid) +
-                                   " (pid " + std::to_string(iv.next_pid) + ") for " +
-                                   format_duration_ns(iv.to_ns - iv.from_ns)});
-        }
-      }
-    }
-  }
-
-  void baselines() {
-    std::unordered_map<uint64_t, std::vector<int64_t>> cur;
-    auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
-    for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it)
-      if (is_traced_call_op(it->op)) cur[op_key(it->pid, it->op)].push_back(it->dur);
-    for (auto& [k, v] : cur) {
-      std::vector<int64_t> all = v;
-      if (auto p = s_.prev_durs.find(k); p != s_.prev_durs.end()) all.insert(all.end(), p->second.begin(), p->second.end());
-      base_[k] = robust_baseline(all);
-    }
-    // The baseline's history: the most recent calls of earlier chunks, at most kHistory per
-    // (process, op). A count rather than a time span, so chunks shortened by a high event
-    // rate (see Correlator::analyze) still give rare ops enough samples. Keys with no call
-    // in this chunk keep nothing; their next chunk starts afresh.
-    constexpr size_t kHistory = 4096;
-    std::unordered_map<uint64_t, std::vector<int64_t>> next;
-    for (auto& [k, v] : cur) {
-      std::vector<int64_t>& h = next[k];
-      if (v.size() < kHistory)
-        if (auto p = s_.prev_durs.find(k); p != s_.prev_durs.end()) {
-          size_t take = std::min(p->second.size(), kHistory - v.size());
-          h.assign(p->second.end() - static_cast<std::ptrdiff_t>(take), p->second.end());
-        }
-      size_t from = v.size() > kHistory ? v.size() - kHistory : 0;
-      h.insert(h.end(), v.begin() + static_cast<std::ptrdiff_t>(from), v.end());
-    }
-    s_.prev_durs = std::move(next);
-  }
-
-  // Sleeps a sibling thread ended (a lock it held), except those it only relayed from a data
-  // worker (`relayed`: counted as the worker's). A wake-up by the thread itself is no culprit.
-  // Between calls (`between`), a sleep during which the waker made CUDA calls is a hand-off,
-  // not a lock: the thread was idle until the waker, busy feeding the GPU meanwhile, gave it
-  // work (docs/DIAGNOSIS.md "Arbitration"); so is one during which the waker was mostly
-  // preempted (waker_starved).
-  bool woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int64_t b, int64_t& ns, uint32_t& waker, bool between,
-                        const std::vector<WorkerWait>& relayed = {}) {
-    std::map<uint32_t, int64_t> by;
-    for (const OffCpuInterval& iv : tl_.overlapping(tid, a, b)) {
-      if (iv.state != OffCpuState::sleeping || !iv.woken) continue;
-      if (iv.waker_pid != pid || iv.waker_tid == tid || iv.waker_tid == 0) continue;
-      const int64_t from = std::max(iv.from_ns, a);
-      if (between && (waker_called(iv.waker_tid, iv.from_ns, iv.wake_ns) || waker_starved(iv.waker_tid, iv.from_ns, iv.wake_ns)))
-        continue;
-      if (std::any_of(relayed.begin(), relayed.end(),
-                      [&](const WorkerWait& r) { return r.relay_tid == iv.waker_tid && r.from_ns == from; }))
-        continue;
-      by[iv.waker_tid] += std::min(iv.runnable_from(), b) - from;
-    }
-    ns = 0;
-    for (auto& [t, n] : by)
-      if (n > ns) {
-        ns = n;
-        waker = t;
-      }
-    return ns > 0;
-  }
-
-  // Whether thread tid spent most of [a, b] runnable but off-CPU: a waker that was itself
-  // preempted (PyTorch's autograd thread idle while the main thread, starved by a CPU hog,
-  // could not run the forward pass that hands it work: seen on an H200, docs/GPU.md) delayed
-  // the hand-off through its own CPU contention, which cpu_contention claims; no lock is shown.
-  bool waker_starved(uint32_t tid, int64_t a, int64_t b) const {
-    return b > a && 2 * tl_.off_cpu_in(tid, a, b).runnable_ns >= b - a;
-  }
-
-  // Whether thread tid started a traced call inside [a, b]. The per-thread index is built on
-  // first use: only a sleep between calls that a sibling ended asks (most chunks never do).
-  bool waker_called(uint32_t tid, int64_t a, int64_t b) {
-    if (!calls_indexed_) {
-      for (const Ev& e : s_.evbuf)
-        if (is_traced_call_op(e.op)) calls_by_tid_[e.tid].push_back(e.ts);
-      calls_indexed_ = true;
-    }
-    auto it = calls_by_tid_.find(tid);
-    return it != calls_by_tid_.end() && count_in(it->second, a, b) > 0;
-  }
-
-  // The read-only view every detector gets (and the accumulators it writes its claim into).
-  ChunkContext context() { return ChunkContext{s_, tl_, hx_, entries_, groups_, group_of_, last_coll_}; }
-
-  void scan_calls() {
-    ChunkContext cx = context();
-    auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
-    for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it) {
-      const Ev& e = *it;
-      if (!is_traced_call_op(e.op)) continue;
-      ++s_.counters.calls;
-      uint64_t key = op_key(e.pid, e.op);
-      OpAcc& oa = s_.ops[key];
-      ++oa.count;
-      oa.hist.add(static_cast<uint64_t>(std::max<int64_t>(0, e.dur)));
-      oa.min = std::min<uint64_t>(oa.min, e.dur);
-      oa.max = std::max<uint64_t>(oa.max, e.dur);
-      auto [fc, fresh] = s_.first_call.try_emplace(e.pid, e.ts);
-      const Baseline& b = base_[key];
-      const bool startup = e.ts < fc->second + s_.opt.startup_ns;
-      const bool has_timeline = !tl_.intervals(e.tid).empty();
-
-      // Gap before this call on the same thread: a host stall there starves the GPU queue.
-      int64_t prev_end = INT64_MIN;
-      if (auto le = s_.last_end.find(e.tid); le != s_.last_end.end()) prev_end = le->second;
-      s_.last_end[e.tid] = std::max(prev_end, e.end());
-      if (has_timeline && prev_end != INT64_MIN && e.ts - prev_end >= s_.opt.min_stall_ns && !is_late_entry(e))
-        check_gap(e, prev_end);
-
-      if (is_collective_op(e.op)) last_coll_[e.tid] = {e.a[1], e.a[4]};
-      // A call inside another traced call of the same thread (cuMemcpy inside cudaMemcpy):
-      // the outer call carries the time; counting both would double the loss.
-      if (prev_end != INT64_MIN && e.ts < prev_end) continue;
-      // GPU work this process queued since its previous GPU wait returned: what a slow wait can
-      // be waiting for (gpu_wait's positive evidence).
-      int64_t queued_ahead = 0;
-      if (is_gpu_wait_op(e.op)) {
-        int64_t& prev_wait = s_.last_gpu_wait_end.try_emplace(e.pid, INT64_MIN).first->second;
-        if (auto sub = hx_.submits.find(e.pid); sub != hx_.submits.end()) queued_ahead = count_in(sub->second, prev_wait, e.ts);
-        prev_wait = std::max(prev_wait, e.end());
-      }
-
-      Slow w;
-      w.e = &e;
-      w.from = e.ts;
-      w.to = e.end();
-      w.median = b.usable() ? b.median_ns : 0;
-      w.startup = startup;
-      if (has_timeline) w.off = tl_.off_cpu_in(e.tid, e.ts, e.end());
-      account_activity(e, prev_end, w.off, has_timeline);
-      note_graph(e);
-      const bool outlier = b.usable() && e.dur >= outlier_threshold(b, s_.opt.outlier);
-      // An outlier needs only enough of a host cause to explain half its excess; a call that
-      // is not an outlier (the baseline is made of stalled calls) needs a real stall.
-      w.floor = outlier ? kOutlierHostFloorNs : s_.opt.min_stall_ns;
-      int64_t sib_ns = 0;
-      uint32_t sib = 0;
-      const bool sibling = has_timeline && w.off.sleeping_ns >= w.floor &&
-                           woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib, false) && sib_ns >= w.floor;
-      const bool stall = w.off.runnable_ns >= s_.opt.min_stall_ns || w.off.uninterruptible_ns >= s_.opt.min_stall_ns ||
-                         sibling;
-      // Cold start: the first call of an op (of a kernel, for launches) soon after the
-      // process's first call, when it is an outlier or, with no baseline yet, >= 10 ms.
-      bool first_of_kind = false;
-      if (startup) {
-        uint64_t kind = (uint64_t{e.pid} << 32) ^ (uint64_t{e.op} << 16) ^
-                        (is_submit_op(e.op) && !is_sync_copy_op(e.op) ? static_cast<uint64_t>(e.a[1]) * 0x9E3779B97F4A7C15ULL : 0);
-        first_of_kind = s_.seen_kinds.insert(kind).second;
-      }
-      const bool cold = first_of_kind && (outlier || (!b.usable() && e.dur >= 10'000'000));
-
-      if (is_sync_copy_op(e.op)) note_transfer(e);
-      if (!outlier && !stall && !cold) {
-        if (is_device_alloc_op(e.op) && e.dur >= s_.opt.expensive_alloc_ns && !startup) note_alloc(e);
-        if (is_gpu_wait_op(e.op)) GpuWait::note_normal_sync(cx, e);
-        continue;
-      }
-      w.excess = b.usable() ? std::max<int64_t>(0, e.dur - b.median_ns) : e.dur;
-      if (!outlier) {
-        // The baseline itself is made of stalled calls: count the stall as the loss.
-        int64_t host = w.off.runnable_ns + w.off.uninterruptible_ns + sib_ns;
-        w.excess = std::min(e.dur, std::max(w.excess, host));
-      }
-      if (w.excess <= 0) continue;
-      if (attribute_host(w, sibling, sib, sib_ns)) { ++oa.slow; continue; }
-      if (cold) {
-        ColdStart::detect(cx, w);
-        ++oa.slow;
-        continue;
-      }
-      if (is_device_alloc_op(e.op) && e.dur >= s_.opt.expensive_alloc_ns) {
-        note_alloc(e);
-        continue;
-      }
-      // Not an outlier: the call was examined only for its host stall, and no host cause
-      // claims it, so it is an ordinary call — not a GPU wait or an unknown slowness.
-      if (!outlier) {
-        if (is_gpu_wait_op(e.op)) GpuWait::note_normal_sync(cx, e);
-        continue;
-      }
-      if (attribute_collective_wait(w)) continue;  // counted by the straggler accounting
-      ++oa.slow;
-      if (Network::detect(cx, w)) continue;
-      // Block reads its own thread issued inside the call (page faults on a file-backed source,
-      // a read): host I/O, whether the thread waited for it in D or stayed on-CPU.
-      if (IoContention::detect_issued(cx, w)) continue;
-      // A call that ends after the host-context watermark (a live poll; only calls longer
-      // than its lag) had no host cause in what is stored so far, which rules none out.
-      const bool context_complete = e.end() <= s_.context_to;
-      // A synchronous copy that lost its time on-CPU did host work as far as the trace shows
-      // (a pageable source staged or faulted in by the CPU), or spun on queued GPU work: the
-      // trace cannot tell which, so it is never a GPU wait. Only its sleep in the driver is.
-      const bool host_copy = has_timeline && is_sync_copy_op(e.op) && 2 * w.off.sleeping_ns < w.excess;
-      if (is_gpu_wait_op(e.op) && context_complete && !host_copy) GpuWait::detect(cx, w, queued_ahead);
-      else Unknown::detect(cx, w, context_complete, host_copy);
-    }
-  }
-
-  // Where the thread's time went (ThreadActivity): inside this call and in the gap before it.
-  void account_activity(const Ev& e, int64_t prev_end, const OffCpuSummary& in_call, bool has_timeline) {
-    // Gaps shorter than this (Python between two launches) count as on-CPU without a timeline
-    // lookup: a switch inside one can misplace at most its length.
-    constexpr int64_t kGapLookupNs = 20'000;
-    constexpr int64_t kLongGapNs = 1'000'000;
-    ThreadActivity& a = s_.activity[e.tid];
-    a.pid = e.pid;
-    a.first_ns = std::min(a.first_ns, e.ts);
-    a.last_end_ns = std::max(a.last_end_ns, e.end());
-    ++a.calls;
-    if (is_submit_op(e.op)) ++a.submits;
-    if (is_launch_op(e.op)) {
-      ++a.launches;
-      a.launch_cpu_ns += std::max<int64_t>(0, e.dur - in_call.total());
-    }
-    if (is_gpu_wait_op(e.op)) {
-      ++a.gpu_waits;
-      a.gpu_wait_ns += std::max<int64_t>(0, e.dur - in_call.runnable_ns - in_call.uninterruptible_ns);
-    }
-    if (prev_end == INT64_MIN || e.ts <= prev_end) return;
-    const int64_t gap = e.ts - prev_end;
-    const int64_t off = has_timeline && gap >= kGapLookupNs ? tl_.off_cpu_in(e.tid, prev_end, e.ts).total() : 0;
-    const int64_t cpu = std::max<int64_t>(0, gap - off);
-    a.gap_ns += gap;
-    a.gap_cpu_ns += cpu;
-    a.longest_gap_cpu_ns = std::max(a.longest_gap_cpu_ns, cpu);
-    if (cpu >= kLongGapNs && 2 * cpu >= gap) {
-      ++a.long_gaps;
-      a.gap_ops[e.op] += cpu;
-      if (e.stack) a.gap_stacks[e.stack] += cpu;
-    }
-  }
-
-  // CUDA graphs (GraphAcc): captures and instantiations after graphs are in use, and how often
-  // each exec built then is replayed. Roles come from the op table's decode class.
-  void note_graph(const Ev& e) {
-    const OpInfo* o = find_op(e.op);
-    if (!o || (o->family != OpFamily::graph && o->family != OpFamily::graph_build)) return;
-    GraphAcc& g = s_.graphs[e.pid];
-    g.last_ns = std::max(g.last_ns, e.end());
-    if (o->family == OpFamily::graph) {
-      ++g.launches;
-      g.first_launch_ns = std::min(g.first_launch_ns, e.ts);
-      if (auto it = g.steady_exec_launches.find(e.a[1]); it != g.steady_exec_launches.end()) ++it->second;
-      return;
-    }
-    const bool steady = e.ts > g.first_launch_ns;
-    switch (o->probe.dclass) {
-      case CW_DC_CAPTURE_BEGIN:
-        g.open_captures[e.a[3]] = e.ts;
-        g.streams.insert(e.a[3]);
-        break;
-      case CW_DC_CAPTURE_END:
-        if (auto it = g.open_captures.find(e.a[3]); it != g.open_captures.end()) {
-          if (it->second > g.first_launch_ns) {
-            ++g.steady_captures;
-            g.steady_capture_ns += e.end() - it->second;
-          }
-          g.open_captures.erase(it);
-        }
-        break;
-      case CW_DC_GRAPH_INSTANTIATE:
-        if (!steady) {
-          ++g.warmup_instantiations;
-          break;
-        }
-        ++g.steady_instantiations;
-        g.steady_instantiate_ns += e.dur;
-        g.instantiate_op = e.op;
-        g.tid = e.tid;
-        g.first_steady_ns = std::min(g.first_steady_ns, e.ts);
-        if (e.stack) ++g.instantiate_stacks[e.stack];
-        // A failed instantiation writes no exec (a1 = 0).
-        if (e.a[1] != 0) {
-          if (g.steady_exec_launches.count(e.a[1])) ++g.steady_execs_built;
-          else if (g.steady_exec_launches.size() < GraphAcc::kMaxTracked) {
-            g.steady_exec_launches.emplace(e.a[1], 0);
-            ++g.steady_execs_built;
-          }
-        }
-        break;
-      default: break;
-    }
   }
 
   bool is_late_entry(const Ev& e) const {
     if (!is_collective_op(e.op)) return false;
-    auto g = group_of_.find({e.a[1], e.a[4]});
+    auto g = group_of_.find({coll_args(e).comm, coll_args(e).seq});
     if (g == group_of_.end()) return false;
     const CollectiveGroup& grp = groups_[g->second];
     return grp.has_straggler && entries_[grp.straggler].pid == e.pid;
@@ -780,8 +365,8 @@ class ChunkAnalyzer {
     if (w.off.sleeping_ns >= w.floor) waits = data_worker_waits(s_, tl_, e.tid, e.pid, prev_end, e.ts);
     int64_t worker_ns = 0;
     for (const WorkerWait& ww : waits) worker_ns += ww.ns;
-    bool sibling = w.off.sleeping_ns >= w.floor && woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, true, waits) &&
-                   sib_ns >= w.floor;
+    bool sibling = w.off.sleeping_ns >= w.floor &&
+                   wakers_.woken_by_sibling(e.tid, e.pid, prev_end, e.ts, sib_ns, sib, true, waits) && sib_ns >= w.floor;
     // Only the part of the gap spent involuntarily off-CPU, or asleep until its own process or
     // its data workers handed it work, is a loss; the rest is the program's own host work or
     // a sleep it chose.
@@ -810,9 +395,8 @@ class ChunkAnalyzer {
     return false;
   }
 
-
   // A sync that waited for a collective a late rank entered last: the straggler accounting
-  // (group_nccl) already counts this wait against that rank.
+  // (NcclStraggler::observe_chunk) already counts this wait against that rank.
   bool attribute_collective_wait(const Slow& w) {
     auto lc = last_coll_.find(w.e->tid);
     if (lc == last_coll_.end() || !is_gpu_wait_op(w.e->op)) return false;
@@ -827,38 +411,128 @@ class ChunkAnalyzer {
     return true;
   }
 
+  // The read-only view every detector gets (and the accumulators it writes its claim into).
+  ChunkContext context() { return ChunkContext{s_, tl_, hx_, entries_, groups_, group_of_, last_coll_}; }
 
-  // Which other processes put work on a GPU during [a, b].
+  // The walk: every traced call of the chunk, in time order, is judged (arbitration) and then
+  // observed by every cause module through the registry.
+  void scan_calls() {
+    ChunkContext cx = context();
+    auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
+    for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it) {
+      const Ev& e = *it;
+      if (!is_traced_call_op(e.op)) continue;
+      ++s_.counters.calls;
+      OpAcc& oa = s_.ops[op_key(e.pid, e.op)];
+      oa.add(e.dur);
+      auto [fc, fresh] = s_.first_call.try_emplace(e.pid, e.ts);
+      const bool startup = e.ts < fc->second + s_.opt.startup_ns;
+      const bool has_timeline = !tl_.intervals(e.tid).empty();
 
+      // Gap before this call on the same thread: a host stall there starves the GPU queue.
+      int64_t prev_end = INT64_MIN;
+      if (auto le = s_.last_end.find(e.tid); le != s_.last_end.end()) prev_end = le->second;
+      s_.last_end[e.tid] = std::max(prev_end, e.end());
+      if (has_timeline && prev_end != INT64_MIN && e.ts - prev_end >= s_.opt.min_stall_ns && !is_late_entry(e))
+        check_gap(e, prev_end);
 
-
-
-  void note_transfer(const Ev& e) {
-    TransferAcc& t = s_.transfers[(uint64_t{e.tid} << 16) | e.op];
-    t.pid = e.pid;
-    t.tid = e.tid;
-    t.op = e.op;
-    ++t.copies;
-    // The part of the copy spent off-CPU for a host reason is that cause's, not the transfer's.
-    OffCpuSummary off = tl_.off_cpu_in(e.tid, e.ts, e.end());
-    t.copy_ns += std::max<int64_t>(0, e.dur - off.runnable_ns - off.uninterruptible_ns);
-    t.bytes += e.a[0];
-    ++t.kinds[e.a[2]];
-    if (e.stack) ++t.stacks[e.stack];
+      if (is_collective_op(e.op)) last_coll_[e.tid] = {coll_args(e).comm, coll_args(e).seq};
+      // A call inside another traced call of the same thread (cuMemcpy inside cudaMemcpy):
+      // the outer call carries the time; counting both would double the loss.
+      if (prev_end != INT64_MIN && e.ts < prev_end) continue;
+      Slow w;
+      w.e = &e;
+      w.from = e.ts;
+      w.to = e.end();
+      w.startup = startup;
+      if (has_timeline) w.off = tl_.off_cpu_in(e.tid, e.ts, e.end());
+      s_.activity[e.tid].add_call(e, prev_end, w.off, has_timeline ? &tl_ : nullptr);
+      const CallVerdict verdict = judge(w, oa, has_timeline, queued_ahead(e));
+      causes_.observe(e, ObserveContext{cx, startup, verdict});
+    }
   }
 
-  void note_alloc(const Ev& e) {
-    auto& v = s_.allocs[e.pid];
-    if (v.size() < 1'000'000) v.push_back({e.ts, e.dur, e.op, e.tid, e.stack});
+  // GPU work this process queued since its previous GPU wait returned: what a slow wait can be
+  // waiting for (gpu_wait's positive evidence).
+  int64_t queued_ahead(const Ev& e) {
+    if (!is_gpu_wait_op(e.op)) return 0;
+    int64_t& prev_wait = s_.last_gpu_wait_end.try_emplace(e.pid, INT64_MIN).first->second;
+    int64_t n = 0;
+    if (auto sub = hx_.submits.find(e.pid); sub != hx_.submits.end()) n = count_in(sub->second, prev_wait, e.ts);
+    prev_wait = std::max(prev_wait, e.end());
+    return n;
   }
 
+  // Arbitration for one outermost call: whether it is slow, and which per-call cause takes it.
+  CallVerdict judge(Slow& w, OpAcc& oa, bool has_timeline, int64_t queued) {
+    const Ev& e = *w.e;
+    ChunkContext cx = context();
+    const Baseline& b = base_[op_key(e.pid, e.op)];
+    w.median = b.usable() ? b.median_ns : 0;
+    const bool outlier = b.usable() && e.dur >= outlier_threshold(b, s_.opt.outlier);
+    // An outlier needs only enough of a host cause to explain half its excess; a call that
+    // is not an outlier (the baseline is made of stalled calls) needs a real stall.
+    w.floor = outlier ? kOutlierHostFloorNs : s_.opt.min_stall_ns;
+    int64_t sib_ns = 0;
+    uint32_t sib = 0;
+    const bool sibling = has_timeline && w.off.sleeping_ns >= w.floor &&
+                         wakers_.woken_by_sibling(e.tid, e.pid, e.ts, e.end(), sib_ns, sib, false) && sib_ns >= w.floor;
+    const bool stall = w.off.runnable_ns >= s_.opt.min_stall_ns || w.off.uninterruptible_ns >= s_.opt.min_stall_ns || sibling;
+    // Cold start: the first call of an op (of a kernel, for launches) soon after the
+    // process's first call, when it is an outlier or, with no baseline yet, >= 10 ms.
+    bool first_of_kind = false;
+    if (w.startup) {
+      uint64_t kind = (uint64_t{e.pid} << 32) ^ (uint64_t{e.op} << 16) ^
+                      (is_submit_op(e.op) && !is_sync_copy_op(e.op) ? static_cast<uint64_t>(submit_target(e)) * 0x9E3779B97F4A7C15ULL : 0);
+      first_of_kind = s_.seen_kinds.insert(kind).second;
+    }
+    const bool cold = first_of_kind && (outlier || (!b.usable() && e.dur >= 10'000'000));
+    if (!outlier && !stall && !cold) return CallVerdict::normal;
+    w.excess = b.usable() ? std::max<int64_t>(0, e.dur - b.median_ns) : e.dur;
+    if (!outlier) {
+      // The baseline itself is made of stalled calls: count the stall as the loss.
+      int64_t host = w.off.runnable_ns + w.off.uninterruptible_ns + sib_ns;
+      w.excess = std::min(e.dur, std::max(w.excess, host));
+    }
+    if (w.excess <= 0) return CallVerdict::no_loss;
+    if (attribute_host(w, sibling, sib, sib_ns)) {
+      ++oa.slow;
+      return CallVerdict::claimed;
+    }
+    if (cold) {
+      ColdStart::detect(cx, w);
+      ++oa.slow;
+      return CallVerdict::claimed;
+    }
+    // An expensive device alloc or free no host cause explains is the allocator's, judged over
+    // the session (its storms). A call that is not an outlier was examined only for its host
+    // stall, and no host cause claims it: an ordinary call, not a GPU wait or unknown slowness.
+    if ((is_device_alloc_op(e.op) && e.dur >= s_.opt.expensive_alloc_ns) || !outlier) return CallVerdict::unclaimed;
+    if (attribute_collective_wait(w)) return CallVerdict::claimed;  // counted by the straggler accounting
+    ++oa.slow;
+    if (Network::detect(cx, w)) return CallVerdict::claimed;
+    // Block reads its own thread issued inside the call (page faults on a file-backed source,
+    // a read): host I/O, whether the thread waited for it in D or stayed on-CPU.
+    if (IoContention::detect_issued(cx, w)) return CallVerdict::claimed;
+    // A call that ends after the host-context watermark (a live poll; only calls longer
+    // than its lag) had no host cause in what is stored so far, which rules none out.
+    const bool context_complete = e.end() <= s_.context_to;
+    // A synchronous copy that lost its time on-CPU did host work as far as the trace shows
+    // (a pageable source staged or faulted in by the CPU), or spun on queued GPU work: the
+    // trace cannot tell which, so it is never a GPU wait. Only its sleep in the driver is.
+    const bool host_copy = has_timeline && is_sync_copy_op(e.op) && 2 * w.off.sleeping_ns < w.excess;
+    if (is_gpu_wait_op(e.op) && context_complete && !host_copy) GpuWait::detect(cx, w, queued, causes_.of<GpuWait>());
+    else Unknown::detect(cx, w, context_complete, host_copy);
+    return CallVerdict::claimed;
+  }
 };
 
 }  // namespace
 
 // ---- Correlator --------------------------------------------------------------------------------
 
-Correlator::Correlator(int64_t session_id, CorrelatorOptions options) : s_(std::make_unique<State>()) {
+Correlator::Correlator(int64_t session_id, CorrelatorOptions options)
+    : s_(std::make_unique<State>()), causes_(std::make_unique<CauseStates>()) {
   s_->session_id = session_id;
   s_->opt = options;
 }
@@ -913,10 +587,8 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
     if (s.loaded_to > loaded_before && s.counters.events > events_before)
       s.events_per_ns = std::max(s.events_per_ns, static_cast<double>(s.counters.events - events_before) /
                                                       static_cast<double>(s.loaded_to - loaded_before));
-    ChunkAnalyzer(s, cf, ct).run();
+    ChunkAnalyzer(s, *causes_, cf, ct).run();
     ++s.counters.chunks;
-    // A collective is seen again only while its entries are in the buffer (context_ns around a chunk).
-    std::erase_if(s.seen_groups, [&](const auto& kv) { return kv.second < ct - 4 * s.opt.context_ns; });
     s.analyzed_to = ct;
     int64_t keep = ct - context;
     trim_events_before(s.evbuf, keep);
@@ -927,7 +599,7 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   return {};
 }
 
-Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) { return build_chains(*s_, db); }
+Result<std::vector<ChainRecord>> Correlator::chains(sqlite3* db) { return build_chains(*s_, *causes_, db); }
 
 Result<std::vector<ChainRecord>> diagnose_session(sqlite3* db, int64_t session_id, std::optional<int64_t> from_ns,
                                                   std::optional<int64_t> to_ns, const CorrelatorOptions& options,

@@ -23,6 +23,7 @@
 namespace causeway {
 
 struct CorrelatorState;  // analysis/correlator_internal.h
+struct CauseStates;      // analysis/causes/registry.h
 
 class Correlator {
  public:
@@ -58,6 +59,7 @@ class Correlator {
 
  private:
   std::unique_ptr<State> s_;
+  std::unique_ptr<CauseStates> causes_;  // every cause module's accumulator, fed by the walk
 };
 
 // Whole-session diagnosis (after a demo or an import): window defaults to the session's data.

@@ -1,16 +1,19 @@
-// State shared by the correlator's two halves: correlator.cpp (reading chunks, attributing
-// each slow call) and chain_builder.cpp (turning accumulated evidence into chain documents),
-// and read by every cause module. It includes neither the correlator nor the registry of
-// causes (both sit above the cause modules, docs/DIAGNOSIS.md "Layers"): a chain's evidence is
-// held type-erased here and typed by the module that owns it (chain_for, render_call_chain).
+// The correlator's own state, shared by its two halves: correlator.cpp (reading chunks, walking
+// and judging each call) and chain_builder.cpp (turning evidence into chain documents), and
+// read by every cause module: names, options, per-op statistics, per-thread activity and the
+// per-call chains. A cause module's own accumulator is not here: it is the module's State,
+// held by the registry (causes/registry.h, CauseStates). This file includes neither the
+// correlator nor the registry (both sit above the cause modules, docs/DIAGNOSIS.md "Layers"): a
+// chain's evidence is held type-erased here and typed by the module that owns it (chain_for,
+// render_call_chain).
 #pragma once
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <any>
 #include <cstdint>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -20,24 +23,16 @@
 #include "analysis/baseline.h"
 #include "analysis/cause.h"
 #include "analysis/correlator_options.h"
+#include "analysis/event_row.h"
 #include "analysis/rank_inference.h"
+#include "analysis/thread_activity.h"
 #include "analysis/thread_timeline.h"
 #include "common/result.h"
 #include "tracedb/histogram.h"
+#include "tracedb/op_catalog.h"
 #include "tracedb/records.h"
 
 namespace causeway {
-
-// One row of `events` as the correlator needs it.
-struct Ev {
-  int64_t ts = 0, dur = 0;
-  uint32_t pid = 0, tid = 0;
-  uint16_t op = 0;
-  int32_t cpu = -1;
-  int64_t a[6] = {0, 0, 0, 0, 0, 0};
-  uint64_t stack = 0;
-  int64_t end() const { return ts + dur; }
-};
 
 struct ProcInfo {
   std::string comm;
@@ -84,93 +79,12 @@ struct OpAcc {
   uint64_t count = 0, slow = 0;
   uint64_t min = UINT64_MAX, max = 0;
   LatencyHistogram hist;
-};
-
-struct TransferAcc {
-  uint32_t pid = 0, tid = 0;
-  uint16_t op = 0;
-  int64_t copies = 0, copy_ns = 0, bytes = 0;
-  std::map<int64_t, int64_t> kinds;  // copy kind -> calls
-  std::map<uint64_t, int64_t> stacks;
-};
-
-// Where a thread's time went between its first traced call and the end of its last one:
-// inside calls (launches, GPU waits, the rest) and between them (on-CPU, off-CPU). The
-// session causes host_bound and launch_bound read it (docs/DIAGNOSIS.md).
-struct ThreadActivity {
-  uint32_t pid = 0;
-  int64_t first_ns = INT64_MAX, last_end_ns = INT64_MIN;
-  int64_t calls = 0;                         // outermost traced calls
-  int64_t submits = 0;                       // of them, calls that put work on a GPU queue
-  int64_t launches = 0, launch_cpu_ns = 0;   // kernel launches and their time on-CPU
-  int64_t gpu_waits = 0, gpu_wait_ns = 0;    // syncs and synchronous copies: time not runnable/D inside
-  int64_t gap_ns = 0, gap_cpu_ns = 0;        // between calls: all of it, and the part on-CPU
-  int64_t long_gaps = 0;                     // gaps >= 1 ms mostly on-CPU
-  int64_t longest_gap_cpu_ns = 0;
-  std::map<uint64_t, int64_t> gap_stacks;    // stack of the call after a long on-CPU gap -> on-CPU ns before it
-  std::map<uint16_t, int64_t> gap_ops;       // op of the call after a long on-CPU gap -> on-CPU ns before it
-  int64_t span() const { return last_end_ns > first_ns ? last_end_ns - first_ns : 0; }
-};
-
-
-struct AllocCall {
-  int64_t ts = 0, dur = 0;
-  uint16_t op = 0;
-  uint32_t tid = 0;
-  uint64_t stack = 0;
-  bool claimed = false;  // recorded in call_causes (once it fell inside a storm)
-};
-
-struct StragglerAcc {
-  int64_t comm = 0;
-  uint32_t pid = 0, tid = 0;
-  int32_t rank = -1;
-  int32_t nranks = 0;
-  uint16_t op = 0;
-  int64_t late = 0, preempted = 0, wait_ns = 0;
-  std::vector<int64_t> lateness;
-  std::map<uint32_t, int64_t> victims_wait;  // pid -> ns waited for this rank
-  std::map<uint64_t, PartyAcc> preempters;   // pid << 32 -> stolen ns
-  std::map<int32_t, int64_t> cpus;
-  int64_t own_runnable_ns = 0, own_sleep_ns = 0, own_d_ns = 0, own_on_cpu_ns = 0;
-  std::vector<TimelineItem> example;
-  int64_t example_lateness = 0;
-  int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
-};
-
-// Per process: CUDA graph capture, instantiation and replay (graph_recapture). "Steady" is
-// after the process's first graph launch: captures before it are the warm-up.
-struct GraphAcc {
-  uint32_t tid = 0;              // the thread that instantiated last
-  uint16_t instantiate_op = 0;   // the instantiation op it used
-  int64_t first_launch_ns = INT64_MAX;
-  int64_t launches = 0;
-  int64_t warmup_instantiations = 0;
-  int64_t steady_captures = 0, steady_capture_ns = 0;  // begin capture -> end capture
-  int64_t steady_instantiations = 0, steady_instantiate_ns = 0;
-  int64_t first_steady_ns = INT64_MAX, last_ns = INT64_MIN;
-  std::map<int64_t, int64_t> open_captures;  // stream -> when its capture began
-  std::set<int64_t> streams;                 // streams captured on
-  // Launches of each exec built in the steady state; at most kMaxTracked execs are followed
-  // (a process re-instantiating every step for hours must not grow this without bound).
-  static constexpr size_t kMaxTracked = 65536;
-  std::unordered_map<int64_t, int64_t> steady_exec_launches;
-  // Execs built in the steady state among those followed. Not the map's size: an exec
-  // destroyed and built again often gets the same handle back (PyTorch re-capturing every step
-  // on an H100: 1,278 execs on 381 handles), and each build is one exec to replay.
-  int64_t steady_execs_built = 0;
-  std::map<uint64_t, int64_t> instantiate_stacks;
-};
-
-struct CommAcc {
-  int64_t collectives = 0;
-  std::map<uint32_t, int64_t> entries_by_pid;
-};
-
-struct GpuShareAcc {  // per victim pid: how often other GPU processes submitted work during its syncs
-  int64_t slow = 0, normal = 0;
-  std::map<uint32_t, int64_t> slow_hits, normal_hits;  // other pid -> syncs overlapped
-  std::map<uint32_t, int64_t> slow_launches;           // other pid -> launches inside slow syncs
+  void add(int64_t dur) {
+    ++count;
+    hist.add(static_cast<uint64_t>(std::max<int64_t>(0, dur)));
+    min = std::min<uint64_t>(min, dur);
+    max = std::max<uint64_t>(max, dur);
+  }
 };
 
 struct CorrelatorState {
@@ -209,13 +123,6 @@ struct CorrelatorState {
   std::unordered_set<uint64_t> seen_kinds;           // (pid, op[, kernel]) seen during start-up
 
   std::map<std::string, ChainAcc> chains;
-  std::map<uint64_t, TransferAcc> transfers;             // (tid, op)
-  std::unordered_map<uint32_t, std::vector<AllocCall>> allocs;  // pid -> expensive alloc/free calls
-  std::map<std::pair<int64_t, uint32_t>, StragglerAcc> stragglers;  // (comm, pid)
-  std::map<int64_t, CommAcc> comms;
-  std::map<uint32_t, GpuShareAcc> gpu_share;
-  std::map<uint32_t, GraphAcc> graphs;  // pid -> its CUDA graphs
-  std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
   RankInference ranks;  // launcher ranks of processes whose ncclCommInitRank was not traced
   std::vector<CallCauseRecord> claims;  // slow calls claimed since the last Correlator::take_call_causes()
   bool sched_seen = false;        // the session has scheduler data: time between calls can be split on/off CPU
@@ -229,21 +136,9 @@ struct CorrelatorState {
   bool is_kernel_thread(uint32_t pid) const;
 };
 
+struct CauseStates;  // every cause module's accumulator (analysis/causes/registry.h)
+
 // Chain documents from the accumulated state (chain_builder.cpp).
-Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, sqlite3* db);
-
-inline uint64_t op_key(uint32_t pid, uint16_t op) { return (uint64_t{pid} << 16) | op; }
-
-// Op families.
-bool is_gpu_wait_op(uint16_t op);      // stream/device/event/context syncs and synchronous copies
-bool is_sync_copy_op(uint16_t op);     // synchronous memcpy variants
-bool is_submit_op(uint16_t op);        // puts work on a GPU queue (launches, graph launches, copies, memsets);
-                                       // graph capture and instantiation do not: host-side work
-bool is_launch_op(uint16_t op);        // kernel launches (not copies, memsets or graph launches)
-bool is_device_alloc_op(uint16_t op);  // cudaMalloc/cudaFree and driver equivalents
-bool is_collective_op(uint16_t op);    // NCCL collectives with (comm, seq)
-bool is_traced_call_op(uint16_t op);   // CUDA runtime, driver, NCCL
-std::string op_name(uint16_t op);
-const char* op_layer(uint16_t op);
+Result<std::vector<ChainRecord>> build_chains(CorrelatorState& s, CauseStates& causes, sqlite3* db);
 
 }  // namespace causeway

@@ -3,25 +3,25 @@
 #include <array>
 
 #include "bpf/events.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 namespace {
 
-// Arg layouts (see schema_docs for the views that decode them):
-constexpr std::string_view kAlloc = "bytes,device_ptr";
-constexpr std::string_view kFree = ",device_ptr";
-constexpr std::string_view kCopy = "bytes,dst_ptr,copy_kind,stream";
-constexpr std::string_view kSet = "bytes,device_ptr,,stream";
-constexpr std::string_view kLaunch = ",function,,stream,grid_packed,block_packed";
-constexpr std::string_view kStream = ",,,stream";
-constexpr std::string_view kColl = "count,comm_hash,rank,nranks,seq,datatype|redop<<8|peer<<16";
-// CUDA graphs: a1 is the graph exec (instantiate → launch → destroy), a2 the graph (capture
-// end → instantiate), so both hand-overs join on one column.
-constexpr std::string_view kCaptureBegin = "capture_mode,,,stream";
-constexpr std::string_view kCaptureEnd = ",,graph,stream";
-constexpr std::string_view kInstantiate = ",graph_exec,graph";
-constexpr std::string_view kGraphLaunch = ",graph_exec,,stream";
-constexpr std::string_view kGraphExec = ",graph_exec";
+// Arg layouts (tracedb/op_args.h; see schema_docs for the views that decode them):
+using namespace arg_layout;
+constexpr std::string_view kAlloc = alloc;
+constexpr std::string_view kFree = free_;
+constexpr std::string_view kCopy = copy;
+constexpr std::string_view kSet = arg_layout::memset;
+constexpr std::string_view kLaunch = launch;
+constexpr std::string_view kStream = stream;
+constexpr std::string_view kColl = coll;
+constexpr std::string_view kCaptureBegin = capture_begin;
+constexpr std::string_view kCaptureEnd = capture_end;
+constexpr std::string_view kInstantiate = instantiate;
+constexpr std::string_view kGraphLaunch = graph_launch;
+constexpr std::string_view kGraphExec = graph_exec;
 
 using F = OpFamily;
 constexpr uint8_t S = CW_AUX_STREAM;
@@ -170,11 +170,10 @@ constexpr OpInfo kCatalog[] = {
     {CW_OP_PROC_EXEC, CW_SRC_HOST, "process_exec", false, "ppid", F::host},
     {CW_OP_PROC_FORK, CW_SRC_HOST, "process_fork", false, "child_pid", F::host},
     {CW_OP_PROC_EXIT, CW_SRC_HOST, "process_exit", false, "exit_code", F::host},
-    {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, "bytes,dev,sector,is_write", F::host},
-    {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, "saddr,sport,daddr,dport,state,sock_owner", F::host},
-    {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false,
-     "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sport|dport<<16|state<<32,sock_owner", F::host},
-    {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, "pages,max_order", F::host},
+    {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, arg_layout::block, F::host},
+    {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, tcp, F::host},
+    {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false, tcp6, F::host},
+    {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, page_alloc, F::host},
     {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, "victim_pid,total_pages", F::host},
 };
 
@@ -259,6 +258,80 @@ std::optional<uint8_t> source_from_name(std::string_view name) {
   for (uint8_t s = CW_SRC_CUDA; s <= CW_SRC_MEM; ++s)
     if (source_name(s) == name) return s;
   return std::nullopt;
+}
+
+std::string op_name(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  return o ? std::string(o->name) : "op" + std::to_string(op);
+}
+
+const char* op_layer(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  return o ? source_name(o->source).data() : "unknown";
+}
+
+namespace {
+
+OpFamily family_of(uint16_t op, bool& blocking) {
+  const OpInfo* o = find_op(op);
+  blocking = o && o->blocking;
+  return o ? o->family : OpFamily::host;
+}
+
+}  // namespace
+
+bool is_gpu_wait_op(uint16_t op) {
+  bool blocking = false;
+  OpFamily f = family_of(op, blocking);
+  return f == OpFamily::sync || (f == OpFamily::copy && blocking);
+}
+
+bool is_sync_copy_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::copy && blocking;
+}
+
+bool is_submit_op(uint16_t op) {
+  bool blocking = false;
+  switch (family_of(op, blocking)) {
+    case OpFamily::launch: case OpFamily::graph: case OpFamily::copy: case OpFamily::memset: return true;
+    default: return false;
+  }
+}
+
+bool is_launch_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::launch;
+}
+
+bool is_device_alloc_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::alloc;
+}
+
+bool is_collective_op(uint16_t op) {
+  bool blocking = false;
+  return family_of(op, blocking) == OpFamily::collective;
+}
+
+bool is_traced_call_op(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  return o && o->is_call && o->family != OpFamily::host && o->family != OpFamily::group;
+}
+
+int args_needed(uint16_t op) {
+  const OpInfo* o = find_op(op);
+  if (!o) return 0;
+  switch (o->family) {
+    case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
+    case OpFamily::host:  // block, page_alloc, oom: a0..a3; tcp: ports in a4 (IPv6), sock_owner in a5
+      return o->source == CW_SRC_NET ? 6 : o->source >= CW_SRC_IO ? 4 : 0;
+    case OpFamily::graph_build: return 4;  // graph exec a1, graph a2, stream a3
+    default: break;
+  }
+  if (is_sync_copy_op(op)) return 3;  // bytes, ptr, kind
+  if (is_submit_op(op)) return 2;     // a1: kernel function (graph launches: the graph exec)
+  return 0;
 }
 
 }  // namespace causeway

@@ -1,14 +1,16 @@
 // The one op table: every op the BPF side can emit (ids from bpf/events.h) with its source,
 // family, the meaning of the generic args a0..a5 and, for a probed call, which symbols are
 // probed and how their arguments are copied. The probe list and its BPF cookies
-// (collector/probe_table.h), the `ops` rows with their family (the SQL views) and the
-// correlator's op classes (analysis/correlator.cpp) all derive from it.
+// (collector/probe_table.h), the `ops` rows with their family (the SQL views), the diagnosis's
+// op classes (the predicates below) and the typed views of the args (tracedb/op_args.h) all
+// derive from it.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -68,5 +70,24 @@ std::string_view family_name(OpFamily f);
 // "cuda", "driver", "nccl", "host", "io", "net", "mem"; "unknown" otherwise.
 std::string_view source_name(uint8_t source);
 std::optional<uint8_t> source_from_name(std::string_view name);
+
+// The op's name; "op<N>" for an id the table does not know.
+std::string op_name(uint16_t op);
+// The source name of an op ("cuda", "driver", …; "unknown"): a timeline item's layer.
+const char* op_layer(uint16_t op);
+
+// Op classes the diagnosis uses, from the family and `blocking` of each op.
+bool is_gpu_wait_op(uint16_t op);      // stream/device/event/context syncs and synchronous copies
+bool is_sync_copy_op(uint16_t op);     // synchronous memcpy variants
+bool is_submit_op(uint16_t op);        // puts work on a GPU queue (launches, graph launches, copies, memsets);
+                                       // graph capture and instantiation do not: host-side work
+bool is_launch_op(uint16_t op);        // kernel launches (not copies, memsets or graph launches)
+bool is_device_alloc_op(uint16_t op);  // cudaMalloc/cudaFree and driver equivalents
+bool is_collective_op(uint16_t op);    // NCCL collectives with (comm, seq)
+bool is_traced_call_op(uint16_t op);   // CUDA runtime, driver, NCCL calls (not group brackets)
+
+// How many of the args a0..a5 the diagnosis reads for an op (decoding a column costs; most rows
+// are launches, which need only the kernel).
+int args_needed(uint16_t op);
 
 }  // namespace causeway

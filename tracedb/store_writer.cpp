@@ -908,11 +908,6 @@ void StoreWriter::commit_rollups() {
   max_ts_seen_ = batch_max_ts_;
 }
 
-std::string StoreWriter::op_name(uint16_t op) {
-  if (const OpInfo* info = find_op(op)) return std::string(info->name);
-  return "op" + std::to_string(op);
-}
-
 Result<void> StoreWriter::write_counters(uint64_t written_now) {
   std::map<std::string, int64_t> snapshot;
   {

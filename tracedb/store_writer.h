@@ -190,7 +190,6 @@ class StoreWriter {
   Result<void> flush_rollups(int64_t before_ns);
   void commit_rollups();
   Result<void> write_counters(uint64_t written_now);
-  static std::string op_name(uint16_t op);
   void count_lost(uint16_t op, uint64_t n);  // mu_ held; failure paths only
   Result<void> prune_if_needed(bool disk_full);
   bool op_is_known(uint16_t op);

@@ -1,16 +1,26 @@
-#include "analysis/causes/session_causes.h"
+#include "analysis/causes/allocator.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
 
-void Allocator::report(SessionReport& c) {
+void Allocator::observe(State& st, const Ev& e, const ObserveContext& cx) {
+  if (!is_device_alloc_op(e.op) || e.dur < cx.chunk.s.opt.expensive_alloc_ns) return;
+  // Those no per-call cause took: ordinary calls (after start-up, when the allocator fills its
+  // cache), and slow ones no host cause or cold start explains.
+  if (!(cx.verdict == CallVerdict::unclaimed || (cx.verdict == CallVerdict::normal && !cx.startup))) return;
+  auto& v = st.allocs[e.pid];
+  if (v.size() < 1'000'000) v.push_back({e.ts, e.dur, e.op, e.tid, e.stack});
+}
+
+void Allocator::report(SessionReport& c, State& st) {
   CorrelatorState& s = c.s;
-  for (auto& [pid, calls] : s.allocs) {
+  for (auto& [pid, calls] : st.allocs) {
     if (calls.size() < 8) continue;
     std::sort(calls.begin(), calls.end(), [](const AllocCall& a, const AllocCall& b) { return a.ts < b.ts; });
     struct Burst {

@@ -7,6 +7,7 @@
 #include "analysis/chunk_context.h"
 #include "analysis/data_workers.h"
 #include "common/units.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 namespace {
@@ -238,8 +239,9 @@ void DataLoaderStarvation::detect(ChunkContext& cx, const Slow& w, const std::ve
     for_overlapping(cx.hx.blocks, cx.hx.max_block_dur, from, ww.wake_ns, [&](const Ev& b) {
       if (b.pid != ww.worker_pid) return;
       ++k.io_requests;
-      k.io_bytes += b.a[0];
-      k.io_bytes_by_dev[b.a[1]] += b.a[0];
+      const BlockArgs io = block_args(b);
+      k.io_bytes += io.bytes;
+      k.io_bytes_by_dev[io.dev] += io.bytes;
     });
     items.push_back({ww.wake_ns, "host",
                      who(cx.s, ww.worker_pid) + (ww.relay_tid ? " hands a batch to " + cx.s.thread_name(ww.relay_tid) +

@@ -16,10 +16,10 @@ struct Sharer {
   double slow_share = 0, normal_share = 0;
 };
 
-Sharer gpu_sharer(const ChainView& v) {
+Sharer gpu_sharer(const ChainView& v, const GpuWait::State& st) {
   Sharer best;
-  auto it = v.s.gpu_share.find(v.a.pid);
-  if (it == v.s.gpu_share.end()) return best;
+  auto it = st.gpu_share.find(v.a.pid);
+  if (it == st.gpu_share.end()) return best;
   const GpuShareAcc& g = it->second;
   for (auto& [pid, hits] : g.slow_hits) {
     double sh = g.slow ? static_cast<double>(hits) / static_cast<double>(g.slow) : 0;
@@ -32,10 +32,10 @@ Sharer gpu_sharer(const ChainView& v) {
 
 }  // namespace
 
-Finding GpuWait::explain(const ChainView& v, const Evidence& e) {
+Finding GpuWait::explain(const ChainView& v, const Evidence& e, const State& st) {
   const ChainAcc& a = v.a;
   Finding f;
-  const Sharer best = gpu_sharer(v);
+  const Sharer best = gpu_sharer(v, st);
   f.summary = v.victim + ": " + std::to_string(a.calls) + " slow calls lost " + v.lost +
               " waiting on the GPU with no host cause (thread on-CPU or asleep, not preempted)" +
               (best.pid ? "; " + who(v.s, best.pid) + " submitted GPU work during " + pct(best.slow_share) + " of them vs " +
@@ -51,7 +51,7 @@ Finding GpuWait::explain(const ChainView& v, const Evidence& e) {
                          " of those calls was spent runnable or in D state: that part is a host cause's and is not counted "
                          "as GPU wait");
   if (best.pid) {
-    const GpuShareAcc& g = v.s.gpu_share.at(a.pid);
+    const GpuShareAcc& g = st.gpu_share.at(a.pid);
     auto l = g.slow_launches.find(best.pid);
     f.evidence.push_back(who(v.s, best.pid) + " submitted " + with_commas(l != g.slow_launches.end() ? l->second : 0) +
                          " GPU operations during " + std::to_string(g.slow_hits.at(best.pid)) +
@@ -72,8 +72,8 @@ Finding GpuWait::explain(const ChainView& v, const Evidence& e) {
   return f;
 }
 
-std::string GpuWait::fix(const ChainView& v, const Evidence&) {
-  if (const Sharer best = gpu_sharer(v); best.pid)
+std::string GpuWait::fix(const ChainView& v, const Evidence&, const State& st) {
+  if (const Sharer best = gpu_sharer(v, st); best.pid)
     return "Give " + v.s.comm_of(v.a.pid) + " and " + v.s.comm_of(best.pid) +
            " separate GPUs, or partition the GPU (MIG, or MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE) so the other job cannot "
            "time-slice this one's kernels.";
@@ -81,7 +81,7 @@ std::string GpuWait::fix(const ChainView& v, const Evidence&) {
          "bottleneck here.";
 }
 
-void GpuWait::detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead) {
+void GpuWait::detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead, State& st) {
   const Ev& e = *w.e;
   auto [c, ev] = chain_for<GpuWait>(cx.s, e.pid, e.op, w.gap);
   // Time runnable or in D inside the call was a host cause's, never the GPU's: it does not
@@ -91,7 +91,7 @@ void GpuWait::detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead) {
   ev.host_ns += host;
   ev.on_cpu_ns += (w.to - w.from) - w.off.total();
   ev.sleep_ns += w.off.sleeping_ns;
-  GpuShareAcc& g = cx.s.gpu_share[e.pid];
+  GpuShareAcc& g = st.gpu_share[e.pid];
   ++g.slow;
   std::vector<std::pair<uint32_t, int64_t>> o;
   other_submitters(cx.hx, e.pid, e.ts, e.end(), o);
@@ -115,9 +115,12 @@ void GpuWait::detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead) {
   add_sample(c, w.excess, std::move(items));
 }
 
-void GpuWait::note_normal_sync(ChunkContext& cx, const Ev& e) {
+void GpuWait::observe(State& st, const Ev& e, const ObserveContext& ox) {
+  // Only syncs no cause claimed: ordinary ones, and those examined for a host stall none explained.
+  if (!is_gpu_wait_op(e.op) || (ox.verdict != CallVerdict::normal && ox.verdict != CallVerdict::unclaimed)) return;
+  const ChunkContext& cx = ox.chunk;
   if (cx.hx.submits.size() < 2 && (cx.hx.submits.empty() || cx.hx.submits.count(e.pid))) return;
-  GpuShareAcc& g = cx.s.gpu_share[e.pid];
+  GpuShareAcc& g = st.gpu_share[e.pid];
   ++g.normal;
   std::vector<std::pair<uint32_t, int64_t>> o;
   other_submitters(cx.hx, e.pid, e.ts, e.end(), o);

@@ -1,7 +1,9 @@
 // gpu_wait: a sync or synchronous copy that waited for the GPU with no host cause (the thread was
 // on-CPU or asleep, not preempted, not in D). Culprit: another process that submitted GPU work
 // during the slow syncs far more often than during normal ones (it shares the GPU). Above LOW
-// only with positive GPU evidence: work queued ahead of the calls or beside them.
+// only with positive GPU evidence: work queued ahead of the calls or beside them. Its State, per
+// victim process, counts which other processes submitted work during its slow syncs and during
+// its normal ones (observed), the baseline of the sharing test.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +13,16 @@
 
 namespace causeway {
 
-struct ChunkContext;  // analysis/chunk_context.h
+struct ChunkContext;    // analysis/chunk_context.h
+struct ObserveContext;  // analysis/chunk_context.h
 struct Slow;
 struct Ev;
+
+struct GpuShareAcc {  // per victim pid: how often other GPU processes submitted work during its syncs
+  int64_t slow = 0, normal = 0;
+  std::map<uint32_t, int64_t> slow_hits, normal_hits;  // other pid -> syncs overlapped
+  std::map<uint32_t, int64_t> slow_launches;           // other pid -> launches inside slow syncs
+};
 
 struct GpuWait {
   static constexpr Cause id = Cause::gpu_wait;
@@ -28,16 +37,19 @@ struct GpuWait {
     // is never above LOW: no host cause seen is not a GPU cause seen.
     int64_t queued_calls = 0, queued_lost_ns = 0;
   };
-  static Finding explain(const ChainView& v, const Evidence& e);
-  static std::string fix(const ChainView& v, const Evidence& e);
+  struct State {
+    std::map<uint32_t, GpuShareAcc> gpu_share;  // victim pid -> its syncs' sharing
+  };
+  static Finding explain(const ChainView& v, const Evidence& e, const State& st);
+  static std::string fix(const ChainView& v, const Evidence& e, const State& st);
 
   // Claims an outlier GPU sync or synchronous copy no host cause explains; the host time
   // inside it is not counted as lost.
   // queued_ahead: GPU operations this process submitted since its previous GPU wait returned.
-  static void detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead);
+  static void detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead, State& st);
   // A sync that was not slow: which other processes submitted GPU work during it (the
   // baseline for the sharing test).
-  static void note_normal_sync(ChunkContext& cx, const Ev& e);
+  static void observe(State& st, const Ev& e, const ObserveContext& cx);
 };
 
 }  // namespace causeway

@@ -1,8 +1,11 @@
 #include <algorithm>
 
-#include "analysis/causes/session_causes.h"
+#include "analysis/causes/graph_recapture.h"
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
+#include "bpf/events.h"
 #include "common/units.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 namespace {
@@ -15,9 +18,62 @@ constexpr double kMaxLaunchesPerExec = 4.0;
 
 }  // namespace
 
-void GraphRecapture::report(SessionReport& c) {
+// Captures and instantiations after graphs are in use, and how often each exec built then is
+// replayed. Roles come from the op table's decode class.
+void GraphRecapture::observe(State& st, const Ev& e, const ObserveContext&) {
+  const OpInfo* o = find_op(e.op);
+  if (!o || (o->family != OpFamily::graph && o->family != OpFamily::graph_build)) return;
+  GraphAcc& g = st.graphs[e.pid];
+  g.last_ns = std::max(g.last_ns, e.end());
+  const GraphArgs args = graph_args(e);
+  if (o->family == OpFamily::graph) {
+    ++g.launches;
+    g.first_launch_ns = std::min(g.first_launch_ns, e.ts);
+    if (auto it = g.steady_exec_launches.find(args.exec); it != g.steady_exec_launches.end()) ++it->second;
+    return;
+  }
+  const bool steady = e.ts > g.first_launch_ns;
+  switch (o->probe.dclass) {
+    case CW_DC_CAPTURE_BEGIN:
+      g.open_captures[args.stream] = e.ts;
+      g.streams.insert(args.stream);
+      break;
+    case CW_DC_CAPTURE_END:
+      if (auto it = g.open_captures.find(args.stream); it != g.open_captures.end()) {
+        if (it->second > g.first_launch_ns) {
+          ++g.steady_captures;
+          g.steady_capture_ns += e.end() - it->second;
+        }
+        g.open_captures.erase(it);
+      }
+      break;
+    case CW_DC_GRAPH_INSTANTIATE:
+      if (!steady) {
+        ++g.warmup_instantiations;
+        break;
+      }
+      ++g.steady_instantiations;
+      g.steady_instantiate_ns += e.dur;
+      g.instantiate_op = e.op;
+      g.tid = e.tid;
+      g.first_steady_ns = std::min(g.first_steady_ns, e.ts);
+      if (e.stack) ++g.instantiate_stacks[e.stack];
+      // A failed instantiation writes no exec (0).
+      if (args.exec != 0) {
+        if (g.steady_exec_launches.count(args.exec)) ++g.steady_execs_built;
+        else if (g.steady_exec_launches.size() < GraphAcc::kMaxTracked) {
+          g.steady_exec_launches.emplace(args.exec, 0);
+          ++g.steady_execs_built;
+        }
+      }
+      break;
+    default: break;
+  }
+}
+
+void GraphRecapture::report(SessionReport& c, const State& st) {
   const CorrelatorState& s = c.s;
-  for (const auto& [pid, g] : s.graphs) {
+  for (const auto& [pid, g] : st.graphs) {
     if (g.steady_instantiations < kMinRebuilds) continue;
     const int64_t execs = std::max<int64_t>(1, g.steady_execs_built);
     int64_t replays = 0;

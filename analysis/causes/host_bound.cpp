@@ -1,6 +1,6 @@
 #include <algorithm>
 
-#include "analysis/causes/session_causes.h"
+#include "analysis/causes/host_bound.h"
 #include "analysis/chain_view.h"
 #include "common/units.h"
 

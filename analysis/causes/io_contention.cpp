@@ -7,6 +7,7 @@
 #include "analysis/chain_view.h"
 #include "analysis/chunk_context.h"
 #include "common/units.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 namespace {
@@ -102,7 +103,7 @@ bool IoContention::detect(ChunkContext& cx, const Slow& w) {
     for_overlapping(cx.hx.blocks, cx.hx.max_block_dur, a, b, [&](const Ev& r) {
       auto& x = io[r.pid];
       ++x.first;
-      x.second += r.a[0];
+      x.second += block_args(r).bytes;
       if (std::find(reqs.begin(), reqs.end(), &r) == reqs.end()) reqs.push_back(&r);
     });
   }
@@ -137,7 +138,7 @@ bool IoContention::detect_issued(ChunkContext& cx, const Slow& w) {
   for_overlapping(cx.hx.blocks, cx.hx.max_block_dur, w.from, w.to, [&](const Ev& r) {
     if (r.tid != e.tid || r.pid != e.pid || r.ts < w.from) return;
     reqs.push_back(&r);
-    bytes += r.a[0];
+    bytes += block_args(r).bytes;
   });
   if (reqs.empty()) return false;
   auto [c, ev] = chain_for<IoContention>(cx.s, e.pid, e.op, w.gap);

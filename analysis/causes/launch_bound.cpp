@@ -1,4 +1,4 @@
-#include "analysis/causes/session_causes.h"
+#include "analysis/causes/launch_bound.h"
 #include "analysis/chain_view.h"
 #include "common/units.h"
 

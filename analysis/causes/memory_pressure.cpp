@@ -5,6 +5,7 @@
 #include "analysis/chain_view.h"
 #include "analysis/chunk_context.h"
 #include "common/units.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 namespace {
@@ -55,9 +56,10 @@ bool MemoryPressure::detect(ChunkContext& cx, const Slow& w) {
   std::map<uint32_t, int64_t> pages;
   int64_t burst_pages = 0;
   for_overlapping(cx.hx.page_allocs, cx.hx.max_alloc_dur, w.from, w.to, [&](const Ev& p) {
-    double per100ms = static_cast<double>(p.a[0]) * 1e8 / static_cast<double>(std::max<int64_t>(p.dur, 1));
-    pages[p.pid] += p.a[0];
-    if (per100ms >= kBurstPagesPer100ms) burst_pages += p.a[0];
+    const int64_t n = page_alloc_args(p).pages;
+    double per100ms = static_cast<double>(n) * 1e8 / static_cast<double>(std::max<int64_t>(p.dur, 1));
+    pages[p.pid] += n;
+    if (per100ms >= kBurstPagesPer100ms) burst_pages += n;
   });
   std::vector<const Ev*> ooms;
   for (const Ev* o : cx.hx.ooms)

@@ -1,9 +1,10 @@
-#include "analysis/causes/session_causes.h"
+#include "analysis/causes/nccl_straggler.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
 
 namespace causeway {
@@ -29,11 +30,72 @@ std::string nccl_straggler_chain_id(int64_t session_id, uint32_t straggler_pid, 
          hex(comm);
 }
 
-void NcclStraggler::report(SessionReport& c) {
+void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf, int64_t ct) {
+  for (const CollectiveGroup& g : cx.groups) {
+    // Count each collective once: in the chunk where its first rank entered.
+    if (g.first_entry_ns < cf || g.first_entry_ns >= ct) continue;
+    if (!st.seen_groups.emplace(std::make_pair(g.comm, g.seq), g.first_entry_ns).second) continue;
+    CommAcc& ca = st.comms[g.comm];
+    ++ca.collectives;
+    for (size_t m : g.members) ++ca.entries_by_pid[cx.entries[m].pid];
+    if (!g.has_straggler) continue;
+    const CollectiveEntry& late = cx.entries[g.straggler];
+    StragglerAcc& a = st.stragglers[{g.comm, late.pid}];
+    a.comm = g.comm;
+    a.pid = late.pid;
+    a.tid = late.tid;
+    a.rank = late.rank;
+    a.nranks = late.nranks;
+    a.op = late.op;
+    ++a.late;
+    a.wait_ns += g.wait_ns;
+    a.first_ns = std::min(a.first_ns, g.first_entry_ns);
+    a.last_ns = std::max(a.last_ns, g.last_entry_ns);
+    if (a.lateness.size() < 200000) a.lateness.push_back(g.lateness_ns);
+    for (size_t k = 0; k + 1 < g.members.size(); ++k)
+      a.victims_wait[cx.entries[g.members[k]].pid] += g.last_entry_ns - cx.entries[g.members[k]].ts_ns;
+    // Its own cause: what its thread did between the first rank's entry and its own.
+    OffCpuSummary off = cx.tl.off_cpu_in(late.tid, g.first_entry_ns, late.ts_ns);
+    int64_t span = late.ts_ns - g.first_entry_ns;
+    a.own_runnable_ns += off.runnable_ns;
+    a.own_sleep_ns += off.sleeping_ns;
+    a.own_d_ns += off.uninterruptible_ns;
+    a.own_on_cpu_ns += std::max<int64_t>(0, span - off.total());
+    if (off.runnable_ns * 2 >= g.lateness_ns) {
+      ++a.preempted;
+      std::vector<RunShare> who;
+      runnable_culprits(cx.tl, late.tid, g.first_entry_ns, late.ts_ns, who, &a.cpus, nullptr);
+      for (const RunShare& r : who) add_party(a.preempters, r.pid, 0, r.ns);
+    }
+    if (g.lateness_ns > a.example_lateness) {
+      a.example_lateness = g.lateness_ns;
+      a.example.clear();
+      std::string opn = op_name(g.op);
+      for (size_t m : g.members) {
+        const CollectiveEntry& e = cx.entries[m];
+        a.example.push_back({e.ts_ns, "nccl",
+                             "rank " + std::to_string(e.rank) + " (pid " + std::to_string(e.pid) + ") enters " + opn +
+                                 " seq " + std::to_string(g.seq) +
+                                 (m == g.straggler ? ", last: " + format_duration_ns(g.lateness_ns) + " after the others" : "")});
+      }
+      for (const OffCpuInterval& iv : cx.tl.overlapping(late.tid, g.first_entry_ns, late.ts_ns)) {
+        if (iv.state != OffCpuState::runnable) continue;
+        a.example.push_back({iv.from_ns, "host",
+                             "rank " + std::to_string(late.rank) + " thread " + std::to_string(late.tid) +
+                                 " preempted on CPU " + std::to_string(iv.cpu) + " by " + cx.s.comm_of(iv.next_pid) +
+                                 " (pid " + std::to_string(iv.next_pid) + ") for " + format_duration_ns(iv.to_ns - iv.from_ns)});
+      }
+    }
+  }
+  // A collective is seen again only while its entries are in the buffer (context_ns around a chunk).
+  std::erase_if(st.seen_groups, [&](const auto& kv) { return kv.second < ct - 4 * cx.s.opt.context_ns; });
+}
+
+void NcclStraggler::report(SessionReport& c, const State& st) {
   CorrelatorState& s = c.s;
-  for (auto& [key, a] : s.stragglers) {
-    auto cm = s.comms.find(a.comm);
-    if (cm == s.comms.end()) continue;
+  for (auto& [key, a] : st.stragglers) {
+    auto cm = st.comms.find(a.comm);
+    if (cm == st.comms.end()) continue;
     int64_t entered = cm->second.entries_by_pid.count(a.pid) ? cm->second.entries_by_pid.at(a.pid) : 0;
     size_t members = cm->second.entries_by_pid.size();
     if (a.late < 3 || entered == 0 || members < 2) continue;

@@ -11,6 +11,7 @@
 #include "analysis/chain_view.h"
 #include "analysis/chunk_context.h"
 #include "bpf/events.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 namespace {
@@ -19,9 +20,9 @@ using Endpoint = Network::Endpoint;
 
 // The local and remote ends of a retransmit event (tracedb/op_catalog.cpp arg layouts).
 std::pair<Endpoint, Endpoint> ends_of(const Ev& r) {
-  if (r.op == CW_OP_TCP_RETRANSMIT6)
-    return {{true, r.a[0], r.a[1], r.a[4] & 0xffff}, {true, r.a[2], r.a[3], (r.a[4] >> 16) & 0xffff}};
-  return {{false, 0, r.a[0], r.a[1]}, {false, 0, r.a[2], r.a[3]}};
+  const bool v6 = r.op == CW_OP_TCP_RETRANSMIT6;
+  const TcpArgs t = v6 ? tcp6_args(r) : tcp_args(r);
+  return {{v6, t.saddr_hi, t.saddr, t.sport}, {v6, t.daddr_hi, t.daddr, t.dport}};
 }
 
 // The peer with the most retransmits, or null.

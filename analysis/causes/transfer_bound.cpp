@@ -1,16 +1,34 @@
-#include "analysis/causes/session_causes.h"
+#include "analysis/causes/transfer_bound.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
 #include "common/units.h"
+#include "tracedb/op_args.h"
 
 namespace causeway {
 
-void TransferBound::report(SessionReport& c) {
+void TransferBound::observe(State& st, const Ev& e, const ObserveContext& cx) {
+  if (!is_sync_copy_op(e.op)) return;
+  TransferAcc& t = st.transfers[(uint64_t{e.tid} << 16) | e.op];
+  t.pid = e.pid;
+  t.tid = e.tid;
+  t.op = e.op;
+  ++t.copies;
+  // The part of the copy spent off-CPU for a host reason is that cause's, not the transfer's.
+  OffCpuSummary off = cx.chunk.tl.off_cpu_in(e.tid, e.ts, e.end());
+  t.copy_ns += std::max<int64_t>(0, e.dur - off.runnable_ns - off.uninterruptible_ns);
+  const CopyArgs copy = copy_args(e);
+  t.bytes += copy.bytes;
+  ++t.kinds[copy.kind];
+  if (e.stack) ++t.stacks[e.stack];
+}
+
+void TransferBound::report(SessionReport& c, const State& st) {
   CorrelatorState& s = c.s;
-  for (auto& [key, t] : s.transfers) {
+  for (auto& [key, t] : st.transfers) {
     auto sp = s.activity.find(t.tid);
     if (sp == s.activity.end() || t.copies < 5) continue;
     int64_t wall = std::max<int64_t>(1, sp->second.last_end_ns - sp->second.first_ns);

@@ -60,6 +60,9 @@ void touch(const std::string& path);  // creates an empty file (a --wait-file's 
 void sleep_ms(int ms);
 
 int64_t q_int(const std::string& db, const std::string& sql);
+// SQL: the event is a call of a probed library (CUDA runtime, driver, NCCL), from the trace DB's
+// `ops` rows, which the op table (tracedb/op_catalog.h) writes.
+inline const std::string kLibraryCall = "op_id IN (SELECT id FROM ops WHERE source IN ('cuda', 'driver', 'nccl'))";
 std::vector<std::vector<int64_t>> q_rows(const std::string& db, const std::string& sql);
 std::string q_text(const std::string& db, const std::string& sql);
 

@@ -104,7 +104,7 @@ TEST_CASE("exact per-op counts, decoded args and durations from several threads;
   // each op at each call site of each thread has one (else a counted stack failure), and it
   // starts at the call site in the workload.
   const int64_t firsts_without = q_int(
-      db, "SELECT count(*) FROM events e WHERE e.pid = " + S(pid) + " AND e.op_id < 400 AND e.stack_id IS NULL AND "
+      db, "SELECT count(*) FROM events e WHERE e.pid = " + S(pid) + " AND e." + kLibraryCall + " AND e.stack_id IS NULL AND "
           "e.ts_ns = (SELECT min(ts_ns) FROM events f WHERE f.tid = e.tid AND f.op_id = e.op_id)");
   const int64_t stack_failures =
       q_int(db, "SELECT sum(value) FROM collector_stats WHERE name IN ('stack_failures', 'stack_read_failures')");
@@ -123,7 +123,7 @@ TEST_CASE("exact per-op counts, decoded args and durations from several threads;
   CHECK(q_text(db, "SELECT comm FROM processes WHERE pid = " + S(pid)) == "cw_workload");
   // Calls carry the process's cgroup id (cgroup v2), as the processes row does.
   CHECK(q_int(db, "SELECT count(DISTINCT e.cgroup_id) FROM events e JOIN processes p ON p.pid = e.pid AND "
-                  "p.cgroup_id = e.cgroup_id WHERE e.pid = " + S(pid) + " AND e.op_id < 400") == 1);
+                  "p.cgroup_id = e.cgroup_id WHERE e.pid = " + S(pid) + " AND e." + kLibraryCall) == 1);
 }
 
 TEST_CASE("NCCL: comm hash of the unique id, rank, nranks and per-communicator sequence across 4 ranks") {
@@ -310,7 +310,7 @@ TEST_CASE("--pid follows children forked without exec after the trace started") 
   }
   // The other launcher's ranks are not traced.
   CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid NOT IN (" + S(parent) + ", " + S(kids[0][0]) + ", " +
-                      S(kids[1][0]) + ") AND op_id < 400") == 0);
+                      S(kids[1][0]) + ") AND " + kLibraryCall) == 0);
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE ppid = " + S(other)) == 0);
 }
 
@@ -334,7 +334,7 @@ TEST_CASE("short-lived processes started back to back keep symbolized stacks") {
     INFO("its stacks: " << q_text(db, "SELECT group_concat(substr(frames, 1, 120), ' | ') FROM (SELECT DISTINCT s.frames "
                                       "FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.pid = " + S(p) + ")"));
     INFO("trace log: " << t.log());
-    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id < 400 AND pid = " + S(p)) == 40);
+    CHECK(q_int(db, "SELECT count(*) FROM events WHERE " + kLibraryCall + " AND pid = " + S(p)) == 40);
     // Every call takes 100 µs, over the 50 µs floor of the stack policy: each has a stack,
     // symbolized into the workload's frames.
     CHECK(q_int(db, "SELECT count(*) FROM events e JOIN stacks s ON s.id = e.stack_id WHERE e.pid = " + S(p) +

@@ -34,7 +34,7 @@ namespace {
 // include every slow call: with 100 µs calls, anything ≥ 200 µs (2× the median, the outlier
 // rule's least) carries one; and the chain shows the stack of its slow calls.
 void check_slow_calls_stacked(const std::string& db, pid_t pid, const json& chain) {
-  const std::string slow = " FROM events WHERE pid = " + S(pid) + " AND op_id < 400 AND dur_ns >= 200000";
+  const std::string slow = " FROM events WHERE pid = " + S(pid) + " AND " + kLibraryCall + " AND dur_ns >= 200000";
   CHECK(q_int(db, "SELECT count(*)" + slow) > 0);
   CHECK(q_int(db, "SELECT count(*)" + slow + " AND stack_id IS NULL") == 0);
   REQUIRE(chain.contains("stack"));

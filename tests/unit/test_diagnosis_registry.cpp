@@ -1,5 +1,6 @@
 // The cause registry: a module with typed evidence and both renderers plugs in with one line
-// (a registry listing it), and a module missing a renderer is rejected at compile time.
+// (a registry listing it), and a module missing a renderer is rejected at compile time; a
+// session cause with its own State is fed by the registry's observe hooks and reported from it.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -7,6 +8,8 @@
 #include "analysis/causes/registry.h"
 #include "analysis/chain_json.h"
 #include "analysis/chain_view.h"
+#include "analysis/chunk_context.h"
+#include "bpf/events.h"
 
 using namespace causeway;
 
@@ -48,6 +51,40 @@ static_assert(CauseModule<FakeStall>);
 static_assert(!CauseModule<NoFix>, "a module without a fix() must not compile into a registry");
 static_assert(!CauseModule<UntypedId>);
 static_assert(CauseModule<CpuContention> && CauseModule<GpuWait> && CauseModule<Unknown>);
+
+// A session cause only this test build knows: its accumulator is its own State, which the
+// registry holds and feeds through observe(); report() writes its chain from it.
+struct FakeSessionCause {
+  static constexpr Cause id = static_cast<Cause>(202);
+  static constexpr std::string_view name = "fake_session";
+  struct State {
+    int64_t normal_syncs = 0;
+  };
+  static void observe(State& st, const Ev& e, const ObserveContext& cx) {
+    if (is_gpu_wait_op(e.op) && cx.verdict == CallVerdict::normal) ++st.normal_syncs;
+  }
+  static void report(SessionReport& r, State& st) {
+    Doc d;
+    d.id = "s1-fake_session-7";
+    d.cause = id;
+    d.pid = 7;
+    d.severity = Severity::low;
+    d.summary = std::to_string(st.normal_syncs) + " normal syncs";
+    emit(r, std::move(d));
+  }
+};
+
+struct ReportsNothing {  // a session cause without report(): rejected
+  static constexpr Cause id = static_cast<Cause>(203);
+  static constexpr std::string_view name = "reports_nothing";
+  struct State {};
+  static void observe(State&, const Ev&, const ObserveContext&) {}
+};
+
+static_assert(SessionCauseModule<FakeSessionCause> && ObservesCalls<FakeSessionCause> && !ObservesChunks<FakeSessionCause>);
+static_assert(!SessionCauseModule<ReportsNothing>);
+static_assert(SessionCauseModule<HostBound> && !HasState<HostBound>);
+static_assert(HasState<GpuWait> && CauseModule<GpuWait>, "a per-call cause with a State renders with it");
 
 using TestCauses = CauseRegistry<CpuContention, FakeStall>;
 static_assert(TestCauses::size == 2);
@@ -96,4 +133,35 @@ TEST_CASE("a fake cause added to a registry is rendered into a chain by its own 
   CHECK(doc["evidence"][0] == "stalls counted: 3");
   CHECK(doc["comm"] == "victim");
   CHECK(doc["culprit"] == nlohmann::json{{"pid", 42}, {"comm", "faker"}, {"wait_share", 0.5}});
+}
+
+TEST_CASE("a fake session cause plugs in with one line: the registry owns its State, feeds it, reports it") {
+  using TestSession = SessionCauseList<HostBound, FakeSessionCause>;
+  TestSession::States states;
+  CorrelatorState s;
+  s.session_id = 1;
+  s.procs[7] = ProcInfo{"victim", 1};
+  ThreadTimelines tl;
+  HostIndex hx;
+  std::vector<CollectiveEntry> entries;
+  std::vector<CollectiveGroup> groups;
+  std::map<std::pair<int64_t, int64_t>, size_t> group_of;
+  std::unordered_map<uint32_t, std::pair<int64_t, int64_t>> last_coll;
+  const ChunkContext cx{s, tl, hx, entries, groups, group_of, last_coll};
+  Ev sync;
+  sync.pid = sync.tid = 7;
+  sync.op = CW_OP_CUDA_STREAM_SYNC;
+  Ev launch = sync;
+  launch.op = CW_OP_CUDA_LAUNCH_KERNEL;
+  TestSession::observe_all(states, sync, ObserveContext{cx, false, CallVerdict::normal});
+  TestSession::observe_all(states, sync, ObserveContext{cx, false, CallVerdict::normal});
+  TestSession::observe_all(states, sync, ObserveContext{cx, false, CallVerdict::claimed});  // another cause's
+  TestSession::observe_all(states, launch, ObserveContext{cx, false, CallVerdict::normal});
+  CHECK(TestSession::state<FakeSessionCause>(states).normal_syncs == 2);
+
+  SessionReport r{s, nullptr, 1'000'000'000, {}};
+  TestSession::report_all(r, states);  // host_bound: no scheduler data, no chain
+  REQUIRE(r.out.size() == 1);
+  CHECK(r.out[0].cause == FakeSessionCause::id);
+  CHECK(r.out[0].summary == "2 normal syncs");
 }
