@@ -9,6 +9,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "fleet/native_block.h"
 #include "fleet/tsv.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -178,8 +179,37 @@ Result<std::unordered_set<int64_t>> held_ids(ShipContext& c, const SessionKey& k
   return ids;
 }
 
+// The block's columns: the host key, then the table's own.
+std::vector<Column> block_columns(const TableSpec& t) {
+  std::vector<Column> cols{{"host", "String"}, {"boot_id", "String"}, {"session_start", "Int64"}, {"session_id", "Int64"}};
+  cols.insert(cols.end(), t.columns.begin(), t.columns.end());
+  return cols;
+}
+
+// One trace-DB row into the block, typed by the ClickHouse column (the trace DB is SQLite:
+// any value in any column), after the host key.
+void add_row(NativeBlock& b, const SessionKey& key, const Statement& st) {
+  b.add_string(0, key.host);
+  b.add_string(1, key.boot_id);
+  b.add_int(2, key.start);
+  b.add_int(3, key.id);
+  for (size_t i = 4; i < b.columns(); ++i) {
+    const int col = static_cast<int>(i - 4);
+    if (st.col_null(col)) b.add_null(i);
+    else if (b.type(i) == NativeType::String) b.add_string(i, st.col_blob(col));
+    else if (b.type(i) == NativeType::Float64) b.add_float(i, st.col_double(col));
+    else b.add_int(i, st.col_int(col));
+  }
+  b.end_row();
+}
+
 Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
-  const auto shape = shapes(t);
+  auto made = NativeBlock::for_columns(block_columns(t));
+  if (!made) return made.error();
+  // Two blocks take turns: one is read and encoded while the other is in flight, and each
+  // keeps its memory from batch to batch (no fresh pages to fault in per batch).
+  NativeBlock blocks[2] = {*made, *made};
+  int turn = 0;
   auto p = progress(c, key, t.name);
   if (!p) return p.error();
   int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
@@ -193,13 +223,16 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
 
   auto st = prepare(c, t);
   if (!st) return st.error();
-  const std::string prefix = key.tsv_prefix();
-  std::string batch, kept;
-  std::vector<std::pair<int64_t, size_t>> starts;  // (source id, where its row starts in batch)
+  auto run = [&] {
+    st->reset();
+    st->bind(1, key.id);
+    st->bind(2, wm);
+    st->bind(3, static_cast<int64_t>(c.batch_rows));
+  };
   int64_t sent = 0;
-  // One batch is inserted (on the sender connection) while the next is read and formatted:
-  // the trace DB and ClickHouse work at the same time. Its progress row is written only once
-  // the insert has returned, so a confirmed id is always a stored one.
+  // One block is inserted (on the sender connection) while the next is read and encoded: the
+  // trace DB and ClickHouse work at the same time. Its progress row is written only once the
+  // insert has returned, so a confirmed id is always a stored one.
   struct InFlight {
     std::future<Result<void>> insert;
     int64_t last = 0, rows = 0;
@@ -216,44 +249,50 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     return {};
   };
   while (true) {
-    st->reset();
-    st->bind(1, key.id);
-    st->bind(2, wm);
-    st->bind(3, static_cast<int64_t>(c.batch_rows));
-    batch.clear();
-    starts.clear();
+    // Up to held_max the store may hold some of the batch's rows (a batch stored whose progress
+    // row never arrived): find the batch's ids first, ask which of them the store holds, and
+    // encode only the others. Past held_max (every batch of a normal ship) one read does.
+    std::optional<std::unordered_set<int64_t>> held;
+    int64_t check_to = INT64_MAX;
+    if (wm < held_max) {
+      run();
+      int64_t first = -1, last = -1;
+      int rc;
+      while ((rc = st->step()) == SQLITE_ROW) {
+        if (first < 0) first = st->col_int(0);
+        last = st->col_int(0);
+      }
+      if (rc != SQLITE_DONE) return read_error(c, t);
+      if (first >= 0 && first <= held_max) {
+        auto h = held_ids(c, key, t, first, last);
+        if (!h) return h.error();
+        held = std::move(*h);
+        check_to = last;  // rows past it (the DB changed between the reads) go in the next batch
+      }
+    }
+    run();
+    NativeBlock& block = blocks[turn];
+    block.clear();
+    int64_t last = wm, rows = 0;
     int rc;
     while ((rc = st->step()) == SQLITE_ROW) {
-      starts.emplace_back(st->col_int(0), batch.size());
-      batch += prefix;
-      append_row(batch, *st, shape);
-      batch += '\n';
+      const int64_t id = st->col_int(0);
+      if (id > check_to) break;
+      last = id;
+      if (held && held->count(id)) continue;
+      add_row(block, key, *st);
+      ++rows;
     }
-    if (rc != SQLITE_DONE) return read_error(c, t);
-    if (starts.empty()) break;
-    const int64_t first = starts.front().first, last = starts.back().first;
-    int64_t to_send = static_cast<int64_t>(starts.size());
-    if (first <= held_max) {
-      // Send only the rows the store lacks.
-      auto held = held_ids(c, key, t, first, last);
-      if (!held) return held.error();
-      kept.clear();
-      to_send = 0;
-      for (size_t i = 0; i < starts.size(); ++i) {
-        if (held->count(starts[i].first)) continue;
-        const size_t end = i + 1 < starts.size() ? starts[i + 1].second : batch.size();
-        kept.append(batch, starts[i].second, end - starts[i].second);
-        ++to_send;
-      }
-      batch.swap(kept);
-    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return read_error(c, t);
+    if (last == wm) break;  // nothing after the watermark
     if (auto r = confirm(); !r) return r.error();
-    InFlight next{{}, last, to_send};
-    if (to_send > 0)
-      next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, rows = std::move(batch)] {
-        return sender.insert_tsv(table, rows);
+    InFlight next{{}, last, rows};
+    if (rows > 0) {
+      turn ^= 1;
+      next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, pieces = block.wire()] {
+        return sender.insert_native(table, pieces);
       });
-    batch = std::string();
+    }
     in_flight = std::move(next);
     wm = last;
   }

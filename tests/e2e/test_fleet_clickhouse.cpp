@@ -2,7 +2,8 @@
 //   two hosts: the NCCL late-rank demo split into two hosts' DBs (ranks 0-1 on node-a, 2-3 on
 //     node-b; their chains removed, so only the store can see the straggler), shipped by the
 //     writer; explain --fleet as the read-only user names rank 2 and node-b; stats --fleet and
-//     requests --fleet agree with each host's own command; a second ship sends nothing.
+//     requests --fleet agree with each host's own command, every events column sums as in the
+//     host's DB; a second ship sends nothing.
 //   failures: the server killed mid-ship (ship exits 1 within seconds; after a restart the next
 //     ship leaves every row exactly once), a batch stored without its progress row, the
 //     reader used for ship, a wrong password, a closed port and a store made by a newer causeway.
@@ -158,6 +159,15 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(sa["rows"]["requests"] == 40);
   const int64_t events = sqlite_count(a, "SELECT count(*) FROM events") + sqlite_count(b, "SELECT count(*) FROM events");
   CHECK(ch().number("SELECT count() FROM fleet_two.events") == events);
+  // Every column arrives as the trace DB holds it (ship's Native blocks, NULLs included).
+  for (const auto& [file, host] : {std::pair{a, "node-a"}, std::pair{b, "node-b"}})
+    for (const char* e : {"count(cpu)", "sum(dur_ns)", "sum(ts_ns % 1000003)", "sum(coalesce(cpu, -1))", "sum(a1 IS NULL)",
+                          "sum(coalesce(a1, 0) % 1000003)", "sum(coalesce(a2, 7))", "sum(coalesce(a4, 0))", "sum(ret)",
+                          "sum(stack_id IS NULL)", "sum(coalesce(stack_id, 0) % 1000003)", "sum(cgroup_id IS NULL)"}) {
+      INFO(host, " ", e);
+      CHECK(ch().number(std::string("SELECT ") + e + " FROM fleet_two.events WHERE host = '" + host + "'") ==
+            sqlite_count(file, std::string("SELECT ") + e + " FROM events"));
+    }
 
   // explain --fleet, as the read-only user: the cross-host straggler from the store.
   json ex = read_fleet("explain", db);
