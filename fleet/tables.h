@@ -31,7 +31,7 @@ struct TableSpec {
   std::string sqlite_select;
   std::vector<Column> columns;  // after the host key; append tables start with src_id (the rowid)
   std::string order_by;         // after the host key: the replace key, so it identifies a row
-  std::string time_column;      // append tables: partitioned by the UTC day of this (ns)
+  std::string time_column;      // append tables: partitioned by the UTC day of this (ns; an expression); "" none
 };
 
 // The host key, first in every table.

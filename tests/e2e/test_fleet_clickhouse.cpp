@@ -111,7 +111,11 @@ void make_host(const std::string& demo, const std::string& out, const std::strin
                        "); DELETE FROM threads WHERE pid IN (" + other_pids + "); DELETE FROM rollups WHERE pid IN (" + other_pids + "); DELETE FROM sched WHERE prev_pid IN (" +
                        other_pids + ") OR next_pid IN (" + other_pids + "); DELETE FROM chains; DELETE FROM call_causes; "
                        "UPDATE sessions SET host = '" + host + "', boot_id = 'boot-" + host + "', system = json_set(system, "
-                       "'$.hostname', '" + host + "');");
+                       "'$.hostname', '" + host + "'); "
+                       // the demo job writes no wakeups: some, with and without a known waker
+                       "INSERT INTO wakeups (session_id, ts_ns, tid, pid, waker_tid, waker_pid, target_cpu) SELECT session_id, "
+                       "ts_ns - 4000, tid, pid, CASE WHEN id % 3 THEN tid + 1 END, CASE WHEN id % 3 THEN pid END, id % 4 "
+                       "FROM events WHERE id % 97 = 0;");
   std::string rows;
   for (int i = 0; i < 40; ++i) {
     const std::string st = "(SELECT min(ts_ns) FROM events) + " + std::to_string(i) + " * 100000000";
@@ -157,6 +161,23 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(sb["rows"]["events"] == sqlite_count(b, "SELECT count(*) FROM events"));
   CHECK(sb["rows"]["sched"] == sqlite_count(b, "SELECT count(*) FROM sched"));
   CHECK(sa["rows"]["requests"] == 40);
+  // Wakeups, rollups and stacks too, every row once (the demo job has all three).
+  for (const char* t : {"wakeups", "rollups", "stacks"}) {
+    INFO(t);
+    CHECK(sqlite_count(a, std::string("SELECT count(*) FROM ") + t) > 0);
+    CHECK(sa["rows"][t] == sqlite_count(a, std::string("SELECT count(*) FROM ") + t));
+    CHECK(sb["rows"][t] == sqlite_count(b, std::string("SELECT count(*) FROM ") + t));
+    CHECK(ch().number(std::string("SELECT count() FROM fleet_two.") + t) == sa["rows"][t].get<int64_t>() + sb["rows"][t].get<int64_t>());
+  }
+  CHECK(ch().number("SELECT sum(count) FROM fleet_two.rollups WHERE host = 'node-a'") == sqlite_count(a, "SELECT sum(count) FROM rollups"));
+  CHECK(ch().number("SELECT count(waker_pid) FROM fleet_two.wakeups WHERE host = 'node-b'") ==
+        sqlite_count(b, "SELECT count(waker_pid) FROM wakeups"));
+  CHECK(ch().number("SELECT sum(length(hist)) FROM fleet_two.rollups WHERE host = 'node-b'") ==
+        sqlite_count(b, "SELECT sum(length(hist)) FROM rollups"));
+  // A call's stack is found in the store by its id under the same host key.
+  CHECK(ch().number("SELECT count() FROM fleet_two.events e ANY INNER JOIN (SELECT host, src_id AS stack_id FROM fleet_two.stacks) "
+                    "s USING (host, stack_id)") == sqlite_count(a, "SELECT count(*) FROM events WHERE stack_id IS NOT NULL") +
+                                                     sqlite_count(b, "SELECT count(*) FROM events WHERE stack_id IS NOT NULL"));
   const int64_t events = sqlite_count(a, "SELECT count(*) FROM events") + sqlite_count(b, "SELECT count(*) FROM events");
   CHECK(ch().number("SELECT count() FROM fleet_two.events") == events);
   // Every column arrives as the trace DB holds it (ship's Native blocks, NULLs included).
