@@ -1,5 +1,6 @@
 #include "fleet/fleet_straggler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -21,14 +22,14 @@ constexpr int64_t kMinLateNs = 1'000'000;
 constexpr int64_t kMinLate = 3;
 
 // One row per (communicator, sequence, op) whose entries come from >= 2 hosts: who entered
-// last, by how much after the second-last, and every entry. `a1` is the communicator hash, `a4` the
-// per-communicator sequence and `a2` the rank (docs/TRACEDB.md "Op argument layouts").
+// last, by how much after the second-last, and every entry. From the `collectives` table:
+// only the collective entries, with the communicator and rank of ranks attached after their
+// init already resolved by ship (fleet/tables.cpp).
 std::string groups_sql(ClickHouse& ch, const std::optional<FleetWindow>& w) {
-  return "SELECT a1 AS comm, a4 AS seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
-         "argMax(a2, ts_ns) AS late_rank, arrayReverseSort(groupArray(ts_ns)) AS sorted, sorted[1] - sorted[2] AS lateness, "
-         "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(a3) AS nranks "
-         "FROM " + ch.table("events") + " WHERE op_id IN (SELECT id FROM " + ch.table("ops") +
-         " WHERE family = 'collective') AND a1 != 0" +
+  return "SELECT comm, seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
+         "argMax(rank, ts_ns) AS late_rank, arrayReverseSort(groupArray(ts_ns)) AS sorted, sorted[1] - sorted[2] AS lateness, "
+         "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(nranks) AS nranks "
+         "FROM " + ch.table("collectives") + " WHERE comm != 0" +
          (w ? " AND ts_ns BETWEEN " + std::to_string(w->from_ns) + " AND " + std::to_string(w->to_ns) : std::string()) +
          " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(host) != max(host)";
 }
@@ -119,10 +120,12 @@ Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& row
     const std::string host = sanitize_untrusted(c.host, 128);
     const std::string op = ops.count(c.op_id) ? ops[c.op_id] : "op " + std::to_string(c.op_id);
     const size_t members = entries[c.comm].size();
+    auto by_host_pid = c.victims;  // the store's grouping has no order: hosts, then pids
+    std::sort(by_host_pid.begin(), by_host_pid.end());
     nlohmann::json victims = nlohmann::json::array();
     int64_t wait_total = 0, top_wait = -1, top_pid = 0;
     std::string victim_hosts;
-    for (const auto& [vh, pid, wns] : c.victims) {
+    for (const auto& [vh, pid, wns] : by_host_pid) {
       const std::string vhost = sanitize_untrusted(vh, 128);
       victims.push_back({{"pid", pid}, {"comm", (*names)[{vh, pid}]}, {"host", vhost}, {"wait_us", wns / 1000}});
       wait_total += wns;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "analysis/rank_inference.h"
 #include "fleet/native_block.h"
 #include "fleet/tsv.h"
 #include "tracedb/sqlite_handle.h"
@@ -203,6 +204,72 @@ void add_row(NativeBlock& b, const SessionKey& key, const Statement& st) {
   b.end_row();
 }
 
+// A batch as read: the last id read (-1: none) and the rows added to the block.
+using Batch = std::optional<std::pair<int64_t, int64_t>>;  // nullopt: the read failed
+
+// Reads the statement's rows up to check_to into the block, those `send` accepts.
+template <class Send>
+Batch read_rows(Statement& st, int64_t check_to, const Send& send, const SessionKey& key, NativeBlock& block) {
+  int64_t last = -1, rows = 0;
+  int rc;
+  while ((rc = st.step()) == SQLITE_ROW) {
+    const int64_t id = st.col_int(0);
+    if (id > check_to) break;
+    last = id;
+    if (!send(id)) continue;
+    add_row(block, key, st);
+    ++rows;
+  }
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return std::nullopt;
+  return std::pair{last, rows};
+}
+
+// The collectives table: the host's rank inference (analysis/rank_inference.h), batch by
+// batch in id order, the way the correlator runs it chunk by chunk.
+class CollectiveRanks {
+ public:
+  Result<void> load(sqlite3* db, int64_t session_id) { return ranks_.load(db, session_id); }
+
+  template <class Send>
+  Batch read(Statement& st, int64_t check_to, const Send& send, const SessionKey& key, NativeBlock& block) {
+    ids_.clear(), durs_.clear(), entries_.clear();
+    int rc;
+    while ((rc = st.step()) == SQLITE_ROW) {  // id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3
+      if (st.col_int(0) > check_to) break;
+      ids_.push_back(st.col_int(0));
+      durs_.push_back(st.col_int(2));
+      CollectiveEntry e{st.col_int(6), st.col_int(7), static_cast<uint32_t>(st.col_int(3)), static_cast<uint32_t>(st.col_int(4)),
+                        static_cast<int32_t>(st.col_int(8)), static_cast<int32_t>(st.col_int(9)),
+                        static_cast<uint16_t>(st.col_int(5)), st.col_int(1)};
+      resolved_.push_back(ranks_.resolve(e, e.ts_ns + durs_.back()));
+      entries_.push_back(e);
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return std::nullopt;
+    ranks_.align(entries_);
+    int64_t rows = 0;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (!send(ids_[i])) continue;
+      const CollectiveEntry& e = entries_[i];
+      block.add_string(0, key.host), block.add_string(1, key.boot_id), block.add_int(2, key.start), block.add_int(3, key.id);
+      size_t col = 4;
+      for (int64_t v : {ids_[i], e.ts_ns, durs_[i], int64_t{e.pid}, int64_t{e.tid}, int64_t{e.op}, e.comm, e.seq, int64_t{e.rank},
+                        int64_t{e.nranks}})
+        block.add_int(col++, v);
+      block.add_string(col, resolved_[i] ? ranks_.source(e.pid) : e.rank >= 0 ? "init" : "");
+      block.end_row();
+      ++rows;
+    }
+    resolved_.clear();
+    return std::pair{ids_.empty() ? int64_t{-1} : ids_.back(), rows};
+  }
+
+ private:
+  RankInference ranks_;
+  std::vector<int64_t> ids_, durs_;
+  std::vector<bool> resolved_;
+  std::vector<CollectiveEntry> entries_;
+};
+
 Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
   auto made = NativeBlock::for_columns(block_columns(t));
   if (!made) return made.error();
@@ -223,12 +290,25 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
 
   auto st = prepare(c, t);
   if (!st) return st.error();
+  int64_t pos = wm;  // where the next read starts: the watermark, or 0 while replaying
   auto run = [&] {
     st->reset();
     st->bind(1, key.id);
-    st->bind(2, wm);
+    st->bind(2, pos);
     st->bind(3, static_cast<int64_t>(c.batch_rows));
   };
+  // Collective rows resolve ranks from the session's first collective on (a handle's
+  // communicator is numbered by first use): when anything is new, every row up to the
+  // watermark is read again, resolved and not sent.
+  std::optional<CollectiveRanks> ranks;
+  if (t.rows == RowKind::Collective) {
+    run();
+    const int rc = st->step();
+    if (rc == SQLITE_DONE) return int64_t{0};
+    if (rc != SQLITE_ROW) return read_error(c, t);
+    if (auto r = ranks.emplace().load(c.db, key.id); !r) return r.error();
+    pos = 0;
+  }
   int64_t sent = 0;
   // One block is inserted (on the sender connection) while the next is read and encoded: the
   // trace DB and ClickHouse work at the same time. Its progress row is written only once the
@@ -259,6 +339,7 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
       int64_t first = -1, last = -1;
       int rc;
       while ((rc = st->step()) == SQLITE_ROW) {
+        if (st->col_int(0) <= wm) continue;  // replayed, never sent
         if (first < 0) first = st->col_int(0);
         last = st->col_int(0);
       }
@@ -273,18 +354,13 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     run();
     NativeBlock& block = blocks[turn];
     block.clear();
-    int64_t last = wm, rows = 0;
-    int rc;
-    while ((rc = st->step()) == SQLITE_ROW) {
-      const int64_t id = st->col_int(0);
-      if (id > check_to) break;
-      last = id;
-      if (held && held->count(id)) continue;
-      add_row(block, key, *st);
-      ++rows;
-    }
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return read_error(c, t);
-    if (last == wm) break;  // nothing after the watermark
+    const auto send = [&](int64_t id) { return id > wm && !(held && held->count(id)); };
+    auto got = ranks ? ranks->read(*st, check_to, send, key, block) : read_rows(*st, check_to, send, key, block);
+    if (!got) return read_error(c, t);
+    const auto [last, rows] = *got;
+    if (last < 0) break;  // nothing after pos
+    pos = last;
+    if (last <= wm) continue;  // replayed only
     if (auto r = confirm(); !r) return r.error();
     InFlight next{{}, last, rows};
     if (rows > 0) {

@@ -138,11 +138,13 @@ std::map<std::string, int64_t> calls_by_op(const json& stats, const std::string&
 }
 
 // The NCCL late-rank demo split into two hosts' DBs: node-a (ranks 0-1), node-b (ranks 2-3).
-void make_two_hosts(const TempDir& dir, std::string& a, std::string& b) {
+// job_sql: run on the whole job's DB before it is split.
+void make_two_hosts(const TempDir& dir, std::string& a, std::string& b, const std::string& job_sql = "") {
   const std::string demo = dir.file("job.db");
   a = dir.file("node-a.db");
   b = dir.file("node-b.db");
   REQUIRE(run_causeway({"demo", "nccl-straggler", "--db", demo, "-q"}).exit_code == 0);
+  if (!job_sql.empty()) sqlite_exec(demo, job_sql);
   make_host(demo, a, "node-a", "6003, 6004");
   make_host(demo, b, "node-b", "6001, 6002");
 }
@@ -245,6 +247,51 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(ch().number("SELECT count() FROM fleet_two.sessions FINAL") == sessions);
   CHECK(ch().number("SELECT count() FROM fleet_two.processes") == chains_rows);
   CHECK(sessions == 2);
+}
+
+// Ranks traced after their ncclCommInitRank (docs/DIAGNOSIS.md "Ranks without init"): no init
+// call, every collective with its process's own communicator handle and rank -1, the ranks
+// known only from the launcher's environment (RANK, WORLD_SIZE, a job id) in `processes`.
+// Matched by (comm, seq) as stored, no group would span the hosts; ship resolves each entry to
+// the job's communicator as the host's correlator does, so the store finds rank 2 on node-b.
+TEST_CASE("ranks attached after init: ship resolves them and the store matches them across hosts") {
+  TempDir dir;
+  const std::string db = "fleet_noinit";
+  std::string a, b;
+  // Blocking collectives, as NCCL's are for the host thread that waits: every rank of a group
+  // returns together, 30 µs after the last one entered (what ship's per-host alignment of
+  // sequences reads, like the correlator's). Then init removed and ranks from the launcher.
+  const std::string coll = "op_id IN (SELECT id FROM ops WHERE family = 'collective')";
+  make_two_hosts(dir, a, b,
+                 "CREATE TEMP TABLE g AS SELECT a1, a4, max(ts_ns) AS last FROM events WHERE " + coll + " GROUP BY a1, a4; "
+                 "CREATE INDEX temp.g_key ON g (a1, a4); "
+                 "UPDATE events SET dur_ns = (SELECT last FROM g WHERE g.a1 = events.a1 AND g.a4 = events.a4) + 30000 - ts_ns "
+                 "WHERE " + coll + "; "
+                 "DELETE FROM events WHERE op_id IN (SELECT id FROM ops WHERE name = 'ncclCommInitRank'); "
+                 "UPDATE events SET a1 = 140000000000000 + pid * 4096, a2 = -1 WHERE " + coll + "; "
+                 "UPDATE processes SET rank = pid - 6001, world_size = 4, local_rank = (pid - 6001) % 2, rank_source = 'RANK', "
+                 "job_id = 'job-42' WHERE pid BETWEEN 6001 AND 6004;");
+  REQUIRE(sqlite_count(a, "SELECT count(DISTINCT a1) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')") == 2);
+  ship_ok(a, db);
+  ship_ok(b, db);
+  const int64_t entries = sqlite_count(a, "SELECT count(*) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')") +
+                          sqlite_count(b, "SELECT count(*) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')");
+  CHECK(ch().number("SELECT count() FROM fleet_noinit.collectives") == entries);
+  CHECK(ch().number("SELECT uniqExact(comm) FROM fleet_noinit.collectives") == 1);  // one job communicator on both hosts
+  CHECK(ch().number("SELECT countIf(rank_source = 'RANK') FROM fleet_noinit.collectives") == entries);
+  json ex = read_fleet("explain", db);
+  json straggler;
+  for (const auto& c : ex["chains"])
+    if (c["cause"] == "nccl_straggler") straggler = c;
+  REQUIRE_MESSAGE(!straggler.is_null(), ex.dump());
+  CHECK(straggler["culprit"]["host"] == "node-b");
+  CHECK(straggler["culprit"]["rank"] == 2);
+  CHECK(straggler["culprit"]["pid"] == 6003);
+  CHECK(straggler["victims"].size() == 3);
+  // A second ship: the collectives are read again to rebuild the numbering, nothing is sent.
+  json again = ship_ok(b, db);
+  CHECK(again["rows"]["collectives"] == 0);
+  CHECK(ch().number("SELECT count() FROM fleet_noinit.collectives") == entries);
 }
 
 // mcp --fleet with the official MCP SDK client (tests/e2e/mcp_fleet.test.mjs) over this store:
