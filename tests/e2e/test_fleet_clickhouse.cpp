@@ -149,6 +149,18 @@ void make_two_hosts(const TempDir& dir, std::string& a, std::string& b, const st
   make_host(demo, b, "node-b", "6001, 6002");
 }
 
+// The store's cross-host straggler chain of the split job: rank 2 (pid 6003) on node-b.
+json late_rank_2_on_node_b(const json& explain) {
+  json straggler;
+  for (const auto& c : explain["chains"])
+    if (c["cause"] == "nccl_straggler") straggler = c;
+  REQUIRE_MESSAGE(!straggler.is_null(), explain.dump());
+  CHECK(straggler["culprit"]["host"] == "node-b");
+  CHECK(straggler["culprit"]["rank"] == 2);
+  CHECK(straggler["culprit"]["pid"] == 6003);
+  return straggler;
+}
+
 }  // namespace
 
 TEST_CASE("two hosts shipped: the fleet names the late rank and its host; readers agree with each host; a second ship sends nothing") {
@@ -194,13 +206,7 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
 
   // explain --fleet, as the read-only user: the cross-host straggler from the store.
   json ex = read_fleet("explain", db);
-  json straggler;
-  for (const auto& c : ex["chains"])
-    if (c["cause"] == "nccl_straggler") straggler = c;
-  REQUIRE_MESSAGE(!straggler.is_null(), ex.dump());
-  CHECK(straggler["culprit"]["host"] == "node-b");
-  CHECK(straggler["culprit"]["rank"] == 2);
-  CHECK(straggler["culprit"]["pid"] == 6003);
+  json straggler = late_rank_2_on_node_b(ex);
   CHECK(straggler["severity"] == "HIGH");
   CHECK(straggler["culprit"]["late_share"].get<double>() > 0.9);
   std::set<std::string> victim_hosts;
@@ -280,13 +286,7 @@ TEST_CASE("ranks attached after init: ship resolves them and the store matches t
   CHECK(ch().number("SELECT uniqExact(comm) FROM fleet_noinit.collectives") == 1);  // one job communicator on both hosts
   CHECK(ch().number("SELECT countIf(rank_source = 'RANK') FROM fleet_noinit.collectives") == entries);
   json ex = read_fleet("explain", db);
-  json straggler;
-  for (const auto& c : ex["chains"])
-    if (c["cause"] == "nccl_straggler") straggler = c;
-  REQUIRE_MESSAGE(!straggler.is_null(), ex.dump());
-  CHECK(straggler["culprit"]["host"] == "node-b");
-  CHECK(straggler["culprit"]["rank"] == 2);
-  CHECK(straggler["culprit"]["pid"] == 6003);
+  json straggler = late_rank_2_on_node_b(ex);
   CHECK(straggler["victims"].size() == 3);
   // A second ship: the collectives are read again to rebuild the numbering, nothing is sent.
   json again = ship_ok(b, db);
