@@ -229,6 +229,7 @@ Batch read_rows(Statement& st, int64_t check_to, const Send& send, const Session
 class CollectiveRanks {
  public:
   Result<void> load(sqlite3* db, int64_t session_id) { return ranks_.load(db, session_id); }
+  bool has_launchers() const { return ranks_.has_launchers(); }
 
   template <class Send>
   Batch read(Statement& st, int64_t check_to, const Send& send, const SessionKey& key, NativeBlock& block) {
@@ -302,12 +303,22 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   // watermark is read again, resolved and not sent.
   std::optional<CollectiveRanks> ranks;
   if (t.rows == RowKind::Collective) {
+    // The newest event first, then the scan: an event the scan cannot see is newer than it.
+    auto top_event = query_int(c.db, "SELECT max(id) FROM events WHERE session_id = " + std::to_string(key.id));
+    if (!top_event) return read_error(c, t);
     run();
     const int rc = st->step();
-    if (rc == SQLITE_DONE) return int64_t{0};
+    if (rc == SQLITE_DONE) {
+      // No collective after the watermark: it moves over the events scanned, so the next ship
+      // (a re-ship, a live round) reads only newer events instead of the whole DB again.
+      const int64_t upto = top_event->value_or(0);
+      if (upto > wm)
+        if (auto r = commit_progress(c, key, t.name, upto, ""); !r) return r.error();
+      return int64_t{0};
+    }
     if (rc != SQLITE_ROW) return read_error(c, t);
     if (auto r = ranks.emplace().load(c.db, key.id); !r) return r.error();
-    pos = 0;
+    if (ranks->has_launchers()) pos = 0;  // else nothing is resolved: no numbering to rebuild
   }
   int64_t sent = 0;
   // One block is inserted (on the sender connection) while the next is read and encoded: the
