@@ -38,6 +38,9 @@ class RankInference {
   // Tests: a launcher rank without a DB.
   void set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id);
 
+  // Whether any process has a launcher rank (else resolve() never changes an entry).
+  bool has_launchers() const { return !procs_.empty(); }
+
   // The variable the rank of pid came from ("" when not inferred).
   std::string source(uint32_t pid) const;
 

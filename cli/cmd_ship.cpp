@@ -25,7 +25,8 @@ Runner setup(CLI::App& app) {
   app.add_flag("--json", a->json, "one JSON document on stdout: {\"host\", \"sessions\", \"rows\"}");
   app.footer(
       "Sends every session of the trace DB (opened read-only) to ClickHouse: host identity, events,\n"
-      "sched, chains and call causes, requests, engine metrics, collector counters. Tables are created\n"
+      "NCCL collectives (ranks resolved), sched, wakeups, rollups, stacks, chains and call causes,\n"
+      "requests, engine metrics, collector counters. Tables are created\n"
       "if missing. Run it any number of times, after any failure: the store holds every row once.\n"
       "See docs/FLEET.md.\n\n"
       "Examples:\n"

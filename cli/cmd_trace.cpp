@@ -7,6 +7,8 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "fleet/fleet_options.h"
+#include "fleet/live_ship.h"
 #include "common/fs_user.h"
 #include "collector/session.h"
 #include "common/units.h"
@@ -33,6 +35,8 @@ struct TraceArgs {
   std::string tenant_header = "x-tenant";
   bool no_requests = false;
   std::string engine_metrics_interval = "1s";
+  fleet::FleetFlags ship;                 // --ship URL: ship to the fleet store while tracing
+  std::string ship_interval = "10s";      // hidden: tests ship more often
 };
 
 // The loss report: what could not be stored, by op, most first.
@@ -47,6 +51,23 @@ void report_loss(const collector::TraceSummary& sum, const std::string& db) {
             << l.fault << ": " << l.error << ")" << (by_op.empty() ? "" : "; by op: " + by_op) << std::endl;
   if (!l.stopped_by_itself.empty()) std::cerr << "causeway trace: stopped by itself: " << l.stopped_by_itself << std::endl;
   if (!l.record_error.empty()) std::cerr << "causeway trace: " << l.record_error << std::endl;
+}
+
+// The last ship round, after the trace ended: what the store has now. A failure leaves the
+// trace's exit status alone (the local DB holds everything) and says how to catch up.
+void report_ship(fleet::LiveShipper& shipper, const std::string& url) {
+  auto s = shipper.finish();
+  const std::string rounds = std::to_string(shipper.rounds_ok()) + " round(s) while tracing, " +
+                             std::to_string(shipper.rounds_failed()) + " failed";
+  if (s) {
+    int64_t total = 0;
+    for (const auto& [t, n] : s->rows) total += n;
+    std::cerr << "causeway trace: shipped to " << url << ": " << rounds << "; the last sent " << total
+              << " new rows; the store holds the whole session" << std::endl;
+  } else {
+    std::cerr << "causeway trace: warning: shipping to " << url << " failed (" << rounds << "): " << s.error().message
+              << "; the trace DB keeps everything: run `causeway ship --to " << url << "` to catch up" << std::endl;
+  }
 }
 
 Runner setup(CLI::App& app) {
@@ -67,6 +88,10 @@ Runner setup(CLI::App& app) {
                  "sample each serving process's Prometheus /metrics this often (default 1s; 0 = never)")
       ->capture_default_str();
   app.add_flag("--no-diagnose", a->no_diagnose, "do not run the correlator (live and at the end)");
+  fleet::add_fleet_flags(app, a->ship, "--ship",
+                         "also ship the DB to this ClickHouse fleet store while tracing, and once more at the end "
+                         "(as `causeway ship --to URL`; a cut link never stalls tracing)");
+  app.add_option("--ship-interval", a->ship_interval, "time between ship rounds (default 10s)")->group("");
   app.add_option("--ring-size", a->ring_size, "call ring buffer size (power of two)")->group("");
   app.add_option("--ready-file", a->ready_file, "create this file once probes are attached")->group("");
   app.add_option("--writer-queue", a->writer_queue, "writer queue capacity (records)")->group("");
@@ -130,6 +155,15 @@ Runner setup(CLI::App& app) {
     auto as = write_identity_for(a->db);
     if (!as) return report_error("trace", as.error(), false);
     std::cerr << "causeway trace: writing " << a->db << (*as ? " (owned by " + (*as)->name + ")" : "") << std::endl;
+    std::optional<fleet::LiveShipper> shipper;
+    if (!a->ship.url.empty()) {
+      auto e = a->ship.endpoint();
+      if (!e) return report_error("trace", e.error(), false);
+      auto every = parse_duration_ns(a->ship_interval);
+      if (!every || *every < 100'000'000)
+        return report_error("trace", make_error("usage", "--ship-interval: a duration of at least 100ms (e.g. 10s)"), false);
+      shipper.emplace(*e, a->db, *every);
+    }
     install_stop_handlers();
     auto sum = collector::run_trace(o, [] { return stop_requested(); });
     if (!sum) return report_error("trace", sum.error(), false);
@@ -139,6 +173,7 @@ Runner setup(CLI::App& app) {
               << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains, " << sum->requests << " HTTP requests → "
               << a->db << std::endl;
     for (const auto& w : sum->warnings) std::cerr << "causeway trace: warning: " << w << std::endl;
+    if (shipper) report_ship(*shipper, a->ship.url);
     if (sum->loss.failed) {
       report_loss(*sum, a->db);
       return kExitFailure;

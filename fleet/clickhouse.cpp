@@ -53,7 +53,8 @@ std::string server_message(const std::string& body) {
 
 }  // namespace
 
-Result<std::string> ClickHouse::post(const std::string& query_param, const std::string& body, bool in_database) {
+Result<std::string> ClickHouse::post(const std::string& query_param, const std::string& body, bool in_database,
+                                     const std::vector<std::string_view>* pieces) {
   // No database= parameter unless asked: statements name db.table (the database may not exist
   // yet). The database is a checked identifier (endpoint.h), safe in a URL as it is.
   std::string path = in_database ? "/?database=" + e_.database + "&" : "/?";
@@ -69,7 +70,26 @@ Result<std::string> ClickHouse::post(const std::string& query_param, const std::
     }
   }
   httplib::Headers headers{{"X-ClickHouse-User", e_.user}, {"X-ClickHouse-Key", e_.password}};
-  auto res = impl_->client.Post(path.c_str(), headers, body, "text/plain");
+  auto send = [&]() -> httplib::Result {
+    if (!pieces) return impl_->client.Post(path.c_str(), headers, body, "text/plain");
+    // Streamed from the caller's buffers: httplib would copy a string body first.
+    size_t total = 0;
+    for (std::string_view p : *pieces) total += p.size();
+    return impl_->client.Post(
+        path.c_str(), headers, total,
+        [pieces](size_t offset, size_t, httplib::DataSink& sink) {
+          for (std::string_view p : *pieces) {  // the piece holding `offset`, written to its end
+            if (offset >= p.size()) {
+              offset -= p.size();
+              continue;
+            }
+            return sink.write(p.data() + offset, p.size() - offset);
+          }
+          return false;
+        },
+        "application/octet-stream");
+  };
+  auto res = send();
   if (!res)
     return make_error("fleet_unreachable", "cannot reach ClickHouse at " + e_.url + ": " + httplib::to_string(res.error()) +
                                                " (is the server up and the URL its HTTP port?)");
@@ -93,6 +113,12 @@ Result<std::string> ClickHouse::execute_in_database(const std::string& sql) { re
 
 Result<void> ClickHouse::insert_tsv(const std::string& table, const std::string& tsv) {
   auto r = post("INSERT INTO " + this->table(table) + " FORMAT TabSeparated", tsv);
+  if (!r) return r.error();
+  return {};
+}
+
+Result<void> ClickHouse::insert_native(const std::string& table, const std::vector<std::string_view>& pieces) {
+  auto r = post("INSERT INTO " + this->table(table) + " FORMAT Native", "", false, &pieces);
   if (!r) return r.error();
   return {};
 }

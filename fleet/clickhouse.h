@@ -1,5 +1,6 @@
 // A ClickHouse HTTP client for the fleet store (cpp-httplib underneath, seen by no other file).
-// Statements go in the POST body, rows to insert as TabSeparated with the INSERT in the URL;
+// Statements go in the POST body, rows to insert (Native columns, or TabSeparated for the small
+// snapshot tables) with the INSERT in the URL;
 // credentials go in the X-ClickHouse-User / X-ClickHouse-Key headers, which ClickHouse 18.16
 // (Debian's) already accepts. No settings are ever sent with a query: a reader's profile may
 // be readonly=1, where ClickHouse refuses any (docs/FLEET.md).
@@ -7,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -33,6 +35,10 @@ class ClickHouse {
   // INSERT INTO <table> FORMAT TabSeparated with `tsv` as the rows.
   Result<void> insert_tsv(const std::string& table, const std::string& tsv);
 
+  // INSERT INTO <table> FORMAT Native with the pieces of a block (fleet/native_block.h) as
+  // the body, streamed from where they are (a batch is tens of MB: no copy of it is made).
+  Result<void> insert_native(const std::string& table, const std::vector<std::string_view>& pieces);
+
   // A SELECT read as TabSeparated rows of unescaped fields.
   Result<std::vector<std::vector<std::string>>> select(const std::string& sql);
 
@@ -40,7 +46,8 @@ class ClickHouse {
   std::string table(const std::string& name) const { return e_.database + "." + name; }
 
  private:
-  Result<std::string> post(const std::string& query_param, const std::string& body, bool in_database = false);
+  Result<std::string> post(const std::string& query_param, const std::string& body, bool in_database = false,
+                           const std::vector<std::string_view>* pieces = nullptr);
   struct Impl;
   Endpoint e_;
   std::unique_ptr<Impl> impl_;

@@ -75,6 +75,10 @@ Result<void> check_fleet_schema(ClickHouse& ch) {
     return v.error();
   }
   if (*v > kFleetSchemaVersion) return too_new(*v);
+  if (*v > 0 && *v < kFleetSchemaVersion)
+    return make_error("fleet_too_old", "the fleet store at " + ch.endpoint().url + " was laid out by an older causeway (fleet schema " +
+                                           std::to_string(*v) + ", this one reads " + std::to_string(kFleetSchemaVersion) +
+                                           "): run `causeway ship` of this version on the hosts once; it adds what the store lacks");
   if (*v == 0) return make_error("fleet_empty", "the fleet store at " + ch.endpoint().url + " holds no shipped session yet");
   return {};
 }

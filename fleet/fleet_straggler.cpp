@@ -1,6 +1,8 @@
 #include "fleet/fleet_straggler.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -20,15 +22,16 @@ constexpr int64_t kMinLateNs = 1'000'000;
 constexpr int64_t kMinLate = 3;
 
 // One row per (communicator, sequence, op) whose entries come from >= 2 hosts: who entered
-// last, by how much after the second-last, and every entry. `a1` is the communicator hash, `a4` the
-// per-communicator sequence and `a2` the rank (docs/TRACEDB.md "Op argument layouts").
-std::string groups_sql(ClickHouse& ch, const FleetWindow& w) {
-  return "SELECT a1 AS comm, a4 AS seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
-         "argMax(a2, ts_ns) AS late_rank, arrayReverseSort(groupArray(ts_ns)) AS sorted, sorted[1] - sorted[2] AS lateness, "
-         "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(a3) AS nranks "
-         "FROM " + ch.table("events") + " WHERE op_id IN (SELECT id FROM " + ch.table("ops") +
-         " WHERE family = 'collective') AND a1 != 0 AND ts_ns BETWEEN " + std::to_string(w.from_ns) + " AND " +
-         std::to_string(w.to_ns) + " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(host) != max(host)";
+// last, by how much after the second-last, and every entry. From the `collectives` table:
+// only the collective entries, with the communicator and rank of ranks attached after their
+// init already resolved by ship (fleet/tables.cpp).
+std::string groups_sql(ClickHouse& ch, const std::optional<FleetWindow>& w) {
+  return "SELECT comm, seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
+         "argMax(rank, ts_ns) AS late_rank, arrayReverseSort(groupArray(ts_ns)) AS sorted, sorted[1] - sorted[2] AS lateness, "
+         "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(nranks) AS nranks "
+         "FROM " + ch.table("collectives") + " WHERE comm != 0" +
+         (w ? " AND ts_ns BETWEEN " + std::to_string(w->from_ns) + " AND " + std::to_string(w->to_ns) : std::string()) +
+         " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(host) != max(host)";
 }
 
 struct Candidate {
@@ -54,31 +57,33 @@ Result<std::map<HostPid, std::string>> comms(ClickHouse& ch, const std::string& 
 
 }  // namespace
 
-Result<nlohmann::json> cross_host_stragglers(ClickHouse& ch, const FleetWindow& w) {
+Result<StragglerRows> straggler_rows(ClickHouse& ch, const std::optional<FleetWindow>& filter) {
   // One pass: every group's entries, summed per (last rank, entrant). An entrant's rows added
   // up are the collectives it entered (late_share's denominator); the row where the entrant is
-  // the last rank counts its late entries (>= 1 ms) and their lateness; the others' rows are
-  // what each waiting rank lost in those late groups.
+  // the last rank counts its late entries (>= 1 ms) and their lateness quantiles (kept for that
+  // row only: exact quantiles hold every value); the others' rows are what each waiting rank
+  // lost in those late groups.
   const std::string late = "lateness >= " + std::to_string(kMinLateNs);
-  auto rows = ch.select(
-      "SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
-      "), quantileExactIf(0.5)(lateness, " + late + "), quantileExactIf(0.99)(lateness, " + late + "), minIf(last_ts, " + late +
-      "), maxIf(last_ts, " + late + "), any(nranks), count() FROM (" + groups_sql(ch, w) +
-      ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p");
-  if (!rows) return rows.error();
+  return ch.select("SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
+                   "), quantilesExactIf(0.5, 0.99)(lateness, " + late + " AND h = late_host AND p = late_pid), minIf(last_ts, " +
+                   late + "), maxIf(last_ts, " + late + "), any(nranks), count() FROM (" + groups_sql(ch, filter) +
+                   ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p");
+}
+
+Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& rows, const FleetWindow& w) {
   std::map<int64_t, std::map<HostPid, int64_t>> entries;
-  for (const auto& r : *rows)
-    if (r.size() >= 15) entries[to_i64(r[0])][{r[5], to_i64(r[6])}] += to_i64(r[14]);
+  for (const auto& r : rows)
+    if (r.size() >= 14) entries[to_i64(r[0])][{r[5], to_i64(r[6])}] += to_i64(r[13]);
 
   std::map<std::tuple<int64_t, int64_t, std::string, int64_t>, Candidate> cands;
-  for (const auto& r : *rows) {
-    if (r.size() < 15 || to_i64(r[7]) == 0) continue;  // no late group in it
+  for (const auto& r : rows) {
+    if (r.size() < 14 || to_i64(r[7]) == 0) continue;  // no late group in it
     Candidate& c = cands[{to_i64(r[0]), to_i64(r[1]), r[2], to_i64(r[3])}];
     c.comm = to_i64(r[0]), c.op_id = to_i64(r[1]), c.host = r[2], c.pid = to_i64(r[3]), c.rank = to_i64(r[4]);
     if (r[5] == r[2] && to_i64(r[6]) == c.pid) {
       c.late = to_i64(r[7]);
-      c.p50_ns = to_f64(r[9]), c.p99_ns = to_f64(r[10]);
-      c.first_ns = to_i64(r[11]), c.last_ns = to_i64(r[12]), c.nranks = to_i64(r[13]);
+      std::sscanf(r[9].c_str(), "[%lf,%lf]", &c.p50_ns, &c.p99_ns);  // quantilesExact's array
+      c.first_ns = to_i64(r[10]), c.last_ns = to_i64(r[11]), c.nranks = to_i64(r[12]);
     } else {
       c.victims.emplace_back(r[5], to_i64(r[6]), to_i64(r[8]));
     }
@@ -115,10 +120,12 @@ Result<nlohmann::json> cross_host_stragglers(ClickHouse& ch, const FleetWindow& 
     const std::string host = sanitize_untrusted(c.host, 128);
     const std::string op = ops.count(c.op_id) ? ops[c.op_id] : "op " + std::to_string(c.op_id);
     const size_t members = entries[c.comm].size();
+    auto by_host_pid = c.victims;  // the store's grouping has no order: hosts, then pids
+    std::sort(by_host_pid.begin(), by_host_pid.end());
     nlohmann::json victims = nlohmann::json::array();
     int64_t wait_total = 0, top_wait = -1, top_pid = 0;
     std::string victim_hosts;
-    for (const auto& [vh, pid, wns] : c.victims) {
+    for (const auto& [vh, pid, wns] : by_host_pid) {
       const std::string vhost = sanitize_untrusted(vh, 128);
       victims.push_back({{"pid", pid}, {"comm", (*names)[{vh, pid}]}, {"host", vhost}, {"wait_us", wns / 1000}});
       wait_total += wns;

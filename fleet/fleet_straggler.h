@@ -6,14 +6,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "common/result.h"
 #include "fleet/clickhouse.h"
 #include "fleet/fleet_query.h"
 
 namespace causeway::fleet {
 
-// Chains for the ranks that straggle across hosts (groups whose ranks sit on >= 2 hosts);
-// ranks late within one host are already in that host's own chains.
-Result<nlohmann::json> cross_host_stragglers(ClickHouse& ch, const FleetWindow& w);
+// The one heavy query: every collective group whose ranks sit on >= 2 hosts, summed per
+// (late rank, entrant). `filter`: only entries inside it (none: the whole store, so the query
+// can start before the window is known).
+using StragglerRows = std::vector<std::vector<std::string>>;
+Result<StragglerRows> straggler_rows(ClickHouse& ch, const std::optional<FleetWindow>& filter);
+
+// Chains for the ranks that straggle across hosts, from those rows; ranks late within one
+// host are already in that host's own chains. `w` is the window the impact is a share of.
+Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& rows, const FleetWindow& w);
 
 }  // namespace causeway::fleet

@@ -9,6 +9,8 @@
 #include <memory>
 #include <unordered_set>
 
+#include "analysis/rank_inference.h"
+#include "fleet/native_block.h"
 #include "fleet/tsv.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -178,8 +180,104 @@ Result<std::unordered_set<int64_t>> held_ids(ShipContext& c, const SessionKey& k
   return ids;
 }
 
+// The block's columns: the host key, then the table's own.
+std::vector<Column> block_columns(const TableSpec& t) {
+  std::vector<Column> cols{{"host", "String"}, {"boot_id", "String"}, {"session_start", "Int64"}, {"session_id", "Int64"}};
+  cols.insert(cols.end(), t.columns.begin(), t.columns.end());
+  return cols;
+}
+
+// One trace-DB row into the block, typed by the ClickHouse column (the trace DB is SQLite:
+// any value in any column), after the host key.
+void add_row(NativeBlock& b, const SessionKey& key, const Statement& st) {
+  b.add_string(0, key.host);
+  b.add_string(1, key.boot_id);
+  b.add_int(2, key.start);
+  b.add_int(3, key.id);
+  for (size_t i = 4; i < b.columns(); ++i) {
+    const int col = static_cast<int>(i - 4);
+    if (st.col_null(col)) b.add_null(i);
+    else if (b.type(i) == NativeType::String) b.add_string(i, st.col_blob(col));
+    else if (b.type(i) == NativeType::Float64) b.add_float(i, st.col_double(col));
+    else b.add_int(i, st.col_int(col));
+  }
+  b.end_row();
+}
+
+// A batch as read: the last id read (-1: none) and the rows added to the block.
+using Batch = std::optional<std::pair<int64_t, int64_t>>;  // nullopt: the read failed
+
+// Reads the statement's rows up to check_to into the block, those `send` accepts.
+template <class Send>
+Batch read_rows(Statement& st, int64_t check_to, const Send& send, const SessionKey& key, NativeBlock& block) {
+  int64_t last = -1, rows = 0;
+  int rc;
+  while ((rc = st.step()) == SQLITE_ROW) {
+    const int64_t id = st.col_int(0);
+    if (id > check_to) break;
+    last = id;
+    if (!send(id)) continue;
+    add_row(block, key, st);
+    ++rows;
+  }
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) return std::nullopt;
+  return std::pair{last, rows};
+}
+
+// The collectives table: the host's rank inference (analysis/rank_inference.h), batch by
+// batch in id order, the way the correlator runs it chunk by chunk.
+class CollectiveRanks {
+ public:
+  Result<void> load(sqlite3* db, int64_t session_id) { return ranks_.load(db, session_id); }
+  bool has_launchers() const { return ranks_.has_launchers(); }
+
+  template <class Send>
+  Batch read(Statement& st, int64_t check_to, const Send& send, const SessionKey& key, NativeBlock& block) {
+    ids_.clear(), durs_.clear(), entries_.clear();
+    int rc;
+    while ((rc = st.step()) == SQLITE_ROW) {  // id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3
+      if (st.col_int(0) > check_to) break;
+      ids_.push_back(st.col_int(0));
+      durs_.push_back(st.col_int(2));
+      CollectiveEntry e{st.col_int(6), st.col_int(7), static_cast<uint32_t>(st.col_int(3)), static_cast<uint32_t>(st.col_int(4)),
+                        static_cast<int32_t>(st.col_int(8)), static_cast<int32_t>(st.col_int(9)),
+                        static_cast<uint16_t>(st.col_int(5)), st.col_int(1)};
+      resolved_.push_back(ranks_.resolve(e, e.ts_ns + durs_.back()));
+      entries_.push_back(e);
+    }
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return std::nullopt;
+    ranks_.align(entries_);
+    int64_t rows = 0;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (!send(ids_[i])) continue;
+      const CollectiveEntry& e = entries_[i];
+      block.add_string(0, key.host), block.add_string(1, key.boot_id), block.add_int(2, key.start), block.add_int(3, key.id);
+      size_t col = 4;
+      for (int64_t v : {ids_[i], e.ts_ns, durs_[i], int64_t{e.pid}, int64_t{e.tid}, int64_t{e.op}, e.comm, e.seq, int64_t{e.rank},
+                        int64_t{e.nranks}})
+        block.add_int(col++, v);
+      block.add_string(col, resolved_[i] ? ranks_.source(e.pid) : e.rank >= 0 ? "init" : "");
+      block.end_row();
+      ++rows;
+    }
+    resolved_.clear();
+    return std::pair{ids_.empty() ? int64_t{-1} : ids_.back(), rows};
+  }
+
+ private:
+  RankInference ranks_;
+  std::vector<int64_t> ids_, durs_;
+  std::vector<bool> resolved_;
+  std::vector<CollectiveEntry> entries_;
+};
+
 Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
-  const auto shape = shapes(t);
+  auto made = NativeBlock::for_columns(block_columns(t));
+  if (!made) return made.error();
+  // Two blocks take turns: one is read and encoded while the other is in flight, and each
+  // keeps its memory from batch to batch (no fresh pages to fault in per batch).
+  NativeBlock blocks[2] = {*made, *made};
+  int turn = 0;
   auto p = progress(c, key, t.name);
   if (!p) return p.error();
   int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
@@ -193,13 +291,39 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
 
   auto st = prepare(c, t);
   if (!st) return st.error();
-  const std::string prefix = key.tsv_prefix();
-  std::string batch, kept;
-  std::vector<std::pair<int64_t, size_t>> starts;  // (source id, where its row starts in batch)
+  int64_t pos = wm;  // where the next read starts: the watermark, or 0 while replaying
+  auto run = [&] {
+    st->reset();
+    st->bind(1, key.id);
+    st->bind(2, pos);
+    st->bind(3, static_cast<int64_t>(c.batch_rows));
+  };
+  // Collective rows resolve ranks from the session's first collective on (a handle's
+  // communicator is numbered by first use): when anything is new, every row up to the
+  // watermark is read again, resolved and not sent.
+  std::optional<CollectiveRanks> ranks;
+  if (t.rows == RowKind::Collective) {
+    // The newest event first, then the scan: an event the scan cannot see is newer than it.
+    auto top_event = query_int(c.db, "SELECT max(id) FROM events WHERE session_id = " + std::to_string(key.id));
+    if (!top_event) return read_error(c, t);
+    run();
+    const int rc = st->step();
+    if (rc == SQLITE_DONE) {
+      // No collective after the watermark: it moves over the events scanned, so the next ship
+      // (a re-ship, a live round) reads only newer events instead of the whole DB again.
+      const int64_t upto = top_event->value_or(0);
+      if (upto > wm)
+        if (auto r = commit_progress(c, key, t.name, upto, ""); !r) return r.error();
+      return int64_t{0};
+    }
+    if (rc != SQLITE_ROW) return read_error(c, t);
+    if (auto r = ranks.emplace().load(c.db, key.id); !r) return r.error();
+    if (ranks->has_launchers()) pos = 0;  // else nothing is resolved: no numbering to rebuild
+  }
   int64_t sent = 0;
-  // One batch is inserted (on the sender connection) while the next is read and formatted:
-  // the trace DB and ClickHouse work at the same time. Its progress row is written only once
-  // the insert has returned, so a confirmed id is always a stored one.
+  // One block is inserted (on the sender connection) while the next is read and encoded: the
+  // trace DB and ClickHouse work at the same time. Its progress row is written only once the
+  // insert has returned, so a confirmed id is always a stored one.
   struct InFlight {
     std::future<Result<void>> insert;
     int64_t last = 0, rows = 0;
@@ -216,44 +340,46 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     return {};
   };
   while (true) {
-    st->reset();
-    st->bind(1, key.id);
-    st->bind(2, wm);
-    st->bind(3, static_cast<int64_t>(c.batch_rows));
-    batch.clear();
-    starts.clear();
-    int rc;
-    while ((rc = st->step()) == SQLITE_ROW) {
-      starts.emplace_back(st->col_int(0), batch.size());
-      batch += prefix;
-      append_row(batch, *st, shape);
-      batch += '\n';
-    }
-    if (rc != SQLITE_DONE) return read_error(c, t);
-    if (starts.empty()) break;
-    const int64_t first = starts.front().first, last = starts.back().first;
-    int64_t to_send = static_cast<int64_t>(starts.size());
-    if (first <= held_max) {
-      // Send only the rows the store lacks.
-      auto held = held_ids(c, key, t, first, last);
-      if (!held) return held.error();
-      kept.clear();
-      to_send = 0;
-      for (size_t i = 0; i < starts.size(); ++i) {
-        if (held->count(starts[i].first)) continue;
-        const size_t end = i + 1 < starts.size() ? starts[i + 1].second : batch.size();
-        kept.append(batch, starts[i].second, end - starts[i].second);
-        ++to_send;
+    // Up to held_max the store may hold some of the batch's rows (a batch stored whose progress
+    // row never arrived): find the batch's ids first, ask which of them the store holds, and
+    // encode only the others. Past held_max (every batch of a normal ship) one read does.
+    std::optional<std::unordered_set<int64_t>> held;
+    int64_t check_to = INT64_MAX;
+    if (wm < held_max) {
+      run();
+      int64_t first = -1, last = -1;
+      int rc;
+      while ((rc = st->step()) == SQLITE_ROW) {
+        if (st->col_int(0) <= wm) continue;  // replayed, never sent
+        if (first < 0) first = st->col_int(0);
+        last = st->col_int(0);
       }
-      batch.swap(kept);
+      if (rc != SQLITE_DONE) return read_error(c, t);
+      if (first >= 0 && first <= held_max) {
+        auto h = held_ids(c, key, t, first, last);
+        if (!h) return h.error();
+        held = std::move(*h);
+        check_to = last;  // rows past it (the DB changed between the reads) go in the next batch
+      }
     }
+    run();
+    NativeBlock& block = blocks[turn];
+    block.clear();
+    const auto send = [&](int64_t id) { return id > wm && !(held && held->count(id)); };
+    auto got = ranks ? ranks->read(*st, check_to, send, key, block) : read_rows(*st, check_to, send, key, block);
+    if (!got) return read_error(c, t);
+    const auto [last, rows] = *got;
+    if (last < 0) break;  // nothing after pos
+    pos = last;
+    if (last <= wm) continue;  // replayed only
     if (auto r = confirm(); !r) return r.error();
-    InFlight next{{}, last, to_send};
-    if (to_send > 0)
-      next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, rows = std::move(batch)] {
-        return sender.insert_tsv(table, rows);
+    InFlight next{{}, last, rows};
+    if (rows > 0) {
+      turn ^= 1;
+      next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, pieces = block.wire()] {
+        return sender.insert_native(table, pieces);
       });
-    batch = std::string();
+    }
     in_flight = std::move(next);
     wm = last;
   }

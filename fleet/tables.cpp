@@ -89,6 +89,32 @@ std::vector<TableSpec> build() {
        cols({"src_id Int64", "ts_ns Int64", "cpu Int64", "prev_tid Int64", "prev_pid Int64", "prev_prio Nullable(Int64)",
              "prev_state Int64", "next_tid Int64", "next_pid Int64", "next_prio Nullable(Int64)"}),
        "ts_ns, src_id", "ts_ns"},
+      {"wakeups", Append,
+       "SELECT id, ts_ns, tid, pid, waker_tid, waker_pid, target_cpu FROM wakeups WHERE session_id = ?1 AND id > ?2 ORDER BY id "
+       "LIMIT ?3",
+       cols({"src_id Int64", "ts_ns Int64", "tid Int64", "pid Int64", "waker_tid Nullable(Int64)", "waker_pid Nullable(Int64)",
+             "target_cpu Nullable(Int64)"}),
+       "ts_ns, src_id", "ts_ns"},
+      // The collective entries of `events` again, ordered for the straggler query and with the
+      // communicator and rank resolved where init was not traced (comm, seq, rank, nranks are
+      // events' a1, a4, a2, a3: docs/TRACEDB.md "Op argument layouts").
+      {"collectives", Append,
+       "SELECT id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3 FROM events WHERE session_id = ?1 AND id > ?2 "
+       "AND op_id IN (SELECT id FROM ops WHERE family = 'collective') ORDER BY id LIMIT ?3",
+       cols({"src_id Int64", "ts_ns Int64", "dur_ns Int64", "pid Int64", "tid Int64", "op_id Int64", "comm Int64", "seq Int64",
+             "rank Int64", "nranks Int64", "rank_source String"}),
+       "ts_ns, src_id", "ts_ns", RowKind::Collective},
+      // Per op, process and second; `hist` is the trace DB's histogram blob (tracedb/histogram.h).
+      {"rollups", Append,
+       "SELECT rowid, op_id, pid, sec, count, sum_ns, min_ns, max_ns, errors, hist FROM rollups WHERE session_id = ?1 "
+       "AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+       cols({"src_id Int64", "op_id Int64", "pid Int64", "sec Int64", "count Int64", "sum_ns Int64", "min_ns Int64",
+             "max_ns Int64", "errors Int64", "hist String"}),
+       "sec, src_id", "sec * 1000000000"},
+      // Stacks are shared by every session of a trace DB (deduplicated by hash): each session
+      // carries the DB's stacks under its own key, so events.stack_id joins within the key.
+      {"stacks", Append, "SELECT id, hash, frames FROM stacks WHERE ?1 IS NOT NULL AND id > ?2 ORDER BY id LIMIT ?3",
+       cols({"src_id Int64", "hash Int64", "frames String"}), "src_id", ""},
       {"requests", Append,
        "SELECT rowid, request_id, id_generated, server_pid, fd, method, path, tenant, peer, start_ns, end_ns, first_byte_ns, "
        "first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, coalesce(itl_us, '[]'), status, prompt_bytes, response_bytes, "

@@ -18,6 +18,14 @@ enum class TableKind {
              // their digest changed, with a newer version the replace-by-key engine keeps
 };
 
+// How a row of the trace DB becomes a row of the store.
+enum class RowKind {
+  Plain,       // column for column
+  Collective,  // an NCCL collective entry: a rank whose ncclCommInitRank was not traced gets its
+               // launcher rank and the job communicator (analysis/rank_inference.h), as the
+               // host's correlator does, so the store matches it across hosts too
+};
+
 struct Column {
   std::string name;
   std::string type;  // ClickHouse type
@@ -31,7 +39,8 @@ struct TableSpec {
   std::string sqlite_select;
   std::vector<Column> columns;  // after the host key; append tables start with src_id (the rowid)
   std::string order_by;         // after the host key: the replace key, so it identifies a row
-  std::string time_column;      // append tables: partitioned by the UTC day of this (ns)
+  std::string time_column;      // append tables: partitioned by the UTC day of this (ns; an expression); "" none
+  RowKind rows = RowKind::Plain;
 };
 
 // The host key, first in every table.

@@ -2,7 +2,8 @@
 //   two hosts: the NCCL late-rank demo split into two hosts' DBs (ranks 0-1 on node-a, 2-3 on
 //     node-b; their chains removed, so only the store can see the straggler), shipped by the
 //     writer; explain --fleet as the read-only user names rank 2 and node-b; stats --fleet and
-//     requests --fleet agree with each host's own command; a second ship sends nothing.
+//     requests --fleet agree with each host's own command, every events column sums as in the
+//     host's DB; a second ship sends nothing.
 //   failures: the server killed mid-ship (ship exits 1 within seconds; after a restart the next
 //     ship leaves every row exactly once), a batch stored without its progress row, the
 //     reader used for ship, a wrong password, a closed port and a store made by a newer causeway.
@@ -110,7 +111,11 @@ void make_host(const std::string& demo, const std::string& out, const std::strin
                        "); DELETE FROM threads WHERE pid IN (" + other_pids + "); DELETE FROM rollups WHERE pid IN (" + other_pids + "); DELETE FROM sched WHERE prev_pid IN (" +
                        other_pids + ") OR next_pid IN (" + other_pids + "); DELETE FROM chains; DELETE FROM call_causes; "
                        "UPDATE sessions SET host = '" + host + "', boot_id = 'boot-" + host + "', system = json_set(system, "
-                       "'$.hostname', '" + host + "');");
+                       "'$.hostname', '" + host + "'); "
+                       // the demo job writes no wakeups: some, with and without a known waker
+                       "INSERT INTO wakeups (session_id, ts_ns, tid, pid, waker_tid, waker_pid, target_cpu) SELECT session_id, "
+                       "ts_ns - 4000, tid, pid, CASE WHEN id % 3 THEN tid + 1 END, CASE WHEN id % 3 THEN pid END, id % 4 "
+                       "FROM events WHERE id % 97 = 0;");
   std::string rows;
   for (int i = 0; i < 40; ++i) {
     const std::string st = "(SELECT min(ts_ns) FROM events) + " + std::to_string(i) + " * 100000000";
@@ -133,13 +138,27 @@ std::map<std::string, int64_t> calls_by_op(const json& stats, const std::string&
 }
 
 // The NCCL late-rank demo split into two hosts' DBs: node-a (ranks 0-1), node-b (ranks 2-3).
-void make_two_hosts(const TempDir& dir, std::string& a, std::string& b) {
+// job_sql: run on the whole job's DB before it is split.
+void make_two_hosts(const TempDir& dir, std::string& a, std::string& b, const std::string& job_sql = "") {
   const std::string demo = dir.file("job.db");
   a = dir.file("node-a.db");
   b = dir.file("node-b.db");
   REQUIRE(run_causeway({"demo", "nccl-straggler", "--db", demo, "-q"}).exit_code == 0);
+  if (!job_sql.empty()) sqlite_exec(demo, job_sql);
   make_host(demo, a, "node-a", "6003, 6004");
   make_host(demo, b, "node-b", "6001, 6002");
+}
+
+// The store's cross-host straggler chain of the split job: rank 2 (pid 6003) on node-b.
+json late_rank_2_on_node_b(const json& explain) {
+  json straggler;
+  for (const auto& c : explain["chains"])
+    if (c["cause"] == "nccl_straggler") straggler = c;
+  REQUIRE_MESSAGE(!straggler.is_null(), explain.dump());
+  CHECK(straggler["culprit"]["host"] == "node-b");
+  CHECK(straggler["culprit"]["rank"] == 2);
+  CHECK(straggler["culprit"]["pid"] == 6003);
+  return straggler;
 }
 
 }  // namespace
@@ -156,18 +175,38 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(sb["rows"]["events"] == sqlite_count(b, "SELECT count(*) FROM events"));
   CHECK(sb["rows"]["sched"] == sqlite_count(b, "SELECT count(*) FROM sched"));
   CHECK(sa["rows"]["requests"] == 40);
+  // Wakeups, rollups and stacks too, every row once (the demo job has all three).
+  for (const char* t : {"wakeups", "rollups", "stacks"}) {
+    INFO(t);
+    CHECK(sqlite_count(a, std::string("SELECT count(*) FROM ") + t) > 0);
+    CHECK(sa["rows"][t] == sqlite_count(a, std::string("SELECT count(*) FROM ") + t));
+    CHECK(sb["rows"][t] == sqlite_count(b, std::string("SELECT count(*) FROM ") + t));
+    CHECK(ch().number(std::string("SELECT count() FROM fleet_two.") + t) == sa["rows"][t].get<int64_t>() + sb["rows"][t].get<int64_t>());
+  }
+  CHECK(ch().number("SELECT sum(count) FROM fleet_two.rollups WHERE host = 'node-a'") == sqlite_count(a, "SELECT sum(count) FROM rollups"));
+  CHECK(ch().number("SELECT count(waker_pid) FROM fleet_two.wakeups WHERE host = 'node-b'") ==
+        sqlite_count(b, "SELECT count(waker_pid) FROM wakeups"));
+  CHECK(ch().number("SELECT sum(length(hist)) FROM fleet_two.rollups WHERE host = 'node-b'") ==
+        sqlite_count(b, "SELECT sum(length(hist)) FROM rollups"));
+  // A call's stack is found in the store by its id under the same host key.
+  CHECK(ch().number("SELECT count() FROM fleet_two.events e ANY INNER JOIN (SELECT host, src_id AS stack_id FROM fleet_two.stacks) "
+                    "s USING (host, stack_id)") == sqlite_count(a, "SELECT count(*) FROM events WHERE stack_id IS NOT NULL") +
+                                                     sqlite_count(b, "SELECT count(*) FROM events WHERE stack_id IS NOT NULL"));
   const int64_t events = sqlite_count(a, "SELECT count(*) FROM events") + sqlite_count(b, "SELECT count(*) FROM events");
   CHECK(ch().number("SELECT count() FROM fleet_two.events") == events);
+  // Every column arrives as the trace DB holds it (ship's Native blocks, NULLs included).
+  for (const auto& [file, host] : {std::pair{a, "node-a"}, std::pair{b, "node-b"}})
+    for (const char* e : {"count(cpu)", "sum(dur_ns)", "sum(ts_ns % 1000003)", "sum(coalesce(cpu, -1))", "sum(a1 IS NULL)",
+                          "sum(coalesce(a1, 0) % 1000003)", "sum(coalesce(a2, 7))", "sum(coalesce(a4, 0))", "sum(ret)",
+                          "sum(stack_id IS NULL)", "sum(coalesce(stack_id, 0) % 1000003)", "sum(cgroup_id IS NULL)"}) {
+      INFO(host, " ", e);
+      CHECK(ch().number(std::string("SELECT ") + e + " FROM fleet_two.events WHERE host = '" + host + "'") ==
+            sqlite_count(file, std::string("SELECT ") + e + " FROM events"));
+    }
 
   // explain --fleet, as the read-only user: the cross-host straggler from the store.
   json ex = read_fleet("explain", db);
-  json straggler;
-  for (const auto& c : ex["chains"])
-    if (c["cause"] == "nccl_straggler") straggler = c;
-  REQUIRE_MESSAGE(!straggler.is_null(), ex.dump());
-  CHECK(straggler["culprit"]["host"] == "node-b");
-  CHECK(straggler["culprit"]["rank"] == 2);
-  CHECK(straggler["culprit"]["pid"] == 6003);
+  json straggler = late_rank_2_on_node_b(ex);
   CHECK(straggler["severity"] == "HIGH");
   CHECK(straggler["culprit"]["late_share"].get<double>() > 0.9);
   std::set<std::string> victim_hosts;
@@ -214,6 +253,45 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(ch().number("SELECT count() FROM fleet_two.sessions FINAL") == sessions);
   CHECK(ch().number("SELECT count() FROM fleet_two.processes") == chains_rows);
   CHECK(sessions == 2);
+}
+
+// Ranks traced after their ncclCommInitRank (docs/DIAGNOSIS.md "Ranks without init"): no init
+// call, every collective with its process's own communicator handle and rank -1, the ranks
+// known only from the launcher's environment (RANK, WORLD_SIZE, a job id) in `processes`.
+// Matched by (comm, seq) as stored, no group would span the hosts; ship resolves each entry to
+// the job's communicator as the host's correlator does, so the store finds rank 2 on node-b.
+TEST_CASE("ranks attached after init: ship resolves them and the store matches them across hosts") {
+  TempDir dir;
+  const std::string db = "fleet_noinit";
+  std::string a, b;
+  // Blocking collectives, as NCCL's are for the host thread that waits: every rank of a group
+  // returns together, 30 µs after the last one entered (what ship's per-host alignment of
+  // sequences reads, like the correlator's). Then init removed and ranks from the launcher.
+  const std::string coll = "op_id IN (SELECT id FROM ops WHERE family = 'collective')";
+  make_two_hosts(dir, a, b,
+                 "CREATE TEMP TABLE g AS SELECT a1, a4, max(ts_ns) AS last FROM events WHERE " + coll + " GROUP BY a1, a4; "
+                 "CREATE INDEX temp.g_key ON g (a1, a4); "
+                 "UPDATE events SET dur_ns = (SELECT last FROM g WHERE g.a1 = events.a1 AND g.a4 = events.a4) + 30000 - ts_ns "
+                 "WHERE " + coll + "; "
+                 "DELETE FROM events WHERE op_id IN (SELECT id FROM ops WHERE name = 'ncclCommInitRank'); "
+                 "UPDATE events SET a1 = 140000000000000 + pid * 4096, a2 = -1 WHERE " + coll + "; "
+                 "UPDATE processes SET rank = pid - 6001, world_size = 4, local_rank = (pid - 6001) % 2, rank_source = 'RANK', "
+                 "job_id = 'job-42' WHERE pid BETWEEN 6001 AND 6004;");
+  REQUIRE(sqlite_count(a, "SELECT count(DISTINCT a1) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')") == 2);
+  ship_ok(a, db);
+  ship_ok(b, db);
+  const int64_t entries = sqlite_count(a, "SELECT count(*) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')") +
+                          sqlite_count(b, "SELECT count(*) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')");
+  CHECK(ch().number("SELECT count() FROM fleet_noinit.collectives") == entries);
+  CHECK(ch().number("SELECT uniqExact(comm) FROM fleet_noinit.collectives") == 1);  // one job communicator on both hosts
+  CHECK(ch().number("SELECT countIf(rank_source = 'RANK') FROM fleet_noinit.collectives") == entries);
+  json ex = read_fleet("explain", db);
+  json straggler = late_rank_2_on_node_b(ex);
+  CHECK(straggler["victims"].size() == 3);
+  // A second ship: the collectives are read again to rebuild the numbering, nothing is sent.
+  json again = ship_ok(b, db);
+  CHECK(again["rows"]["collectives"] == 0);
+  CHECK(ch().number("SELECT count() FROM fleet_noinit.collectives") == entries);
 }
 
 // mcp --fleet with the official MCP SDK client (tests/e2e/mcp_fleet.test.mjs) over this store:
