@@ -12,10 +12,10 @@
 #include <cstring>
 #include <string>
 
-#include "analysis/chains.h"
-#include "analysis/correlator.h"
-#include "analysis/event_window.h"
-#include "analysis/session_scope.h"
+#include "diagnosis/chains.h"
+#include "diagnosis/correlator.h"
+#include "diagnosis/event_window.h"
+#include "diagnosis/session_scope.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/event_columns.h"
 #include "tracedb/open.h"

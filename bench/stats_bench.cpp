@@ -11,7 +11,7 @@
 #include <map>
 #include <vector>
 
-#include "analysis/stats.h"
+#include "diagnosis/stats.h"
 #include "synth/scenarios.h"
 #include "tracedb/event_columns.h"
 #include "tracedb/op_catalog.h"

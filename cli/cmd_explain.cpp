@@ -1,13 +1,13 @@
 // `causeway explain`: the incident report — root cause first, evidence, call site, fix —
-// from the chains the correlator stored (analysis/chains.h reads them; MCP shares it).
+// from the chains the correlator stored (diagnosis/chains.h reads them; MCP shares it).
 #include <algorithm>
 #include <iostream>
 #include <sstream>
 
-#include "analysis/chain_text.h"
-#include "analysis/chains.h"
-#include "analysis/system_info.h"
-#include "analysis/tail_breakdown.h"
+#include "diagnosis/chain_text.h"
+#include "diagnosis/chains.h"
+#include "diagnosis/system_info.h"
+#include "diagnosis/tail_breakdown.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "common/sanitize.h"
@@ -88,7 +88,7 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
   }
   if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {
     const auto& st = c["stack"];
-    // The chain's stack reads user frame first (analysis/frames.h): that is the call site.
+    // The chain's stack reads user frame first (diagnosis/frames.h): that is the call site.
     out << "   Call site:  " << sanitize_untrusted(st.front().is_string() ? st.front().get<std::string>() : "", 200) << "\n";
     for (size_t i = 1; i < st.size(); ++i)
       if (st[i].is_string()) out << "               <- " << sanitize_untrusted(st[i].get<std::string>(), 200) << "\n";
@@ -97,7 +97,7 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
   if (!fix.empty()) out << "   Fix:        " << fix << "\n";
 }
 
-// --tail: the slowest calls of each op, by cause (analysis/tail_breakdown.h).
+// --tail: the slowest calls of each op, by cause (diagnosis/tail_breakdown.h).
 int run_tail(const ExplainArgs& a) {
   TailQuery q;
   if (!a.since.empty()) {
@@ -127,7 +127,7 @@ int run_tail(const ExplainArgs& a) {
   return kExitOk;
 }
 
-// --limit after ranking (analysis/chains.h rank_chains: root cause first).
+// --limit after ranking (diagnosis/chains.h rank_chains: root cause first).
 void cut_chains(json& doc, size_t limit) {
   auto& chains = doc["chains"];
   if (chains.size() > limit) {

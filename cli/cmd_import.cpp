@@ -2,7 +2,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "importers/ingero_import.h"

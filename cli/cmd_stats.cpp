@@ -1,6 +1,6 @@
 #include <iostream>
 
-#include "analysis/stats.h"
+#include "diagnosis/stats.h"
 #include "cli/command.h"
 #include "cli/json_out.h"
 #include "common/units.h"

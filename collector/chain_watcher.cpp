@@ -7,7 +7,7 @@
 #include <iostream>
 #include <vector>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "requests/request_chains.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/open.h"

@@ -5,7 +5,7 @@
 //   threshold = max(floor, min(p95, p50 + margin, stall))
 //
 // p95 keeps stacks to the slow tail of each op. The two caps keep every call the correlator
-// can call slow stacked: an outlier is ≥ median + 100 µs (analysis/baseline.h), and margin
+// can call slow stacked: an outlier is ≥ median + 100 µs (diagnosis/baseline.h), and margin
 // (50 µs) leaves room for the live median to sit above the correlator's; a call ≥ stall
 // (500 µs, the correlator's min_stall_ns) may hold a host stall even when the whole op is
 // slow. floor (50 µs) is also what a pair without an entry gets: µs-scale jitter of launches

@@ -1,6 +1,6 @@
 // How frames are written in the trace DB's `stacks.frames` (a JSON array of strings, innermost
 // first), shared by the collector that writes them and the readers that parse them
-// (analysis/frames.h):
+// (diagnosis/frames.h):
 //   native  "module!symbol+0xoff", "module+0xoff", "[vdso]+0x…", with " (file:line)" when the
 //           reader resolved it from debug info
 //   python  "path/to/file.py:LINE (qualified.function)"

@@ -8,10 +8,10 @@
 #include <unordered_set>
 #include <vector>
 
-#include "analysis/event_window.h"
-#include "analysis/frames.h"
-#include "analysis/session_scope.h"
-#include "analysis/thread_timeline.h"
+#include "diagnosis/event_window.h"
+#include "diagnosis/frames.h"
+#include "diagnosis/session_scope.h"
+#include "diagnosis/thread_timeline.h"
 #include "common/sanitize.h"
 #include "common/untrusted_json.h"
 #include "exporters/trace_event_writer.h"

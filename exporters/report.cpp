@@ -7,11 +7,11 @@
 #include <iostream>
 #include <map>
 
-#include "analysis/chains.h"
-#include "analysis/session_scope.h"
-#include "analysis/stats.h"
-#include "analysis/system_info.h"
-#include "analysis/tail_breakdown.h"
+#include "diagnosis/chains.h"
+#include "diagnosis/session_scope.h"
+#include "diagnosis/stats.h"
+#include "diagnosis/system_info.h"
+#include "diagnosis/tail_breakdown.h"
 #include "common/sanitize.h"
 #include "common/user_output.h"
 #include "exporters/report_histogram.h"

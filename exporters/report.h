@@ -2,7 +2,7 @@
 // each causal chain with its swimlanes, per-op latency histograms with the tail coloured by
 // cause, the hosts of a merged session and, when the session served requests, their latency.
 // Drawn from the same readers as `explain --json` / `stats` / MCP get_tail_breakdown
-// (analysis/): the report draws, it does not diagnose.
+// (diagnosis/): the report draws, it does not diagnose.
 #pragma once
 
 #include <cstdint>

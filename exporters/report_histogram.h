@@ -1,6 +1,6 @@
 // Per-op latency histograms for the report (docs/REPORT.md "Latency per op"): log-spaced bins
-// summed from the op's rollup histogram (analysis/stats.h: every call in the window), p50 and
-// p99 marked, and the bins of the tail (analysis/tail_breakdown.h's threshold) split by the
+// summed from the op's rollup histogram (diagnosis/stats.h: every call in the window), p50 and
+// p99 marked, and the bins of the tail (diagnosis/tail_breakdown.h's threshold) split by the
 // cause the correlator gave each slow call (call_causes), the rest "unexplained".
 #pragma once
 
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/stats.h"
-#include "analysis/tail_breakdown.h"
+#include "diagnosis/stats.h"
+#include "diagnosis/tail_breakdown.h"
 #include "common/result.h"
 
 namespace causeway {

@@ -4,8 +4,8 @@
 #include <map>
 #include <unordered_map>
 
-#include "analysis/event_window.h"
-#include "analysis/thread_timeline.h"
+#include "diagnosis/event_window.h"
+#include "diagnosis/thread_timeline.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "tracedb/event_row.h"

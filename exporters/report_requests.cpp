@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <vector>
 
-#include "analysis/chain_text.h"
+#include "diagnosis/chain_text.h"
 #include "exporters/report_html.h"
 #include "exporters/report_svg.h"
 

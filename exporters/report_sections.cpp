@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "analysis/chain_text.h"
+#include "diagnosis/chain_text.h"
 #include "common/units.h"
 #include "exporters/report_html.h"
 

@@ -1,6 +1,6 @@
 // The report's sections as HTML (docs/REPORT.md): the header (hosts, GPUs, session window,
 // what was traced, drops), one section per causal chain, the per-op histograms and the
-// cross-host table of a merged session. Each takes what analysis/ already computed — the chain
+// cross-host table of a merged session. Each takes what diagnosis/ already computed — the chain
 // documents of `explain --json`, stats, the tail breakdown — and only draws it.
 #pragma once
 
@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/stats.h"
-#include "analysis/system_info.h"
+#include "diagnosis/stats.h"
+#include "diagnosis/system_info.h"
 
 namespace causeway {
 
@@ -18,7 +18,7 @@ struct SessionHeader {
   int64_t session_id = 0;
   std::string source_kind, label;  // label untrusted
   int64_t from_ns = 0, to_ns = 0;
-  std::string system_line;          // analysis/system_info.h, sanitized
+  std::string system_line;          // diagnosis/system_info.h, sanitized
   nlohmann::json systems;           // one `system` per host (one for an ordinary session)
   std::optional<uint32_t> pid;      // the report's --pid
 };

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "analysis/stats.h"
+#include "diagnosis/stats.h"
 #include "common/result.h"
 #include "fleet/clickhouse.h"
 

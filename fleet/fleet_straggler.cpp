@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "analysis/chain_view.h"
+#include "diagnosis/chain_view.h"
 #include "common/sanitize.h"
 #include "common/units.h"
 #include "fleet/tsv.h"
@@ -16,7 +16,7 @@ namespace causeway::fleet {
 
 namespace {
 
-// The local rule (analysis/causes/nccl_straggler.cpp): last by >= 1 ms, at least 3 times, in
+// The local rule (diagnosis/causes/nccl_straggler.cpp): last by >= 1 ms, at least 3 times, in
 // at least max(40 %, 1.5 / ranks) of the collectives the rank entered.
 constexpr int64_t kMinLateNs = 1'000'000;
 constexpr int64_t kMinLate = 3;

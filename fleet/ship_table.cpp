@@ -9,7 +9,7 @@
 #include <memory>
 #include <unordered_set>
 
-#include "analysis/rank_inference.h"
+#include "diagnosis/rank_inference.h"
 #include "fleet/native_block.h"
 #include "fleet/tsv.h"
 #include "tracedb/sqlite_handle.h"
@@ -224,7 +224,7 @@ Batch read_rows(Statement& st, int64_t check_to, const Send& send, const Session
   return std::pair{last, rows};
 }
 
-// The collectives table: the host's rank inference (analysis/rank_inference.h), batch by
+// The collectives table: the host's rank inference (diagnosis/rank_inference.h), batch by
 // batch in id order, the way the correlator runs it chunk by chunk.
 class CollectiveRanks {
  public:

@@ -22,7 +22,7 @@ enum class TableKind {
 enum class RowKind {
   Plain,       // column for column
   Collective,  // an NCCL collective entry: a rank whose ncclCommInitRank was not traced gets its
-               // launcher rank and the job communicator (analysis/rank_inference.h), as the
+               // launcher rank and the job communicator (diagnosis/rank_inference.h), as the
                // host's correlator does, so the store matches it across hosts too
 };
 

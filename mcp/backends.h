@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/chains.h"
-#include "analysis/stats.h"
+#include "diagnosis/chains.h"
+#include "diagnosis/stats.h"
 #include "common/result.h"
 #include "mcp/cancel.h"
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <set>
 
-#include "analysis/chains.h"
+#include "diagnosis/chains.h"
 #include "fleet/fleet_explain.h"
 #include "fleet/fleet_requests.h"
 #include "fleet/fleet_stats.h"

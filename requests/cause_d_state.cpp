@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "analysis/event_window.h"
+#include "diagnosis/event_window.h"
 #include "bpf/events.h"
 #include "requests/engine_series.h"
 #include "tracedb/sqlite_handle.h"
@@ -13,7 +13,7 @@ namespace {
 constexpr int64_t kTaskUninterruptible = 2;
 // How far back a D wait may start, and a block request be issued, before the slow part.
 constexpr int64_t kLookbackNs = 2'000'000'000;
-// An OOM kill this near the waits makes them memory_pressure (analysis/causes/memory_pressure.h).
+// An OOM kill this near the waits makes them memory_pressure (diagnosis/causes/memory_pressure.h).
 constexpr int64_t kOomNearNs = 10'000'000'000;
 // A page-allocation record at this rate is a burst (≈ 1 GiB/s of 4 KiB pages), as the
 // correlator's memory_pressure takes it.

@@ -1,7 +1,7 @@
 // `io_contention` and `memory_pressure` keyed to requests: the engine's threads were in D
 // state (uninterruptible) during a request's slow part, waiting on the disk or on memory
 // reclaim (docs/INFERENCE.md "Causes keyed to requests"). The same evidence the correlator
-// uses for a slow call (analysis/causes/io_contention.h, memory_pressure.h): block requests
+// uses for a slow call (diagnosis/causes/io_contention.h, memory_pressure.h): block requests
 // in flight during the waits, else page-allocation bursts or an OOM kill near them.
 #pragma once
 

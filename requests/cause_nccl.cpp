@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "analysis/collectives.h"
-#include "analysis/event_window.h"
+#include "diagnosis/collectives.h"
+#include "diagnosis/event_window.h"
 #include "requests/engine_series.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"

@@ -1,7 +1,7 @@
 // `nccl_straggler` keyed to requests: a tensor-parallel rank entered the forward pass's
 // collective late, so the other ranks (and every running request's next token) waited for
 // it (docs/INFERENCE.md "Causes keyed to requests"). Read from the engine's traced NCCL
-// collectives, matched across ranks as the correlator matches them (analysis/collectives.h).
+// collectives, matched across ranks as the correlator matches them (diagnosis/collectives.h).
 #pragma once
 
 #include <sqlite3.h>

@@ -7,7 +7,7 @@
 #include <sstream>
 #include <tuple>
 
-#include "analysis/session_scope.h"
+#include "diagnosis/session_scope.h"
 #include "common/sanitize.h"
 #include "requests/request_causes.h"
 #include "tracedb/chain_store.h"

@@ -146,7 +146,7 @@ CREATE TABLE chains (
 );
 
 -- Per (op, process, second) aggregates; hist is a sparse log-linear histogram of dur_ns
--- (analysis/histogram.h) so percentiles over any window stay within 1% without raw rows.
+-- (tracedb/histogram.h) so percentiles over any window stay within 1% without raw rows.
 -- A (session, op, pid, sec) may appear in more than one row when late events arrive;
 -- readers sum them.
 CREATE TABLE rollups (

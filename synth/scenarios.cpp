@@ -1,6 +1,6 @@
 #include "synth/scenarios.h"
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 
 #include <sys/utsname.h>
 

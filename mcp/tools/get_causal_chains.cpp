@@ -1,5 +1,5 @@
 #include "mcp/backends.h"
-#include "analysis/frames.h"
+#include "diagnosis/frames.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"
@@ -47,7 +47,7 @@ std::string render_chains(const json& chains, size_t max_text_bytes, const std::
     if (c.contains("evidence"))
       for (const auto& e : c["evidence"]) t.line("  evidence: " + own_text(e.is_string() ? e.get<std::string>() : e.dump(), traced, 300));
     if (c.contains("stack") && c["stack"].is_array() && !c["stack"].empty()) {
-      // Chain stacks are stored user frame first (analysis/frames.h): the Python line, else the
+      // Chain stacks are stored user frame first (diagnosis/frames.h): the Python line, else the
       // first frame outside the GPU libraries, the C/C++ runtime and the interpreter.
       std::vector<std::string> texts;
       for (const auto& f : c["stack"])

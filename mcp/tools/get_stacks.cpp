@@ -1,5 +1,5 @@
-#include "analysis/frames.h"
-#include "analysis/stacks.h"
+#include "diagnosis/frames.h"
+#include "diagnosis/stacks.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"

@@ -1,4 +1,4 @@
-#include "analysis/tail_breakdown.h"
+#include "diagnosis/tail_breakdown.h"
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "analysis/stats.h"
+#include "diagnosis/stats.h"
 #include "mcp/tool_registry.h"
 #include "requests/latency.h"
 

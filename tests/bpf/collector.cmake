@@ -3,7 +3,7 @@
 # libnccl + cw_workload) and, when installed, the real CUDA 13 libcudart.
 causeway_test(test_collector_bpf LABEL bpf TIMEOUT 900
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb causeway_analysis)
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_collector_bpf causeway causeway_testprogs)
 # Tenants: cgroup ids of every thread seen, resolved to path, container and pod.
 causeway_test(test_collector_cgroups_bpf LABEL bpf TIMEOUT 300

@@ -4,7 +4,7 @@
 causeway_test(test_diagnosis_live LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb causeway_analysis)
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_diagnosis_live causeway causeway_testprogs)
 
 # The GPU waiting for the host (issue #15): dataloader_starvation and host_bound from a real
@@ -12,7 +12,7 @@ add_dependencies(test_diagnosis_live causeway causeway_testprogs)
 causeway_test(test_diagnosis_live_pipeline LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live_pipeline.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb causeway_analysis)
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_diagnosis_live_pipeline causeway causeway_testprogs)
 
 # Culprits outside the traced job (issue #15): a hog in another tenant's container cgroup, and
@@ -21,7 +21,7 @@ causeway_test(test_diagnosis_live_hosts LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live_hosts.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
           ${CMAKE_CURRENT_LIST_DIR}/netns_support.cpp ${CMAKE_CURRENT_LIST_DIR}/pod_cgroup.cpp
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb causeway_analysis causeway_collector_core)
+  LIBS causeway_tracedb causeway_diagnosis causeway_collector_core)
 add_dependencies(test_diagnosis_live_hosts causeway causeway_testprogs)
 
 # Incidents that last until the trace is stopped (issue #21, the watermark rule): a CPU hog on
@@ -29,5 +29,5 @@ add_dependencies(test_diagnosis_live_hosts causeway causeway_testprogs)
 causeway_test(test_diagnosis_live_until_stop LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_live_until_stop.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb causeway_analysis)
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_diagnosis_live_until_stop causeway causeway_testprogs)

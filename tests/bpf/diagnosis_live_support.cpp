@@ -7,7 +7,7 @@
 #include <doctest/doctest.h>
 #include <fstream>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 
 namespace causeway::test {
 namespace {

@@ -2,7 +2,7 @@
 # an engine-core child on the fake libcudart, a client that measures TTFT/ITL itself.
 causeway_test(test_requests_live_bpf LABEL bpf TIMEOUT 600
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_live_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb causeway_analysis)
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_requests_live_bpf causeway causeway_testprogs)
 
 # Request tracing's syscall hook: the syscall tracepoints when the kernel has them, the raw

@@ -15,7 +15,7 @@
 #include <memory>
 #include <set>
 
-#include "analysis/stacks.h"
+#include "diagnosis/stacks.h"
 #include "bpf/events.h"
 #include "tests/bpf/collector_harness.h"
 

@@ -24,7 +24,7 @@
 #include <fstream>
 #include <set>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "tests/bpf/diagnosis_live_support.h"
 
 namespace causeway::test {

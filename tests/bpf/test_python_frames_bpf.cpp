@@ -15,7 +15,7 @@
 #include <set>
 #include <sstream>
 
-#include "analysis/stacks.h"
+#include "diagnosis/stacks.h"
 #include "tests/bpf/collector_harness.h"
 #include "tests/support/cpython.h"
 

@@ -4,7 +4,7 @@
 if(CAUSEWAY_FUZZ)
   add_executable(storeddata_fuzz ${CMAKE_CURRENT_LIST_DIR}/storeddata_fuzz.cpp
     ${PROJECT_SOURCE_DIR}/tracedb/histogram.cpp ${PROJECT_SOURCE_DIR}/common/untrusted_json.cpp
-    ${PROJECT_SOURCE_DIR}/common/sanitize.cpp ${PROJECT_SOURCE_DIR}/analysis/frames.cpp)
+    ${PROJECT_SOURCE_DIR}/common/sanitize.cpp ${PROJECT_SOURCE_DIR}/diagnosis/frames.cpp)
   target_link_libraries(storeddata_fuzz PRIVATE nlohmann_json::nlohmann_json)
   target_compile_options(storeddata_fuzz PRIVATE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
   target_link_options(storeddata_fuzz PRIVATE -fsanitize=fuzzer,address,undefined)

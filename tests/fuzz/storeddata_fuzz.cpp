@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/frames.h"
+#include "diagnosis/frames.h"
 #include "common/sanitize.h"
 #include "common/untrusted_json.h"
 #include "tracedb/histogram.h"

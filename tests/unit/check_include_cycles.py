@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Fails when the modules of a source folder include each other in a cycle.
 
-A module is a header and its .cpp (analysis/correlator.h + analysis/correlator.cpp): module A
+A module is a header and its .cpp (diagnosis/correlator.h + diagnosis/correlator.cpp): module A
 depends on module B when any file of A has `#include "B.h"`. The diagnosis wing is layered
 (docs/DIAGNOSIS.md "Layers"): cause modules below the correlator, never the other way round,
 so a cycle is a back-arrow to remove, not to live with.
 
-    check_include_cycles.py SOURCE_ROOT FOLDER     (e.g. . analysis)
+    check_include_cycles.py SOURCE_ROOT FOLDER     (e.g. . diagnosis)
 
 Prints each cycle (its modules and the #include lines that close it) and exits 1; exits 0
 when there is none; 2 on bad arguments.

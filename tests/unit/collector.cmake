@@ -10,7 +10,7 @@ causeway_test(test_collector_cgroups LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR
 causeway_test(test_collector_stack_policy LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_stack_policy.cpp
   LIBS causeway_collector_core)
 causeway_test(test_python_runtime LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_python_runtime.cpp
-  LIBS causeway_collector_core causeway_analysis)
+  LIBS causeway_collector_core causeway_diagnosis)
 causeway_test(test_collector_launcher_env LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_launcher_env.cpp
   LIBS causeway_collector_core)
 causeway_test(test_engine_scraper LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_engine_scraper.cpp

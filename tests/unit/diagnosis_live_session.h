@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"
 

@@ -1,9 +1,9 @@
 # Ecosystem: import of ingero traces, Perfetto export, Prometheus metrics (issue #7). Each
 # test exists only where its module is built (CAUSEWAY_SKIP may leave one out).
-if(TARGET causeway_importers AND TARGET causeway_analysis AND TARGET causeway_synth)
+if(TARGET causeway_importers AND TARGET causeway_diagnosis AND TARGET causeway_synth)
   causeway_test(test_import_ingero_files LABEL unit
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_import_ingero_files.cpp
-    LIBS causeway_importers causeway_analysis nlohmann_json::nlohmann_json)
+    LIBS causeway_importers causeway_diagnosis nlohmann_json::nlohmann_json)
   causeway_test(test_import_refuse LABEL unit
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_import_refuse.cpp
     LIBS causeway_importers causeway_synth nlohmann_json::nlohmann_json)
@@ -11,7 +11,7 @@ endif()
 if(TARGET causeway_exporters AND TARGET causeway_synth)
   causeway_test(test_export_perfetto LABEL unit
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_export_perfetto.cpp
-    LIBS causeway_exporters causeway_analysis causeway_synth nlohmann_json::nlohmann_json)
+    LIBS causeway_exporters causeway_diagnosis causeway_synth nlohmann_json::nlohmann_json)
 endif()
 if(TARGET causeway_metrics)
   causeway_test(test_metrics_exposition LABEL unit
@@ -21,5 +21,5 @@ endif()
 if(TARGET causeway_exporters AND TARGET causeway_synth)
   causeway_test(test_report LABEL unit
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report.cpp
-    LIBS causeway_exporters causeway_analysis causeway_synth nlohmann_json::nlohmann_json)
+    LIBS causeway_exporters causeway_diagnosis causeway_synth nlohmann_json::nlohmann_json)
 endif()

@@ -3,10 +3,10 @@
 # lines that close it (docs/DIAGNOSIS.md "Layers").
 find_package(Python3 COMPONENTS Interpreter QUIET)
 if(Python3_Interpreter_FOUND)
-  add_test(NAME analysis_include_cycles
-           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_include_cycles.py ${PROJECT_SOURCE_DIR} analysis)
-  set_tests_properties(analysis_include_cycles PROPERTIES LABELS unit)
+  add_test(NAME diagnosis_include_cycles
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_include_cycles.py ${PROJECT_SOURCE_DIR} diagnosis)
+  set_tests_properties(diagnosis_include_cycles PROPERTIES LABELS unit)
 else()
-  add_test(NAME analysis_include_cycles COMMAND ${CMAKE_COMMAND} -E echo "skipped: no python3 (scripts/install-deps.sh --tests)")
-  set_tests_properties(analysis_include_cycles PROPERTIES LABELS unit SKIP_REGULAR_EXPRESSION "skipped:")
+  add_test(NAME diagnosis_include_cycles COMMAND ${CMAKE_COMMAND} -E echo "skipped: no python3 (scripts/install-deps.sh --tests)")
+  set_tests_properties(diagnosis_include_cycles PROPERTIES LABELS unit SKIP_REGULAR_EXPRESSION "skipped:")
 endif()

@@ -1,12 +1,12 @@
-// The one chain serializer (analysis/chain_json.h): a typed chain is written once, each culprit
+// The one chain serializer (diagnosis/chain_json.h): a typed chain is written once, each culprit
 // field under its one key (the share's key by its kind), and the chains-table columns come
 // from the same typed values (severity and cause spelled from their enums).
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/causes/registry.h"
-#include "analysis/chain_json.h"
+#include "diagnosis/causes/registry.h"
+#include "diagnosis/chain_json.h"
 
 using namespace causeway;
 using json = nlohmann::json;

@@ -2,9 +2,9 @@
 // wakers and wakeup latency; the robust baseline and outlier rule; NCCL (comm, seq) grouping.
 #include <doctest/doctest.h>
 
-#include "analysis/baseline.h"
-#include "analysis/collectives.h"
-#include "analysis/thread_timeline.h"
+#include "diagnosis/baseline.h"
+#include "diagnosis/collectives.h"
+#include "diagnosis/thread_timeline.h"
 
 using namespace causeway;
 

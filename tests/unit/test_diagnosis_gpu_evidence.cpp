@@ -8,7 +8,7 @@
 // it is.
 #include <doctest/doctest.h>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "bpf/events.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/diagnosis_live_session.h"

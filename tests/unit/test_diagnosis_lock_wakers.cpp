@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "bpf/events.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/diagnosis_live_session.h"

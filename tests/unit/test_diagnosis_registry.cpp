@@ -5,10 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/causes/registry.h"
-#include "analysis/chain_json.h"
-#include "analysis/chain_view.h"
-#include "analysis/chunk_context.h"
+#include "diagnosis/causes/registry.h"
+#include "diagnosis/chain_json.h"
+#include "diagnosis/chain_view.h"
+#include "diagnosis/chunk_context.h"
 #include "bpf/events.h"
 
 using namespace causeway;

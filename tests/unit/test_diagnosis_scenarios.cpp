@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/chains.h"
-#include "analysis/correlator.h"
-#include "analysis/session_scope.h"
+#include "diagnosis/chains.h"
+#include "diagnosis/correlator.h"
+#include "diagnosis/session_scope.h"
 #include "bpf/events.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"

@@ -1,4 +1,4 @@
-// The tail breakdown (analysis/tail_breakdown.h) on real demo DBs: the correlator's claims land
+// The tail breakdown (diagnosis/tail_breakdown.h) on real demo DBs: the correlator's claims land
 // in call_causes, and the slowest calls of an op are explained by the cause that was planted —
 // cpu_contention for the incident's stream syncs — while a healthy job's tail stays
 // unexplained. Also the CLI (`explain --tail --json`) and bad input.
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/tail_breakdown.h"
+#include "diagnosis/tail_breakdown.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"

@@ -15,7 +15,7 @@
 #include <map>
 #include <set>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "bpf/events.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/diagnosis_live_session.h"

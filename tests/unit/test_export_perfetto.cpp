@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/correlator.h"
+#include "diagnosis/correlator.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"

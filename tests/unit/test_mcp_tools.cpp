@@ -2,10 +2,10 @@
 
 #include <filesystem>
 
-#include "analysis/frames.h"
+#include "diagnosis/frames.h"
 #include "common/json_exact.h"
 #include "mcp/json_schema.h"
-#include "analysis/stats.h"
+#include "diagnosis/stats.h"
 #include "synth/scenarios.h"
 #include "tracedb/open.h"
 #include "mcp/text_render.h"
@@ -62,7 +62,7 @@ TEST_CASE("tools: results carry the numbers of the fixture") {
   json stacks = call_tool(s, "get_stacks", {{"op", "cudaStreamSynchronize"}})["result"]["structuredContent"];
   REQUIRE(stacks["stacks"].size() == 1);
   CHECK(stacks["stacks"][0]["calls"] == 200);
-  // User frame first, as an object (analysis/frames.h).
+  // User frame first, as an object (diagnosis/frames.h).
   CHECK(stacks["stacks"][0]["frames"][0] ==
         json{{"function", "train_step"}, {"file", "train.py"}, {"line", 142}, {"module", "train"}, {"kind", "python"}});
   CHECK(stacks["stacks"][0]["frames"][1]["kind"] == "native");
@@ -397,7 +397,7 @@ TEST_CASE("tools: the chain's call site is the innermost user frame, not libcuda
   const std::string text = r["content"][0]["text"].get<std::string>();
   CAPTURE(text);
   CHECK(text.find("call site: «train.py:") != std::string::npos);
-  // The shared classification (analysis/frames.h) behind it.
+  // The shared classification (diagnosis/frames.h) behind it.
   auto user_at = [](std::vector<std::string> texts) {
     auto frames = parse_stack(texts).frames;
     return user_frame_index(frames);

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/frames.h"
+#include "diagnosis/frames.h"
 #include "collector/python_runtime.h"
 #include "common/stack_text.h"
 #include "tests/support/cpython.h"

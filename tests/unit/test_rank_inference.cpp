@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "analysis/collectives.h"
-#include "analysis/rank_inference.h"
+#include "diagnosis/collectives.h"
+#include "diagnosis/rank_inference.h"
 
 namespace causeway {
 

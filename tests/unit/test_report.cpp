@@ -8,9 +8,9 @@
 #include <regex>
 #include <string>
 
-#include "analysis/chains.h"
-#include "analysis/correlator.h"
-#include "analysis/stats.h"
+#include "diagnosis/chains.h"
+#include "diagnosis/correlator.h"
+#include "diagnosis/stats.h"
 #include "exporters/report.h"
 #include "exporters/report_html.h"
 #include "exporters/report_requests.h"

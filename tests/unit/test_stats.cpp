@@ -6,7 +6,7 @@
 #include <map>
 #include <random>
 
-#include "analysis/stats.h"
+#include "diagnosis/stats.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"

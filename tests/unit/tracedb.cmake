@@ -8,7 +8,7 @@ causeway_test(test_common LABEL unit
           ${CMAKE_CURRENT_LIST_DIR}/test_common_json_exact.cpp
   LIBS causeway_common)
 causeway_test(test_stats LABEL unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stats.cpp LIBS causeway_analysis causeway_synth)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stats.cpp LIBS causeway_diagnosis causeway_synth)
 causeway_test(test_cli_foundation LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_cli_foundation.cpp LIBS causeway_tracedb nlohmann_json::nlohmann_json)
 causeway_test(test_tracedb_merge LABEL unit

@@ -1,0 +1,16 @@
+// The one place a chain becomes text: the chain's JSON document (docs/INTERFACES.md shape plus
+// where/lost_us/impact/window) and the chains table's columns (tracedb/chain_store.h), both
+// from the typed chain (diagnosis/chain_view.h Doc) after every annotation.
+#pragma once
+
+#include <string_view>
+
+#include "diagnosis/chain_view.h"
+#include "tracedb/records.h"
+
+namespace causeway {
+
+// `cause` is the JSON spelling of d.cause (the registry's cause_name, causes/registry.h).
+ChainRecord chain_record(const Doc& d, std::string_view cause);
+
+}  // namespace causeway

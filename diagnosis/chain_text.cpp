@@ -1,0 +1,53 @@
+#include "diagnosis/chain_text.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "common/sanitize.h"
+
+namespace causeway {
+
+std::string percent_text(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.0f%%", v * 100.0);
+  return b;
+}
+
+std::string culprit_line(const nlohmann::json& c) {
+  if (!c.is_object()) return "";
+  std::string s;
+  if (c.contains("peer") && c["peer"].is_string()) s = "peer " + sanitize_untrusted(c["peer"].get<std::string>(), 80);
+  else if (c.contains("comm") && c["comm"].is_string()) s = sanitize_untrusted(c["comm"].get<std::string>(), 64);
+  if (c.contains("pid") && c["pid"].is_number()) s += " (pid " + std::to_string(c["pid"].get<int64_t>());
+  if (c.contains("tid") && c["tid"].is_number()) s += ", tid " + std::to_string(c["tid"].get<int64_t>());
+  if (c.contains("rank") && c["rank"].is_number()) s += ", rank " + std::to_string(c["rank"].get<int64_t>());
+  if (c.contains("pid") && c["pid"].is_number()) s += ")";
+  static const std::pair<const char*, const char*> shares[] = {
+      {"off_cpu_share", "of the stolen CPU time"}, {"wait_share", "of the blocked time"},
+      {"overlap_share", "of the slow calls overlapped"}, {"page_share", "of the pages allocated"},
+      {"late_share", "of the collectives entered last"}, {"share", "of the slow calls"}};
+  for (auto& [k, what] : shares)
+    if (c.contains(k) && c[k].is_number()) {
+      s += ", " + percent_text(c[k].get<double>()) + " " + what;
+      break;
+    }
+  if (c.contains("doing") && c["doing"].is_string() && c.contains("doing_share") && c["doing_share"].is_number() &&
+      c["doing_share"].get<double>() > 0)
+    s += "; it spent " + percent_text(c["doing_share"].get<double>()) + " of its time producing the batches " +
+         (c["doing"] == "block_io" ? std::string("in disk reads")
+          : c["doing"] == "cpu"    ? std::string("on-CPU")
+          : c["doing"] == "runnable" ? std::string("waiting for a CPU")
+                                     : std::string("asleep itself"));
+  if (c.contains("cgroup") && c["cgroup"].is_string() && !c["cgroup"].get<std::string>().empty() && c["cgroup"] != "/")
+    s += "; cgroup " + sanitize_untrusted(c["cgroup"].get<std::string>(), 200);
+  if (c.contains("container") && c["container"].is_string()) s += ", container " + sanitize_untrusted(c["container"].get<std::string>(), 80);
+  if (c.contains("pod") && c["pod"].is_string()) s += ", pod " + sanitize_untrusted(c["pod"].get<std::string>(), 120);
+  if (c.contains("preempted_by") && c["preempted_by"].is_object()) {
+    const nlohmann::json& p = c["preempted_by"];
+    s += "; itself preempted by " + (p.contains("comm") && p["comm"].is_string() ? sanitize_untrusted(p["comm"].get<std::string>(), 64) : std::string()) +
+         (p.contains("pid") && p["pid"].is_number() ? " (pid " + std::to_string(p["pid"].get<int64_t>()) + ")" : "");
+  }
+  return s;
+}
+
+}  // namespace causeway

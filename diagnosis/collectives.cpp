@@ -1,0 +1,42 @@
+#include "diagnosis/collectives.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace causeway {
+
+std::vector<CollectiveGroup> group_collectives(std::span<const CollectiveEntry> e, int64_t min_gap_ns) {
+  std::vector<size_t> idx(e.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    if (e[a].comm != e[b].comm) return e[a].comm < e[b].comm;
+    if (e[a].seq != e[b].seq) return e[a].seq < e[b].seq;
+    return e[a].ts_ns < e[b].ts_ns;
+  });
+  std::vector<CollectiveGroup> groups;
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j < idx.size() && e[idx[j]].comm == e[idx[i]].comm && e[idx[j]].seq == e[idx[i]].seq) ++j;
+    CollectiveGroup g;
+    g.comm = e[idx[i]].comm;
+    g.seq = e[idx[i]].seq;
+    g.op = e[idx[i]].op;
+    g.members.assign(idx.begin() + static_cast<std::ptrdiff_t>(i), idx.begin() + static_cast<std::ptrdiff_t>(j));
+    g.first_entry_ns = e[g.members.front()].ts_ns;
+    g.last_entry_ns = e[g.members.back()].ts_ns;
+    if (g.members.size() >= 2) {
+      int64_t second_last = e[g.members[g.members.size() - 2]].ts_ns;
+      for (size_t k = 0; k + 1 < g.members.size(); ++k) g.wait_ns += g.last_entry_ns - e[g.members[k]].ts_ns;
+      g.lateness_ns = g.last_entry_ns - second_last;
+      if (g.lateness_ns >= min_gap_ns) {
+        g.has_straggler = true;
+        g.straggler = g.members.back();
+      }
+    }
+    groups.push_back(std::move(g));
+    i = j;
+  }
+  return groups;
+}
+
+}  // namespace causeway

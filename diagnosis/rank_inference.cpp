@@ -1,0 +1,129 @@
+#include "diagnosis/rank_inference.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway {
+namespace {
+
+int64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : text) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  // Positive, so it never reads as the handle of a real pointer-sized id turned negative.
+  return static_cast<int64_t>(h >> 1);
+}
+
+}  // namespace
+
+Result<void> RankInference::load(sqlite3* db, int64_t session_id) {
+  auto st = Statement::prepare(db,
+                               "SELECT pid, rank, world_size, rank_source, coalesce(job_id, '') FROM processes "
+                               "WHERE session_id = ?1 AND rank IS NOT NULL AND world_size > 0");
+  if (!st) return {};  // schema before 3: no launcher ranks recorded
+  st->bind(1, session_id);
+  while (st->step() == SQLITE_ROW) {
+    Launcher l;
+    l.rank = static_cast<int32_t>(st->col_int(1));
+    l.world_size = static_cast<int32_t>(st->col_int(2));
+    l.source = st->col_text(3);
+    l.job_id = st->col_text(4);
+    procs_[static_cast<uint32_t>(st->col_int(0))] = std::move(l);
+  }
+  return {};
+}
+
+void RankInference::set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id) {
+  procs_[pid] = Launcher{rank, world_size, std::move(source), std::move(job_id)};
+}
+
+bool RankInference::resolve(CollectiveEntry& e, int64_t end_ns) {
+  if (e.rank >= 0) return false;
+  auto p = procs_.find(e.pid);
+  if (p == procs_.end()) return false;
+  auto [it, inserted] = comm_of_handle_.try_emplace({e.pid, e.comm}, 0);
+  if (inserted) {
+    int ordinal = handles_seen_[e.pid]++;
+    it->second = fnv1a(p->second.job_id + "\n" + std::to_string(p->second.world_size) + "\n" + std::to_string(ordinal));
+  }
+  e.comm = it->second;
+  e.rank = p->second.rank;
+  e.nranks = p->second.world_size;
+  pending_[{{e.pid, e.comm}, e.seq}] = end_ns;
+  return true;
+}
+
+namespace {
+
+constexpr size_t kMatchPoints = 32;     // a rank's first calls compared with the job's
+constexpr size_t kHistory = 4096;       // aligned return times kept per communicator
+
+// Median |return time of the stream's call s - the job's call s + off| over the stream's
+// first points; INT64_MAX when fewer than half of them have a counterpart.
+int64_t match_error(const std::vector<std::pair<int64_t, int64_t>>& pts, const std::map<int64_t, int64_t>& ref, int64_t off) {
+  std::vector<int64_t> d;
+  size_t n = std::min(pts.size(), kMatchPoints);
+  for (size_t i = 0; i < n; ++i)
+    if (auto r = ref.find(pts[i].first + off); r != ref.end()) d.push_back(std::llabs(r->second - pts[i].second));
+  if (d.size() * 2 < n || d.empty()) return INT64_MAX;
+  std::nth_element(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2), d.end());
+  return d[d.size() / 2];
+}
+
+}  // namespace
+
+void RankInference::align(std::vector<CollectiveEntry>& entries) {
+  if (pending_.empty()) return;
+  // Per communicator, per stream: (traced seq, return time) in seq order.
+  std::map<int64_t, std::map<StreamKey, std::vector<std::pair<int64_t, int64_t>>>> by_comm;
+  for (auto& [k, end] : pending_) by_comm[k.first.second][k.first].push_back({k.second, end});
+  for (auto& [comm, streams] : by_comm) {
+    std::map<int64_t, int64_t>& ref = history_[comm];
+    auto add = [&](const std::vector<std::pair<int64_t, int64_t>>& pts, int64_t off) {
+      for (auto& [seq, end] : pts) ref.emplace(seq + off, end);
+    };
+    for (auto& [key, pts] : streams)
+      if (auto o = offset_.find(key); o != offset_.end()) add(pts, o->second);
+    // The first rank seen anchors the job's numbering: the one whose first call returned first.
+    if (ref.empty()) {
+      auto anchor = std::min_element(streams.begin(), streams.end(),
+                                     [](const auto& a, const auto& b) { return a.second.front().second < b.second.front().second; });
+      offset_[anchor->first] = 0;
+      add(anchor->second, 0);
+    }
+    for (auto& [key, pts] : streams) {
+      if (offset_.count(key)) continue;
+      // Guess from the call whose return is nearest the stream's first, then keep the shift
+      // (within two of it) that matches its first calls best.
+      int64_t guess = 0, best = INT64_MAX;
+      for (auto& [seq, end] : ref)
+        if (std::llabs(end - pts.front().second) < best) {
+          best = std::llabs(end - pts.front().second);
+          guess = seq - pts.front().first;
+        }
+      int64_t chosen = guess, chosen_err = INT64_MAX;
+      for (int64_t off = guess - 2; off <= guess + 2; ++off)
+        if (int64_t err = match_error(pts, ref, off); err < chosen_err) {
+          chosen_err = err;
+          chosen = off;
+        }
+      offset_[key] = chosen;
+      add(pts, chosen);
+    }
+    while (ref.size() > kHistory) ref.erase(ref.begin());
+  }
+  for (CollectiveEntry& e : entries)
+    if (pending_.count({{e.pid, e.comm}, e.seq})) e.seq += offset_[{e.pid, e.comm}];
+  pending_.clear();
+}
+
+std::string RankInference::source(uint32_t pid) const {
+  auto p = procs_.find(pid);
+  return p == procs_.end() ? std::string() : p->second.source;
+}
+
+}  // namespace causeway

@@ -1,0 +1,61 @@
+// Ranks of NCCL processes whose ncclCommInitRank ran before the trace started. Their
+// collectives carry the communicator handle (a pointer, different in every process) and rank
+// -1; the collector read the rank its launcher set (RANK/WORLD_SIZE of torchrun,
+// OMPI_COMM_WORLD_*, PMI_*, SLURM_*) from /proc/PID/environ into `processes`. Ranks of one job
+// (same job id and world size) are put in one communicator: the n-th communicator a process
+// uses is the job's n-th, and the n-th collective every rank made on it since the trace
+// began is the same collective (the per-handle sequence the BPF side counts).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "diagnosis/collectives.h"
+#include "common/result.h"
+
+namespace causeway {
+
+class RankInference {
+ public:
+  // (Re)reads the launcher ranks of the session's processes; a DB before schema 3 has none.
+  Result<void> load(sqlite3* db, int64_t session_id);
+
+  // For an entry with rank -1 whose process has a launcher rank: sets rank, nranks and the
+  // job communicator's id (comm). Returns whether it did. end_ns: when the call returned.
+  bool resolve(CollectiveEntry& e, int64_t end_ns);
+
+  // After the chunk's entries are resolved: shifts each rank's sequence so the n-th
+  // collective is the same across ranks even when a rank was inside a collective when its
+  // probes went live (its first traced call is then the next one). Ranks of a collective
+  // leave it together, so a rank's calls are matched to the job's by their return times.
+  void align(std::vector<CollectiveEntry>& entries);
+
+  // Tests: a launcher rank without a DB.
+  void set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id);
+
+  // Whether any process has a launcher rank (else resolve() never changes an entry).
+  bool has_launchers() const { return !procs_.empty(); }
+
+  // The variable the rank of pid came from ("" when not inferred).
+  std::string source(uint32_t pid) const;
+
+ private:
+  struct Launcher {
+    int32_t rank = -1, world_size = 0;
+    std::string source, job_id;
+  };
+  std::unordered_map<uint32_t, Launcher> procs_;
+  std::map<std::pair<uint32_t, int64_t>, int64_t> comm_of_handle_;  // (pid, handle) -> job communicator id
+  std::unordered_map<uint32_t, int> handles_seen_;                  // pid -> communicators numbered so far
+  using StreamKey = std::pair<uint32_t, int64_t>;                    // (pid, job communicator)
+  std::map<std::pair<StreamKey, int64_t>, int64_t> pending_;         // (stream, traced seq) -> return time, this chunk
+  std::map<StreamKey, int64_t> offset_;                              // aligned streams: seq shift
+  std::map<int64_t, std::map<int64_t, int64_t>> history_;            // communicator -> aligned seq -> a return time
+};
+
+}  // namespace causeway

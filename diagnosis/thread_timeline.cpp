@@ -1,0 +1,174 @@
+#include "diagnosis/thread_timeline.h"
+
+#include <algorithm>
+
+namespace causeway {
+
+OffCpuState off_cpu_state(int64_t prev_state) {
+  if (prev_state == 0) return OffCpuState::runnable;
+  if (prev_state & 2) return OffCpuState::uninterruptible;
+  if (prev_state & 1) return OffCpuState::sleeping;
+  return OffCpuState::other;
+}
+
+const char* state_letter(OffCpuState s) {
+  switch (s) {
+    case OffCpuState::runnable: return "R";
+    case OffCpuState::sleeping: return "S";
+    case OffCpuState::uninterruptible: return "D";
+    default: return "?";
+  }
+}
+
+void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wakeups, int64_t data_end_ns) {
+  by_tid_.clear();
+  by_cpu_.clear();
+  std::stable_sort(rows.begin(), rows.end(), [](const SchedRow& a, const SchedRow& b) { return a.ts_ns < b.ts_ns; });
+  std::stable_sort(wakeups.begin(), wakeups.end(),
+                   [](const WakeRow& a, const WakeRow& b) { return a.ts_ns < b.ts_ns; });
+  // Open interval per thread: index into its vector, or absent.
+  std::unordered_map<uint32_t, size_t> open;
+  for (const SchedRow& r : rows) {
+    auto& cpu_rows = by_cpu_[r.cpu];
+    if (r.next_tid != 0) {
+      auto it = open.find(r.next_tid);
+      if (it != open.end()) {
+        auto& iv = by_tid_[r.next_tid][it->second];
+        iv.to_ns = r.ts_ns;
+        iv.in_cpu = r.cpu;
+        open.erase(it);
+      } else if (r.prev_tid != r.next_tid && !cpu_rows.empty() && cpu_rows.back().next_tid == r.next_tid) {
+        // Switched back in while never seen leaving, and this CPU's last record put it here:
+        // its switch-out record was lost in between.
+        OffCpuInterval iv;
+        iv.from_ns = cpu_rows.back().ts_ns;
+        iv.to_ns = r.ts_ns;
+        iv.cpu = iv.in_cpu = r.cpu;
+        iv.state = OffCpuState::runnable;
+        iv.next_tid = r.prev_tid;
+        iv.next_pid = r.prev_pid;
+        iv.inferred = true;
+        auto& v = by_tid_[r.next_tid];
+        if (v.empty() || v.back().to_ns <= iv.from_ns) v.push_back(iv);
+      }
+    }
+    cpu_rows.push_back({r.ts_ns, r.next_tid, r.next_pid});
+    if (r.prev_tid != 0) {
+      auto& v = by_tid_[r.prev_tid];
+      // A switch-out while already out means a record was lost: close the stale interval here.
+      if (auto it = open.find(r.prev_tid); it != open.end()) v[it->second].to_ns = r.ts_ns;
+      OffCpuInterval iv;
+      iv.from_ns = r.ts_ns;
+      iv.to_ns = data_end_ns;
+      iv.cpu = r.cpu;
+      iv.state = off_cpu_state(r.prev_state);
+      iv.next_tid = r.next_tid;
+      iv.next_pid = r.next_pid;
+      v.push_back(iv);
+      open[r.prev_tid] = v.size() - 1;
+    }
+  }
+  for (auto& [tid, v] : by_tid_)
+    for (auto& iv : v) iv.to_ns = std::max(iv.to_ns, iv.from_ns);
+  // The waker of an interval: the last wakeup of the thread inside it.
+  for (const WakeRow& w : wakeups) {
+    auto it = by_tid_.find(w.tid);
+    if (it == by_tid_.end()) continue;
+    auto& v = it->second;
+    auto pos = std::upper_bound(v.begin(), v.end(), w.ts_ns,
+                                [](int64_t ts, const OffCpuInterval& iv) { return ts < iv.from_ns; });
+    if (pos == v.begin()) continue;
+    --pos;
+    if (w.ts_ns > pos->to_ns) continue;
+    pos->woken = true;
+    if (pos->inferred) pos->state = OffCpuState::sleeping;  // woken: it had gone to sleep
+    pos->waker_tid = w.waker_tid;
+    pos->waker_pid = w.waker_pid;
+    pos->wake_ns = w.ts_ns;
+  }
+}
+
+void ThreadTimelines::add_opaque(std::vector<std::pair<uint32_t, std::pair<int64_t, int64_t>>> tid_from_to) {
+  std::sort(tid_from_to.begin(), tid_from_to.end());
+  std::unordered_map<uint32_t, bool> has_switches;
+  for (const auto& [tid, iv] : tid_from_to) {
+    auto [known, fresh] = has_switches.try_emplace(tid, false);
+    if (fresh) known->second = by_tid_.count(tid) > 0;
+    if (known->second) continue;
+    auto& v = by_tid_[tid];
+    if (!v.empty() && iv.first < v.back().to_ns) continue;  // overlapping records: keep the first
+    OffCpuInterval o;
+    o.from_ns = iv.first;
+    o.to_ns = std::max(iv.first, iv.second);
+    o.cpu = o.in_cpu = -1;
+    o.state = OffCpuState::other;
+    v.push_back(o);
+  }
+}
+
+std::span<const OffCpuInterval> ThreadTimelines::intervals(uint32_t tid) const {
+  auto it = by_tid_.find(tid);
+  if (it == by_tid_.end()) return {};
+  return it->second;
+}
+
+std::span<const OffCpuInterval> ThreadTimelines::overlapping(uint32_t tid, int64_t from, int64_t to) const {
+  auto all = intervals(tid);
+  if (all.empty()) return {};
+  // Intervals of one thread never overlap each other, so to_ns is sorted like from_ns.
+  auto lo = std::upper_bound(all.begin(), all.end(), from,
+                             [](int64_t t, const OffCpuInterval& iv) { return t < iv.to_ns; });
+  auto hi = std::lower_bound(lo, all.end(), to, [](const OffCpuInterval& iv, int64_t t) { return iv.from_ns < t; });
+  return {lo, hi};
+}
+
+OffCpuSummary ThreadTimelines::off_cpu_in(uint32_t tid, int64_t from, int64_t to) const {
+  OffCpuSummary s;
+  for (const OffCpuInterval& iv : overlapping(tid, from, to)) {
+    int64_t a = std::max(iv.from_ns, from), b = std::min(iv.to_ns, to);
+    if (b <= a) continue;
+    ++s.intervals;
+    int64_t rq = std::clamp(iv.runnable_from(), a, b);  // [rq, b) waited for a CPU
+    s.runnable_ns += b - rq;
+    if (iv.state == OffCpuState::uninterruptible) s.runnable_after_d_ns += b - rq;
+    int64_t ns = rq - a;
+    switch (iv.state) {
+      case OffCpuState::sleeping: s.sleeping_ns += ns; break;
+      case OffCpuState::uninterruptible: s.uninterruptible_ns += ns; break;
+      case OffCpuState::other: s.other_ns += ns; break;
+      default: break;
+    }
+  }
+  return s;
+}
+
+void ThreadTimelines::who_ran(int32_t cpu, int64_t from, int64_t to, std::vector<RunShare>& out) const {
+  out.clear();
+  auto it = by_cpu_.find(cpu);
+  if (it == by_cpu_.end() || to <= from) return;
+  const auto& v = it->second;
+  // The task current at `from` is the next task of the last switch at or before it.
+  auto pos = std::upper_bound(v.begin(), v.end(), from, [](int64_t t, const CpuSwitch& s) { return t < s.ts_ns; });
+  if (pos == v.begin()) return;  // nothing known about this CPU before `from`
+  --pos;
+  int64_t seg_from = from;
+  uint32_t cur_tid = pos->next_tid, cur_pid = pos->next_pid;
+  auto add = [&](uint32_t tid, uint32_t pid, int64_t ns) {
+    if (ns <= 0) return;
+    for (auto& r : out)
+      if (r.tid == tid && r.pid == pid) {
+        r.ns += ns;
+        return;
+      }
+    out.push_back({pid, tid, ns});
+  };
+  for (++pos; pos != v.end() && pos->ts_ns < to; ++pos) {
+    add(cur_tid, cur_pid, pos->ts_ns - seg_from);
+    seg_from = pos->ts_ns;
+    cur_tid = pos->next_tid;
+    cur_pid = pos->next_pid;
+  }
+  add(cur_tid, cur_pid, to - seg_from);
+}
+
+}  // namespace causeway
