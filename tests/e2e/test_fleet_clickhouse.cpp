@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -296,15 +297,19 @@ TEST_CASE("ranks attached after init: ship resolves them and the store matches t
 
 // mcp --fleet with the official MCP SDK client (tests/e2e/mcp_fleet.test.mjs) over this store:
 // the local tool list, the late rank's host from get_causal_chains, run_sql's ClickHouse SQL
-// and its refusals, and the tools that need a host DB. Without the npm packages the case is
-// skipped, saying so (doctest counts it skipped).
-bool node_ready() {
-  const bool ok = std::filesystem::exists(source_dir() + "/tests/e2e/node_modules/@modelcontextprotocol/sdk");
-  if (!ok) std::cerr << "SKIP mcp --fleet case: tests/e2e/node_modules is missing; run: npm ci --prefix tests/e2e\n";
-  return ok;
+// and its refusals, and the tools that need a host DB. Run only by its own CTest entry
+// (tests/e2e/fleet.cmake sets CAUSEWAY_FLEET_MCP_CASE), which exits 77 — Skipped, with the
+// reason — without the npm packages.
+bool mcp_case_entry() {
+  if (!std::getenv("CAUSEWAY_FLEET_MCP_CASE")) return false;
+  if (!std::filesystem::exists(source_dir() + "/tests/e2e/node_modules/@modelcontextprotocol/sdk")) {
+    std::cout << "SKIP: tests/e2e/node_modules is missing; run: npm ci --prefix tests/e2e" << std::endl;
+    std::exit(77);
+  }
+  return true;
 }
 
-TEST_CASE("mcp --fleet: the same tools over the store, as the read-only user" * doctest::skip(!node_ready())) {
+TEST_CASE("mcp --fleet: the same tools over the store, as the read-only user" * doctest::skip(!mcp_case_entry())) {
   TempDir dir;
   const std::string db = "fleet_mcp";
   std::string a, b;
