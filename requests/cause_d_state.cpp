@@ -6,13 +6,14 @@
 #include "bpf/events.h"
 #include "requests/engine_series.h"
 #include "tracedb/sqlite_handle.h"
+#include "requests/cause_util.h"
 
 namespace causeway::requests {
 namespace {
 
 constexpr int64_t kTaskUninterruptible = 2;
 // How far back a D wait may start, and a block request be issued, before the slow part.
-constexpr int64_t kLookbackNs = 2'000'000'000;
+constexpr int64_t kDStateLookbackNs = 2'000'000'000;
 // An OOM kill this near the waits makes them memory_pressure (diagnosis/causes/memory_pressure.h).
 constexpr int64_t kOomNearNs = 10'000'000'000;
 // A page-allocation record at this rate is a burst (≈ 1 GiB/s of 4 KiB pages), as the
@@ -20,12 +21,6 @@ constexpr int64_t kOomNearNs = 10'000'000'000;
 constexpr double kBurstPagesPer100ms = 25'000;
 
 using Spans = std::vector<std::pair<int64_t, int64_t>>;
-
-std::string pid_list(const std::vector<uint32_t>& pids) {
-  std::string in;
-  for (uint32_t p : pids) in += (in.empty() ? "" : ",") + std::to_string(p);
-  return in;
-}
 
 // The engine threads' D waits overlapping [from, to]: each from a switch-out in D state to
 // the thread's next wake-up (or switch-in, when the wake-up was not seen).
@@ -41,7 +36,7 @@ Spans d_waits(sqlite3* db, int64_t sid, const std::string& in, int64_t from, int
   st->bind(1, sid);
   st->bind(2, from);
   st->bind(3, to);
-  st->bind(4, kLookbackNs);
+  st->bind(4, kDStateLookbackNs);
   while (st->step() == SQLITE_ROW) {
     const int64_t a = st->col_int(0), b = st->col_null(1) ? to : st->col_int(1);
     if (std::min(b, to) > std::max(a, from)) out.emplace_back(std::max(a, from), std::min(b, to));
@@ -73,10 +68,6 @@ std::vector<HostEvent> host_events(sqlite3* db, int64_t sid, uint16_t op, int64_
   return out;
 }
 
-double overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
-  return static_cast<double>(std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0)));
-}
-
 std::string comm_of(const std::map<uint32_t, std::string>& comms, uint32_t pid) {
   auto c = comms.find(pid);
   return c == comms.end() ? "" : c->second;
@@ -87,7 +78,7 @@ std::string comm_of(const std::map<uint32_t, std::string>& comms, uint32_t pid) 
 std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vector<uint32_t>& pids,
                                        const std::map<uint32_t, std::string>& comms, int64_t from, int64_t to) {
   std::vector<CauseClaim> out;
-  const std::string in = pid_list(pids);
+  const std::string in = sql_id_list(pids);
   const Spans waits = d_waits(db, sid, in, from, to);
   if (waits.empty()) return out;
   const double d_ns = covered_ns(waits, from, to);
@@ -95,9 +86,9 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
   // Disk: the waits' time under block requests in flight, by whose behalf they were issued.
   Spans under_io;
   std::map<uint32_t, double> io_by_pid;
-  for (const HostEvent& io : host_events(db, sid, CW_OP_BLOCK_RQ, from - kLookbackNs, to))
+  for (const HostEvent& io : host_events(db, sid, CW_OP_BLOCK_RQ, from - kDStateLookbackNs, to))
     for (const auto& [a, b] : waits)
-      if (double o = overlap(a, b, io.ts, io.end); o > 0) {
+      if (double o = overlap_ns(a, b, io.ts, io.end); o > 0) {
         under_io.emplace_back(std::max(a, io.ts), std::min(b, io.end));
         io_by_pid[io.pid] += o;
       }
@@ -124,9 +115,9 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
   if (rest <= 0) return out;
   std::map<uint32_t, int64_t> pages;
   bool burst = false;
-  for (const HostEvent& p : host_events(db, sid, CW_OP_PAGE_ALLOC, from - kLookbackNs, to)) {
+  for (const HostEvent& p : host_events(db, sid, CW_OP_PAGE_ALLOC, from - kDStateLookbackNs, to)) {
     bool during = false;
-    for (const auto& [a, b] : waits) during = during || overlap(a, b, p.ts, p.end) > 0;
+    for (const auto& [a, b] : waits) during = during || overlap_ns(a, b, p.ts, p.end) > 0;
     if (!during) continue;
     pages[p.pid] += p.a0;
     burst = burst || static_cast<double>(p.a0) * 1e8 / static_cast<double>(std::max<int64_t>(p.end - p.ts, 1)) >= kBurstPagesPer100ms;

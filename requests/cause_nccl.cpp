@@ -7,6 +7,7 @@
 #include "requests/engine_series.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
+#include "requests/cause_util.h"
 
 namespace causeway::requests {
 namespace {
@@ -23,12 +24,6 @@ std::string collective_ops() {
   return in;
 }
 
-std::string pid_list(const std::vector<uint32_t>& pids) {
-  std::string in;
-  for (uint32_t p : pids) in += (in.empty() ? "" : ",") + std::to_string(p);
-  return in;
-}
-
 }  // namespace
 
 std::optional<CauseClaim> nccl_straggler_claim(sqlite3* db, int64_t session_id, const std::vector<uint32_t>& pids,
@@ -38,7 +33,7 @@ std::optional<CauseClaim> nccl_straggler_claim(sqlite3* db, int64_t session_id, 
   if (!ids || ids->empty()) return std::nullopt;
   auto st = Statement::prepare(db, "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns FROM events WHERE session_id = ?1 AND id "
                                    "BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" + collective_ops() +
-                                   ") AND pid IN (" + pid_list(pids) + ")");
+                                   ") AND pid IN (" + sql_id_list(pids) + ")");
   if (!st) return std::nullopt;
   st->bind(1, session_id);
   st->bind(2, ids->lo);

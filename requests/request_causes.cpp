@@ -8,6 +8,7 @@
 #include "requests/cause_nccl.h"
 #include "requests/cause_queueing.h"
 #include "tracedb/sqlite_handle.h"
+#include "requests/cause_util.h"
 
 namespace causeway::requests {
 namespace {
@@ -16,10 +17,6 @@ namespace {
 constexpr double kMinLostNs = 1e6;
 // How far back a runnable wait may start (a wake-up or a preemption before the window).
 constexpr int64_t kLookbackNs = 500'000'000;
-
-double overlap(int64_t a0, int64_t a1, int64_t b0, int64_t b1) {
-  return static_cast<double>(std::max<int64_t>(0, std::min(a1, b1) - std::max(a0, b0)));
-}
 
 }  // namespace
 
@@ -90,7 +87,7 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
     if (woken && woken > out_ts) ready = woken;
     else if (out_ts && st->col_int(4) == 0) ready = out_ts;
     if (!ready || culprit == 0) continue;  // idle before: a wake-up latency, not contention
-    by_culprit[culprit] += overlap(ready, t_in, from, to);
+    by_culprit[culprit] += overlap_ns(ready, t_in, from, to);
   }
   if (by_culprit.empty()) return;
   auto top = std::max_element(by_culprit.begin(), by_culprit.end(), [](auto& a, auto& b) { return a.second < b.second; });
@@ -111,7 +108,7 @@ void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t fr
   nlohmann::json ids = nlohmann::json::array();
   for (const auto& s : spans_) {
     if (s.id == id || s.server_pid != server_pid || s.prompt_bytes < long_prompt_bytes_ || !s.first_out_ns) continue;
-    if (overlap(s.end_ns, s.first_out_ns, from, to) <= 0) continue;
+    if (overlap_ns(s.end_ns, s.first_out_ns, from, to) <= 0) continue;
     spans.emplace_back(s.end_ns, s.first_out_ns);
     if (ids.size() < 10) ids.push_back(s.id);
   }
