@@ -26,7 +26,7 @@ std::string collective_ops() {
 }
 
 // A collective row as the grouping reads it.
-CollectiveEntry entry_of(Statement& st) {  // a1, a4, pid, tid, a2, a3, op_id, ts_ns
+CollectiveEntry read_entry(Statement& st) {  // a1, a4, pid, tid, a2, a3, op_id, ts_ns
   return {st.col_int(0), st.col_int(1), static_cast<uint32_t>(st.col_int(2)), static_cast<uint32_t>(st.col_int(3)),
           static_cast<int32_t>(st.col_int(4)), static_cast<int32_t>(st.col_int(5)), static_cast<uint16_t>(st.col_int(6)),
           st.col_int(7)};
@@ -50,7 +50,7 @@ std::vector<CollectiveEntry> NcclStragglers::window(const std::vector<uint32_t>&
   st->bind(3, ids->hi);
   st->bind(4, from - kPassLookbackNs);
   st->bind(5, to + kPassLookbackNs);
-  while (st->step() == SQLITE_ROW) entries.push_back(entry_of(*st));
+  while (st->step() == SQLITE_ROW) entries.push_back(read_entry(*st));
   return entries;
 }
 
@@ -73,7 +73,7 @@ const std::vector<CollectiveEntry>& NcclStragglers::resolved(const std::vector<u
     batch.clear();
   };
   while (st->step() == SQLITE_ROW) {
-    batch.push_back(entry_of(*st));
+    batch.push_back(read_entry(*st));
     ranks.resolve(batch.back(), batch.back().ts_ns + st->col_int(8));
     if (batch.size() >= kAlignBatch) flush();
   }
