@@ -16,7 +16,7 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
 Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ sockets do.
 * each forward pass's "GPU time" passes inside its stream sync: the fake libcudart's
   cwfake_gpu_ns makes the next sync sleep it, as a real sync waits for the kernels (with a
-  real libcudart the sync returns at once and the pass sleeps after it);
+  real libcudart the pass sleeps it just before its sync);
 * with --tp N the engine core runs no model itself: it hands each forward pass to N worker
   processes (its children, "VllmWorker-R", as vLLM V1's multiproc executor does), each of
   which launches its share of the kernels and joins one all-reduce per pass through libnccl
@@ -61,9 +61,9 @@ def gpu_pass(rt, secs):
     """Waits for the pass's "GPU time" in the stream sync that ends it."""
     try:
         queue_gpu = rt.cwfake_gpu_ns
-    except AttributeError:  # a real libcudart: nothing runs on the GPU here
+    except AttributeError:  # a real libcudart: the kernels here do no work, so the host
+        time.sleep(secs)    # spends the GPU time before the sync, still inside the pass
         rt.cudaStreamSynchronize(None)
-        time.sleep(secs)
         return
     queue_gpu.argtypes = [ctypes.c_uint64]
     queue_gpu(int(secs * 1e9))
