@@ -14,6 +14,7 @@
 #include "exporters/report.h"
 #include "exporters/report_html.h"
 #include "exporters/report_requests.h"
+#include "requests/request_chains.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
 #include "tracedb/merge.h"
@@ -56,7 +57,9 @@ struct Demo {
     auto r = run_demo(db, o);
     REQUIRE(r.ok());
     REQUIRE(diagnose_and_store(db, r->session_id).ok());
+    session_id = r->session_id;
   }
+  int64_t session_id = 0;
   std::string report(ReportSummary* out = nullptr, RequestsProvider requests = {}) {
     ReportOptions o;
     o.db_path = db;
@@ -233,6 +236,45 @@ TEST_CASE("a merged session: one row per host, the straggler's host highlighted"
   REQUIRE(st.ok());
   REQUIRE(st->step() == SQLITE_ROW);
   CHECK(hosts.find("<tr class=\"straggler\"><td>" + html_escape(st->col_text(0)) + "</td>") != std::string::npos);
+}
+
+// Task of docs/REPORT.md "Request chains": a request-level chain is a chain section, drawn
+// first (as `explain` lists it), naming the requests it slowed, with one lane per request and
+// one for where its culprit ran.
+TEST_CASE("request chains are chain sections: first, their requests, a lane per request and the culprit's") {
+  for (const char* scenario : {"requests-queueing", "requests-tp-straggler"}) {
+    CAPTURE(scenario);
+    Demo d(scenario);
+    // The diagnosis replaced the demo's chains with the call-level ones; `causeway demo`
+    // stores the request chains after it, as here.
+    auto stored = requests::store_request_chains(d.db, d.session_id);
+    REQUIRE_MESSAGE(stored, (stored ? std::string() : stored.error().message));
+    const std::string html = d.report();
+    check_self_contained(html);
+    auto db = open_read_only(d.db);
+    REQUIRE(db.ok());
+    auto loaded = load_chains(db->get(), ChainQuery{.limit = 1000});
+    REQUIRE(loaded.ok());
+    json chains = (*loaded)["chains"];
+    rank_chains(chains);
+    REQUIRE(!chains.empty());
+    const json& first = chains[0];
+    REQUIRE(first["level"] == "request");
+    const size_t at = html.find("<section class=\"chain ");
+    REQUIRE(at != std::string::npos);
+    const std::string section = html.substr(at, html.find("</section>", at) - at);
+    CHECK(section.find("id=\"chain-1\" data-cause=\"" + first["cause"].get<std::string>() + "\"") != std::string::npos);
+    CHECK(section.find("<dt>Requests</dt>") != std::string::npos);
+    // One lane per slowed request (at most 12), each named by its id, and the culprit's lane.
+    const size_t lanes = std::min<size_t>(first["requests"].size(), 12);
+    CHECK(lanes > 0);
+    CHECK(count_of(section, "data-lane=\"request\"") >= lanes);
+    for (size_t i = 0; i < lanes; ++i) CHECK(section.find("req " + first["requests"][i].get<std::string>()) != std::string::npos);
+    CHECK(count_of(section, "data-lane=\"culprit\"") == 1);
+    CHECK(section.find("waiting_token") != std::string::npos);
+    // Its culprit ran in the drawing: a red stretch, not "not on a CPU".
+    CHECK(section.find("class=\"culprit\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("html_escape") {
