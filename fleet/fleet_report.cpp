@@ -189,7 +189,7 @@ class FleetSource final : public ReportSource {
 
   Result<SessionHeader> header(const StatsResult& stats) override {
     SessionHeader h;
-    h.store = ch_.endpoint().url + " (database " + ch_.endpoint().database + ")";
+    h.store = store_name() + ", database " + ch_.endpoint().database;
     h.source_kind = "fleet";
     h.from_ns = stats.from_ns;
     h.to_ns = stats.to_ns;
@@ -237,7 +237,7 @@ class FleetSource final : public ReportSource {
 
   Result<std::vector<OpHistogram>> histograms(const StatsResult& stats) override;
 
-  std::string origin() const override { return "the fleet store at " + ch_.endpoint().url; }
+  std::string origin() const override { return "the fleet store at " + store_name(); }
 
  private:
   ClickHouse ch_;
@@ -245,6 +245,16 @@ class FleetSource final : public ReportSource {
   FleetStats fs_;
   json chains_ = json::array();
   std::map<std::string, std::unique_ptr<HostLanes>> lanes_;
+
+  // The store as the page names it: host and port without the scheme, so the page holds no
+  // URL at all (docs/REPORT.md: nothing a browser could take for a link).
+  std::string store_name() const {
+    const std::string& url = ch_.endpoint().url;
+    const size_t at = url.find("://");
+    std::string name = at == std::string::npos ? url : url.substr(at + 3);
+    while (!name.empty() && name.back() == '/') name.pop_back();
+    return name + (url.rfind("https", 0) == 0 ? " (TLS)" : "");
+  }
 
   // A reader's query with the report's --since and --pid (pid: on any host).
   template <class Query>

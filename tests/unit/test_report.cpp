@@ -16,6 +16,7 @@
 #include "exporters/report_requests.h"
 #include "requests/request_chains.h"
 #include "synth/scenarios.h"
+#include "tests/support/report_checks.h"
 #include "tests/support/test_support.h"
 #include "tracedb/merge.h"
 #include "tracedb/open.h"
@@ -23,30 +24,11 @@
 
 using namespace causeway;
 using causeway::test::TempDir;
+using causeway::test::check_self_contained;
+using causeway::test::count_of;
 using nlohmann::json;
 
 namespace {
-
-size_t count_of(const std::string& hay, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
-  return n;
-}
-
-// Anything a browser could fetch: a scheme, a protocol-relative or root URL in an attribute,
-// CSS url()/@import, a script, an embedded frame or object.
-void check_self_contained(const std::string& html) {
-  // Text from a trace may say "src=x" (escaped, it is text); only an attribute inside a tag
-  // fetches: every '<' in the page opens a real element, since text has it as &lt;.
-  static const std::regex fetchers(
-      R"re((https?|ftp|wss?|file|data|javascript):|<[^<>]*\s(src|href|action|srcset|xlink:href|poster)\s*=\s*["']?[^"'#\s>]|url\(|@import|<script|<iframe|<object|<embed|<link|<img)re",
-      std::regex::icase);
-  std::smatch m;
-  if (std::regex_search(html, m, fetchers)) FAIL("the page can fetch: " << m.str() << " at " << m.position());
-  CHECK(html.find("Content-Security-Policy\" content=\"default-src 'none'") != std::string::npos);
-  CHECK(count_of(html, "<svg") == count_of(html, "</svg>"));
-  CHECK(count_of(html, "<section") == count_of(html, "</section>"));
-}
 
 struct Demo {
   TempDir dir;
