@@ -53,9 +53,9 @@ struct SchedRow;
 // op). A request-level chain is drawn by load_request_lanes.
 Result<std::optional<SwimlaneData>> load_swimlanes(LaneSource& src, const nlohmann::json& chain);
 
-// A request-level chain (docs/REPORT.md "Request chains"): one lane per request it slowed
-// (waiting for the first token, then streaming) and where its culprit ran, over the span of
-// those requests; the tail window the chain explains is shaded. Nothing when none of its
+// A request-level chain (docs/REPORT.md "Request chains"): around the request it slowed most
+// (shaded), one lane per request it slowed there (waiting for the first token, then
+// streaming), where its culprit ran and the culprit's GPU calls. Nothing when none of its
 // requests is in the source.
 Result<std::optional<SwimlaneData>> load_request_lanes(LaneSource& src, const nlohmann::json& chain);
 

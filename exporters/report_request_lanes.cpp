@@ -25,8 +25,8 @@ Lane request_lane(const RequestSpan& r, const std::string& tag) {
   lane.name = "req " + sanitize_untrusted(r.id, 40) + tag;
   const int64_t first = r.first_token ? std::clamp(*r.first_token, r.start, r.end) : r.end;
   add(lane, r.start, first, Mark::waiting_token,
-      r.first_token ? "first token after " + format_duration_ns(first - r.start) : "no token streamed");
-  if (r.first_token) add(lane, first, r.end, Mark::streaming, "streaming, " + format_duration_ns(r.end - first));
+      r.first_token ? "until the first token" : "no token streamed");
+  if (r.first_token) add(lane, first, r.end, Mark::streaming, "streaming");
   return lane;
 }
 
@@ -52,18 +52,23 @@ Result<std::optional<SwimlaneData>> load_request_lanes(LaneSource& src, const js
   if (!spans) return spans.error();
   if (spans->empty()) return std::optional<SwimlaneData>{};
 
+  // Around the request the chain slowed most (its ids come most time lost first): a tail
+  // spread over minutes would draw every request as a sliver. The others slowed in that
+  // window, and the culprit's requests there, get lanes too.
+  const RequestSpan* most = nullptr;
+  for (const RequestSpan& r : *spans)
+    if (!slowed.empty() && r.id == slowed.front()) most = &r;
+  if (!most) most = &spans->front();
   SwimlaneData d;
-  int64_t from = INT64_MAX, to = INT64_MIN;
-  for (const RequestSpan& r : *spans) from = std::min(from, r.start), to = std::max(to, r.end);
-  const int64_t pad = std::max<int64_t>((to - from) / 20, 1'000'000);
-  d.from_ns = from - pad;
-  d.to_ns = to + pad;
-  // The span of the tail units the chain explains, where it lies in the drawing.
-  const json w = chain.value("window", json::object());
-  d.focus_from = std::clamp(w.value("from_ns", from), d.from_ns, d.to_ns);
-  d.focus_to = std::clamp(w.value("to_ns", to), d.focus_from, d.to_ns);
-  d.focus_label = "the tail the chain explains (" + format_duration_ns(d.focus_to - d.focus_from) + ")";
+  const int64_t pad = std::max<int64_t>((most->end - most->start) / 2, 1'000'000);
+  d.from_ns = most->start - pad;
+  d.to_ns = most->end + pad;
+  d.focus_from = most->start;
+  d.focus_to = most->end;
+  d.focus_label = "req " + sanitize_untrusted(most->id, 40) + ", slowed most (" + format_duration_ns(most->end - most->start) + ")";
+  d.focus_is_call = false;
   for (const RequestSpan& r : *spans) {
+    if (r.end < d.from_ns || r.start > d.to_ns) continue;
     const bool is_long = std::find(long_ones.begin(), long_ones.end(), r.id) != long_ones.end() &&
                          std::find(slowed.begin(), slowed.end(), r.id) == slowed.end();
     d.lanes.push_back(request_lane(r, is_long ? " (culprit)" : ""));
@@ -78,8 +83,19 @@ Result<std::optional<SwimlaneData>> load_request_lanes(LaneSource& src, const js
     auto rows = src.sched(d.from_ns, d.to_ns, kMaxLaneRows);
     if (!rows) return rows.error();
     std::string name = src.comm(pid, tid);
-    name = (name.empty() ? "pid " + std::to_string(pid) : sanitize_untrusted(name, 48)) + " (culprit)";
-    d.lanes.push_back(where_ran(*rows, pid, tid, d.from_ns, d.to_ns, std::move(name)));
+    name = name.empty() ? "pid " + std::to_string(pid) : sanitize_untrusted(name, 48);
+    d.lanes.push_back(where_ran(*rows, pid, tid, d.from_ns, d.to_ns, name + " (culprit)"));
+    // Its GPU work meanwhile: the engine's forward passes (a long prefill, a late all-reduce).
+    auto calls = src.calls(d.from_ns - (d.to_ns - d.from_ns), d.to_ns, pid, pid, kMaxLaneRows);
+    if (!calls) return calls.error();
+    Lane gpu;
+    gpu.kind = LaneKind::calls;
+    gpu.name = name + " calls";
+    for (const CallRow& c : *calls)
+      if ((c.source == "cuda" || c.source == "driver" || c.source == "nccl") && c.ts + c.dur >= d.from_ns &&
+          gpu.segments.size() < kMaxSegments)
+        add(gpu, c.ts, c.ts + c.dur, Mark::call, sanitize_untrusted(c.op, 64));
+    if (!gpu.segments.empty()) d.lanes.push_back(std::move(gpu));
   }
   return std::optional<SwimlaneData>{std::move(d)};
 }

