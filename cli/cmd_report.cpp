@@ -44,6 +44,16 @@ RequestsProvider requests_provider() {
   };
 }
 
+// The fleet store's page (docs/FLEET.md "The report over the fleet"), as the fleet flags say.
+Result<ReportSummary> fleet_report(const ReportArgs& a, const ReportOptions& o) {
+  // --session names a session of one DB.
+  if (a.session) return make_error("usage", "--session reads one DB; it does not take --fleet");
+  auto e = a.fleet.endpoint();
+  if (!e) return e.error();
+  auto src = fleet::fleet_report_source(*e, {o.since_ns, o.pid, o.max_ops});
+  return write_report(*src, o);
+}
+
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   add_db_option(app, a->db);
@@ -78,17 +88,7 @@ Runner setup(CLI::App& app) {
       if (!d) return report_error("report", d.error(), false);
       o.since_ns = *d;
     }
-    Result<ReportSummary> s = make_error("usage", "");
-    if (!a->fleet.url.empty()) {
-      // The fleet store (docs/FLEET.md "The report over the fleet"): --session names one DB's session.
-      if (a->session) return report_error("report", make_error("usage", "--session reads one DB; it does not take --fleet"), false);
-      auto e = a->fleet.endpoint();
-      if (!e) return report_error("report", e.error(), false);
-      auto src = fleet::fleet_report_source(*e, {o.since_ns, o.pid, o.max_ops});
-      s = write_report(*src, o);
-    } else {
-      s = write_report(o);
-    }
+    auto s = a->fleet.url.empty() ? write_report(o) : fleet_report(*a, o);
     if (!s) return report_error("report", s.error(), false);
     if (!a->quiet && a->out != "-")
       std::fprintf(stderr, "wrote %s: %s, %zu chains (%zu with swimlanes), %zu op histograms%s%s, %s in %.2fs\n",
