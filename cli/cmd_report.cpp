@@ -5,6 +5,8 @@
 #include "cli/command.h"
 #include "common/units.h"
 #include "exporters/report.h"
+#include "fleet/fleet_options.h"
+#include "fleet/fleet_report.h"
 #include "requests/latency.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -20,6 +22,7 @@ struct ReportArgs {
   size_t chains = 10;
   size_t ops = 24;
   bool quiet = false;
+  fleet::FleetFlags fleet;
 };
 
 // The inference-requests section's data: `causeway requests --json`'s document for the
@@ -41,6 +44,16 @@ RequestsProvider requests_provider() {
   };
 }
 
+// The fleet store's page (docs/FLEET.md "The report over the fleet"), as the fleet flags say.
+Result<ReportSummary> fleet_report(const ReportArgs& a, const ReportOptions& o) {
+  // --session names a session of one DB.
+  if (a.session) return make_error("usage", "--session reads one DB; it does not take --fleet");
+  auto e = a.fleet.endpoint();
+  if (!e) return e.error();
+  auto src = fleet::fleet_report_source(*e, {o.since_ns, o.pid, o.max_ops});
+  return write_report(*src, o);
+}
+
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
   add_db_option(app, a->db);
@@ -51,13 +64,16 @@ Runner setup(CLI::App& app) {
   app.add_option("--chains", a->chains, "at most N chains drawn, most severe first (default 10)")->check(CLI::Range(1, 1000));
   app.add_option("--ops", a->ops, "at most N op histograms, largest total time first (default 24)")->check(CLI::Range(1, 1000));
   app.add_flag("--quiet,-q", a->quiet, "print nothing on success");
+  fleet::add_fleet_flags(app, a->fleet, "--fleet",
+                         "read the ClickHouse fleet store at this URL (every shipped host) instead of --db");
   app.footer(
       "One HTML file with everything inline (SVG, CSS, no script, no URL): the hosts and GPUs, each causal\n"
       "chain with its culprit, fix and swimlanes around the worst call, and a latency histogram per op with\n"
       "the tail coloured by cause. Open it in any browser, offline. See docs/REPORT.md.\n\n"
       "Examples:\n"
       "  causeway demo incident --db /tmp/d.db && causeway report --db /tmp/d.db -o incident.html\n"
-      "  causeway report --since 10m --pid 4821 -o last10m.html");
+      "  causeway report --since 10m --pid 4821 -o last10m.html\n"
+      "  causeway report --fleet http://ch:8123 --user causeway_reader --password-file reader.pw -o fleet.html");
   return [a] {
     ReportOptions o;
     o.db_path = a->db;
@@ -72,11 +88,11 @@ Runner setup(CLI::App& app) {
       if (!d) return report_error("report", d.error(), false);
       o.since_ns = *d;
     }
-    auto s = write_report(o);
+    auto s = a->fleet.url.empty() ? write_report(o) : fleet_report(*a, o);
     if (!s) return report_error("report", s.error(), false);
     if (!a->quiet && a->out != "-")
-      std::fprintf(stderr, "wrote %s: session %lld, %zu chains (%zu with swimlanes), %zu op histograms%s%s, %s in %.2fs\n",
-                   a->out.c_str(), static_cast<long long>(s->session_id), s->chains, s->swimlanes, s->histograms,
+      std::fprintf(stderr, "wrote %s: %s, %zu chains (%zu with swimlanes), %zu op histograms%s%s, %s in %.2fs\n",
+                   a->out.c_str(), s->origin.c_str(), s->chains, s->swimlanes, s->histograms,
                    s->hosts ? (", " + std::to_string(s->hosts) + " hosts").c_str() : "",
                    s->requests ? ", requests" : "", format_bytes(static_cast<int64_t>(s->bytes)).c_str(), s->seconds);
     return kExitOk;

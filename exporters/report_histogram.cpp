@@ -8,16 +8,11 @@
 #include "common/units.h"
 #include "exporters/report_html.h"
 #include "exporters/report_svg.h"
-#include "tracedb/sqlite_handle.h"
 
 namespace causeway {
 namespace {
 
 constexpr double kHistW = 560, kHistH = 210, kHistLeft = 44, kHistRight = 10, kHistTop = 26, kHistBottom = 30;
-// Claimed calls read per op: the tail is the slowest 1%, so a 10M-call op has 100k; past this
-// the colours are drawn from the first ones read (the caption's shares stay exact: they come
-// from tail_breakdown).
-constexpr int64_t kMaxClaims = 500'000;
 
 std::vector<HistBin> log_bins(const LatencyHistogram& hist, uint64_t min_ns, uint64_t max_ns) {
   const double lo = static_cast<double>(std::max<uint64_t>(min_ns, 1));
@@ -59,26 +54,11 @@ size_t counted_bin_of(const std::vector<HistBin>& bins, uint64_t v) {
   return i;
 }
 
-Result<void> add_claims(sqlite3* db, int64_t sid, int64_t from, int64_t to, const OpStats& op, OpHistogram& h) {
-  auto st = Statement::prepare(db,
-                               "SELECT c.cause, c.dur_ns FROM call_causes c JOIN ops o ON o.id = c.op_id "
-                               "WHERE c.session_id = ?1 AND o.name = ?2 AND o.source = ?3 AND c.pid = ?4 AND c.gap = 0 "
-                               "AND c.dur_ns >= ?5 AND c.ts_ns >= ?6 AND c.ts_ns <= ?7 LIMIT ?8");
-  if (!st) return st.error();
-  st->bind(1, sid);
-  st->bind(2, op.op);
-  st->bind(3, op.source);
-  st->bind(4, int64_t{op.pid});
-  st->bind(5, static_cast<int64_t>(h.threshold));
-  st->bind(6, from);
-  st->bind(7, to);
-  st->bind(8, kMaxClaims);
-  int rc;
-  while ((rc = st->step()) == SQLITE_ROW) {
-    HistBin& b = h.bins[counted_bin_of(h.bins, static_cast<uint64_t>(st->col_int(1)))];
-    ++b.causes[st->col_text(0)];
+void add_claims(const std::vector<TailClaim>& claims, OpHistogram& h) {
+  for (const TailClaim& c : claims) {
+    if (c.dur_ns < h.threshold) continue;
+    ++h.bins[counted_bin_of(h.bins, c.dur_ns)].causes[c.cause];
   }
-  if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
   // Exact durations against bucket-rounded bins: never colour more calls than a bin holds.
   for (HistBin& b : h.bins) {
     uint64_t sum = 0;
@@ -87,18 +67,17 @@ Result<void> add_claims(sqlite3* db, int64_t sid, int64_t from, int64_t to, cons
       sum += n;
     }
   }
-  return {};
 }
 
 std::string dur_label(uint64_t ns) { return format_duration_ns(static_cast<int64_t>(ns)); }
 
 }  // namespace
 
-Result<OpHistogram> build_op_histogram(sqlite3* db, int64_t sid, int64_t from, int64_t to, const OpStats& op,
-                                       const TailOp* tail) {
+OpHistogram build_op_histogram(const OpStats& op, const TailOp* tail, const std::vector<TailClaim>& claims,
+                               const std::string& host) {
   OpHistogram h;
   h.title = sanitize_untrusted(op.op, 80) + " — " + sanitize_untrusted(op.comm.empty() ? "?" : op.comm, 48) + " (pid " +
-            std::to_string(op.pid) + ")";
+            std::to_string(op.pid) + (host.empty() ? "" : " on " + sanitize_untrusted(host, 80)) + ")";
   h.source = op.source;
   h.calls = op.count;
   h.p50 = op.p50_ns;
@@ -112,7 +91,7 @@ Result<OpHistogram> build_op_histogram(sqlite3* db, int64_t sid, int64_t from, i
     h.tail_calls = tail->tail_calls;
     h.tail_ns = tail->tail_ns;
     h.unexplained_ns = tail->unexplained_ns;
-    if (auto r = add_claims(db, sid, from, to, op, h); !r) return r.error();
+    add_claims(claims, h);
   }
   return h;
 }

@@ -4,8 +4,6 @@
 // cause the correlator gave each slow call (call_causes), the rest "unexplained".
 #pragma once
 
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <map>
 #include <string>
@@ -37,9 +35,21 @@ struct OpHistogram {
 // At most kMaxBins bins, whole powers of two split evenly in log space.
 inline constexpr int kMaxBins = 48;
 
-// `tail` may be null (ops outside CUDA/driver/NCCL have no tail breakdown).
-Result<OpHistogram> build_op_histogram(sqlite3* db, int64_t session_id, int64_t from_ns, int64_t to_ns,
-                                       const OpStats& op, const TailOp* tail);
+// A slow call the diagnosis claimed (call_causes, gap rows excluded): its cause colours its bin.
+struct TailClaim {
+  std::string cause;
+  uint64_t dur_ns = 0;
+};
+
+// Claimed calls read per op: the tail is the slowest 1%, so a 10M-call op has 100k; past this
+// the colours are drawn from the first ones read (the caption's shares stay exact: they come
+// from the tail breakdown).
+inline constexpr int64_t kMaxClaims = 500'000;
+
+// `tail` may be null (ops outside CUDA/driver/NCCL have no tail breakdown); `claims` are the
+// op's claimed calls at or above the tail's threshold; `host` ("" for one host) goes in the title.
+OpHistogram build_op_histogram(const OpStats& op, const TailOp* tail, const std::vector<TailClaim>& claims,
+                               const std::string& host = "");
 
 // A <figure> with the SVG, its caption and the cause legend (HTML).
 std::string render_op_histogram(const OpHistogram& h);

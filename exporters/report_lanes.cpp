@@ -1,15 +1,14 @@
 #include "exporters/report_lanes.h"
 
+#include "exporters/report_source.h"
+
 #include <algorithm>
 #include <map>
 #include <unordered_map>
 
-#include "diagnosis/event_window.h"
 #include "diagnosis/thread_timeline.h"
 #include "common/sanitize.h"
 #include "common/units.h"
-#include "tracedb/event_row.h"
-#include "tracedb/sqlite_handle.h"
 
 namespace causeway {
 
@@ -25,6 +24,8 @@ const char* mark_class(Mark m) {
     case Mark::call: return "call";
     case Mark::slow_call: return "slow_call";
     case Mark::io: return "io";
+    case Mark::waiting_token: return "waiting_token";
+    case Mark::streaming: return "streaming";
     case Mark::unknown: return "unknown";
   }
   return "unknown";
@@ -42,6 +43,8 @@ const char* mark_meaning(Mark m) {
     case Mark::call: return "CUDA / NCCL call";
     case Mark::slow_call: return "the worst call";
     case Mark::io: return "I/O and memory events";
+    case Mark::waiting_token: return "request waiting for its first token";
+    case Mark::streaming: return "request streaming tokens";
     case Mark::unknown: return "state not in the trace";
   }
   return "";
@@ -55,9 +58,6 @@ using json = nlohmann::json;
 // has not switched for this long is shown as "state not in the trace" rather than scanned for.
 constexpr int64_t kPriorLookbackNs = 5'000'000'000;
 constexpr int64_t kMinPadNs = 200'000;
-// Sched and events rows read per chain: a window of a few times one call holds far fewer;
-// past this the lanes end early instead of the report growing (and say so).
-constexpr int kMaxRows = 200'000;
 
 struct Focus {
   uint32_t pid = 0, tid = 0;
@@ -68,38 +68,18 @@ struct Focus {
 
 class Names {
  public:
-  Names(sqlite3* db, int64_t sid) : db_(db), sid_(sid) {}
+  explicit Names(LaneSource& src) : src_(src) {}
   std::string comm(uint32_t pid, uint32_t tid = 0) {
     if (pid == 0 && tid == 0) return "idle";
     auto key = (static_cast<uint64_t>(pid) << 32) | tid;
     if (auto it = cache_.find(key); it != cache_.end()) return it->second;
-    std::string c;
-    // A thread other than the main one goes by its own name (a lock holder "pt_checkpoint").
-    if (tid && tid != pid)
-      if (auto st = Statement::prepare(db_, "SELECT comm FROM threads WHERE session_id = ?1 AND tid = ?2")) {
-        st->bind(1, sid_);
-        st->bind(2, int64_t{tid});
-        if (st->step() == SQLITE_ROW) c = st->col_text(0);
-      }
-    if (c.empty())
-      if (auto st = Statement::prepare(db_, "SELECT comm FROM processes WHERE session_id = ?1 AND pid = ?2")) {
-      st->bind(1, sid_);
-      st->bind(2, int64_t{pid});
-      if (st->step() == SQLITE_ROW) c = st->col_text(0);
-    }
-    if (c.empty())
-      if (auto st = Statement::prepare(db_, "SELECT comm FROM threads WHERE session_id = ?1 AND tid = ?2")) {
-        st->bind(1, sid_);
-        st->bind(2, int64_t{tid ? tid : pid});
-        if (st->step() == SQLITE_ROW) c = st->col_text(0);
-      }
+    std::string c = src_.comm(pid, tid);
     c = c.empty() ? "pid " + std::to_string(pid) : sanitize_untrusted(c, 48);
     return cache_[key] = c;
   }
 
  private:
-  sqlite3* db_;
-  int64_t sid_;
+  LaneSource& src_;
   std::unordered_map<uint64_t, std::string> cache_;
 };
 
@@ -108,30 +88,18 @@ uint32_t u32(const json& j, const char* k) {
 }
 
 // The claimed call that lost the most to this chain (call_causes, written by the correlator).
-Result<std::optional<Focus>> worst_call(sqlite3* db, int64_t sid, const std::string& chain_id) {
-  auto st = Statement::prepare(db,
-                               "SELECT c.pid, c.tid, c.ts_ns, c.dur_ns, c.lost_ns, c.gap, coalesce(o.name, '') "
-                               "FROM call_causes c LEFT JOIN ops o ON o.id = c.op_id "
-                               "WHERE c.session_id = ?1 AND c.chain_id = ?2 ORDER BY c.lost_ns DESC, c.dur_ns DESC LIMIT 1");
-  if (!st) return st.error();
-  st->bind(1, sid);
-  st->bind(2, chain_id);
-  int rc = st->step();
-  if (rc == SQLITE_DONE) return std::optional<Focus>{};
-  if (rc != SQLITE_ROW) return make_error("sql", sqlite_error_text(db));
+Focus focus_of(const ClaimedCall& c, bool worst) {
   Focus f;
-  f.pid = static_cast<uint32_t>(st->col_int(0));
-  f.tid = static_cast<uint32_t>(st->col_int(1));
-  const int64_t ts = st->col_int(2), dur = st->col_int(3), lost = st->col_int(4);
-  const bool gap = st->col_int(5) != 0;
-  const std::string op = sanitize_untrusted(st->col_text(6), 80);
+  f.pid = c.pid;
+  f.tid = c.tid;
+  const std::string op = sanitize_untrusted(c.op, 80);
   // A gap row is the host stall before the call starts: draw the stall and the call.
-  f.from = gap ? ts - lost : ts;
-  f.to = ts + dur;
+  f.from = c.gap ? c.ts - c.lost : c.ts;
+  f.to = c.ts + c.dur;
   f.call = true;
-  f.label = gap ? "stall of " + format_duration_ns(lost) + " before " + op + " (worst)"
-                : op + " " + format_duration_ns(dur) + " (worst call)";
-  return std::optional<Focus>{f};
+  f.label = c.gap ? "stall of " + format_duration_ns(c.lost) + " before " + op + " (worst)"
+                  : op + " " + format_duration_ns(c.dur) + (worst ? " (worst call)" : " (longest call)");
+  return f;
 }
 
 // Chains with no claimed call (session causes): the moment their timeline names, at most 2 s.
@@ -155,32 +123,7 @@ std::optional<Focus> timeline_focus(const json& chain) {
   return f;
 }
 
-struct Sched {
-  int64_t ts;
-  int32_t cpu;
-  uint32_t prev_tid, prev_pid;
-  int64_t prev_state;
-  uint32_t next_tid, next_pid;
-};
-
-Result<std::vector<Sched>> load_sched(sqlite3* db, int64_t sid, int64_t from, int64_t to) {
-  auto st = Statement::prepare(db,
-                               "SELECT ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid FROM sched "
-                               "WHERE session_id = ?1 AND ts_ns >= ?2 AND ts_ns <= ?3 ORDER BY ts_ns LIMIT ?4");
-  if (!st) return st.error();
-  st->bind(1, sid);
-  st->bind(2, from);
-  st->bind(3, to);
-  st->bind(4, int64_t{kMaxRows});
-  std::vector<Sched> rows;
-  int rc;
-  while ((rc = st->step()) == SQLITE_ROW)
-    rows.push_back({st->col_int(0), static_cast<int32_t>(st->col_int(1)), static_cast<uint32_t>(st->col_int(2)),
-                    static_cast<uint32_t>(st->col_int(3)), st->col_int(4), static_cast<uint32_t>(st->col_int(5)),
-                    static_cast<uint32_t>(st->col_int(6))});
-  if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
-  return rows;
-}
+using Sched = SchedRow;
 
 Mark off_mark(int64_t prev_state) {
   switch (off_cpu_state(prev_state)) {
@@ -200,10 +143,42 @@ void push(Lane& lane, int64_t from, int64_t to, Mark m, std::string label) {
   lane.segments.push_back({from, to, m, std::move(label)});
 }
 
+}  // namespace
+
+Lane where_ran(const std::vector<SchedRow>& rows, uint32_t pid, uint32_t tid, int64_t from, int64_t to, std::string name) {
+  Lane lane;
+  lane.kind = LaneKind::culprit;
+  lane.name = std::move(name);
+  auto is = [&](uint32_t p, uint32_t t) { return pid && p == pid && (!tid || t == tid); };
+  std::map<int32_t, int64_t> running;  // cpu → since
+  std::map<int32_t, bool> seen;
+  for (const auto& r : rows) {
+    // The first switch on a CPU says who ran before it: no lookback needed.
+    if (!seen[r.cpu]) {
+      seen[r.cpu] = true;
+      if (is(r.prev_pid, r.prev_tid)) running[r.cpu] = from;
+    }
+    if (is(r.prev_pid, r.prev_tid)) {
+      auto it = running.find(r.cpu);
+      if (it != running.end()) {
+        push(lane, it->second, r.ts_ns, Mark::culprit, "on CPU " + std::to_string(r.cpu));
+        running.erase(it);
+      }
+    }
+    if (is(r.next_pid, r.next_tid)) running[r.cpu] = r.ts_ns;
+  }
+  for (auto& [cpu, since] : running) push(lane, since, to, Mark::culprit, "on CPU " + std::to_string(cpu));
+  std::sort(lane.segments.begin(), lane.segments.end(),
+            [](const LaneSegment& a, const LaneSegment& b) { return a.from_ns < b.from_ns; });
+  if (lane.segments.empty()) lane.segments.push_back({from, to, Mark::unknown, "not on a CPU in this window"});
+  return lane;
+}
+
+namespace {
+
 class Builder {
  public:
-  Builder(sqlite3* db, int64_t sid, const json& chain, const Focus& f)
-      : db_(db), sid_(sid), names_(db, sid), f_(f) {
+  Builder(LaneSource& src, const json& chain, const Focus& f) : src_(src), names_(src), f_(f) {
     const int64_t pad = std::max((f.to - f.from) / 2, kMinPadNs);
     d_.from_ns = f.from - pad;
     d_.to_ns = f.to + pad;
@@ -220,10 +195,14 @@ class Builder {
     }
     // Another thread of the victim's process is a culprit by its tid; the process itself is not.
     if (culprit_pid_ == f.pid && !culprit_tid_) culprit_pid_ = 0;
+    // A culprit on another host than the one drawn (the fleet) has no rows here.
+    if (chain.contains("culprit") && chain["culprit"].is_object() && chain["culprit"].contains("host") &&
+        chain["culprit"]["host"].is_string() && !src.host().empty() && chain["culprit"]["host"].get<std::string>() != src.host())
+      culprit_pid_ = 0, culprit_cpu_ = -1;
   }
 
   Result<SwimlaneData> build() {
-    auto rows = load_sched(db_, sid_, d_.from_ns, d_.to_ns);
+    auto rows = src_.sched(d_.from_ns, d_.to_ns, kMaxLaneRows);
     if (!rows) return rows.error();
     if (f_.tid) {
       auto r = victim_lane(*rows);
@@ -237,8 +216,7 @@ class Builder {
   }
 
  private:
-  sqlite3* db_;
-  int64_t sid_;
+  LaneSource& src_;
   Names names_;
   Focus f_;
   SwimlaneData d_;
@@ -265,39 +243,9 @@ class Builder {
   }
 
   // The victim's state when the window opens: its last switch before it.
-  Result<std::optional<Sched>> prior_switch(uint32_t tid) {
-    auto st = Statement::prepare(db_,
-                                 "SELECT ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid FROM sched "
-                                 "WHERE session_id = ?1 AND ts_ns < ?2 AND ts_ns >= ?3 AND (prev_tid = ?4 OR next_tid = ?4) "
-                                 "ORDER BY ts_ns DESC LIMIT 1");
-    if (!st) return st.error();
-    st->bind(1, sid_);
-    st->bind(2, d_.from_ns);
-    st->bind(3, d_.from_ns - kPriorLookbackNs);
-    st->bind(4, int64_t{tid});
-    int rc = st->step();
-    if (rc == SQLITE_DONE) return std::optional<Sched>{};
-    if (rc != SQLITE_ROW) return make_error("sql", sqlite_error_text(db_));
-    return std::optional<Sched>{Sched{st->col_int(0), static_cast<int32_t>(st->col_int(1)),
-                                      static_cast<uint32_t>(st->col_int(2)), static_cast<uint32_t>(st->col_int(3)),
-                                      st->col_int(4), static_cast<uint32_t>(st->col_int(5)),
-                                      static_cast<uint32_t>(st->col_int(6))}};
-  }
+  Result<std::optional<Sched>> prior_switch(uint32_t tid) { return src_.prior_switch(tid, d_.from_ns, d_.from_ns - kPriorLookbackNs); }
 
-  Result<std::vector<int64_t>> wakeups(uint32_t tid) {
-    auto st = Statement::prepare(db_,
-                                 "SELECT ts_ns FROM wakeups WHERE session_id = ?1 AND tid = ?2 AND ts_ns >= ?3 AND ts_ns <= ?4 "
-                                 "ORDER BY ts_ns LIMIT ?5");
-    if (!st) return st.error();
-    st->bind(1, sid_);
-    st->bind(2, int64_t{tid});
-    st->bind(3, d_.from_ns);
-    st->bind(4, d_.to_ns);
-    st->bind(5, int64_t{kMaxRows});
-    std::vector<int64_t> out;
-    while (st->step() == SQLITE_ROW) out.push_back(st->col_int(0));
-    return out;
-  }
+  Result<std::vector<int64_t>> wakeups(uint32_t tid) { return src_.wakeups(tid, d_.from_ns, d_.to_ns, kMaxLaneRows); }
 
   Result<void> victim_lane(const std::vector<Sched>& rows) {
     const uint32_t tid = f_.tid;
@@ -353,12 +301,12 @@ class Builder {
     };
     for (const auto& r : rows) {
       if (r.prev_tid == tid) {
-        close(r.ts);
+        close(r.ts_ns);
         cur = off_mark(r.prev_state);
         off_cpu = r.cpu;
         cur_label = off_label(r);
       } else if (r.next_tid == tid) {
-        close(r.ts);
+        close(r.ts_ns);
         cur = Mark::on_cpu;
         cur_label = "on CPU " + std::to_string(r.cpu);
         if (off_cpu < 0) off_cpu = r.cpu;
@@ -403,95 +351,40 @@ class Builder {
         tid = r.prev_tid;
         started = true;
       }
-      push(lane, seg_from, r.ts, task_mark(pid, tid), who(pid, tid));
+      push(lane, seg_from, r.ts_ns, task_mark(pid, tid), who(pid, tid));
       pid = r.next_pid;
       tid = r.next_tid;
-      seg_from = r.ts;
+      seg_from = r.ts_ns;
     }
     if (!started) return;  // no switch there in the window: nothing the trace can say
     push(lane, seg_from, d_.to_ns, task_mark(pid, tid), who(pid, tid));
     d_.lanes.push_back(std::move(lane));
   }
 
-  // Where the culprit ran, on any CPU: one lane, each stretch labelled with its CPU.
   void culprit_lane(const std::vector<Sched>& rows) {
-    Lane lane;
-    lane.kind = LaneKind::culprit;
-    lane.name = names_.comm(culprit_pid_, culprit_tid_) + " (culprit)";
-    std::map<int32_t, int64_t> running;  // cpu → since
-    std::map<int32_t, bool> seen;
-    for (const auto& r : rows) {
-      if (!seen[r.cpu]) {
-        seen[r.cpu] = true;
-        if (is_culprit(r.prev_pid, r.prev_tid)) running[r.cpu] = d_.from_ns;
-      }
-      if (is_culprit(r.prev_pid, r.prev_tid)) {
-        auto it = running.find(r.cpu);
-        if (it != running.end()) {
-          push(lane, it->second, r.ts, Mark::culprit, "on CPU " + std::to_string(r.cpu));
-          running.erase(it);
-        }
-      }
-      if (is_culprit(r.next_pid, r.next_tid)) running[r.cpu] = r.ts;
-    }
-    for (auto& [cpu, since] : running) push(lane, since, d_.to_ns, Mark::culprit, "on CPU " + std::to_string(cpu));
-    std::sort(lane.segments.begin(), lane.segments.end(),
-              [](const LaneSegment& a, const LaneSegment& b) { return a.from_ns < b.from_ns; });
-    if (lane.segments.empty()) lane.segments.push_back({d_.from_ns, d_.to_ns, Mark::unknown, "not on a CPU in this window"});
-    d_.lanes.push_back(std::move(lane));
+    d_.lanes.push_back(where_ran(rows, culprit_pid_, culprit_tid_, d_.from_ns, d_.to_ns, names_.comm(culprit_pid_, culprit_tid_) + " (culprit)"));
   }
 
   Result<void> call_lanes() {
-    std::unordered_map<int64_t, std::pair<std::string, std::string>> ops;  // id → (name, source)
-    if (auto st = Statement::prepare(db_, "SELECT id, name, source FROM ops")) {
-      while (st->step() == SQLITE_ROW) ops[st->col_int(0)] = {st->col_text(1), st->col_text(2)};
-    } else {
-      return st.error();
-    }
     // Calls that started up to one window before it can still be running inside it.
     const int64_t q_from = d_.from_ns - (d_.to_ns - d_.from_ns);
-    auto ids = event_ids_for_window(db_, sid_, q_from, d_.to_ns);
-    if (!ids) return ids.error();
+    auto rows = src_.calls(q_from, d_.to_ns, f_.pid, culprit_pid_ ? culprit_pid_ : f_.pid, kMaxLaneRows);
+    if (!rows) return rows.error();
     Lane calls, io;
     calls.kind = LaneKind::calls;
     calls.name = f_.tid ? "calls, tid " + std::to_string(f_.tid) : "calls, pid " + std::to_string(f_.pid);
     io.kind = LaneKind::io;
     io.name = "I/O, memory";
-    if (!ids->empty()) {
-      constexpr EventColumns<5> kCols{{EventCol::ts_ns, EventCol::dur_ns, EventCol::pid, EventCol::tid, EventCol::op_id}};
-      auto st = Statement::prepare(db_,
-                                   "SELECT " + kCols.sql() + " FROM events WHERE id >= ?1 AND id <= ?2 "
-                                   "AND session_id = ?3 AND ts_ns >= ?4 AND ts_ns <= ?5 AND (pid = ?6 OR pid = ?7) "
-                                   "ORDER BY ts_ns LIMIT ?8");
-      if (!st) return st.error();
-      st->bind(1, ids->lo);
-      st->bind(2, ids->hi);
-      st->bind(3, sid_);
-      st->bind(4, q_from);
-      st->bind(5, d_.to_ns);
-      st->bind(6, int64_t{f_.pid});
-      st->bind(7, int64_t{culprit_pid_ ? culprit_pid_ : f_.pid});
-      st->bind(8, int64_t{kMaxRows});
-      int rc;
-      while ((rc = st->step()) == SQLITE_ROW) {
-        const CallRecord e = decode_event(st->get(), kCols).call;
-        const int64_t ts = e.ts_ns, dur = e.dur_ns;
-        if (ts + dur < d_.from_ns) continue;
-        const uint32_t pid = e.pid, tid = e.tid;
-        auto it = ops.find(e.op);
-        if (it == ops.end()) continue;
-        const auto& [name, source] = it->second;
-        const bool gpu_call = source == "cuda" || source == "driver" || source == "nccl";
-        if (gpu_call && pid == f_.pid && (!f_.tid || tid == f_.tid)) {
-          const bool worst = d_.focus_is_call && ts <= d_.focus_to && ts + dur >= d_.focus_to && ts >= d_.focus_from;
-          push(calls, ts, ts + dur, worst ? Mark::slow_call : Mark::call,
-               sanitize_untrusted(name, 64));
-        } else if (source == "io" || source == "mem" || source == "net") {
-          push(io, ts, ts + dur, Mark::io,
-               sanitize_untrusted(name, 48) + " by " + names_.comm(pid, tid));
-        }
+    for (const CallRow& e : *rows) {
+      const int64_t ts = e.ts, dur = e.dur;
+      if (ts + dur < d_.from_ns) continue;
+      const bool gpu_call = e.source == "cuda" || e.source == "driver" || e.source == "nccl";
+      if (gpu_call && e.pid == f_.pid && (!f_.tid || e.tid == f_.tid)) {
+        const bool worst = d_.focus_is_call && ts <= d_.focus_to && ts + dur >= d_.focus_to && ts >= d_.focus_from;
+        push(calls, ts, ts + dur, worst ? Mark::slow_call : Mark::call, sanitize_untrusted(e.op, 64));
+      } else if (e.source == "io" || e.source == "mem" || e.source == "net") {
+        push(io, ts, ts + dur, Mark::io, sanitize_untrusted(e.op, 48) + " by " + names_.comm(e.pid, e.tid));
       }
-      if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db_));
     }
     if (!calls.segments.empty()) d_.lanes.push_back(std::move(calls));
     if (!io.segments.empty()) d_.lanes.push_back(std::move(io));
@@ -503,18 +396,28 @@ class Builder {
 
 }  // namespace
 
-Result<std::optional<SwimlaneData>> load_swimlanes(sqlite3* db, int64_t session_id, const json& chain) {
+Result<std::optional<SwimlaneData>> load_swimlanes(LaneSource& src, const json& chain) {
+  if (chain.value("level", "") == "request") return load_request_lanes(src, chain);
   std::optional<Focus> f;
   if (chain.contains("id") && chain["id"].is_string()) {
-    auto w = worst_call(db, session_id, chain["id"].get<std::string>());
+    auto w = src.worst_claim(chain["id"].get<std::string>());
     if (!w) return w.error();
-    f = *w;
+    if (*w) f = focus_of(**w, true);
   }
   if (!f) f = timeline_focus(chain);
+  // Nothing claimed and no timeline (the fleet's cross-host straggler): the victim's longest
+  // call of the chain's op in the chain's window.
+  if (!f && chain.contains("window") && chain["window"].is_object() && chain.contains("op") && chain["op"].is_string() &&
+      u32(chain, "pid")) {
+    auto l = src.longest_call(u32(chain, "pid"), chain["op"].get<std::string>(), chain["window"].value("from_ns", int64_t{0}),
+                              chain["window"].value("to_ns", int64_t{0}));
+    if (!l) return l.error();
+    if (*l) f = focus_of(**l, false);
+  }
   if (!f) return std::optional<SwimlaneData>{};
   if (!f->tid) f->tid = u32(chain, "tid");
   if (!f->pid) f->pid = u32(chain, "pid");
-  auto d = Builder(db, session_id, chain, *f).build();
+  auto d = Builder(src, chain, *f).build();
   if (!d) return d.error();
   return std::optional<SwimlaneData>{std::move(*d)};
 }

@@ -6,8 +6,6 @@
 // than a pixel, so a 10M-event session draws the same few KiB per chain as a small one.
 #pragma once
 
-#include <sqlite3.h>
-
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -19,7 +17,7 @@
 namespace causeway {
 
 // What a segment shows: the CSS class of its colour (report_html.cpp) is its name.
-enum class Mark { on_cpu, runnable, sleeping, blocked, culprit, other, idle, call, slow_call, io, unknown };
+enum class Mark { on_cpu, runnable, sleeping, blocked, culprit, other, idle, call, slow_call, io, waiting_token, streaming, unknown };
 const char* mark_class(Mark m);
 const char* mark_meaning(Mark m);  // legend text
 
@@ -29,7 +27,7 @@ struct LaneSegment {
   std::string label;  // sanitized, not escaped: shown inside when it fits, and as the tooltip
 };
 
-enum class LaneKind { victim_thread, cpu, culprit, calls, io };
+enum class LaneKind { victim_thread, cpu, culprit, calls, io, request };
 
 struct Lane {
   LaneKind kind = LaneKind::calls;
@@ -48,7 +46,24 @@ struct SwimlaneData {
 
 inline constexpr size_t kMaxSegments = 4000;
 
-// Nothing when the chain names no moment to draw (no claimed call and no timeline).
-Result<std::optional<SwimlaneData>> load_swimlanes(sqlite3* db, int64_t session_id, const nlohmann::json& chain);
+class LaneSource;
+struct SchedRow;
+
+// Nothing when the chain names no moment to draw (no claimed call, no timeline, no call of its
+// op). A request-level chain is drawn by load_request_lanes.
+Result<std::optional<SwimlaneData>> load_swimlanes(LaneSource& src, const nlohmann::json& chain);
+
+// A request-level chain (docs/REPORT.md "Request chains"): around the request it slowed most
+// (shaded), one lane per request it slowed there (waiting for the first token, then
+// streaming), where its culprit ran and the culprit's GPU calls. Nothing when none of its
+// requests is in the source.
+Result<std::optional<SwimlaneData>> load_request_lanes(LaneSource& src, const nlohmann::json& chain);
+
+// Where a process (tid 0: any of its threads) ran, on any CPU, from sched rows: one lane, each
+// stretch labelled with its CPU; "not on a CPU" when it never ran in [from, to].
+Lane where_ran(const std::vector<SchedRow>& rows, uint32_t pid, uint32_t tid, int64_t from, int64_t to, std::string name);
+
+// At most this many sched / events rows read per chain.
+inline constexpr int kMaxLaneRows = 200'000;
 
 }  // namespace causeway

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "diagnosis/chain_text.h"
 #include "common/units.h"
@@ -56,13 +57,17 @@ std::string gpus_html(const json& systems) {
 
 std::string render_header(const SessionHeader& h, const StatsResult& s, size_t chains) {
   std::string out = "<header><h1>causeway report</h1><dl class=\"meta\">";
-  out += dd("Host", html_escape(h.system_line));
+  out += dd(h.store.empty() ? "Host" : "Hosts", html_escape(h.system_line));
   out += dd("GPUs", gpus_html(h.systems));
-  out += dd("Session", std::to_string(h.session_id) + " (" + html_escape(h.source_kind) +
-                           (h.label.empty() ? "" : ": " + html_text(h.label, 120)) + ")");
+  if (h.store.empty())
+    out += dd("Session", std::to_string(h.session_id) + " (" + html_escape(h.source_kind) +
+                             (h.label.empty() ? "" : ": " + html_text(h.label, 120)) + ")");
+  else
+    out += dd("Fleet store", html_text(h.store, 200) + " (" + std::to_string(h.host_sessions) + " host session" +
+                                 (h.host_sessions == 1 ? "" : "s") + ")");
   out += dd("Window", html_escape(format_utc(h.from_ns)) + " → " + html_escape(format_utc(h.to_ns)) + " (" +
                           html_escape(format_duration_ns(h.to_ns - h.from_ns)) + ")" +
-                          (h.pid ? ", process " + std::to_string(*h.pid) + " only" : ""));
+                          (h.pid ? ", process " + std::to_string(*h.pid) + (h.store.empty() ? "" : " on any host") + " only" : ""));
   // What was traced: calls per source, then the host event counts.
   std::map<std::string, std::pair<size_t, uint64_t>> by_source;  // ops, calls
   for (const OpStats& o : s.ops) {
@@ -97,9 +102,26 @@ std::string render_chain_section(size_t n, const json& c, const std::string& lan
   else
     out += " in " + text_of(c, "comm", 64) +
            (c.contains("pid") && c["pid"].is_number_integer() ? " (pid " + std::to_string(c["pid"].get<int64_t>()) + ")" : "");
+  if (!text_of(c, "host", 128).empty()) out += " <span class=\"note\">(host " + text_of(c, "host", 128) + ")</span>";
   out += "</h3><p class=\"summary\">" + text_of(c, "summary", 1000) + "</p><dl class=\"kv\">";
   if (c.contains("culprit") && c["culprit"].is_object())
-    out += dd("Culprit", "<span class=\"culprit\">" + html_escape(culprit_line(c["culprit"])) + "</span>");
+    out += dd("Culprit", "<span class=\"culprit\">" + html_escape(culprit_line(c["culprit"])) + "</span>" +
+                             // The fleet's chains say which host the culprit ran on.
+                             (text_of(c["culprit"], "host", 128).empty() ? ""
+                                                                       : " on host <b class=\"host\">" + text_of(c["culprit"], "host", 128) + "</b>"));
+  // A request chain names the requests it slowed (the clients' x-request-id: untrusted).
+  if (c.contains("requests") && c["requests"].is_array() && !c["requests"].empty()) {
+    std::string ids;
+    size_t shown = 0;
+    for (const auto& id : c["requests"])
+      if (id.is_string() && shown++ < 12) ids += (ids.empty() ? "" : ", ") + std::string("<span class=\"mono\">") + html_text(id.get<std::string>(), 64) + "</span>";
+    if (c["requests"].size() > 12) ids += ", … " + std::to_string(c["requests"].size() - 12) + " more";
+    out += dd("Requests", std::to_string(c["requests"].size()) + " slowed: " + ids +
+                              (c.contains("share_time") && c["share_time"].is_number()
+                                   ? " (" + percent_text(c["share_time"].get<double>()) + " of the " + text_of(c, "metric", 8) +
+                                         " tail's time above the median)"
+                                   : ""));
+  }
   if (c.contains("calls") && c["calls"].is_number())
     out += dd("Calls", std::to_string(c["calls"].get<int64_t>()) + " slow" +
                            (c.contains("slow_share") && c["slow_share"].is_number()
@@ -144,46 +166,94 @@ std::string render_chain_section(size_t n, const json& c, const std::string& lan
   return out + "</section>";
 }
 
-std::string render_hosts_section(const std::vector<HostSpan>& hosts, const StatsResult& stats, const json& chains) {
-  // Chains naming each host (by the culprit's pid: a merged host k owns pids from its pid_base
-  // on, docs/FLEET.md) — host names need not differ; an nccl_straggler's culprit host is the straggler.
-  auto base_of = [&](int64_t pid) {
-    int64_t base = -1;
-    for (const HostSpan& h : hosts)
-      if (h.pid_base <= pid) base = std::max(base, h.pid_base);
-    return base;
+namespace {
+
+// The straggler row: the host an nccl_straggler chain's culprit is on, else the most named.
+void mark_straggler(std::vector<HostRow>& rows, std::optional<size_t> straggler) {
+  if (!straggler) {
+    size_t best = 0;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i].chains > best) best = rows[i].chains, straggler = i;
+  }
+  if (straggler && *straggler < rows.size()) rows[*straggler].straggler = true;
+}
+
+}  // namespace
+
+std::vector<HostRow> merged_host_rows(const std::vector<HostSpan>& hosts, const StatsResult& stats, const json& chains) {
+  // A merged host k owns pids from its pid_base on (docs/FLEET.md); host names need not differ.
+  auto index_of = [&](int64_t pid) {
+    std::optional<size_t> at;
+    for (size_t i = 0; i < hosts.size(); ++i)
+      if (hosts[i].pid_base <= pid && (!at || hosts[i].pid_base > hosts[*at].pid_base)) at = i;
+    return at;
   };
-  std::map<int64_t, int> named;
-  int64_t straggler = -1;
+  std::map<int64_t, json> by_base;
+  if (stats.by_host.is_array())
+    for (const auto& b : stats.by_host) by_base[b.value("pid_base", int64_t{0})] = b;
+  std::vector<HostRow> rows;
+  for (const HostSpan& h : hosts) {
+    const json b = by_base.count(h.pid_base) ? by_base[h.pid_base] : json::object();
+    rows.push_back({h.host, h.system, b.value("calls", uint64_t{0}),
+                    static_cast<uint64_t>(b.value("total_us", 0.0) * 1000), 0, false});
+  }
+  std::optional<size_t> straggler;
   if (chains.is_array())
     for (const auto& c : chains) {
       if (!c.contains("culprit") || !c["culprit"].is_object() || !c["culprit"].contains("pid") ||
           !c["culprit"]["pid"].is_number_integer())
         continue;
-      const int64_t b = base_of(c["culprit"]["pid"].get<int64_t>());
-      ++named[b];
-      if (straggler < 0 && c.value("cause", "") == "nccl_straggler") straggler = b;
+      auto i = index_of(c["culprit"]["pid"].get<int64_t>());
+      if (!i) continue;
+      ++rows[*i].chains;
+      if (!straggler && c.value("cause", "") == "nccl_straggler") straggler = i;
     }
-  if (straggler < 0) {
-    int best = 0;
-    for (auto& [b, n] : named)
-      if (n > best) best = n, straggler = b;
-  }
-  std::map<int64_t, json> by_base;
-  if (stats.by_host.is_array())
-    for (const auto& b : stats.by_host) by_base[b.value("pid_base", int64_t{0})] = b;
+  mark_straggler(rows, straggler);
+  return rows;
+}
+
+std::vector<HostRow> fleet_host_rows(const json& hosts, const StatsResult& stats, const std::vector<std::string>& op_hosts,
+                                     const json& chains) {
+  std::vector<HostRow> rows;
+  std::map<std::string, size_t> at;
+  if (hosts.is_array())
+    for (const auto& h : hosts) {
+      const std::string name = h.value("host", "");
+      if (at.count(name)) continue;  // a host shipped several sessions: one row
+      at[name] = rows.size();
+      rows.push_back({name, h.value("system", json::object()), 0, 0, 0, false});
+    }
+  for (size_t i = 0; i < stats.ops.size() && i < op_hosts.size(); ++i)
+    if (auto it = at.find(op_hosts[i]); it != at.end()) {
+      rows[it->second].calls += stats.ops[i].count;
+      rows[it->second].total_ns += stats.ops[i].total_ns;
+    }
+  std::optional<size_t> straggler;
+  if (chains.is_array())
+    for (const auto& c : chains) {
+      if (!c.contains("culprit") || !c["culprit"].is_object() || !c["culprit"].contains("host") ||
+          !c["culprit"]["host"].is_string())
+        continue;
+      auto it = at.find(c["culprit"]["host"].get<std::string>());
+      if (it == at.end()) continue;
+      ++rows[it->second].chains;
+      if (!straggler && c.value("cause", "") == "nccl_straggler") straggler = it->second;
+    }
+  mark_straggler(rows, straggler);
+  return rows;
+}
+
+std::string render_hosts_section(const std::vector<HostRow>& rows) {
   std::string out = "<section class=\"hosts\" id=\"hosts\"><h2>Hosts</h2><table><tr><th>host</th><th>system</th>"
                     "<th class=\"num\">calls</th><th class=\"num\">call time</th><th class=\"num\">chains naming it</th><th></th></tr>";
-  for (const HostSpan& h : hosts) {
-    const bool is_straggler = straggler >= 0 && h.pid_base == straggler;
-    const json b = by_base.count(h.pid_base) ? by_base[h.pid_base] : json::object();
+  for (const HostRow& h : rows) {
     const std::string sys = text_of(h.system, "kernel", 60);
-    const size_t gpus = h.system.contains("gpus") && h.system["gpus"].is_array() ? h.system["gpus"].size() : 0;
-    out += std::string("<tr") + (is_straggler ? " class=\"straggler\"" : "") + "><td>" + html_text(h.host, 80) + "</td><td>" +
+    const size_t gpus = h.system.is_object() && h.system.contains("gpus") && h.system["gpus"].is_array() ? h.system["gpus"].size() : 0;
+    out += std::string("<tr") + (h.straggler ? " class=\"straggler\"" : "") + "><td>" + html_text(h.name, 80) + "</td><td>" +
            (sys.empty() ? "" : "kernel " + sys + ", ") + std::to_string(gpus) + " GPU" + (gpus == 1 ? "" : "s") +
-           "</td><td class=\"num\">" + with_commas(b.value("calls", uint64_t{0})) + "</td><td class=\"num\">" +
-           html_escape(format_duration_ns(static_cast<int64_t>(b.value("total_us", 0.0) * 1000))) + "</td><td class=\"num\">" +
-           std::to_string(named.count(h.pid_base) ? named[h.pid_base] : 0) + "</td><td>" + (is_straggler ? "straggler" : "") + "</td></tr>";
+           "</td><td class=\"num\">" + with_commas(h.calls) + "</td><td class=\"num\">" +
+           html_escape(format_duration_ns(static_cast<int64_t>(h.total_ns))) + "</td><td class=\"num\">" +
+           std::to_string(h.chains) + "</td><td>" + (h.straggler ? "straggler" : "") + "</td></tr>";
   }
   return out + "</table></section>";
 }

@@ -26,6 +26,7 @@ const char* lane_kind(LaneKind k) {
     case LaneKind::culprit: return "culprit";
     case LaneKind::calls: return "calls";
     case LaneKind::io: return "io";
+    case LaneKind::request: return "request";
   }
   return "";
 }

@@ -42,4 +42,9 @@ class ClickHouseServer {
   bool skip_ = false;
 };
 
+// The one server of a test binary that links tests/e2e/clickhouse_server.cpp: started before
+// any test by its missing_requirement() (without a server there is nothing to test: a skip
+// with the reason); running_server() fails the calling test when it did not start.
+ClickHouseServer& running_server();
+
 }  // namespace causeway::test

@@ -3,7 +3,7 @@
 # cannot be): ship two hosts, explain/stats/requests --fleet, ship twice, the server killed
 # mid-ship, an unconfirmed batch, bad credentials and a newer store.
 causeway_test(test_fleet_clickhouse LABEL e2e TIMEOUT 900
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fleet_clickhouse.cpp ${CMAKE_CURRENT_LIST_DIR}/clickhouse_fixture.cpp
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_fleet_clickhouse.cpp ${CMAKE_CURRENT_LIST_DIR}/clickhouse_fixture.cpp ${CMAKE_CURRENT_LIST_DIR}/clickhouse_server.cpp
   LIBS causeway_fleet)
 add_dependencies(test_fleet_clickhouse causeway)
 # The mcp --fleet case (the official MCP SDK client over the store) runs as its own CTest

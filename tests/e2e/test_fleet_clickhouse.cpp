@@ -27,27 +27,12 @@
 
 namespace causeway::test {
 
-std::unique_ptr<ClickHouseServer>& server() {
-  static std::unique_ptr<ClickHouseServer> s;
-  return s;
-}
-
-// Runs before any test: without a server there is nothing to test (a skip, with the reason).
-std::string missing_requirement() {
-  server() = std::make_unique<ClickHouseServer>();
-  if (server()->skipped()) return "clickhouse-server unavailable: " + server()->problem();
-  return "";
-}
-
 namespace {
 
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-ClickHouseServer& ch() {
-  REQUIRE_MESSAGE(server()->problem().empty(), server()->problem());
-  return *server();
-}
+ClickHouseServer& ch() { return running_server(); }
 
 std::vector<std::string> as_writer(const std::string& db) {
   return {"--user", "causeway_writer", "--password-file", ch().writer_pw_file(), "--database", db};

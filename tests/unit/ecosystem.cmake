@@ -11,7 +11,7 @@ endif()
 if(TARGET causeway_exporters AND TARGET causeway_synth)
   causeway_test(test_export_perfetto LABEL unit
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_export_perfetto.cpp
-    LIBS causeway_exporters causeway_diagnosis causeway_synth nlohmann_json::nlohmann_json)
+    LIBS causeway_exporters causeway_diagnosis causeway_requests causeway_synth nlohmann_json::nlohmann_json)
 endif()
 if(TARGET causeway_metrics)
   causeway_test(test_metrics_exposition LABEL unit
@@ -21,5 +21,5 @@ endif()
 if(TARGET causeway_exporters AND TARGET causeway_synth)
   causeway_test(test_report LABEL unit
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_report.cpp
-    LIBS causeway_exporters causeway_diagnosis causeway_synth nlohmann_json::nlohmann_json)
+    LIBS causeway_exporters causeway_diagnosis causeway_requests causeway_synth nlohmann_json::nlohmann_json)
 endif()

@@ -14,7 +14,9 @@
 #include "exporters/report.h"
 #include "exporters/report_html.h"
 #include "exporters/report_requests.h"
+#include "requests/request_chains.h"
 #include "synth/scenarios.h"
+#include "tests/support/report_checks.h"
 #include "tests/support/test_support.h"
 #include "tracedb/merge.h"
 #include "tracedb/open.h"
@@ -22,30 +24,11 @@
 
 using namespace causeway;
 using causeway::test::TempDir;
+using causeway::test::check_self_contained;
+using causeway::test::count_of;
 using nlohmann::json;
 
 namespace {
-
-size_t count_of(const std::string& hay, const std::string& needle) {
-  size_t n = 0;
-  for (size_t p = hay.find(needle); p != std::string::npos; p = hay.find(needle, p + needle.size())) ++n;
-  return n;
-}
-
-// Anything a browser could fetch: a scheme, a protocol-relative or root URL in an attribute,
-// CSS url()/@import, a script, an embedded frame or object.
-void check_self_contained(const std::string& html) {
-  // Text from a trace may say "src=x" (escaped, it is text); only an attribute inside a tag
-  // fetches: every '<' in the page opens a real element, since text has it as &lt;.
-  static const std::regex fetchers(
-      R"re((https?|ftp|wss?|file|data|javascript):|<[^<>]*\s(src|href|action|srcset|xlink:href|poster)\s*=\s*["']?[^"'#\s>]|url\(|@import|<script|<iframe|<object|<embed|<link|<img)re",
-      std::regex::icase);
-  std::smatch m;
-  if (std::regex_search(html, m, fetchers)) FAIL("the page can fetch: " << m.str() << " at " << m.position());
-  CHECK(html.find("Content-Security-Policy\" content=\"default-src 'none'") != std::string::npos);
-  CHECK(count_of(html, "<svg") == count_of(html, "</svg>"));
-  CHECK(count_of(html, "<section") == count_of(html, "</section>"));
-}
 
 struct Demo {
   TempDir dir;
@@ -56,7 +39,9 @@ struct Demo {
     auto r = run_demo(db, o);
     REQUIRE(r.ok());
     REQUIRE(diagnose_and_store(db, r->session_id).ok());
+    session_id = r->session_id;
   }
+  int64_t session_id = 0;
   std::string report(ReportSummary* out = nullptr, RequestsProvider requests = {}) {
     ReportOptions o;
     o.db_path = db;
@@ -233,6 +218,52 @@ TEST_CASE("a merged session: one row per host, the straggler's host highlighted"
   REQUIRE(st.ok());
   REQUIRE(st->step() == SQLITE_ROW);
   CHECK(hosts.find("<tr class=\"straggler\"><td>" + html_escape(st->col_text(0)) + "</td>") != std::string::npos);
+}
+
+// Task of docs/REPORT.md "Request chains": a request-level chain is a chain section, drawn
+// first (as `explain` lists it), naming the requests it slowed, with one lane per request and
+// one for where its culprit ran.
+TEST_CASE("request chains are chain sections: first, their requests, a lane per request and the culprit's") {
+  for (const char* scenario : {"requests-queueing", "requests-tp-straggler"}) {
+    CAPTURE(scenario);
+    Demo d(scenario);
+    // The diagnosis replaced the demo's chains with the call-level ones; `causeway demo`
+    // stores the request chains after it, as here.
+    auto stored = requests::store_request_chains(d.db, d.session_id);
+    REQUIRE_MESSAGE(stored, (stored ? std::string() : stored.error().message));
+    const std::string html = d.report();
+    check_self_contained(html);
+    auto db = open_read_only(d.db);
+    REQUIRE(db.ok());
+    auto loaded = load_chains(db->get(), ChainQuery{.limit = 1000});
+    REQUIRE(loaded.ok());
+    json chains = (*loaded)["chains"];
+    rank_chains(chains);
+    REQUIRE(!chains.empty());
+    const json& first = chains[0];
+    REQUIRE(first["level"] == "request");
+    const size_t at = html.find("<section class=\"chain ");
+    REQUIRE(at != std::string::npos);
+    const std::string section = html.substr(at, html.find("</section>", at) - at);
+    CHECK(section.find("id=\"chain-1\" data-cause=\"" + first["cause"].get<std::string>() + "\"") != std::string::npos);
+    CHECK(section.find("<dt>Requests</dt>") != std::string::npos);
+    // A lane for the request it slowed most (shaded), one per other slowed request drawn there,
+    // each named by one of the chain's ids, and the culprit's lane.
+    REQUIRE(!first["requests"].empty());
+    CHECK(section.find(">req " + first["requests"][0].get<std::string>() + "</text>") != std::string::npos);
+    CHECK(section.find("req " + first["requests"][0].get<std::string>() + ", slowed most") != std::string::npos);
+    const size_t lanes = count_of(section, "data-lane=\"request\"");
+    CHECK(lanes >= 1);
+    size_t named = 0;
+    for (const auto& id : first["requests"]) named += section.find(">req " + id.get<std::string>() + "</text>") != std::string::npos;
+    CHECK(named == lanes);  // no lane for a request the chain does not name
+    CHECK(count_of(section, "data-lane=\"culprit\"") == 1);
+    CHECK(section.find("waiting_token") != std::string::npos);
+    // The late tensor-parallel rank's GPU calls (its all-reduces) beside the requests.
+    if (std::string(scenario) == "requests-tp-straggler") CHECK(count_of(section, "data-lane=\"calls\"") == 1);
+    // Its culprit ran in the drawing: a red stretch, not "not on a CPU".
+    CHECK(section.find("class=\"culprit\"") != std::string::npos);
+  }
 }
 
 TEST_CASE("html_escape") {
