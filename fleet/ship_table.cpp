@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <future>
 #include <map>
 #include <optional>
 #include <memory>
+#include <thread>
 #include <unordered_set>
 
 #include "diagnosis/rank_inference.h"
@@ -298,27 +300,43 @@ class CollectiveRanks {
   // A job communicator this host has no numbering for yet: the return times other hosts stored
   // over this batch's calls on it (the earliest 4096), so this host's ranks join that numbering
   // rather than start one of their own (a tracer attached later counts from a later collective).
+  // When nothing is stored, the host that holds the job's rank 0 starts the numbering; any other
+  // waits a few seconds for it first, so hosts whose first ships run at the same moment (a live
+  // trace started everywhere at once) still end up with one numbering.
   Result<void> other_hosts_history() {
-    std::map<int64_t, std::pair<int64_t, int64_t>> span;  // comm -> first and last return here
+    struct Span {
+      int64_t first = INT64_MAX, last = INT64_MIN;  // return times of its calls in this batch
+      bool rank0 = false;                           // this host holds the job's rank 0
+    };
+    std::map<int64_t, Span> spans;
     for (size_t i = 0; i < entries_.size(); ++i) {
       if (!resolved_[i] || ranks_.has_history(entries_[i].comm)) continue;
       const int64_t end = entries_[i].ts_ns + durs_[i];
-      auto [it, fresh] = span.try_emplace(entries_[i].comm, end, end);
-      it->second = {std::min(it->second.first, end), std::max(it->second.second, end)};
+      Span& sp = spans[entries_[i].comm];
+      sp.first = std::min(sp.first, end), sp.last = std::max(sp.last, end), sp.rank0 |= entries_[i].rank == 0;
     }
-    for (const auto& [comm, range] : span) {
-      auto rows = c_.ch.select("SELECT seq, min(ts_ns + dur_ns) FROM " + c_.ch.table("collectives") + " WHERE comm = " +
-                               std::to_string(comm) + " AND NOT (" + key_.where() + ") AND ts_ns + dur_ns BETWEEN " +
-                               std::to_string(range.first - kMarginNs) + " AND " + std::to_string(range.second + kMarginNs) +
-                               " GROUP BY seq ORDER BY seq LIMIT 4096");
-      if (!rows) return rows.error();
-      for (const auto& r : *rows)
-        if (r.size() >= 2) ranks_.restore_history(comm, to_i64(r[0]), to_i64(r[1]));
+    for (const auto& [comm, sp] : spans) {
+      const std::string sql = "SELECT seq, min(ts_ns + dur_ns) FROM " + c_.ch.table("collectives") + " WHERE comm = " +
+                              std::to_string(comm) + " AND NOT (" + key_.where() + ") AND ts_ns + dur_ns BETWEEN " +
+                              std::to_string(sp.first - kMarginNs) + " AND " + std::to_string(sp.last + kMarginNs) +
+                              " GROUP BY seq ORDER BY seq LIMIT 4096";
+      const auto give_up = std::chrono::steady_clock::now() + kWaitForNumbering;
+      while (true) {
+        auto rows = c_.ch.select(sql);
+        if (!rows) return rows.error();
+        for (const auto& r : *rows)
+          if (r.size() >= 2) ranks_.restore_history(comm, to_i64(r[0]), to_i64(r[1]));
+        if (ranks_.has_history(comm) || sp.rank0 || std::chrono::steady_clock::now() >= give_up) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
     }
     return {};
   }
 
   static constexpr int64_t kMarginNs = 1'000'000'000;  // around the batch's return times
+  // How long a host without rank 0 waits for a stored numbering (rank 0's host ships its
+  // collectives first, seconds after its ship starts: fleet/tables.cpp); once per communicator.
+  static constexpr std::chrono::seconds kWaitForNumbering{5};
   ShipContext& c_;
   const SessionKey& key_;
   RankInference ranks_;

@@ -321,7 +321,7 @@ TEST_CASE("ranks attached after init: ship resolves them and the store matches t
 
 // Hosts whose tracers attached at different points of the job: node-b's started 100
 // all-reduces after node-a's, so its ranks count sequences from there. Shipped in either
-// order, the second host's ranks are aligned to the numbering the first one stored (by the
+// order or both at once, the second host's ranks are aligned to the numbering the first one stored (by the
 // return times of their first calls), every collective is one group across both hosts, and the
 // store names rank 2 on node-b.
 TEST_CASE("a host attached later: its sequences are aligned across hosts in the store, whichever ships first") {
@@ -331,11 +331,23 @@ TEST_CASE("a host attached later: its sequences are aligned across hosts in the 
   const std::string coll = kCollective;
   sqlite_exec(b, "DELETE FROM events WHERE " + coll + " AND a4 <= 100; UPDATE events SET a4 = a4 - 100 WHERE " + coll + ";");
   const int64_t b_entries = sqlite_count(b, "SELECT count(*) FROM events WHERE " + coll);
-  for (const auto& [db, first, second] : {std::tuple{"fleet_late_ab", a, b}, std::tuple{"fleet_late_ba", b, a}}) {
+  // In turn (either order), and both at once: node-b (no rank 0) then waits for the numbering
+  // node-a (rank 0) stores instead of starting its own.
+  for (const auto& [db, first, second] :
+       {std::tuple{"fleet_late_ab", a, b}, std::tuple{"fleet_late_ba", b, a}, std::tuple{"fleet_late_both", a, b}}) {
     const std::string d = db;
     INFO(d);
-    ship_ok(first, d);
-    ship_ok(second, d);
+    if (d == "fleet_late_both") {
+      ProcessResult rb;
+      std::thread other([&, second = second] { rb = ship(second, d); });
+      ship_ok(first, d);
+      other.join();
+      INFO(rb.err, rb.out);
+      REQUIRE(rb.exit_code == 0);
+    } else {
+      ship_ok(first, d);
+      ship_ok(second, d);
+    }
     // node-a's numbering is node-b's traced one + 100, whichever numbering the store kept.
     CHECK(ch().number("SELECT uniqExact(seq - traced_seq) FROM " + d + ".collectives WHERE host = 'node-b'") == 1);
     CHECK(ch().number("SELECT uniqExact(seq - traced_seq) FROM " + d + ".collectives WHERE host = 'node-a'") == 1);
