@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <span>
 
 #include "tracedb/sqlite_handle.h"
 
@@ -41,6 +42,13 @@ void RankInference::set_launcher(uint32_t pid, int32_t rank, int32_t world_size,
   procs_[pid] = Launcher{rank, world_size, std::move(source), std::move(job_id)};
 }
 
+void RankInference::restore_stream(uint32_t pid, int64_t handle, int64_t comm, int64_t offset) {
+  if (comm_of_handle_.try_emplace({pid, handle}, comm).second) ++handles_seen_[pid];
+  offset_[{pid, comm}] = offset;
+}
+
+void RankInference::restore_history(int64_t comm, int64_t seq, int64_t end_ns) { history_[comm].emplace(seq, end_ns); }
+
 bool RankInference::resolve(CollectiveEntry& e, int64_t end_ns) {
   if (e.rank >= 0) return false;
   auto p = procs_.find(e.pid);
@@ -64,7 +72,7 @@ constexpr size_t kHistory = 4096;       // aligned return times kept per communi
 
 // Median |return time of the stream's call s - the job's call s + off| over the stream's
 // first points; INT64_MAX when fewer than half of them have a counterpart.
-int64_t match_error(const std::vector<std::pair<int64_t, int64_t>>& pts, const std::map<int64_t, int64_t>& ref, int64_t off) {
+int64_t match_error(std::span<const std::pair<int64_t, int64_t>> pts, const std::map<int64_t, int64_t>& ref, int64_t off) {
   std::vector<int64_t> d;
   size_t n = std::min(pts.size(), kMatchPoints);
   for (size_t i = 0; i < n; ++i)
@@ -95,8 +103,18 @@ void RankInference::align(std::vector<CollectiveEntry>& entries) {
       offset_[anchor->first] = 0;
       add(anchor->second, 0);
     }
-    for (auto& [key, pts] : streams) {
+    for (auto& [key, all] : streams) {
       if (offset_.count(key)) continue;
+      // A stream that starts before the numbering it joins (a host attached earlier, shipped
+      // after one attached later: fleet/ship_table.cpp) is matched from its call that returned
+      // nearest the numbering's first one.
+      std::span<const std::pair<int64_t, int64_t>> pts(all);
+      if (const int64_t first = ref.begin()->second; pts.front().second < first) {
+        auto near = std::min_element(pts.begin(), pts.end(), [first](const auto& x, const auto& y) {
+          return std::llabs(x.second - first) < std::llabs(y.second - first);
+        });
+        pts = pts.subspan(static_cast<size_t>(near - pts.begin()));
+      }
       // Guess from the call whose return is nearest the stream's first, then keep the shift
       // (within two of it) that matches its first calls best.
       int64_t guess = 0, best = INT64_MAX;
@@ -112,7 +130,7 @@ void RankInference::align(std::vector<CollectiveEntry>& entries) {
           chosen = off;
         }
       offset_[key] = chosen;
-      add(pts, chosen);
+      add(all, chosen);
     }
     while (ref.size() > kHistory) ref.erase(ref.begin());
   }

@@ -35,6 +35,16 @@ class RankInference {
   // leave it together, so a rank's calls are matched to the job's by their return times.
   void align(std::vector<CollectiveEntry>& entries);
 
+  // The numbering decided before (fleet/ship_table.cpp: read back from the store, so every
+  // ship round numbers a rank the same way): (pid, handle) is the job communicator comm, its
+  // traced sequences shifted by offset. Handles of a pid are restored in the order first used.
+  void restore_stream(uint32_t pid, int64_t handle, int64_t comm, int64_t offset);
+  // A return time of the job's aligned collective seq on comm (this host's or another's): what
+  // a stream seen for the first time is matched against instead of anchoring a numbering.
+  void restore_history(int64_t comm, int64_t seq, int64_t end_ns);
+  // Whether comm has return times to align a new stream against.
+  bool has_history(int64_t comm) const { return history_.count(comm) && !history_.at(comm).empty(); }
+
   // Tests: a launcher rank without a DB.
   void set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id);
 

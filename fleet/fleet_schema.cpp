@@ -1,6 +1,9 @@
 #include "fleet/fleet_schema.h"
 
+#include <set>
+
 #include "fleet/tables.h"
+#include "fleet/tsv.h"
 
 namespace causeway::fleet {
 
@@ -22,6 +25,25 @@ std::string create_statement(const ClickHouse& ch, const TableSpec& t) {
   if (!t.time_column.empty()) sql += " PARTITION BY toYYYYMMDD(toDateTime(intDiv(" + t.time_column + ", 1000000000), 'UTC'))";
   sql += " ORDER BY (" + std::string(kHostKeyNames) + (t.order_by.empty() ? "" : ", " + t.order_by) + ")";
   return sql;
+}
+
+// A store laid out by an older causeway lacks the columns added to a table since (schema 3:
+// collectives.handle and traced_seq): they are added, the rows already stored reading as the
+// type's default (0, ""), so the one ship that upgrades the store needs no copy of any table.
+Result<void> add_missing_columns(ClickHouse& ch) {
+  auto rows = ch.select("SELECT table, name FROM system.columns WHERE database = " + sql_quote(ch.endpoint().database));
+  if (!rows) return rows.error();
+  std::set<std::pair<std::string, std::string>> have;
+  for (const auto& r : *rows)
+    if (r.size() >= 2) have.insert({r[0], r[1]});
+  for (const TableSpec& t : table_specs())
+    for (const Column& c : t.columns)
+      if (!have.count({t.name, c.name}))
+        // 18.16 has no ADD COLUMN IF NOT EXISTS: a concurrent ship that added it first is fine.
+        if (auto r = ch.execute("ALTER TABLE " + ch.table(t.name) + " ADD COLUMN " + c.name + " " + c.type);
+            !r && r.error().message.find("already exists") == std::string::npos)
+          return r.error();
+  return {};
 }
 
 Result<int> stored_version(ClickHouse& ch) {
@@ -51,6 +73,8 @@ Result<void> ensure_fleet_schema(ClickHouse& ch) {
   if (*v > kFleetSchemaVersion) return too_new(*v);
   for (const TableSpec& t : table_specs())
     if (auto r = ch.execute(create_statement(ch, t)); !r) return r.error();
+  if (*v < kFleetSchemaVersion)
+    if (auto r = add_missing_columns(ch); !r) return r.error();
   // Where each (session, table) stands: the last rowid confirmed (append tables) or the digest
   // of the rows last sent (snapshot tables); the newest `ver` is the one that counts.
   if (auto r = ch.execute("CREATE TABLE IF NOT EXISTS " + ch.table("ship_progress") + " (" + kHostKeyColumns +

@@ -8,7 +8,7 @@
 namespace causeway::fleet {
 
 // Bumped when a table or column changes meaning; written into <db>.schema_version.
-inline constexpr int kFleetSchemaVersion = 2;  // 2: collectives
+inline constexpr int kFleetSchemaVersion = 3;  // 2: collectives; 3: their traced handle and sequence, seq aligned across hosts
 
 // The writer: creates the database and the missing tables (IF NOT EXISTS, so concurrent
 // shippers are fine) and records the version. Errors: the connection's, "fleet_too_new".

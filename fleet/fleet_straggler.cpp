@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <future>
 #include <map>
 #include <tuple>
 #include <vector>
@@ -25,13 +26,29 @@ constexpr int64_t kMinLate = 3;
 // last, by how much after the second-last, and every entry. From the `collectives` table:
 // only the collective entries, with the communicator and rank of ranks attached after their
 // init already resolved by ship (fleet/tables.cpp).
+// Hosts go through the query as cityHash64(host) (kHostId): numbers instead of strings in the
+// groups' arrays and the keys after the ARRAY JOIN take ~1.3x less server time and half the
+// memory (docs/BENCHMARKS.md "Fleet store"); host_names() turns them back into names.
+constexpr const char* kHostId = "cityHash64(host)";
+
 std::string groups_sql(ClickHouse& ch, const std::optional<FleetWindow>& w) {
-  return "SELECT comm, seq, op_id, argMax(host, ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
+  const std::string hid = kHostId;
+  return "SELECT comm, seq, op_id, argMax(" + hid + ", ts_ns) AS late_host, argMax(pid, ts_ns) AS late_pid, "
          "argMax(rank, ts_ns) AS late_rank, arrayReverseSort(groupArray(ts_ns)) AS sorted, sorted[1] - sorted[2] AS lateness, "
-         "max(ts_ns) AS last_ts, groupArray(host) AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, any(nranks) AS nranks "
-         "FROM " + ch.table("collectives") + " WHERE comm != 0" +
+         "max(ts_ns) AS last_ts, groupArray(" + hid + ") AS hs, groupArray(pid) AS ps, groupArray(ts_ns) AS tss, "
+         "any(nranks) AS nranks FROM " + ch.table("collectives") + " WHERE comm != 0" +
          (w ? " AND ts_ns BETWEEN " + std::to_string(w->from_ns) + " AND " + std::to_string(w->to_ns) : std::string()) +
-         " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(host) != max(host)";
+         " GROUP BY comm, seq, op_id HAVING count() >= 2 AND min(" + hid + ") != max(" + hid + ")";
+}
+
+// kHostId -> host, for every shipped session's host (ship sends `sessions` before any table).
+Result<std::map<std::string, std::string>> host_names(ClickHouse& ch) {
+  auto rows = ch.select("SELECT DISTINCT toString(" + std::string(kHostId) + "), host FROM " + ch.table("sessions"));
+  if (!rows) return rows.error();
+  std::map<std::string, std::string> out;
+  for (const auto& r : *rows)
+    if (r.size() >= 2) out[r[0]] = r[1];
+  return out;
 }
 
 struct Candidate {
@@ -64,10 +81,21 @@ Result<StragglerRows> straggler_rows(ClickHouse& ch, const std::optional<FleetWi
   // row only: exact quantiles hold every value); the others' rows are what each waiting rank
   // lost in those late groups.
   const std::string late = "lateness >= " + std::to_string(kMinLateNs);
-  return ch.select("SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
+  auto names = std::async(std::launch::async, [ep = ch.endpoint()] {  // at once, on its own connection
+    ClickHouse c(ep);
+    return host_names(c);
+  });
+  auto rows = ch.select("SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
                    "), quantilesExactIf(0.5, 0.99)(lateness, " + late + " AND h = late_host AND p = late_pid), minIf(last_ts, " +
                    late + "), maxIf(last_ts, " + late + "), any(nranks), count() FROM (" + groups_sql(ch, filter) +
                    ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p");
+  auto hosts = names.get();
+  if (!rows) return rows.error();
+  if (!hosts) return hosts.error();
+  for (auto& r : *rows)  // the late rank's host and the entrant's, as names
+    for (size_t i : {size_t{2}, size_t{5}})
+      if (i < r.size()) r[i] = (*hosts)[r[i]];
+  return rows;
 }
 
 Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& rows, const FleetWindow& w) {

@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <future>
+#include <map>
 #include <optional>
 #include <memory>
+#include <thread>
 #include <unordered_set>
 
 #include "diagnosis/rank_inference.h"
+#include "fleet/fleet_query.h"
 #include "fleet/native_block.h"
 #include "fleet/tsv.h"
 #include "tracedb/sqlite_handle.h"
@@ -225,38 +229,66 @@ Batch read_rows(Statement& st, int64_t check_to, const Send& send, const Session
 }
 
 // The collectives table: the host's rank inference (diagnosis/rank_inference.h), batch by
-// batch in id order, the way the correlator runs it chunk by chunk.
+// batch in id order, the way the correlator runs it chunk by chunk. How each rank was numbered
+// (its job communicator and sequence shift) is read back from the rows already stored, so every
+// ship numbers it the same way (a live trace ships every 10 s); a communicator this host has
+// not numbered yet is aligned against the rows other hosts stored (docs/FLEET.md).
 class CollectiveRanks {
  public:
-  Result<void> load(sqlite3* db, int64_t session_id) { return ranks_.load(db, session_id); }
+  CollectiveRanks(ShipContext& c, const SessionKey& key) : c_(c), key_(key) {}
+  Result<void> load(int64_t session_id) { return ranks_.load(c_.db, session_id); }
   bool has_launchers() const { return ranks_.has_launchers(); }
 
+  // The numbering of the rows stored; false when they were stored by a causeway before schema
+  // 3 (no traced handle: the numbering is rebuilt by reading the session's collectives again).
+  Result<bool> restore() {
+    const std::string launcher = " AND rank_source NOT IN ('', 'init')";
+    auto streams = c_.ch.select("SELECT pid, handle, any(comm), any(seq - traced_seq), min(src_id) AS first FROM " +
+                                c_.ch.table("collectives") + " WHERE " + key_.where() + launcher +
+                                " GROUP BY pid, handle ORDER BY pid, first");
+    if (!streams) return streams.error();
+    for (const auto& r : *streams)
+      if (r.size() >= 4 && to_i64(r[1]) == 0) return false;
+    for (const auto& r : *streams)
+      if (r.size() >= 4) ranks_.restore_stream(static_cast<uint32_t>(to_i64(r[0])), to_i64(r[1]), to_i64(r[2]), to_i64(r[3]));
+    auto history = c_.ch.select("SELECT comm, seq, min(ts_ns + dur_ns) FROM " + c_.ch.table("collectives") + " WHERE " +
+                                key_.where() + launcher + " GROUP BY comm, seq ORDER BY comm, seq DESC LIMIT 4096 BY comm");
+    if (!history) return history.error();
+    for (const auto& r : *history)
+      if (r.size() >= 3) ranks_.restore_history(to_i64(r[0]), to_i64(r[1]), to_i64(r[2]));
+    return true;
+  }
+
   template <class Send>
-  Batch read(Statement& st, int64_t check_to, const Send& send, const SessionKey& key, NativeBlock& block) {
-    ids_.clear(), durs_.clear(), entries_.clear();
+  Result<std::pair<int64_t, int64_t>> read(Statement& st, int64_t check_to, const Send& send, NativeBlock& block) {
+    ids_.clear(), durs_.clear(), entries_.clear(), traced_.clear();
     int rc;
     while ((rc = st.step()) == SQLITE_ROW) {  // id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3
       if (st.col_int(0) > check_to) break;
       ids_.push_back(st.col_int(0));
       durs_.push_back(st.col_int(2));
+      traced_.push_back({st.col_int(6), st.col_int(7)});
       CollectiveEntry e{st.col_int(6), st.col_int(7), static_cast<uint32_t>(st.col_int(3)), static_cast<uint32_t>(st.col_int(4)),
                         static_cast<int32_t>(st.col_int(8)), static_cast<int32_t>(st.col_int(9)),
                         static_cast<uint16_t>(st.col_int(5)), st.col_int(1)};
       resolved_.push_back(ranks_.resolve(e, e.ts_ns + durs_.back()));
       entries_.push_back(e);
     }
-    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return std::nullopt;
+    if (rc != SQLITE_DONE && rc != SQLITE_ROW) return make_error("db_read", sqlite3_errmsg(c_.db));
+    if (auto r = other_hosts_history(); !r) return r.error();
     ranks_.align(entries_);
     int64_t rows = 0;
     for (size_t i = 0; i < entries_.size(); ++i) {
       if (!send(ids_[i])) continue;
       const CollectiveEntry& e = entries_[i];
-      block.add_string(0, key.host), block.add_string(1, key.boot_id), block.add_int(2, key.start), block.add_int(3, key.id);
+      block.add_string(0, key_.host), block.add_string(1, key_.boot_id), block.add_int(2, key_.start), block.add_int(3, key_.id);
       size_t col = 4;
       for (int64_t v : {ids_[i], e.ts_ns, durs_[i], int64_t{e.pid}, int64_t{e.tid}, int64_t{e.op}, e.comm, e.seq, int64_t{e.rank},
                         int64_t{e.nranks}})
         block.add_int(col++, v);
-      block.add_string(col, resolved_[i] ? ranks_.source(e.pid) : e.rank >= 0 ? "init" : "");
+      block.add_string(col++, resolved_[i] ? ranks_.source(e.pid) : e.rank >= 0 ? "init" : "");
+      block.add_int(col++, traced_[i].first);
+      block.add_int(col, traced_[i].second);
       block.end_row();
       ++rows;
     }
@@ -265,8 +297,51 @@ class CollectiveRanks {
   }
 
  private:
+  // A job communicator this host has no numbering for yet: the return times other hosts stored
+  // over this batch's calls on it (the earliest 4096), so this host's ranks join that numbering
+  // rather than start one of their own (a tracer attached later counts from a later collective).
+  // When nothing is stored, the host that holds the job's rank 0 starts the numbering; any other
+  // waits a few seconds for it first, so hosts whose first ships run at the same moment (a live
+  // trace started everywhere at once) still end up with one numbering.
+  Result<void> other_hosts_history() {
+    struct Span {
+      int64_t first = INT64_MAX, last = INT64_MIN;  // return times of its calls in this batch
+      bool rank0 = false;                           // this host holds the job's rank 0
+    };
+    std::map<int64_t, Span> spans;
+    for (size_t i = 0; i < entries_.size(); ++i) {
+      if (!resolved_[i] || ranks_.has_history(entries_[i].comm)) continue;
+      const int64_t end = entries_[i].ts_ns + durs_[i];
+      Span& sp = spans[entries_[i].comm];
+      sp.first = std::min(sp.first, end), sp.last = std::max(sp.last, end), sp.rank0 |= entries_[i].rank == 0;
+    }
+    for (const auto& [comm, sp] : spans) {
+      const std::string sql = "SELECT seq, min(ts_ns + dur_ns) FROM " + c_.ch.table("collectives") + " WHERE comm = " +
+                              std::to_string(comm) + " AND NOT (" + key_.where() + ") AND ts_ns + dur_ns BETWEEN " +
+                              std::to_string(sp.first - kMarginNs) + " AND " + std::to_string(sp.last + kMarginNs) +
+                              " GROUP BY seq ORDER BY seq LIMIT 4096";
+      const auto give_up = std::chrono::steady_clock::now() + kWaitForNumbering;
+      while (true) {
+        auto rows = c_.ch.select(sql);
+        if (!rows) return rows.error();
+        for (const auto& r : *rows)
+          if (r.size() >= 2) ranks_.restore_history(comm, to_i64(r[0]), to_i64(r[1]));
+        if (ranks_.has_history(comm) || sp.rank0 || std::chrono::steady_clock::now() >= give_up) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    }
+    return {};
+  }
+
+  static constexpr int64_t kMarginNs = 1'000'000'000;  // around the batch's return times
+  // How long a host without rank 0 waits for a stored numbering (rank 0's host ships its
+  // collectives first, seconds after its ship starts: fleet/tables.cpp); once per communicator.
+  static constexpr std::chrono::seconds kWaitForNumbering{5};
+  ShipContext& c_;
+  const SessionKey& key_;
   RankInference ranks_;
   std::vector<int64_t> ids_, durs_;
+  std::vector<std::pair<int64_t, int64_t>> traced_;  // a1, a4 as traced
   std::vector<bool> resolved_;
   std::vector<CollectiveEntry> entries_;
 };
@@ -298,9 +373,9 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     st->bind(2, pos);
     st->bind(3, static_cast<int64_t>(c.batch_rows));
   };
-  // Collective rows resolve ranks from the session's first collective on (a handle's
-  // communicator is numbered by first use): when anything is new, every row up to the
-  // watermark is read again, resolved and not sent.
+  // Collective rows resolve ranks with the numbering the stored rows were given (restore());
+  // only a store written before schema 3 has every row up to the watermark read again,
+  // resolved and not sent.
   std::optional<CollectiveRanks> ranks;
   if (t.rows == RowKind::Collective) {
     // The newest event first, then the scan: an event the scan cannot see is newer than it.
@@ -317,8 +392,12 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
       return int64_t{0};
     }
     if (rc != SQLITE_ROW) return read_error(c, t);
-    if (auto r = ranks.emplace().load(c.db, key.id); !r) return r.error();
-    if (ranks->has_launchers()) pos = 0;  // else nothing is resolved: no numbering to rebuild
+    if (auto r = ranks.emplace(c, key).load(key.id); !r) return r.error();
+    if (ranks->has_launchers()) {  // else nothing is resolved: no numbering to keep
+      auto restored = ranks->restore();
+      if (!restored) return restored.error();
+      if (!*restored) pos = 0;  // stored before schema 3: rebuilt from the session's first collective
+    }
   }
   int64_t sent = 0;
   // One block is inserted (on the sender connection) while the next is read and encoded: the
@@ -366,7 +445,14 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     NativeBlock& block = blocks[turn];
     block.clear();
     const auto send = [&](int64_t id) { return id > wm && !(held && held->count(id)); };
-    auto got = ranks ? ranks->read(*st, check_to, send, key, block) : read_rows(*st, check_to, send, key, block);
+    Batch got;
+    if (ranks) {
+      auto r = ranks->read(*st, check_to, send, block);
+      if (!r && r.error().code != "db_read") return r.error();
+      if (r) got = *r;
+    } else {
+      got = read_rows(*st, check_to, send, key, block);
+    }
     if (!got) return read_error(c, t);
     const auto [last, rows] = *got;
     if (last < 0) break;  // nothing after pos

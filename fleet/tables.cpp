@@ -81,6 +81,19 @@ std::vector<TableSpec> build() {
        cols({"name String", "value Int64", "updated_ns Int64"}), "name", ""},
       {"engines", Snapshot, "SELECT pid, engine, url FROM engines WHERE session_id = ?1 ORDER BY pid",
        cols({"pid Int64", "engine String", "url String"}), "pid", ""},
+      // Before `events`, so a host's numbering of its ranks is in the store seconds after its
+      // ship starts (another host's ship may be waiting for it: fleet/ship_table.cpp).
+      // The collective entries of `events` again, ordered for the straggler query and with the
+      // communicator and rank resolved where init was not traced (comm, seq, rank, nranks are
+      // events' a1, a4, a2, a3: docs/TRACEDB.md "Op argument layouts"), seq aligned across the
+      // ranks and hosts of the job; handle and traced_seq keep a1 and a4 as traced, so the next
+      // ship reads back how each rank was numbered (docs/FLEET.md "Ranks without init").
+      {"collectives", Append,
+       "SELECT id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3 FROM events WHERE session_id = ?1 AND id > ?2 "
+       "AND op_id IN (SELECT id FROM ops WHERE family = 'collective') ORDER BY id LIMIT ?3",
+       cols({"src_id Int64", "ts_ns Int64", "dur_ns Int64", "pid Int64", "tid Int64", "op_id Int64", "comm Int64", "seq Int64",
+             "rank Int64", "nranks Int64", "rank_source String", "handle Int64", "traced_seq Int64"}),
+       "ts_ns, src_id", "ts_ns", RowKind::Collective},
       {"events", Append, "SELECT " + event_select + " FROM events WHERE session_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3",
        event_cols, "ts_ns, src_id", "ts_ns"},
       {"sched", Append,
@@ -95,15 +108,6 @@ std::vector<TableSpec> build() {
        cols({"src_id Int64", "ts_ns Int64", "tid Int64", "pid Int64", "waker_tid Nullable(Int64)", "waker_pid Nullable(Int64)",
              "target_cpu Nullable(Int64)"}),
        "ts_ns, src_id", "ts_ns"},
-      // The collective entries of `events` again, ordered for the straggler query and with the
-      // communicator and rank resolved where init was not traced (comm, seq, rank, nranks are
-      // events' a1, a4, a2, a3: docs/TRACEDB.md "Op argument layouts").
-      {"collectives", Append,
-       "SELECT id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3 FROM events WHERE session_id = ?1 AND id > ?2 "
-       "AND op_id IN (SELECT id FROM ops WHERE family = 'collective') ORDER BY id LIMIT ?3",
-       cols({"src_id Int64", "ts_ns Int64", "dur_ns Int64", "pid Int64", "tid Int64", "op_id Int64", "comm Int64", "seq Int64",
-             "rank Int64", "nranks Int64", "rank_source String"}),
-       "ts_ns, src_id", "ts_ns", RowKind::Collective},
       // Per op, process and second; `hist` is the trace DB's histogram blob (tracedb/histogram.h).
       {"rollups", Append,
        "SELECT rowid, op_id, pid, sec, count, sum_ns, min_ns, max_ns, errors, hist FROM rollups WHERE session_id = ?1 "

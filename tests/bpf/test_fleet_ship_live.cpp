@@ -5,12 +5,20 @@
 //     DB's events, every one once.
 //   dead store: --ship to a port nobody listens on: the trace records every call and exits 0
 //     with a warning naming `causeway ship`; that ship then brings the store level.
+//   two hosts attached at different points of an NCCL job (tests/bpf/nccl_job.h, ranks from
+//     the launcher's environment), each tracer in its own UTS namespace shipping every 300 ms:
+//     every rank keeps one communicator, rank and sequence shift over all rounds, the later
+//     host's ranks join the earlier host's numbering, and explain --fleet names rank 2 and its
+//     host.
 #include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <memory>
 
 #include "tests/bpf/collector_harness.h"
+#include "tests/bpf/nccl_job.h"
 #include "tests/e2e/clickhouse_fixture.h"
 
 namespace causeway::test {
@@ -90,6 +98,72 @@ TEST_CASE("trace --ship to a dead store: tracing goes on and exits 0; causeway s
                          "--password-file", ch.writer_pw_file()});
   REQUIRE(r.exit_code == 0);
   CHECK(ch.number("SELECT count() FROM dead_ship.events") == q_int(t.db(), "SELECT count(*) FROM events"));
+}
+
+TEST_CASE("trace --ship of two hosts attached at different points of an NCCL job: one numbering across rounds and hosts") {
+  if (::system("/usr/bin/unshare --uts true >/dev/null 2>&1") != 0) {
+    MESSAGE("SKIPPED: unshare --uts is not available");
+    return;
+  }
+  ClickHouseServer& ch = server();
+  TempDir dir;
+  // ~7 s of all-reduces, running at once; node-a's tracer (ranks 0, 1) attaches first,
+  // node-b's (ranks 2, 3) ~2 s later, so their sequences count from different collectives.
+  Job job(dir, /*paused=*/false, /*iterations=*/2000);
+  auto tracer = [&](const std::string& name, std::vector<pid_t> pids) {
+    std::vector<std::string> args{"--lib", testprog("libnccl.so.2"), "--no-stack"};
+    for (pid_t p : pids) args.insert(args.end(), {"--pid", std::to_string(p)});
+    for (const auto& f : ship_flags(ch.url(), "live_nccl")) args.push_back(f);
+    return std::make_unique<Tracer>(dir, args, name, "cw-" + name);
+  };
+  auto a = tracer("node-a", {job.pids[0], job.pids[1]});
+  sleep_ms(2000);
+  auto b = tracer("node-b", {job.pids[2], job.pids[3]});
+  int64_t during = 0;  // both hosts' collectives in the store while the job still runs
+  for (int i = 0; i < 100 && during < 2; ++i) {
+    sleep_ms(100);
+    auto n = ch.writer("live_nccl").select("SELECT uniqExact(host) FROM live_nccl.collectives");
+    if (n && !n->empty()) during = std::atoll(n->front()[0].c_str());
+  }
+  CHECK(during == 2);
+  job.run();
+  sleep_ms(300);
+  REQUIRE(a->stop() == 0);
+  REQUIRE(b->stop() == 0);
+  INFO(a->log(), b->log());
+  const std::string coll = "SELECT count(*) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')";
+  const int64_t a_entries = q_int(a->db(), coll), b_entries = q_int(b->db(), coll);
+  CHECK(ch.number("SELECT count() FROM live_nccl.collectives") == a_entries + b_entries);
+  // Every rank: one communicator, its launcher rank, one shift of its traced sequence — the same
+  // in every round that shipped its calls.
+  for (int r = 0; r < kRanks; ++r) {
+    CAPTURE(r);
+    const std::string of = " FROM live_nccl.collectives WHERE pid = " + std::to_string(job.pids[r]);
+    CHECK(ch.number("SELECT uniqExact(comm)" + of) == 1);
+    CHECK(ch.number("SELECT uniqExact(seq - traced_seq)" + of) == 1);
+    CHECK(ch.number("SELECT min(rank)" + of) == r);
+    CHECK(ch.number("SELECT max(rank)" + of) == r);
+    CHECK(ch.number("SELECT countIf(rank_source != 'RANK')" + of) == 0);
+  }
+  CHECK(ch.number("SELECT uniqExact(comm) FROM live_nccl.collectives") == 1);
+  // node-b attached hundreds of collectives later: its shift is that much larger, and each of
+  // its all-reduces is one group with node-a's.
+  CHECK(ch.number("SELECT any(seq - traced_seq) FROM live_nccl.collectives WHERE host = 'cw-node-b'") -
+            ch.number("SELECT any(seq - traced_seq) FROM live_nccl.collectives WHERE host = 'cw-node-a'") > 50);
+  CHECK(ch.number("SELECT count() FROM (SELECT seq FROM live_nccl.collectives GROUP BY comm, seq, op_id "
+                  "HAVING uniqExact(host) = 2 AND count() = 4)") * 2 >= b_entries * 9 / 10);
+  auto r = run_causeway({"explain", "--json", "--fleet", ch.url(), "--database", "live_nccl", "--user", "causeway_reader",
+                         "--password-file", ch.reader_pw_file()});
+  REQUIRE(r.exit_code == 0);
+  // The store's cross-host chain (each host's own chains are shipped too).
+  const nlohmann::json explained = nlohmann::json::parse(r.out);
+  nlohmann::json straggler;
+  for (const auto& c : explained["chains"])
+    if (c.value("id", "").rfind("fleet-nccl_straggler-", 0) == 0) straggler = c;
+  REQUIRE_MESSAGE(!straggler.is_null(), r.out);
+  CHECK(straggler["culprit"]["host"] == "cw-node-b");
+  CHECK(straggler["culprit"]["rank"] == kLateRank);
+  CHECK(straggler["culprit"]["pid"] == job.pids[kLateRank]);
 }
 
 }  // namespace causeway::test

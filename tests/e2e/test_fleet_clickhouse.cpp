@@ -135,6 +135,26 @@ void make_two_hosts(const TempDir& dir, std::string& a, std::string& b, const st
   make_host(demo, b, "node-b", "6001, 6002");
 }
 
+// The split job as traced after every rank's ncclCommInitRank (docs/DIAGNOSIS.md "Ranks without
+// init"): no init call, every collective with its process's own communicator handle and rank -1,
+// the ranks known only from the launcher's environment (RANK, WORLD_SIZE, a job id) in
+// `processes`. Blocking collectives, as NCCL's are for the host thread that waits: every rank
+// of a group returns together, 30 µs after the last one entered (what ship's alignment of
+// sequences reads, like the correlator's).
+const char* const kCollective = "op_id IN (SELECT id FROM ops WHERE family = 'collective')";
+void make_two_hosts_without_init(const TempDir& dir, std::string& a, std::string& b) {
+  const std::string coll = kCollective;
+  make_two_hosts(dir, a, b,
+                 "CREATE TEMP TABLE g AS SELECT a1, a4, max(ts_ns) AS last FROM events WHERE " + coll + " GROUP BY a1, a4; "
+                 "CREATE INDEX temp.g_key ON g (a1, a4); "
+                 "UPDATE events SET dur_ns = (SELECT last FROM g WHERE g.a1 = events.a1 AND g.a4 = events.a4) + 30000 - ts_ns "
+                 "WHERE " + coll + "; "
+                 "DELETE FROM events WHERE op_id IN (SELECT id FROM ops WHERE name = 'ncclCommInitRank'); "
+                 "UPDATE events SET a1 = 140000000000000 + pid * 4096, a2 = -1 WHERE " + coll + "; "
+                 "UPDATE processes SET rank = pid - 6001, world_size = 4, local_rank = (pid - 6001) % 2, rank_source = 'RANK', "
+                 "job_id = 'job-42' WHERE pid BETWEEN 6001 AND 6004;");
+}
+
 // The store's cross-host straggler chain of the split job: rank 2 (pid 6003) on node-b.
 json late_rank_2_on_node_b(const json& explain) {
   json straggler;
@@ -241,28 +261,14 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   CHECK(sessions == 2);
 }
 
-// Ranks traced after their ncclCommInitRank (docs/DIAGNOSIS.md "Ranks without init"): no init
-// call, every collective with its process's own communicator handle and rank -1, the ranks
-// known only from the launcher's environment (RANK, WORLD_SIZE, a job id) in `processes`.
+// Ranks traced after their ncclCommInitRank (make_two_hosts_without_init).
 // Matched by (comm, seq) as stored, no group would span the hosts; ship resolves each entry to
 // the job's communicator as the host's correlator does, so the store finds rank 2 on node-b.
 TEST_CASE("ranks attached after init: ship resolves them and the store matches them across hosts") {
   TempDir dir;
   const std::string db = "fleet_noinit";
   std::string a, b;
-  // Blocking collectives, as NCCL's are for the host thread that waits: every rank of a group
-  // returns together, 30 µs after the last one entered (what ship's per-host alignment of
-  // sequences reads, like the correlator's). Then init removed and ranks from the launcher.
-  const std::string coll = "op_id IN (SELECT id FROM ops WHERE family = 'collective')";
-  make_two_hosts(dir, a, b,
-                 "CREATE TEMP TABLE g AS SELECT a1, a4, max(ts_ns) AS last FROM events WHERE " + coll + " GROUP BY a1, a4; "
-                 "CREATE INDEX temp.g_key ON g (a1, a4); "
-                 "UPDATE events SET dur_ns = (SELECT last FROM g WHERE g.a1 = events.a1 AND g.a4 = events.a4) + 30000 - ts_ns "
-                 "WHERE " + coll + "; "
-                 "DELETE FROM events WHERE op_id IN (SELECT id FROM ops WHERE name = 'ncclCommInitRank'); "
-                 "UPDATE events SET a1 = 140000000000000 + pid * 4096, a2 = -1 WHERE " + coll + "; "
-                 "UPDATE processes SET rank = pid - 6001, world_size = 4, local_rank = (pid - 6001) % 2, rank_source = 'RANK', "
-                 "job_id = 'job-42' WHERE pid BETWEEN 6001 AND 6004;");
+  make_two_hosts_without_init(dir, a, b);
   REQUIRE(sqlite_count(a, "SELECT count(DISTINCT a1) FROM events WHERE op_id IN (SELECT id FROM ops WHERE family = 'collective')") == 2);
   ship_ok(a, db);
   ship_ok(b, db);
@@ -274,10 +280,70 @@ TEST_CASE("ranks attached after init: ship resolves them and the store matches t
   json ex = read_fleet("explain", db);
   json straggler = late_rank_2_on_node_b(ex);
   CHECK(straggler["victims"].size() == 3);
-  // A second ship: the collectives are read again to rebuild the numbering, nothing is sent.
+  // A second ship: the numbering is read back from the store, nothing is sent.
   json again = ship_ok(b, db);
   CHECK(again["rows"]["collectives"] == 0);
   CHECK(ch().number("SELECT count() FROM fleet_noinit.collectives") == entries);
+
+  // The same store as a causeway of fleet schema 2 left it (collectives without the traced
+  // handle and sequence): the readers refuse it with fleet_too_old; one ship upgrades it, and
+  // that ship and the next number the ranks as before.
+  auto w = ch().writer(db);
+  REQUIRE(w.execute("ALTER TABLE fleet_noinit.collectives DROP COLUMN handle, DROP COLUMN traced_seq"));
+  REQUIRE(w.execute("DROP TABLE fleet_noinit.schema_version"));
+  REQUIRE(w.execute("CREATE TABLE fleet_noinit.schema_version (version UInt32, tool_version String, created_ns Int64) "
+                    "ENGINE = MergeTree ORDER BY version"));
+  REQUIRE(w.execute("INSERT INTO fleet_noinit.schema_version VALUES (2, 'old', 0)"));
+  auto old = run_causeway(cat({"explain", "--json", "--fleet", ch().url()}, as_reader(db)));
+  CHECK(old.exit_code == 1);
+  CHECK(json::parse(old.out)["error"]["code"] == "fleet_too_old");
+  json upgraded = ship_ok(a, db);
+  CHECK(upgraded["rows"]["collectives"] == 0);
+  CHECK(ch().number("SELECT count() FROM system.columns WHERE database = 'fleet_noinit' AND table = 'collectives' "
+                    "AND name IN ('handle', 'traced_seq')") == 2);
+  late_rank_2_on_node_b(read_fleet("explain", db));
+}
+
+// Hosts whose tracers attached at different points of the job: node-b's started 100
+// all-reduces after node-a's, so its ranks count sequences from there. Shipped in either
+// order or both at once, the second host's ranks are aligned to the numbering the first one stored (by the
+// return times of their first calls), every collective is one group across both hosts, and the
+// store names rank 2 on node-b.
+TEST_CASE("a host attached later: its sequences are aligned across hosts in the store, whichever ships first") {
+  TempDir dir;
+  std::string a, b;
+  make_two_hosts_without_init(dir, a, b);
+  const std::string coll = kCollective;
+  sqlite_exec(b, "DELETE FROM events WHERE " + coll + " AND a4 <= 100; UPDATE events SET a4 = a4 - 100 WHERE " + coll + ";");
+  const int64_t b_entries = sqlite_count(b, "SELECT count(*) FROM events WHERE " + coll);
+  // In turn (either order), and both at once: node-b (no rank 0) then waits for the numbering
+  // node-a (rank 0) stores instead of starting its own.
+  for (const auto& [db, first, second] :
+       {std::tuple{"fleet_late_ab", a, b}, std::tuple{"fleet_late_ba", b, a}, std::tuple{"fleet_late_both", a, b}}) {
+    const std::string d = db;
+    INFO(d);
+    if (d == "fleet_late_both") {
+      ProcessResult rb;
+      std::thread other([&, second = second] { rb = ship(second, d); });
+      ship_ok(first, d);
+      other.join();
+      INFO(rb.err, rb.out);
+      REQUIRE(rb.exit_code == 0);
+    } else {
+      ship_ok(first, d);
+      ship_ok(second, d);
+    }
+    // node-a's numbering is node-b's traced one + 100, whichever numbering the store kept.
+    CHECK(ch().number("SELECT uniqExact(seq - traced_seq) FROM " + d + ".collectives WHERE host = 'node-b'") == 1);
+    CHECK(ch().number("SELECT uniqExact(seq - traced_seq) FROM " + d + ".collectives WHERE host = 'node-a'") == 1);
+    CHECK(ch().number("SELECT any(seq - traced_seq) FROM " + d + ".collectives WHERE host = 'node-b'") -
+              ch().number("SELECT any(seq - traced_seq) FROM " + d + ".collectives WHERE host = 'node-a'") ==
+          100);
+    // Every node-b entry is in a group with node-a's two ranks.
+    CHECK(ch().number("SELECT sum(n) FROM (SELECT count() AS n FROM " + d + ".collectives GROUP BY comm, seq, op_id "
+                      "HAVING uniqExact(host) = 2 AND n = 4) ") == b_entries * 2);
+    late_rank_2_on_node_b(read_fleet("explain", d));
+  }
 }
 
 // mcp --fleet with the official MCP SDK client (tests/e2e/mcp_fleet.test.mjs) over this store:
@@ -342,14 +408,15 @@ TEST_CASE("bad input: the reader cannot ship, a wrong password, a closed port, a
   auto reader_closed = run_causeway(cat({"explain", "--json", "--fleet", ch().closed_url()}, as_reader("fleet_bad")));
   CHECK(reader_closed.exit_code == 1);
 
-  // A store laid out by a newer causeway: ship and the readers refuse it, writing nothing.
+  // A store laid out by a newer causeway: ship and the readers refuse it, writing nothing (no
+  // newer progress row; a count would change when the engine folds older ones in a merge).
   ship_ok(file, "fleet_newer");
   REQUIRE(ch().writer("fleet_newer").execute("INSERT INTO fleet_newer.schema_version VALUES (99, '9.9', 0)"));
-  const int64_t before = ch().number("SELECT count() FROM fleet_newer.ship_progress");
+  const int64_t before = ch().number("SELECT max(ver) FROM fleet_newer.ship_progress");
   auto newer = ship(file, "fleet_newer");
   CHECK(newer.exit_code == 1);
   CHECK(json::parse(newer.out)["error"]["code"] == "fleet_too_new");
-  CHECK(ch().number("SELECT count() FROM fleet_newer.ship_progress") == before);
+  CHECK(ch().number("SELECT max(ver) FROM fleet_newer.ship_progress") == before);
   auto newer_read = run_causeway(cat({"explain", "--json", "--fleet", ch().url()}, as_reader("fleet_newer")));
   CHECK(newer_read.exit_code == 1);
   CHECK(json::parse(newer_read.out)["error"]["code"] == "fleet_too_new");

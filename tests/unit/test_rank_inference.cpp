@@ -63,4 +63,57 @@ TEST_CASE("entries with a traced init, or of processes without a launcher rank, 
   CHECK(ri.source(8).empty());
 }
 
+// Another host's numbering (restored from the fleet store, fleet/ship_table.cpp) as the history:
+// collective k of the job returned at k * 10 ms + 3 ms and is numbered k + 1000 there.
+void other_host_numbering(RankInference& ri, int64_t comm, int from, int to) {
+  for (int k = from; k < to; ++k) ri.restore_history(comm, k + 1000, k * 10'000'000 + 3'000'000);
+}
+
+std::vector<CollectiveEntry> one_rank(RankInference& ri, int first, int last) {
+  ri.set_launcher(100, 0, 2, "RANK", "job");
+  std::vector<CollectiveEntry> entries;
+  for (int k = first; k < last; ++k) {
+    CollectiveEntry e;
+    e.comm = 0x7f00;
+    e.seq = k - first + 1;  // traced from the first call after attach
+    e.pid = e.tid = 100;
+    e.op = 1;
+    e.ts_ns = k * 10'000'000;
+    entries.push_back(e);
+    REQUIRE(ri.resolve(entries.back(), e.ts_ns + 3'000'000 + 20'000));
+  }
+  return entries;
+}
+
+TEST_CASE("a rank joins the numbering another host stored, whether it attached after that host or before") {
+  for (const auto& [first, other_from] : {std::pair{50, 0}, std::pair{0, 50}}) {
+    CAPTURE(first);
+    RankInference ri;
+    std::vector<CollectiveEntry> entries = one_rank(ri, first, 200);
+    const int64_t comm = entries.front().comm;  // the job communicator resolve() gave it
+    REQUIRE(comm != 0x7f00);
+    REQUIRE_FALSE(ri.has_history(comm));
+    other_host_numbering(ri, comm, other_from, 200);
+    REQUIRE(ri.has_history(comm));
+    ri.align(entries);
+    for (size_t i = 0; i < entries.size(); ++i) CHECK(entries[i].seq == first + static_cast<int64_t>(i) + 1000);
+  }
+}
+
+TEST_CASE("a numbering restored from the store is kept: the next batch's calls get the same shift") {
+  RankInference ri;
+  ri.set_launcher(100, 0, 2, "RANK", "job");
+  CollectiveEntry probe;
+  probe.comm = 0x7f00, probe.pid = 100, probe.seq = 1;
+  REQUIRE(ri.resolve(probe, 0));
+  RankInference next;  // the next ship: the stream as stored (shift 37), then later calls
+  next.restore_stream(100, 0x7f00, probe.comm, 37);
+  std::vector<CollectiveEntry> later = one_rank(next, 300, 310);
+  next.align(later);
+  for (size_t i = 0; i < later.size(); ++i) {
+    CHECK(later[i].comm == probe.comm);
+    CHECK(later[i].seq == static_cast<int64_t>(i) + 1 + 37);
+  }
+}
+
 }  // namespace causeway
