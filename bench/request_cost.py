@@ -3,18 +3,19 @@
 with python3-aiohttp.
 
   sudo /usr/bin/python3 bench/request_cost.py --build build [--rate 1000] [--seconds 8]
-                                              [--rounds 3] [--connections 8] [--hooks raw,syscalls]
+                                              [--rounds 3] [--connections 8] [--hooks libc,syscalls,raw]
 
 1. A served request: a small streaming server (aiohttp, one process, like an OpenAI-style API
    server: POST /v1/completions answers two SSE `data:` events and `data: [DONE]`) takes an
    open-loop load of --rate requests/s over --connections keep-alive connections. Each round
-   runs the same load untraced and under `causeway trace --http-port PORT` once per syscall
-   hook (CAUSEWAY_SOCK_HOOK=raw|syscalls: collector/sock_hook.h; the order rotates), and the
+   runs the same load untraced and under `causeway trace --http-port PORT` once per hook
+   (CAUSEWAY_SOCK_HOOK=libc|syscalls|raw: collector/sock_hook.h; the order rotates), and the
    client measures every request's latency itself (send -> the end of the response).
    Reported: the client's p50/p99 per run and the traced/untraced ratio of the p50, the median
    over rounds; each traced run checks that the DB holds every request and that the hook asked
    for is the one the tracer used.
-2. An untraced process: bench/syscall_cost (a write+read loop over a socketpair, and getppid)
+2. An untraced process: bench/syscall_cost (a write+read loop over a socketpair through libc's
+   write() and read(), the very functions the libc hook probes in the server, and getppid)
    with no tracer and with a tracer running on each hook, in the same round; the ratio of ns
    per syscall in the fastest tenth of blocks of 100 calls (the mean is printed beside it).
 """
@@ -134,13 +135,18 @@ def stored_requests(causeway, db):
 
 
 def hook_used(db):
-    """The hook the tracer attached, from its collector_stats (collector/session.cpp)."""
+    """The hook the tracer attached, from its collector_stats (collector/session.cpp): libc
+    only when no tracepoint hook was attached at all."""
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     try:
         links = dict(con.execute("SELECT name, value FROM collector_stats WHERE name IN "
-                                 "('http_syscall_tracepoint_links', 'http_raw_syscall_links')").fetchall())
+                                 "('http_syscall_tracepoint_links', 'http_raw_syscall_links', "
+                                 "'http_libc_servers')").fetchall())
     finally:
         con.close()
+    tracepoints = links.get("http_syscall_tracepoint_links", 0) + links.get("http_raw_syscall_links", 0)
+    if links.get("http_libc_servers", 0) > 0:
+        return "libc" if tracepoints == 0 else "libc+tracepoints"
     if links.get("http_syscall_tracepoint_links", 0) > 0:
         return "syscalls"
     return "raw" if links.get("http_raw_syscall_links", 0) > 0 else "none"
@@ -160,7 +166,7 @@ def main():
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--syscalls", type=int, default=500000)
-    ap.add_argument("--hooks", default="raw,syscalls", help="the syscall hooks to trace with, in turn")
+    ap.add_argument("--hooks", default="libc,syscalls,raw", help="the hooks to trace with, in turn")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ready-file", help=argparse.SUPPRESS)
     a = ap.parse_args()

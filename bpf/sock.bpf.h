@@ -4,15 +4,19 @@
  * only processes the collector put in `sock_pids`, and of those only the fds they accepted
  * while traced, so no buffer of an unrelated fd or process is ever copied.
  *
- * Two hooks run the same logic (docs/INFERENCE.md "Which syscall hook"); the collector picks
- * one when the first server is found (collector/bpf_loader.cpp attach_sock_tracing):
+ * Three hooks run the same logic (sock_enter / sock_exit; docs/INFERENCE.md "Which hook");
+ * the collector picks one per server (collector/bpf_loader.cpp, collector/sock_hook.h):
+ * - libc (the default): uprobes and uretprobes on the server's own libc socket functions
+ *   (cw_sock_libc_*), attached with the server's pid, so the kernel writes their breakpoints
+ *   into that process's memory only: another process's read or write runs nothing at all.
+ *   Misses what bypasses those functions (direct syscalls, io_uring, static binaries).
  * - syscall tracepoints syscalls:sys_enter_<name> / sys_exit_<name> of the socket syscalls
- *   only (cw_sock_sys_*): another syscall, or another process's syscall, never runs a
- *   program; an untraced process's read or write pays the tgid filter. Needs
- *   CONFIG_FTRACE_SYSCALLS and tracefs (the tracepoint ids are read there).
+ *   only (cw_sock_sys_*), for servers without a dynamically linked libc: an untraced
+ *   process's read or write pays the tgid filter. Needs CONFIG_FTRACE_SYSCALLS and tracefs.
  * - the fallback, raw tracepoints sys_enter / sys_exit (no tracefs needed; cw_sock_enter /
  *   cw_sock_exit): every syscall of every process runs the tgid filter once attached.
- * In both the tgid filter comes first: nothing else runs for a process that is not a server. */
+ * `sock_pids` says which hook serves each server, so a server on the libc hook is not seen
+ * twice when another server needs a tracepoint hook. */
 #pragma once
 
 #include "maps.bpf.h"
@@ -47,7 +51,10 @@
  * rest go in one record without data (user space counts them as unseen). */
 #define CW_SOCK_MAX_IOV 8
 
-/* Serving processes (tgid → 1), filled by the collector (collector/servers.h). */
+/* Serving processes (tgid → the hook that traces it: CW_SOCK_BY_*), filled by the collector
+ * (collector/servers.h, collector/bpf_loader.cpp trace_server). */
+#define CW_SOCK_BY_SYSCALL 1 /* syscall or raw tracepoints */
+#define CW_SOCK_BY_LIBC 2    /* uprobes on its libc */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
@@ -148,10 +155,11 @@ static __always_inline __u64 sock_arg(const void *src, const enum cw_sock_hook h
   return PT_REGS_PARM3_CORE_SYSCALL(regs);
 }
 
-/* The serving-process filter both hooks run first. */
-static __always_inline bool sock_pid(__u64 id) {
+/* The serving-process filter every hook runs first: a server traced by hook `by`. */
+static __always_inline bool sock_pid(__u64 id, const __u8 by) {
   __u32 tgid = id >> 32;
-  return bpf_map_lookup_elem(&sock_pids, &tgid) != 0;
+  __u8 *v = bpf_map_lookup_elem(&sock_pids, &tgid);
+  return v && *v == by;
 }
 
 /* Entry of syscall nr of a serving process: close ends a traced connection; the others note
@@ -214,7 +222,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
 SEC("raw_tp/sys_enter")
 int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   return sock_enter(id, (const void *)ctx->args[0], CW_HOOK_RAW, (long)ctx->args[1]);
 }
 
@@ -225,7 +233,7 @@ int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
 SEC("tracepoint")
 int cw_sock_sys_enter(struct trace_event_raw_sys_enter *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   const __u64 args[3] = {ctx->args[0], ctx->args[1], ctx->args[2]};
   return sock_enter(id, args, CW_HOOK_SYSCALLS, (int)ctx->id);
 }
@@ -234,7 +242,7 @@ int cw_sock_sys_enter(struct trace_event_raw_sys_enter *ctx) {
 SEC("tracepoint")
 int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   const __u64 args[1] = {ctx->args[0]};
   return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
@@ -299,7 +307,7 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
 SEC("raw_tp/sys_exit")
 int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   return sock_exit(id, (__s64)ctx->args[1]);
 }
 
@@ -307,6 +315,40 @@ int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
 SEC("tracepoint")
 int cw_sock_sys_exit(struct trace_event_raw_sys_exit *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   return sock_exit(id, ctx->ret);
+}
+
+/* The libc hook: the cookie of each attach point is the CW_NR_* of the syscall the function
+ * makes (recv and send: recvfrom and sendto; the __*_chk variants: their plain function), so
+ * sock_enter / sock_exit run as for the syscall; the arguments come from the registers of the
+ * C calling convention. libc's syscall() (libuv closes its sockets with syscall(SYS_close))
+ * has CW_LIBC_SYSCALL: its first argument is the number, and only close is taken from it (an
+ * entry noted there would have no uretprobe to read it back). */
+#define CW_LIBC_SYSCALL 0xffff
+
+SEC("uprobe")
+int cw_sock_libc_enter(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id, CW_SOCK_BY_LIBC)) return 0;
+  long nr = (long)bpf_get_attach_cookie(ctx);
+  if (nr == CW_LIBC_SYSCALL) {
+    if ((long)PT_REGS_PARM1(ctx) != CW_NR_CLOSE) return 0;
+    const __u64 args[1] = {PT_REGS_PARM2(ctx)};
+    return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
+  }
+  const __u64 args[3] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx)};
+  return sock_enter(id, args, CW_HOOK_SYSCALLS, nr);
+}
+
+/* Returns of the same functions but close and syscall(), whose entry emits. accept and
+ * accept4 return an int: its sign is in the low 32 bits of the register only. */
+SEC("uretprobe")
+int cw_sock_libc_exit(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id, CW_SOCK_BY_LIBC)) return 0;
+  long nr = (long)bpf_get_attach_cookie(ctx);
+  __s64 ret = (__s64)PT_REGS_RC(ctx);
+  if (nr == CW_NR_ACCEPT || nr == CW_NR_ACCEPT4) ret = (__s32)ret;
+  return sock_exit(id, ret);
 }
