@@ -8,7 +8,8 @@ with python3-aiohttp.
 1. A served request: a small streaming server (aiohttp, one process, like an OpenAI-style API
    server: POST /v1/completions answers two SSE `data:` events and `data: [DONE]`) takes an
    open-loop load of --rate requests/s over --connections keep-alive connections. Each round
-   runs the same load untraced and under `causeway trace --http-port PORT` once per hook
+   runs the same load untraced and under `causeway trace --http-port PORT --pid SERVER` (--pid:
+   not the CUDA processes of other jobs on the host) once per hook
    (CAUSEWAY_SOCK_HOOK=libc|syscalls|raw: collector/sock_hook.h; the order rotates), and the
    client measures every request's latency itself (send -> the end of the response).
    Reported: the client's p50/p99 per run and the traced/untraced ratio of the p50, the median
@@ -109,12 +110,12 @@ def run_load(port, rate, seconds, connections):
 
 
 class Tracer:
-    def __init__(self, causeway, tmp, port, tag, hook):
+    def __init__(self, causeway, tmp, port, tag, hook, server_pid):
         self.db = os.path.join(tmp, "trace-%s.db" % tag)
         ready = os.path.join(tmp, "ready-%s" % tag)
         self.log = open(os.path.join(tmp, "trace-%s.log" % tag), "w")
         self.proc = subprocess.Popen([causeway, "trace", "--db", self.db, "--quiet", "--ready-file", ready,
-                                      "--no-stack", "--http-port", str(port)], stdout=self.log, stderr=self.log,
+                                      "--no-stack", "--http-port", str(port), "--pid", str(server_pid)], stdout=self.log, stderr=self.log,
                                      env=dict(os.environ, CAUSEWAY_SOCK_HOOK=hook))
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
@@ -129,9 +130,14 @@ class Tracer:
         self.log.close()
 
 
-def stored_requests(causeway, db):
-    out = subprocess.run([causeway, "requests", "--db", db, "--json"], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)["requests"]["count"]
+def stored_requests(db, server_pid):
+    """Requests the DB holds from the bench's server: a tracer with no --pid also traces other
+    CUDA processes' servers on the host (another job's test server and its own scrapes)."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return con.execute("SELECT count(*) FROM requests WHERE server_pid = ?", (server_pid,)).fetchone()[0]
+    finally:
+        con.close()
 
 
 def hook_used(db):
@@ -204,14 +210,14 @@ def main():
                         res["bare"] = run_load(a.port, a.rate, a.seconds, a.connections)
                         res["syscall_bare"] = syscall_ns(prog, a.syscalls)
                         continue
-                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind)
+                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind, server.pid)
                     try:
                         res["syscall_" + kind] = syscall_ns(prog, a.syscalls)
                         res[kind] = run_load(a.port, a.rate, a.seconds, a.connections)
                         time.sleep(0.3)
                     finally:
                         t.stop()
-                    stored = stored_requests(causeway, t.db)
+                    stored = stored_requests(t.db, server.pid)
                     if stored != res[kind]["requests"]:
                         raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d"
                                            % (r, kind, stored, res[kind]["requests"]))

@@ -164,7 +164,9 @@ Run traced_run(TempDir& dir, const std::string& hook) {
   wait_for_file(dir.file("server.ready"), 30000);
   if (hook.empty()) ::unsetenv("CAUSEWAY_SOCK_HOOK");
   else ::setenv("CAUSEWAY_SOCK_HOOK", hook.c_str(), 1);
-  Tracer t(dir, {"--http-port", std::to_string(port), "--no-stack", "--engine-metrics-interval", "0"});
+  // --pid: not the servers of other jobs' CUDA processes on a shared host.
+  Tracer t(dir, {"--http-port", std::to_string(port), "--pid", std::to_string(server), "--no-stack",
+                 "--engine-metrics-interval", "0"});
   ::unsetenv("CAUSEWAY_SOCK_HOOK");
   Run r;
   r.server = server;
@@ -249,6 +251,7 @@ TEST_CASE("default: the libc hook on the server alone; no tracepoint attached; a
   CHECK(collector_stat(r, "http_syscall_tracepoint_links") == 0);
   CHECK(collector_stat(r, "http_raw_syscall_links") == 0);
   CHECK(collector_stat(r, "http_libc_servers") == 1);
+  CHECK(collector_stat(r, "http_libc_links") >= 2);  // the server still ran at stop: entries and returns
   // The per-process property, from the kernel's side: each probed function carries a
   // breakpoint in the server's text and none in the untraced process's, though both map the
   // same libc file and call the same functions on sockets the whole time.
@@ -329,7 +332,8 @@ TEST_CASE("a static server (no libc) gets the tracepoint hook beside a libc-hook
   wait_for_file(dir.file("server.ready"), 30000);
   wait_for_file(dir.file("static.ready"), 30000);
   ::unsetenv("CAUSEWAY_SOCK_HOOK");
-  Tracer t(dir, {"--http-port", std::to_string(port), "--http-port", std::to_string(static_port), "--no-stack",
+  Tracer t(dir, {"--http-port", std::to_string(port), "--http-port", std::to_string(static_port), "--pid",
+                 std::to_string(server), "--pid", std::to_string(static_server), "--no-stack",
                  "--engine-metrics-interval", "0"});
   auto c = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(port),
                         "--requests", "40", "--concurrency", "4", "--max-tokens", "5", "--out", dir.file("client.json")});
@@ -347,7 +351,11 @@ TEST_CASE("a static server (no libc) gets the tracepoint hook beside a libc-hook
                         "    assert r.status == 200 and r.read() == b'ok'\n",
                         std::to_string(static_port)});
   REQUIRE_MESSAGE(s.exit_code == 0, s.err);
+  // The libc-hooked server exits: at the next rescan (1 s) its probes detach.
   sleep_ms(300);
+  ::kill(server, SIGTERM);
+  reap.wait();
+  sleep_ms(2500);
   REQUIRE(t.stop(SIGINT) == 0);
   Run r;
   r.db = t.db();
@@ -363,11 +371,10 @@ TEST_CASE("a static server (no libc) gets the tracepoint hook beside a libc-hook
                         std::to_string(static_server)) == 20);
   CHECK(q_int(r.db, "SELECT count(DISTINCT request_id) FROM requests WHERE path = '/static' AND request_id LIKE 'static-%'") == 20);
   CHECK(collector_stat(r, "http_libc_servers") == 1);
+  CHECK(collector_stat(r, "http_libc_links") == 0);  // detached when it exited
   CHECK(q_int(r.db, "SELECT value FROM collector_stats WHERE name = '" +
                         std::string(syscalls ? "http_syscall_tracepoint_links" : "http_raw_syscall_links") + "'") ==
         (syscalls ? 21 : 2));
-  ::kill(server, SIGTERM);
-  reap.wait();
 }
 
 TEST_CASE("CAUSEWAY_SOCK_HOOK=libc: a static server is not traced, and the user is told why") {
