@@ -24,6 +24,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -219,8 +220,9 @@ def main():
                         t.stop()
                     stored = stored_requests(t.db, server.pid)
                     if stored != res[kind]["requests"]:
-                        raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d"
-                                           % (r, kind, stored, res[kind]["requests"]))
+                        kept = shutil.copy(t.db, tempfile.mkstemp(prefix="cw-reqcost-", suffix=".db")[1])
+                        raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d (kept: %s)"
+                                           % (r, kind, stored, res[kind]["requests"], kept))
                     used = hook_used(t.db)
                     if used != kind:
                         raise RuntimeError("round %d: asked for the %s hook, the tracer used %s" % (r, kind, used))

@@ -19,6 +19,7 @@
  * twice when another server needs a tracepoint hook. */
 #pragma once
 
+#include "calls.bpf.h" /* bpf_session_is_return, CW_RUN_RETURN / CW_SKIP_RETURN */
 #include "maps.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
@@ -327,28 +328,54 @@ int cw_sock_sys_exit(struct trace_event_raw_sys_exit *ctx) {
  * entry noted there would have no uretprobe to read it back). */
 #define CW_LIBC_SYSCALL 0xffff
 
-SEC("uprobe")
-int cw_sock_libc_enter(struct pt_regs *ctx) {
-  __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id, CW_SOCK_BY_LIBC)) return 0;
+static __always_inline void sock_libc_enter(struct pt_regs *ctx, __u64 id) {
   long nr = (long)bpf_get_attach_cookie(ctx);
   if (nr == CW_LIBC_SYSCALL) {
-    if ((long)PT_REGS_PARM1(ctx) != CW_NR_CLOSE) return 0;
+    if ((long)PT_REGS_PARM1(ctx) != CW_NR_CLOSE) return;
     const __u64 args[1] = {PT_REGS_PARM2(ctx)};
-    return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
+    sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
+    return;
   }
   const __u64 args[3] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx)};
-  return sock_enter(id, args, CW_HOOK_SYSCALLS, nr);
+  sock_enter(id, args, CW_HOOK_SYSCALLS, nr);
 }
 
-/* Returns of the same functions but close and syscall(), whose entry emits. accept and
- * accept4 return an int: its sign is in the low 32 bits of the register only. */
-SEC("uretprobe")
-int cw_sock_libc_exit(struct pt_regs *ctx) {
-  __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id, CW_SOCK_BY_LIBC)) return 0;
+/* accept and accept4 return an int: its sign is in the low 32 bits of the register only. */
+static __always_inline void sock_libc_exit(struct pt_regs *ctx, __u64 id) {
   long nr = (long)bpf_get_attach_cookie(ctx);
   __s64 ret = (__s64)PT_REGS_RC(ctx);
   if (nr == CW_NR_ACCEPT || nr == CW_NR_ACCEPT4) ret = (__s32)ret;
-  return sock_exit(id, ret);
+  sock_exit(id, ret);
+}
+
+/* Kernels with session uprobes (6.13+; collector/uprobe_multi.h): one program at the entry
+ * and, only when the entry noted a call on a traced connection, at the return; any other
+ * call (another fd, close, syscall()) returns without a second trap. */
+SEC("uprobe")
+int cw_sock_libc_session(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id, CW_SOCK_BY_LIBC)) return CW_SKIP_RETURN;
+  if (bpf_session_is_return()) {
+    sock_libc_exit(ctx, id);
+    return 0;
+  }
+  sock_libc_enter(ctx, id);
+  __u32 tid = (__u32)id;
+  return bpf_map_lookup_elem(&sock_args, &tid) ? CW_RUN_RETURN : CW_SKIP_RETURN;
+}
+
+/* Older kernels: a uprobe on every function and a uretprobe on those whose return makes the
+ * record (all but close and syscall(), whose entry emits). */
+SEC("uprobe")
+int cw_sock_libc_enter(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (sock_pid(id, CW_SOCK_BY_LIBC)) sock_libc_enter(ctx, id);
+  return 0;
+}
+
+SEC("uretprobe")
+int cw_sock_libc_exit(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (sock_pid(id, CW_SOCK_BY_LIBC)) sock_libc_exit(ctx, id);
+  return 0;
 }

@@ -114,10 +114,13 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
             p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));
     } else if (!o.host_tracepoints || p == progs->cw_session || p == progs->cw_enter || p == progs->cw_return) {
       bpf_program__set_autoload(p, false);
-    } else if ((p == progs->cw_sock_libc_enter || p == progs->cw_sock_libc_exit) &&
-               obj->link_kind_ != UprobeLinkKind::perf_event) {
-      // The libc hook of request tracing: multi links (one per server and side) where there are.
-      bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachUprobeMulti));
+    } else if (p == progs->cw_sock_libc_session || p == progs->cw_sock_libc_enter || p == progs->cw_sock_libc_exit) {
+      // The libc hook of request tracing, as the calls' uprobes: one session link per server,
+      // or multi links (one per server and side), or perf-event uprobes.
+      if (session != (p == progs->cw_sock_libc_session)) bpf_program__set_autoload(p, false);
+      else if (obj->link_kind_ != UprobeLinkKind::perf_event)
+        bpf_program__set_expected_attach_type(
+            p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));
     }
   }
   if (int err = causeway_bpf__load(obj->skel_); err)
@@ -345,7 +348,7 @@ Result<void> BpfObject::attach_sock_tracepoints() {
 }
 
 Result<size_t> BpfObject::attach_sock_libc(uint32_t pid) {
-  if (!bpf_program__autoload(skel_->progs.cw_sock_libc_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
+  if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
   const std::string libc = mapped_libc(read_maps(pid));
   if (libc.empty()) return make_error("libc", "pid " + std::to_string(pid) + " maps no C library (a static binary?)");
   // The file as the process sees it: a server in a container has its own.
@@ -354,7 +357,12 @@ Result<size_t> BpfObject::attach_sock_libc(uint32_t pid) {
   if (!sites) return sites.error();
   LibcLinks links;
   // Returns first, so no entry runs without its return (collector/attacher.cpp says why).
-  if (link_kind_ != UprobeLinkKind::perf_event) {
+  if (link_kind_ == UprobeLinkKind::session) {
+    auto fd = attach_uprobe_multi(bpf_program__fd(skel_->progs.cw_sock_libc_session), path, sites->entries,
+                                  ProbeSide::session, pid);
+    if (!fd) return fd.error();
+    links.multi.push_back(*fd);
+  } else if (link_kind_ == UprobeLinkKind::multi) {
     for (auto [prog, side, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, ProbeSide::ret, &sites->returns},
                                     std::tuple{skel_->progs.cw_sock_libc_enter, ProbeSide::entry, &sites->entries}}) {
       auto fd = attach_uprobe_multi(bpf_program__fd(prog), path, *list, side, pid);

@@ -91,8 +91,8 @@ class BpfObject {
   size_t sock_links() const { return sock_links_.size(); }
   SockHook sock_tracepoint_hook() const { return sock_tracepoint_; }
   const std::string& sock_why_raw() const { return sock_why_raw_; }
-  // The libc hook's links now (one or two per server with multi links, one per probed
-  // function and side without), and the servers that got it since the start.
+  // The libc hook's links now (per server: one session link, or two multi links, or one per
+  // probed function and side), and the servers that got it since the start.
   size_t sock_libc_links() const;
   size_t sock_libc_servers() const { return sock_libc_servers_; }
 
@@ -136,7 +136,7 @@ class BpfObject {
   SockHook sock_tracepoint_ = SockHook::raw;
   std::string sock_why_raw_;
   struct LibcLinks {
-    std::vector<int> multi;       // multi-uprobe link fds
+    std::vector<int> multi;       // session or multi-uprobe link fds
     std::vector<LinkPtr> perf;    // perf-event uprobes (kernels before 6.6)
   };
   std::map<uint32_t, LibcLinks> sock_libc_;  // by server pid

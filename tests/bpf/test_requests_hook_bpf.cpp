@@ -251,7 +251,7 @@ TEST_CASE("default: the libc hook on the server alone; no tracepoint attached; a
   CHECK(collector_stat(r, "http_syscall_tracepoint_links") == 0);
   CHECK(collector_stat(r, "http_raw_syscall_links") == 0);
   CHECK(collector_stat(r, "http_libc_servers") == 1);
-  CHECK(collector_stat(r, "http_libc_links") >= 2);  // the server still ran at stop: entries and returns
+  CHECK(collector_stat(r, "http_libc_links") >= 1);  // the server still ran at stop
   // The per-process property, from the kernel's side: each probed function carries a
   // breakpoint in the server's text and none in the untraced process's, though both map the
   // same libc file and call the same functions on sockets the whole time.
