@@ -85,6 +85,10 @@ struct cw_sock_args {
   __u8 sock_op;  /* enum cw_sock_op */
   __u8 shape;    /* 0 flat buffer, 1 iovec array, 2 msghdr */
   __u16 _pad;
+  /* The libc hook's entry time: its writes are stamped there, not at the return trap, which a
+   * preemption after the syscall can delay past the peer's receipt of the bytes. 0 on the
+   * tracepoint hooks, whose exit runs in the kernel before any such preemption. */
+  __u64 ts;
 };
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -104,8 +108,8 @@ struct {
 #define CW_SHAPE_IOV 1
 #define CW_SHAPE_MSG 2
 
-static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u8 op, __s32 fd, __s64 bytes, __u16 captured) {
-  fill_header_nocg(&e->hdr, id, bpf_ktime_get_ns(), 0, CW_REC_SOCK, CW_SRC_NET);
+static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u16 captured) {
+  fill_header_nocg(&e->hdr, id, ts, 0, CW_REC_SOCK, CW_SRC_NET);
   e->bytes = bytes;
   e->fd = fd;
   e->captured = captured;
@@ -116,7 +120,7 @@ static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u8 op
 
 /* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
  * reservation sizes). */
-static __always_inline void sock_emit_cap(__u64 id, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap) {
+static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap) {
   struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES + cap, 0);
   if (!e) {
     count_drop(CW_DROP_RING_SOCK);
@@ -127,14 +131,14 @@ static __always_inline void sock_emit_cap(__u64 id, __u8 op, __s32 fd, __s64 byt
   asm volatile("" : "+r"(n)); /* keep the clamp below: the verifier needs n <= cap on this path */
   if (n > cap) n = cap;
   if (n && bpf_probe_read_user(e->data, n, (const void *)buf) != 0) n = 0;
-  sock_fill(e, id, op, fd, bytes, (__u16)n);
+  sock_fill(e, id, ts, op, fd, bytes, (__u16)n);
   __builtin_memset(e->addr, 0, sizeof(e->addr));
   bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void sock_emit(__u64 id, __u8 op, __s32 fd, __s64 bytes, __u64 buf) {
-  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, op, fd, bytes, buf, CW_SOCK_CAP_SMALL);
-  else sock_emit_cap(id, op, fd, bytes, buf, CW_SOCK_CAP);
+static __always_inline void sock_emit(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf) {
+  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL);
+  else sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP);
 }
 
 static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
@@ -145,11 +149,12 @@ static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
 /* Where a syscall's arguments are: the raw tracepoint's saved user registers (CO-RE reads), or
  * the syscall tracepoint record's args[], copied to the stack by the program (the verifier
  * refuses a load through a context pointer the compiler has moved, as it does when one
- * address serves several args[] reads). A constant in each program, so the branch folds. */
-enum cw_sock_hook { CW_HOOK_RAW, CW_HOOK_SYSCALLS };
+ * address serves several args[] reads), or (libc hook) the C call's argument registers, copied
+ * to the stack the same way. A constant in each program, so the branches fold. */
+enum cw_sock_hook { CW_HOOK_RAW, CW_HOOK_SYSCALLS, CW_HOOK_LIBC /* args[] as SYSCALLS */ };
 
 static __always_inline __u64 sock_arg(const void *src, const enum cw_sock_hook hook, const int i) {
-  if (hook == CW_HOOK_SYSCALLS) return ((const __u64 *)src)[i];
+  if (hook != CW_HOOK_RAW) return ((const __u64 *)src)[i];
   struct pt_regs *regs = (struct pt_regs *)src;
   if (i == 0) return PT_REGS_PARM1_CORE_SYSCALL(regs);
   if (i == 1) return PT_REGS_PARM2_CORE_SYSCALL(regs);
@@ -179,7 +184,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     case CW_NR_CLOSE: {
       struct cw_sock_key k = {.pid = tgid, .fd = (__s32)sock_arg(src, hook, 0)};
       if (bpf_map_delete_elem(&sock_fds, &k) != 0) return 0; /* not a traced connection */
-      sock_emit_cap(id, CW_SOCK_CLOSE, k.fd, 0, 0, 0);
+      sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0);
       return 0;
     }
     case CW_NR_READ:
@@ -214,6 +219,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     if (!sock_conn(tgid, a.fd)) return 0;
     a.buf = sock_arg(src, hook, 1);
     a.iovcnt = sock_arg(src, hook, 2);
+    if (hook == CW_HOOK_LIBC) a.ts = bpf_ktime_get_ns();
   }
   __u32 tid = (__u32)id;
   if (bpf_map_update_elem(&sock_args, &tid, &a, BPF_ANY) != 0) count_drop(CW_DROP_SOCK_CONN_MAP);
@@ -249,7 +255,7 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
 }
 
 /* One record per iovec (its own bytes and copy), so no variable offset into a record. */
-static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
+static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
   __s64 left = ret;
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
     if (left <= 0 || (__u64)i >= cnt) return;
@@ -257,10 +263,10 @@ static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a
     if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
     __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
     if (n <= 0) continue;
-    sock_emit(id, a->sock_op, a->fd, n, (__u64)v.iov_base);
+    sock_emit(id, ts, a->sock_op, a->fd, n, (__u64)v.iov_base);
     left -= n;
   }
-  if (left > 0) sock_emit_cap(id, a->sock_op, a->fd, left, 0, 0);
+  if (left > 0) sock_emit_cap(id, ts, a->sock_op, a->fd, left, 0, 0);
 }
 
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
@@ -284,23 +290,24 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
       count_drop(CW_DROP_RING_SOCK);
       return 0;
     }
-    sock_fill(e, id, CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
+    sock_fill(e, id, bpf_ktime_get_ns(), CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
     __builtin_memset(e->addr, 0, sizeof(e->addr));
     if (a.buf) bpf_probe_read_user(e->addr, sizeof(e->addr), (const void *)a.buf);
     bpf_ringbuf_submit(e, 0);
     return 0;
   }
+  const __u64 ts = a.ts && a.sock_op == CW_SOCK_WRITE ? a.ts : bpf_ktime_get_ns();
   if (a.shape == CW_SHAPE_FLAT) {
-    sock_emit(id, a.sock_op, a.fd, ret, a.buf);
+    sock_emit(id, ts, a.sock_op, a.fd, ret, a.buf);
   } else if (a.shape == CW_SHAPE_IOV) {
-    sock_emit_iov(id, &a, a.buf, a.iovcnt, ret);
+    sock_emit_iov(id, ts, &a, a.buf, a.iovcnt, ret);
   } else {
     struct user_msghdr m = {};
     if (bpf_probe_read_user(&m, sizeof(m), (const void *)a.buf) != 0) {
-      sock_emit_cap(id, a.sock_op, a.fd, ret, 0, 0);
+      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0);
       return 0;
     }
-    sock_emit_iov(id, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
+    sock_emit_iov(id, ts, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
   }
   return 0;
 }
@@ -333,11 +340,11 @@ static __always_inline void sock_libc_enter(struct pt_regs *ctx, __u64 id) {
   if (nr == CW_LIBC_SYSCALL) {
     if ((long)PT_REGS_PARM1(ctx) != CW_NR_CLOSE) return;
     const __u64 args[1] = {PT_REGS_PARM2(ctx)};
-    sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
+    sock_enter(id, args, CW_HOOK_LIBC, CW_NR_CLOSE);
     return;
   }
   const __u64 args[3] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx)};
-  sock_enter(id, args, CW_HOOK_SYSCALLS, nr);
+  sock_enter(id, args, CW_HOOK_LIBC, nr);
 }
 
 /* accept and accept4 return an int: its sign is in the low 32 bits of the register only. */
