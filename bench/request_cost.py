@@ -3,18 +3,20 @@
 with python3-aiohttp.
 
   sudo /usr/bin/python3 bench/request_cost.py --build build [--rate 1000] [--seconds 8]
-                                              [--rounds 3] [--connections 8] [--hooks raw,syscalls]
+                                              [--rounds 3] [--connections 8] [--hooks libc,syscalls,raw]
 
 1. A served request: a small streaming server (aiohttp, one process, like an OpenAI-style API
    server: POST /v1/completions answers two SSE `data:` events and `data: [DONE]`) takes an
    open-loop load of --rate requests/s over --connections keep-alive connections. Each round
-   runs the same load untraced and under `causeway trace --http-port PORT` once per syscall
-   hook (CAUSEWAY_SOCK_HOOK=raw|syscalls: collector/sock_hook.h; the order rotates), and the
+   runs the same load untraced and under `causeway trace --http-port PORT --pid SERVER` (--pid:
+   not the CUDA processes of other jobs on the host) once per hook
+   (CAUSEWAY_SOCK_HOOK=libc|syscalls|raw: collector/sock_hook.h; the order rotates), and the
    client measures every request's latency itself (send -> the end of the response).
    Reported: the client's p50/p99 per run and the traced/untraced ratio of the p50, the median
    over rounds; each traced run checks that the DB holds every request and that the hook asked
    for is the one the tracer used.
-2. An untraced process: bench/syscall_cost (a write+read loop over a socketpair, and getppid)
+2. An untraced process: bench/syscall_cost (a write+read loop over a socketpair through libc's
+   write() and read(), the very functions the libc hook probes in the server, and getppid)
    with no tracer and with a tracer running on each hook, in the same round; the ratio of ns
    per syscall in the fastest tenth of blocks of 100 calls (the mean is printed beside it).
 """
@@ -22,6 +24,7 @@ import argparse
 import json
 import multiprocessing
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -108,12 +111,12 @@ def run_load(port, rate, seconds, connections):
 
 
 class Tracer:
-    def __init__(self, causeway, tmp, port, tag, hook):
+    def __init__(self, causeway, tmp, port, tag, hook, server_pid):
         self.db = os.path.join(tmp, "trace-%s.db" % tag)
         ready = os.path.join(tmp, "ready-%s" % tag)
         self.log = open(os.path.join(tmp, "trace-%s.log" % tag), "w")
         self.proc = subprocess.Popen([causeway, "trace", "--db", self.db, "--quiet", "--ready-file", ready,
-                                      "--no-stack", "--http-port", str(port)], stdout=self.log, stderr=self.log,
+                                      "--no-stack", "--http-port", str(port), "--pid", str(server_pid)], stdout=self.log, stderr=self.log,
                                      env=dict(os.environ, CAUSEWAY_SOCK_HOOK=hook))
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
@@ -128,19 +131,29 @@ class Tracer:
         self.log.close()
 
 
-def stored_requests(causeway, db):
-    out = subprocess.run([causeway, "requests", "--db", db, "--json"], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)["requests"]["count"]
+def stored_requests(db, server_pid):
+    """Requests the DB holds from the bench's server: a tracer with no --pid also traces other
+    CUDA processes' servers on the host (another job's test server and its own scrapes)."""
+    con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
+    try:
+        return con.execute("SELECT count(*) FROM requests WHERE server_pid = ?", (server_pid,)).fetchone()[0]
+    finally:
+        con.close()
 
 
 def hook_used(db):
-    """The hook the tracer attached, from its collector_stats (collector/session.cpp)."""
+    """The hook the tracer attached, from its collector_stats (collector/session.cpp): libc
+    only when no tracepoint hook was attached at all."""
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     try:
         links = dict(con.execute("SELECT name, value FROM collector_stats WHERE name IN "
-                                 "('http_syscall_tracepoint_links', 'http_raw_syscall_links')").fetchall())
+                                 "('http_syscall_tracepoint_links', 'http_raw_syscall_links', "
+                                 "'http_libc_servers')").fetchall())
     finally:
         con.close()
+    tracepoints = links.get("http_syscall_tracepoint_links", 0) + links.get("http_raw_syscall_links", 0)
+    if links.get("http_libc_servers", 0) > 0:
+        return "libc" if tracepoints == 0 else "libc+tracepoints"
     if links.get("http_syscall_tracepoint_links", 0) > 0:
         return "syscalls"
     return "raw" if links.get("http_raw_syscall_links", 0) > 0 else "none"
@@ -160,7 +173,7 @@ def main():
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--syscalls", type=int, default=500000)
-    ap.add_argument("--hooks", default="raw,syscalls", help="the syscall hooks to trace with, in turn")
+    ap.add_argument("--hooks", default="libc,syscalls,raw", help="the hooks to trace with, in turn")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ready-file", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -198,17 +211,18 @@ def main():
                         res["bare"] = run_load(a.port, a.rate, a.seconds, a.connections)
                         res["syscall_bare"] = syscall_ns(prog, a.syscalls)
                         continue
-                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind)
+                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind, server.pid)
                     try:
                         res["syscall_" + kind] = syscall_ns(prog, a.syscalls)
                         res[kind] = run_load(a.port, a.rate, a.seconds, a.connections)
                         time.sleep(0.3)
                     finally:
                         t.stop()
-                    stored = stored_requests(causeway, t.db)
+                    stored = stored_requests(t.db, server.pid)
                     if stored != res[kind]["requests"]:
-                        raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d"
-                                           % (r, kind, stored, res[kind]["requests"]))
+                        kept = shutil.copy(t.db, tempfile.mkstemp(prefix="cw-reqcost-", suffix=".db")[1])
+                        raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d (kept: %s)"
+                                           % (r, kind, stored, res[kind]["requests"], kept))
                     used = hook_used(t.db)
                     if used != kind:
                         raise RuntimeError("round %d: asked for the %s hook, the tracer used %s" % (r, kind, used))

@@ -4,17 +4,22 @@
  * only processes the collector put in `sock_pids`, and of those only the fds they accepted
  * while traced, so no buffer of an unrelated fd or process is ever copied.
  *
- * Two hooks run the same logic (docs/INFERENCE.md "Which syscall hook"); the collector picks
- * one when the first server is found (collector/bpf_loader.cpp attach_sock_tracing):
+ * Three hooks run the same logic (sock_enter / sock_exit; docs/INFERENCE.md "Which hook");
+ * the collector picks one per server (collector/bpf_loader.cpp, collector/sock_hook.h):
+ * - libc (the default): uprobes and uretprobes on the server's own libc socket functions
+ *   (cw_sock_libc_*), attached with the server's pid, so the kernel writes their breakpoints
+ *   into that process's memory only: another process's read or write runs nothing at all.
+ *   Misses what bypasses those functions (direct syscalls, io_uring, static binaries).
  * - syscall tracepoints syscalls:sys_enter_<name> / sys_exit_<name> of the socket syscalls
- *   only (cw_sock_sys_*): another syscall, or another process's syscall, never runs a
- *   program; an untraced process's read or write pays the tgid filter. Needs
- *   CONFIG_FTRACE_SYSCALLS and tracefs (the tracepoint ids are read there).
+ *   only (cw_sock_sys_*), for servers without a dynamically linked libc: an untraced
+ *   process's read or write pays the tgid filter. Needs CONFIG_FTRACE_SYSCALLS and tracefs.
  * - the fallback, raw tracepoints sys_enter / sys_exit (no tracefs needed; cw_sock_enter /
  *   cw_sock_exit): every syscall of every process runs the tgid filter once attached.
- * In both the tgid filter comes first: nothing else runs for a process that is not a server. */
+ * `sock_pids` says which hook serves each server, so a server on the libc hook is not seen
+ * twice when another server needs a tracepoint hook. */
 #pragma once
 
+#include "calls.bpf.h" /* bpf_session_is_return, CW_RUN_RETURN / CW_SKIP_RETURN */
 #include "maps.bpf.h"
 
 #if defined(__TARGET_ARCH_x86)
@@ -47,7 +52,10 @@
  * rest go in one record without data (user space counts them as unseen). */
 #define CW_SOCK_MAX_IOV 8
 
-/* Serving processes (tgid → 1), filled by the collector (collector/servers.h). */
+/* Serving processes (tgid → the hook that traces it: CW_SOCK_BY_*), filled by the collector
+ * (collector/servers.h, collector/bpf_loader.cpp trace_server). */
+#define CW_SOCK_BY_SYSCALL 1 /* syscall or raw tracepoints */
+#define CW_SOCK_BY_LIBC 2    /* uprobes on its libc */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
@@ -77,6 +85,10 @@ struct cw_sock_args {
   __u8 sock_op;  /* enum cw_sock_op */
   __u8 shape;    /* 0 flat buffer, 1 iovec array, 2 msghdr */
   __u16 _pad;
+  /* The libc hook's entry time: its writes are stamped there, not at the return trap, which a
+   * preemption after the syscall can delay past the peer's receipt of the bytes. 0 on the
+   * tracepoint hooks, whose exit runs in the kernel before any such preemption. */
+  __u64 ts;
 };
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -96,8 +108,8 @@ struct {
 #define CW_SHAPE_IOV 1
 #define CW_SHAPE_MSG 2
 
-static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u8 op, __s32 fd, __s64 bytes, __u16 captured) {
-  fill_header_nocg(&e->hdr, id, bpf_ktime_get_ns(), 0, CW_REC_SOCK, CW_SRC_NET);
+static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u16 captured) {
+  fill_header_nocg(&e->hdr, id, ts, 0, CW_REC_SOCK, CW_SRC_NET);
   e->bytes = bytes;
   e->fd = fd;
   e->captured = captured;
@@ -108,7 +120,7 @@ static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u8 op
 
 /* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
  * reservation sizes). */
-static __always_inline void sock_emit_cap(__u64 id, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap) {
+static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap) {
   struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES + cap, 0);
   if (!e) {
     count_drop(CW_DROP_RING_SOCK);
@@ -119,14 +131,14 @@ static __always_inline void sock_emit_cap(__u64 id, __u8 op, __s32 fd, __s64 byt
   asm volatile("" : "+r"(n)); /* keep the clamp below: the verifier needs n <= cap on this path */
   if (n > cap) n = cap;
   if (n && bpf_probe_read_user(e->data, n, (const void *)buf) != 0) n = 0;
-  sock_fill(e, id, op, fd, bytes, (__u16)n);
+  sock_fill(e, id, ts, op, fd, bytes, (__u16)n);
   __builtin_memset(e->addr, 0, sizeof(e->addr));
   bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void sock_emit(__u64 id, __u8 op, __s32 fd, __s64 bytes, __u64 buf) {
-  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, op, fd, bytes, buf, CW_SOCK_CAP_SMALL);
-  else sock_emit_cap(id, op, fd, bytes, buf, CW_SOCK_CAP);
+static __always_inline void sock_emit(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf) {
+  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL);
+  else sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP);
 }
 
 static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
@@ -137,21 +149,23 @@ static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
 /* Where a syscall's arguments are: the raw tracepoint's saved user registers (CO-RE reads), or
  * the syscall tracepoint record's args[], copied to the stack by the program (the verifier
  * refuses a load through a context pointer the compiler has moved, as it does when one
- * address serves several args[] reads). A constant in each program, so the branch folds. */
-enum cw_sock_hook { CW_HOOK_RAW, CW_HOOK_SYSCALLS };
+ * address serves several args[] reads), or (libc hook) the C call's argument registers, copied
+ * to the stack the same way. A constant in each program, so the branches fold. */
+enum cw_sock_hook { CW_HOOK_RAW, CW_HOOK_SYSCALLS, CW_HOOK_LIBC /* args[] as SYSCALLS */ };
 
 static __always_inline __u64 sock_arg(const void *src, const enum cw_sock_hook hook, const int i) {
-  if (hook == CW_HOOK_SYSCALLS) return ((const __u64 *)src)[i];
+  if (hook != CW_HOOK_RAW) return ((const __u64 *)src)[i];
   struct pt_regs *regs = (struct pt_regs *)src;
   if (i == 0) return PT_REGS_PARM1_CORE_SYSCALL(regs);
   if (i == 1) return PT_REGS_PARM2_CORE_SYSCALL(regs);
   return PT_REGS_PARM3_CORE_SYSCALL(regs);
 }
 
-/* The serving-process filter both hooks run first. */
-static __always_inline bool sock_pid(__u64 id) {
+/* The serving-process filter every hook runs first: a server traced by hook `by`. */
+static __always_inline bool sock_pid(__u64 id, const __u8 by) {
   __u32 tgid = id >> 32;
-  return bpf_map_lookup_elem(&sock_pids, &tgid) != 0;
+  __u8 *v = bpf_map_lookup_elem(&sock_pids, &tgid);
+  return v && *v == by;
 }
 
 /* Entry of syscall nr of a serving process: close ends a traced connection; the others note
@@ -170,7 +184,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     case CW_NR_CLOSE: {
       struct cw_sock_key k = {.pid = tgid, .fd = (__s32)sock_arg(src, hook, 0)};
       if (bpf_map_delete_elem(&sock_fds, &k) != 0) return 0; /* not a traced connection */
-      sock_emit_cap(id, CW_SOCK_CLOSE, k.fd, 0, 0, 0);
+      sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0);
       return 0;
     }
     case CW_NR_READ:
@@ -205,6 +219,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     if (!sock_conn(tgid, a.fd)) return 0;
     a.buf = sock_arg(src, hook, 1);
     a.iovcnt = sock_arg(src, hook, 2);
+    if (hook == CW_HOOK_LIBC) a.ts = bpf_ktime_get_ns();
   }
   __u32 tid = (__u32)id;
   if (bpf_map_update_elem(&sock_args, &tid, &a, BPF_ANY) != 0) count_drop(CW_DROP_SOCK_CONN_MAP);
@@ -214,7 +229,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
 SEC("raw_tp/sys_enter")
 int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   return sock_enter(id, (const void *)ctx->args[0], CW_HOOK_RAW, (long)ctx->args[1]);
 }
 
@@ -225,7 +240,7 @@ int cw_sock_enter(struct bpf_raw_tracepoint_args *ctx) {
 SEC("tracepoint")
 int cw_sock_sys_enter(struct trace_event_raw_sys_enter *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   const __u64 args[3] = {ctx->args[0], ctx->args[1], ctx->args[2]};
   return sock_enter(id, args, CW_HOOK_SYSCALLS, (int)ctx->id);
 }
@@ -234,13 +249,13 @@ int cw_sock_sys_enter(struct trace_event_raw_sys_enter *ctx) {
 SEC("tracepoint")
 int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   const __u64 args[1] = {ctx->args[0]};
   return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
 
 /* One record per iovec (its own bytes and copy), so no variable offset into a record. */
-static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
+static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
   __s64 left = ret;
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
     if (left <= 0 || (__u64)i >= cnt) return;
@@ -248,10 +263,10 @@ static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a
     if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
     __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
     if (n <= 0) continue;
-    sock_emit(id, a->sock_op, a->fd, n, (__u64)v.iov_base);
+    sock_emit(id, ts, a->sock_op, a->fd, n, (__u64)v.iov_base);
     left -= n;
   }
-  if (left > 0) sock_emit_cap(id, a->sock_op, a->fd, left, 0, 0);
+  if (left > 0) sock_emit_cap(id, ts, a->sock_op, a->fd, left, 0, 0);
 }
 
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
@@ -275,23 +290,24 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
       count_drop(CW_DROP_RING_SOCK);
       return 0;
     }
-    sock_fill(e, id, CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
+    sock_fill(e, id, bpf_ktime_get_ns(), CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
     __builtin_memset(e->addr, 0, sizeof(e->addr));
     if (a.buf) bpf_probe_read_user(e->addr, sizeof(e->addr), (const void *)a.buf);
     bpf_ringbuf_submit(e, 0);
     return 0;
   }
+  const __u64 ts = a.ts && a.sock_op == CW_SOCK_WRITE ? a.ts : bpf_ktime_get_ns();
   if (a.shape == CW_SHAPE_FLAT) {
-    sock_emit(id, a.sock_op, a.fd, ret, a.buf);
+    sock_emit(id, ts, a.sock_op, a.fd, ret, a.buf);
   } else if (a.shape == CW_SHAPE_IOV) {
-    sock_emit_iov(id, &a, a.buf, a.iovcnt, ret);
+    sock_emit_iov(id, ts, &a, a.buf, a.iovcnt, ret);
   } else {
     struct user_msghdr m = {};
     if (bpf_probe_read_user(&m, sizeof(m), (const void *)a.buf) != 0) {
-      sock_emit_cap(id, a.sock_op, a.fd, ret, 0, 0);
+      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0);
       return 0;
     }
-    sock_emit_iov(id, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
+    sock_emit_iov(id, ts, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
   }
   return 0;
 }
@@ -299,7 +315,7 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
 SEC("raw_tp/sys_exit")
 int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   return sock_exit(id, (__s64)ctx->args[1]);
 }
 
@@ -307,6 +323,66 @@ int cw_sock_exit(struct bpf_raw_tracepoint_args *ctx) {
 SEC("tracepoint")
 int cw_sock_sys_exit(struct trace_event_raw_sys_exit *ctx) {
   __u64 id = bpf_get_current_pid_tgid();
-  if (!sock_pid(id)) return 0;
+  if (!sock_pid(id, CW_SOCK_BY_SYSCALL)) return 0;
   return sock_exit(id, ctx->ret);
+}
+
+/* The libc hook: the cookie of each attach point is the CW_NR_* of the syscall the function
+ * makes (recv and send: recvfrom and sendto; the __*_chk variants: their plain function), so
+ * sock_enter / sock_exit run as for the syscall; the arguments come from the registers of the
+ * C calling convention. libc's syscall() (libuv closes its sockets with syscall(SYS_close))
+ * has CW_LIBC_SYSCALL: its first argument is the number, and only close is taken from it (an
+ * entry noted there would have no uretprobe to read it back). */
+#define CW_LIBC_SYSCALL 0xffff
+
+static __always_inline void sock_libc_enter(struct pt_regs *ctx, __u64 id) {
+  long nr = (long)bpf_get_attach_cookie(ctx);
+  if (nr == CW_LIBC_SYSCALL) {
+    if ((long)PT_REGS_PARM1(ctx) != CW_NR_CLOSE) return;
+    const __u64 args[1] = {PT_REGS_PARM2(ctx)};
+    sock_enter(id, args, CW_HOOK_LIBC, CW_NR_CLOSE);
+    return;
+  }
+  const __u64 args[3] = {PT_REGS_PARM1(ctx), PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx)};
+  sock_enter(id, args, CW_HOOK_LIBC, nr);
+}
+
+/* accept and accept4 return an int: its sign is in the low 32 bits of the register only. */
+static __always_inline void sock_libc_exit(struct pt_regs *ctx, __u64 id) {
+  long nr = (long)bpf_get_attach_cookie(ctx);
+  __s64 ret = (__s64)PT_REGS_RC(ctx);
+  if (nr == CW_NR_ACCEPT || nr == CW_NR_ACCEPT4) ret = (__s32)ret;
+  sock_exit(id, ret);
+}
+
+/* Kernels with session uprobes (6.13+; collector/uprobe_multi.h): one program at the entry
+ * and, only when the entry noted a call on a traced connection, at the return; any other
+ * call (another fd, close, syscall()) returns without a second trap. */
+SEC("uprobe")
+int cw_sock_libc_session(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (!sock_pid(id, CW_SOCK_BY_LIBC)) return CW_SKIP_RETURN;
+  if (bpf_session_is_return()) {
+    sock_libc_exit(ctx, id);
+    return 0;
+  }
+  sock_libc_enter(ctx, id);
+  __u32 tid = (__u32)id;
+  return bpf_map_lookup_elem(&sock_args, &tid) ? CW_RUN_RETURN : CW_SKIP_RETURN;
+}
+
+/* Older kernels: a uprobe on every function and a uretprobe on those whose return makes the
+ * record (all but close and syscall(), whose entry emits). */
+SEC("uprobe")
+int cw_sock_libc_enter(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (sock_pid(id, CW_SOCK_BY_LIBC)) sock_libc_enter(ctx, id);
+  return 0;
+}
+
+SEC("uretprobe")
+int cw_sock_libc_exit(struct pt_regs *ctx) {
+  __u64 id = bpf_get_current_pid_tgid();
+  if (sock_pid(id, CW_SOCK_BY_LIBC)) sock_libc_exit(ctx, id);
+  return 0;
 }

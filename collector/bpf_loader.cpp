@@ -1,6 +1,7 @@
 #include "collector/bpf_loader.h"
 
 #include "collector/detach_lock.h"
+#include "collector/proc_maps.h"
 #include "collector/sock_hook.h"
 
 #include <fcntl.h>
@@ -17,6 +18,7 @@
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <tuple>
 #include <vector>
 #include <algorithm>
 
@@ -40,6 +42,10 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
 }
 
 std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+// sock_pids values: which hook traces a server (bpf/sock.bpf.h CW_SOCK_BY_*).
+constexpr uint8_t kSockBySyscall = 1;
+constexpr uint8_t kSockByLibc = 2;
 
 uint32_t read_pid_max() {
   unsigned v = 32768;
@@ -108,6 +114,13 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
             p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));
     } else if (!o.host_tracepoints || p == progs->cw_session || p == progs->cw_enter || p == progs->cw_return) {
       bpf_program__set_autoload(p, false);
+    } else if (p == progs->cw_sock_libc_session || p == progs->cw_sock_libc_enter || p == progs->cw_sock_libc_exit) {
+      // The libc hook of request tracing, as the calls' uprobes: one session link per server,
+      // or multi links (one per server and side), or perf-event uprobes.
+      if (session != (p == progs->cw_sock_libc_session)) bpf_program__set_autoload(p, false);
+      else if (obj->link_kind_ != UprobeLinkKind::perf_event)
+        bpf_program__set_expected_attach_type(
+            p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));
     }
   }
   if (int err = causeway_bpf__load(obj->skel_); err)
@@ -209,6 +222,7 @@ BpfObject::~BpfObject() {
   (void)detach_uprobes();
   tp_links_.clear();
   sock_links_.clear();
+  while (!sock_libc_.empty()) untrace_server(sock_libc_.begin()->first);
   if (skel_) causeway_bpf__destroy(skel_);
 }
 
@@ -298,17 +312,27 @@ Result<void> BpfObject::attach_sock_syscalls() {
   return {};
 }
 
-Result<void> BpfObject::attach_sock_tracing() {
+Result<SockHookChoice> BpfObject::sock_choice() {
+  if (!sock_choice_) {
+    auto c = choose_sock_hook();
+    if (!c) return c.error();
+    sock_choice_ = *c;
+  }
+  return *sock_choice_;
+}
+
+Result<void> BpfObject::attach_sock_tracepoints() {
   if (!sock_links_.empty()) return {};
   if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
-  auto choice = choose_sock_hook();
+  auto choice = sock_choice();
   if (!choice) return choice.error();
-  sock_hook_ = choice->hook;
-  sock_why_raw_ = choice->hook == SockHook::syscalls ? "" : choice->forced ? "CAUSEWAY_SOCK_HOOK=raw" : choice->why_raw;
-  if (choice->hook == SockHook::syscalls) {
+  if (!choice->tracepoints) return make_error("attach", "CAUSEWAY_SOCK_HOOK=libc: the tracepoint hook is not used");
+  sock_tracepoint_ = choice->tracepoint;
+  sock_why_raw_ = choice->tracepoint == SockHook::syscalls ? "" : choice->forced ? "CAUSEWAY_SOCK_HOOK=raw" : choice->why_raw;
+  if (choice->tracepoint == SockHook::syscalls) {
     auto r = attach_sock_syscalls();
     if (r || choice->forced) return r;
-    sock_hook_ = SockHook::raw;  // tracefs lists them but this kernel refused one: the fallback
+    sock_tracepoint_ = SockHook::raw;  // tracefs lists them but this kernel refused one: the fallback
     sock_why_raw_ = r.error().message;
   }
   for (auto [prog, name] : {std::pair{skel_->progs.cw_sock_enter, "sys_enter"}, std::pair{skel_->progs.cw_sock_exit, "sys_exit"}}) {
@@ -323,12 +347,86 @@ Result<void> BpfObject::attach_sock_tracing() {
   return {};
 }
 
-void BpfObject::trace_server(uint32_t pid) {
-  uint8_t one = 1;
-  bpf_map__update_elem(skel_->maps.sock_pids, &pid, sizeof(pid), &one, sizeof(one), BPF_ANY);
+Result<size_t> BpfObject::attach_sock_libc(uint32_t pid) {
+  if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
+  const std::string libc = mapped_libc(read_maps(pid));
+  if (libc.empty()) return make_error("libc", "pid " + std::to_string(pid) + " maps no C library (a static binary?)");
+  // The file as the process sees it: a server in a container has its own.
+  const std::string path = "/proc/" + std::to_string(pid) + "/root" + libc;
+  auto sites = libc_sock_sites(path);
+  if (!sites) return sites.error();
+  LibcLinks links;
+  // Returns first, so no entry runs without its return (collector/attacher.cpp says why).
+  if (link_kind_ == UprobeLinkKind::session) {
+    auto fd = attach_uprobe_multi(bpf_program__fd(skel_->progs.cw_sock_libc_session), path, sites->entries,
+                                  ProbeSide::session, pid);
+    if (!fd) return fd.error();
+    links.multi.push_back(*fd);
+  } else if (link_kind_ == UprobeLinkKind::multi) {
+    for (auto [prog, side, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, ProbeSide::ret, &sites->returns},
+                                    std::tuple{skel_->progs.cw_sock_libc_enter, ProbeSide::entry, &sites->entries}}) {
+      auto fd = attach_uprobe_multi(bpf_program__fd(prog), path, *list, side, pid);
+      if (!fd) {
+        for (int f : links.multi) ::close(f);
+        return fd.error();
+      }
+      links.multi.push_back(*fd);
+    }
+  } else {
+    for (auto [prog, retprobe, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, true, &sites->returns},
+                                        std::tuple{skel_->progs.cw_sock_libc_enter, false, &sites->entries}}) {
+      for (const UprobeSite& site : *list) {
+        LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = retprobe);
+        bpf_link* l = bpf_program__attach_uprobe_opts(prog, static_cast<pid_t>(pid), path.c_str(), site.offset, &opts);
+        if (!l)
+          return make_error("attach", std::string(retprobe ? "uretprobe" : "uprobe") + " on " + path + "+0x" +
+                                          std::to_string(site.offset) + " for pid " + std::to_string(pid) + ": " +
+                                          errno_text(errno));
+        links.perf.emplace_back(l);
+      }
+    }
+  }
+  const size_t n = links.multi.size() + links.perf.size();
+  sock_libc_[pid] = std::move(links);
+  return n;
 }
 
-void BpfObject::untrace_server(uint32_t pid) { bpf_map__delete_elem(skel_->maps.sock_pids, &pid, sizeof(pid), 0); }
+Result<SockHook> BpfObject::trace_server(uint32_t pid) {
+  auto choice = sock_choice();
+  if (!choice) return choice.error();
+  SockHook got = SockHook::libc;
+  std::string why_not_libc;
+  if (choice->libc) {
+    auto r = sock_libc_.count(pid) ? Result<size_t>(size_t{0}) : attach_sock_libc(pid);
+    if (!r) {
+      if (!choice->tracepoints) return r.error();
+      why_not_libc = r.error().message;
+    }
+  }
+  if (!choice->libc || !why_not_libc.empty()) {
+    if (auto r = attach_sock_tracepoints(); !r)
+      return why_not_libc.empty() ? r.error() : make_error("attach", why_not_libc + "; " + r.error().message);
+    got = sock_tracepoint_;
+  }
+  uint8_t by = got == SockHook::libc ? kSockByLibc : kSockBySyscall;
+  bpf_map__update_elem(skel_->maps.sock_pids, &pid, sizeof(pid), &by, sizeof(by), BPF_ANY);
+  if (got == SockHook::libc) ++sock_libc_servers_;
+  return got;
+}
+
+void BpfObject::untrace_server(uint32_t pid) {
+  bpf_map__delete_elem(skel_->maps.sock_pids, &pid, sizeof(pid), 0);
+  auto it = sock_libc_.find(pid);
+  if (it == sock_libc_.end()) return;
+  for (int fd : it->second.multi) ::close(fd);
+  sock_libc_.erase(it);
+}
+
+size_t BpfObject::sock_libc_links() const {
+  size_t n = 0;
+  for (const auto& [pid, l] : sock_libc_) n += l.multi.size() + l.perf.size();
+  return n;
+}
 
 void BpfObject::trace_pid(uint32_t pid) {
   uint8_t one = 1;

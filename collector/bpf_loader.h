@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -74,18 +75,26 @@ class BpfObject {
   void untrace_pid(uint32_t pid);
   bool is_traced(uint32_t pid) const;
 
-  // Socket syscalls of serving processes (bpf/sock.bpf.h): attached on the first server, on
-  // the syscall tracepoints of the socket syscalls when there are, else (or when
-  // CAUSEWAY_SOCK_HOOK=raw) on the raw sys_enter/sys_exit that every syscall of the host runs
-  // (collector/sock_hook.h). Idempotent.
-  Result<void> attach_sock_tracing();
-  bool sock_tracing() const { return !sock_links_.empty(); }
-  // Once sock_tracing(): the hook in use, its link count, and why it is raw (empty otherwise).
-  SockHook sock_hook() const { return sock_hook_; }
-  size_t sock_links() const { return sock_links_.size(); }
-  const std::string& sock_why_raw() const { return sock_why_raw_; }
-  void trace_server(uint32_t pid);
+  // Request tracing of one serving process (bpf/sock.bpf.h, collector/sock_hook.h): the libc
+  // hook when CAUSEWAY_SOCK_HOOK allows it and the process maps a libc (its socket functions
+  // probed with its pid: no other process traps), else the tracepoint hook, attached once for
+  // the host on the first server that needs it (never while every server has the libc hook).
+  // Returns the hook the server got; an error leaves it untraced.
+  Result<SockHook> trace_server(uint32_t pid);
+  // Stops tracing a server (gone, or never to be seen again): its libc probes detach.
   void untrace_server(uint32_t pid);
+  // The hook choice (CAUSEWAY_SOCK_HOOK and tracefs), made once.
+  Result<SockHookChoice> sock_choice();
+  // The tracepoint hook for the host, as the choice says (idempotent): `check` attaches it
+  // with no server in the filter. Its links, its kind and why it is raw (empty otherwise).
+  Result<void> attach_sock_tracepoints();
+  size_t sock_links() const { return sock_links_.size(); }
+  SockHook sock_tracepoint_hook() const { return sock_tracepoint_; }
+  const std::string& sock_why_raw() const { return sock_why_raw_; }
+  // The libc hook's links now (per server: one session link, or two multi links, or one per
+  // probed function and side), and the servers that got it since the start.
+  size_t sock_libc_links() const;
+  size_t sock_libc_servers() const { return sock_libc_servers_; }
 
   // Per-(process, op) duration from which a returning call's user stack is taken.
   void set_stack_threshold(uint32_t pid, uint16_t op, uint64_t ns);
@@ -120,9 +129,18 @@ class BpfObject {
   UprobeLinkKind link_kind_ = UprobeLinkKind::perf_event;
   // All or nothing: on failure what it attached is undone.
   Result<void> attach_sock_syscalls();
-  std::vector<LinkPtr> sock_links_;
-  SockHook sock_hook_ = SockHook::raw;
+  // The libc hook on one process: its libc's socket functions, with its pid; the link count.
+  Result<size_t> attach_sock_libc(uint32_t pid);
+  std::optional<SockHookChoice> sock_choice_;
+  std::vector<LinkPtr> sock_links_;  // the tracepoint hook's
+  SockHook sock_tracepoint_ = SockHook::raw;
   std::string sock_why_raw_;
+  struct LibcLinks {
+    std::vector<int> multi;       // session or multi-uprobe link fds
+    std::vector<LinkPtr> perf;    // perf-event uprobes (kernels before 6.6)
+  };
+  std::map<uint32_t, LibcLinks> sock_libc_;  // by server pid
+  size_t sock_libc_servers_ = 0;
   int ncpus_ = 1;
   bool detach_after_return_ = false;
 };

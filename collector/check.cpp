@@ -130,18 +130,39 @@ std::vector<std::string> find_library_files() {
 
 namespace {
 
-// Request tracing's syscall hook (collector/sock_hook.h), attached here with no server in its
-// filter: the raw fallback is a warning, since then every syscall on the host pays for it.
+// Request tracing's hooks (collector/sock_hook.h): the libc hook tried on this process (its
+// libc's socket functions, probed with our own pid, then detached), and the tracepoint hook
+// that servers without a libc get, attached here with no server in its filter: the raw
+// fallback is a warning, since then every syscall on the host pays for it.
 CheckItem sock_hook_item(BpfObject& bpf) {
-  auto r = bpf.attach_sock_tracing();
-  if (!r)
-    return warn("http_syscalls", "HTTP request tracing cannot attach: " + r.error().message,
+  auto choice = bpf.sock_choice();
+  if (!choice)
+    return warn("http_syscalls", "HTTP request tracing cannot attach: " + choice.error().message,
                 "requests are not traced; the rest of the trace is unaffected");
-  const std::string what = std::string(sock_hook_name(bpf.sock_hook())) + ", " + std::to_string(bpf.sock_links()) + " links";
-  if (bpf.sock_hook() == SockHook::syscalls) return pass("http_syscalls", what);
+  std::string what;
+  if (choice->libc) {
+    const uint32_t self = static_cast<uint32_t>(::getpid());
+    auto libc = bpf.trace_server(self);
+    const size_t links = bpf.sock_libc_links();
+    bpf.untrace_server(self);
+    if (!libc || *libc != SockHook::libc)
+      return warn("http_syscalls",
+                  "libc hook: " + (libc ? std::string("this process's libc could not be probed") : libc.error().message),
+                  "servers are traced through the syscall tracepoints instead (their cost: docs/BENCHMARKS.md)");
+    what = std::string(sock_hook_name(SockHook::libc)) + ", " + std::to_string(links) + " links per server";
+    if (!choice->tracepoints) return pass("http_syscalls", what + "; servers without a libc are not traced (CAUSEWAY_SOCK_HOOK=libc)");
+  }
+  auto r = bpf.attach_sock_tracepoints();
+  if (!r)
+    return warn("http_syscalls", (what.empty() ? "" : what + "; ") + "tracepoint hook cannot attach: " + r.error().message,
+                choice->libc ? "servers without a dynamically linked libc are not traced"
+                             : "requests are not traced; the rest of the trace is unaffected");
+  what += std::string(what.empty() ? "" : "; servers without a dynamically linked libc: ") +
+          sock_hook_name(bpf.sock_tracepoint_hook()) + ", " + std::to_string(bpf.sock_links()) + " links";
+  if (bpf.sock_tracepoint_hook() == SockHook::syscalls) return pass("http_syscalls", what);
   const bool forced = bpf.sock_why_raw().rfind("CAUSEWAY_SOCK_HOOK", 0) == 0;
   return warn("http_syscalls", what + ": " + bpf.sock_why_raw(),
-              std::string("while a server is traced every syscall on the host runs the filter (its cost: "
+              std::string("while a server is traced on it every syscall on the host runs the filter (its cost: "
                           "docs/BENCHMARKS.md); ") +
                   (forced ? "unset CAUSEWAY_SOCK_HOOK"
                           : "mount tracefs (mount -t tracefs nodev /sys/kernel/tracing) on a kernel with "

@@ -3,6 +3,7 @@
 #include <bpf/libbpf.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -165,7 +166,8 @@ class Session {
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_, sock_rb_;
   requests::Tracker tracker_{requests::TrackerOptions{o_.tenant_header}};
-  std::set<uint32_t> servers_;  // pids whose accepted connections are traced
+  std::set<uint32_t> servers_;  // pids whose accepted connections are traced (or that could not be)
+  bool raw_warned_ = false;
   std::unique_ptr<EngineScraper> scraper_;  // started with the first server found
   uint64_t own_scrapes_ = 0;                // the scraper's own requests, not stored
   std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
@@ -308,22 +310,33 @@ void Session::find_servers_now() {
       scraper_->add(srv.pid, srv.listen);
     }
     if (servers_.count(srv.pid)) continue;
-    if (!bpf_.sock_tracing()) {
-      if (auto r = bpf_.attach_sock_tracing(); !r) {
-        sum_.warnings.push_back("HTTP requests not traced: " + r.error().message);
-        say(sum_.warnings.back());
-        return;
-      }
-      say(std::string("socket syscalls traced through ") + sock_hook_name(bpf_.sock_hook()));
-      // The fallback costs every process on the host (docs/BENCHMARKS.md): the user is told.
-      if (bpf_.sock_hook() == SockHook::raw)
-        sum_.warnings.push_back(std::string("HTTP requests traced through the ") + sock_hook_name(SockHook::raw) +
-                                ": " + bpf_.sock_why_raw());
+    auto hook = bpf_.trace_server(srv.pid);
+    if (!hook) {
+      sum_.warnings.push_back("HTTP requests of pid " + std::to_string(srv.pid) + " not traced: " + hook.error().message);
+      say(sum_.warnings.back());
+      servers_.insert(srv.pid);  // once: the next scan finds it again
+      continue;
+    }
+    // The fallback costs every process on the host (docs/BENCHMARKS.md): the user is told.
+    if (*hook == SockHook::raw && !raw_warned_) {
+      raw_warned_ = true;
+      sum_.warnings.push_back(std::string("HTTP requests traced through the ") + sock_hook_name(SockHook::raw) + ": " +
+                              bpf_.sock_why_raw());
     }
     servers_.insert(srv.pid);
-    bpf_.trace_server(srv.pid);
     ensure_process(srv.pid, monotonic_ns() + offset_);
-    say("tracing HTTP requests of pid " + std::to_string(srv.pid) + " (listening on port " + std::to_string(srv.port) + ")");
+    say("tracing HTTP requests of pid " + std::to_string(srv.pid) + " (listening on port " + std::to_string(srv.port) +
+        ") through the " + sock_hook_name(*hook));
+  }
+  // Servers gone: their libc probes detach, their pid leaves the filter (a reused pid is a
+  // new process, found again if it serves).
+  for (auto it = servers_.begin(); it != servers_.end();) {
+    if (::kill(static_cast<pid_t>(*it), 0) == 0 || errno != ESRCH) {
+      ++it;
+      continue;
+    }
+    bpf_.untrace_server(*it);
+    it = servers_.erase(it);
   }
 }
 
@@ -628,9 +641,11 @@ void Session::update_counters() {
   writer_.set_counter("wakeups_received", static_cast<int64_t>(sum_.wakeups));
   writer_.set_counter("host_events_received", static_cast<int64_t>(sum_.host_events));
   writer_.set_counter("uprobe_links", static_cast<int64_t>(bpf_.uprobe_links()));
-  const bool raw = bpf_.sock_hook() == SockHook::raw;
+  const bool raw = bpf_.sock_tracepoint_hook() == SockHook::raw;
   writer_.set_counter("http_syscall_tracepoint_links", static_cast<int64_t>(raw ? 0 : bpf_.sock_links()));
   writer_.set_counter("http_raw_syscall_links", static_cast<int64_t>(raw ? bpf_.sock_links() : 0));
+  writer_.set_counter("http_libc_servers", static_cast<int64_t>(bpf_.sock_libc_servers()));
+  writer_.set_counter("http_libc_links", static_cast<int64_t>(bpf_.sock_libc_links()));
   writer_.set_counter("cgroups_resolved", static_cast<int64_t>(cgroups_.resolved()));
   writer_.set_counter("cgroups_unresolved", static_cast<int64_t>(cgroups_.unresolved()));
   int64_t slow = 0;

@@ -1,27 +1,35 @@
-// Which kernel hook runs the socket-syscall programs of request tracing (bpf/sock.bpf.h,
-// docs/INFERENCE.md "Which syscall hook"): the per-syscall tracepoints of the socket syscalls
-// only, or the raw sys_enter / sys_exit tracepoints that every syscall on the host runs.
+// Which kernel hook runs the socket programs of request tracing for each server (bpf/sock.bpf.h,
+// docs/INFERENCE.md "Which hook"): uprobes on the server's own libc socket functions, attached
+// with its pid (no other process ever traps); for a server without a dynamically linked libc
+// (a static Go binary), the per-syscall tracepoints of the socket syscalls, or the raw
+// sys_enter / sys_exit tracepoints that every syscall on the host runs.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "collector/proc_maps.h"
+#include "collector/uprobe_multi.h"
 #include "common/result.h"
 
 namespace causeway::collector {
 
-enum class SockHook { syscalls, raw };
+enum class SockHook { libc, syscalls, raw };
 const char* sock_hook_name(SockHook h);
 
 // The syscalls whose syscalls:sys_enter_<name> and sys_exit_<name> tracepoints the syscall
 // hook attaches to (close: its entry only, where the record is emitted).
 const std::vector<std::string>& sock_syscalls();
 
-// What to try: CAUSEWAY_SOCK_HOOK=raw|syscalls forces a hook (benchmarks, tests, and a way
-// out if a kernel misbehaves); unset, the syscall tracepoints when tracefs shows them, else raw
-// with the reason in `why_raw`. An unknown value is an error.
+// What to try: CAUSEWAY_SOCK_HOOK=libc|syscalls|raw forces a hook (benchmarks, tests, and a
+// way out if a kernel misbehaves; libc: a server without a libc is not traced). Unset: libc
+// for each server that maps one, the tracepoint hook for the others: the syscall tracepoints
+// when tracefs shows them, else raw with the reason in `why_raw`. An unknown value is an error.
 struct SockHookChoice {
-  SockHook hook = SockHook::raw;
+  bool libc = true;                   // servers with a dynamic libc get the libc hook
+  bool tracepoints = true;            // the others (every server when !libc) get `tracepoint`
+  SockHook tracepoint = SockHook::raw;  // syscalls or raw
   bool forced = false;
   std::string why_raw;  // the fallback's reason; empty when chosen or forced
 };
@@ -31,5 +39,20 @@ Result<SockHookChoice> choose_sock_hook();
 // when that exists, else /sys/kernel/tracing, as libbpf 1.1 decides), when it lists
 // sys_enter_read; empty when not (CONFIG_FTRACE_SYSCALLS off, or tracefs not mounted).
 std::string syscall_tracepoints_dir();
+
+// The C library a process maps (glibc's libc.so.6, musl's ld-musl-*.so.1 or libc.musl-*),
+// as its path in the process's mount namespace; empty for a process without one (static).
+std::string mapped_libc(const std::vector<Mapping>& maps);
+
+// Where the libc hook probes one libc file: an entry site per socket function found (cookie:
+// the syscall it makes, as bpf/sock.bpf.h cw_sock_libc_enter reads it) and a return site for
+// those whose return makes the record (all but close and syscall()). One site per address
+// (aliases share one). An error when read, write and accept4 are not all there.
+struct LibcSockSites {
+  std::vector<UprobeSite> entries;
+  std::vector<UprobeSite> returns;
+  std::vector<std::string> functions;  // the names probed, for messages
+};
+Result<LibcSockSites> libc_sock_sites(const std::string& path);
 
 }  // namespace causeway::collector

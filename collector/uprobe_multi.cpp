@@ -90,7 +90,7 @@ UprobeLinkKind detect_uprobe_link_kind() {
 }
 
 Result<int> attach_uprobe_multi(int prog_fd, const std::string& path, const std::vector<UprobeSite>& sites,
-                                ProbeSide side) {
+                                ProbeSide side, uint32_t pid) {
   static constexpr const char* kWhat[] = {"uprobe", "uretprobe", "session uprobe"};
   const char* what = kWhat[static_cast<int>(side)];
   if (sites.empty()) return make_error("attach", "no probe sites in " + path);
@@ -110,6 +110,7 @@ Result<int> attach_uprobe_multi(int prog_fd, const std::string& path, const std:
   a.cookies = reinterpret_cast<uintptr_t>(cookies.data());
   a.cnt = static_cast<uint32_t>(sites.size());
   a.multi_flags = side == ProbeSide::ret ? kUprobeMultiReturn : 0;
+  a.pid = pid;
   const int fd = link_create(a);
   if (fd < 0)
     return make_error("attach", std::string(what) + " multi-link on " + path + " (" + std::to_string(sites.size()) +

@@ -43,7 +43,9 @@ struct UprobeSite {
 // One link attaching `prog_fd` at every site of `path`; returns the link's fd (the caller owns
 // it: closing it detaches every site at once). The program was loaded with the attach type of
 // `side` (kAttachUprobeSession for a session, else kAttachUprobeMulti).
+// pid > 0: the kernel writes the breakpoints into that process's memory only (its other
+// processes never trap) and runs the program for that process's threads only.
 Result<int> attach_uprobe_multi(int prog_fd, const std::string& path, const std::vector<UprobeSite>& sites,
-                                ProbeSide side);
+                                ProbeSide side, uint32_t pid = 0);
 
 }  // namespace causeway::collector

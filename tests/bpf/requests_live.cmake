@@ -5,8 +5,9 @@ causeway_test(test_requests_live_bpf LABEL bpf TIMEOUT 600
   LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_requests_live_bpf causeway causeway_testprogs)
 
-# Request tracing's syscall hook: the syscall tracepoints when the kernel has them, the raw
-# sys_enter/sys_exit fallback (CAUSEWAY_SOCK_HOOK=raw) with requests as exact.
+# Request tracing's hooks: the libc hook by default (breakpoints in the server's libc only, none
+# in an untraced process's), a static server on the syscall tracepoints beside it, the forced
+# syscalls and raw hooks with requests as exact.
 causeway_test(test_requests_hook_bpf LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_hook_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb)

@@ -25,4 +25,8 @@ set_target_properties(cw_workload PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTP
 # One TCP connection over loopback (network bpf tests: retransmits attributed to the sender).
 add_executable(cw_tcp ${CMAKE_CURRENT_LIST_DIR}/cw_tcp.cpp)
 set_target_properties(cw_tcp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
-add_custom_target(causeway_testprogs DEPENDS cw_workload cw_tcp cw_fake_cudart cw_fake_cuda cw_fake_nccl)
+# A statically linked HTTP server: request tracing's tracepoint fallback (no libc to probe).
+add_executable(cw_static_http ${CMAKE_CURRENT_LIST_DIR}/cw_static_http.c)
+target_link_options(cw_static_http PRIVATE -static)
+set_target_properties(cw_static_http PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
+add_custom_target(causeway_testprogs DEPENDS cw_workload cw_tcp cw_static_http cw_fake_cudart cw_fake_cuda cw_fake_nccl)
