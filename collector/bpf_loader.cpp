@@ -326,7 +326,6 @@ Result<void> BpfObject::attach_sock_tracepoints() {
   if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
   auto choice = sock_choice();
   if (!choice) return choice.error();
-  if (!choice->tracepoints) return make_error("attach", "CAUSEWAY_SOCK_HOOK=libc: the tracepoint hook is not used");
   sock_tracepoint_ = choice->tracepoint;
   sock_why_raw_ = choice->tracepoint == SockHook::syscalls ? "" : choice->forced ? "CAUSEWAY_SOCK_HOOK=raw" : choice->why_raw;
   if (choice->tracepoint == SockHook::syscalls) {
@@ -398,10 +397,7 @@ Result<SockHook> BpfObject::trace_server(uint32_t pid) {
   std::string why_not_libc;
   if (choice->libc) {
     auto r = sock_libc_.count(pid) ? Result<size_t>(size_t{0}) : attach_sock_libc(pid);
-    if (!r) {
-      if (!choice->tracepoints) return r.error();
-      why_not_libc = r.error().message;
-    }
+    if (!r) why_not_libc = r.error().message;
   }
   if (!choice->libc || !why_not_libc.empty()) {
     if (auto r = attach_sock_tracepoints(); !r)

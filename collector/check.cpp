@@ -150,7 +150,6 @@ CheckItem sock_hook_item(BpfObject& bpf) {
                   "libc hook: " + (libc ? std::string("this process's libc could not be probed") : libc.error().message),
                   "servers are traced through the syscall tracepoints instead (their cost: docs/BENCHMARKS.md)");
     what = std::string(sock_hook_name(SockHook::libc)) + ", " + std::to_string(links) + " links per server";
-    if (!choice->tracepoints) return pass("http_syscalls", what + "; servers without a libc are not traced (CAUSEWAY_SOCK_HOOK=libc)");
   }
   auto r = bpf.attach_sock_tracepoints();
   if (!r)

@@ -1,8 +1,9 @@
 // Which kernel hook runs the socket programs of request tracing for each server (bpf/sock.bpf.h,
-// docs/INFERENCE.md "Which hook"): uprobes on the server's own libc socket functions, attached
-// with its pid (no other process ever traps); for a server without a dynamically linked libc
-// (a static Go binary), the per-syscall tracepoints of the socket syscalls, or the raw
-// sys_enter / sys_exit tracepoints that every syscall on the host runs.
+// docs/INFERENCE.md "Which hook"): by default the per-syscall tracepoints of the socket
+// syscalls (or the raw sys_enter / sys_exit tracepoints that every syscall on the host runs,
+// where tracefs lacks them); with CAUSEWAY_SOCK_HOOK=libc, uprobes on the server's own libc
+// socket functions attached with its pid (no other process ever traps), the tracepoints then
+// only for a server without a dynamically linked libc (a static Go binary).
 #pragma once
 
 #include <cstdint>
@@ -22,14 +23,14 @@ const char* sock_hook_name(SockHook h);
 // hook attaches to (close: its entry only, where the record is emitted).
 const std::vector<std::string>& sock_syscalls();
 
-// What to try: CAUSEWAY_SOCK_HOOK=libc|syscalls|raw forces a hook (benchmarks, tests, and a
-// way out if a kernel misbehaves; libc: a server without a libc is not traced). Unset: libc
-// for each server that maps one, the tracepoint hook for the others: the syscall tracepoints
-// when tracefs shows them, else raw with the reason in `why_raw`. An unknown value is an error.
+// What to try. Unset: every server on the tracepoint hook, the syscall tracepoints when tracefs
+// shows them, else raw with the reason in `why_raw`. CAUSEWAY_SOCK_HOOK=libc: the libc hook
+// for each server that maps a libc (no other process pays anything), the tracepoint hook for
+// the others; =syscalls|raw forces that tracepoint hook (benchmarks, tests, and a way out if a
+// kernel misbehaves). An unknown value is an error.
 struct SockHookChoice {
-  bool libc = true;                   // servers with a dynamic libc get the libc hook
-  bool tracepoints = true;            // the others (every server when !libc) get `tracepoint`
-  SockHook tracepoint = SockHook::raw;  // syscalls or raw
+  bool libc = false;                    // servers with a dynamic libc get the libc hook
+  SockHook tracepoint = SockHook::raw;  // the others (every server when !libc): syscalls or raw
   bool forced = false;
   std::string why_raw;  // the fallback's reason; empty when chosen or forced
 };

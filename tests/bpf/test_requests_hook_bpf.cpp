@@ -1,9 +1,9 @@
 // Which hook request tracing runs on (collector/sock_hook.h, docs/INFERENCE.md "Which hook"):
-// by default uprobes on the server's own libc socket functions, attached with its pid, and no
-// tracepoint at all; a server without a libc (a static binary) gets the syscall tracepoints of
-// the socket syscalls when tracefs lists them, else the raw sys_enter/sys_exit;
-// CAUSEWAY_SOCK_HOOK=syscalls|raw force those, whose requests must be as exact as the
-// default's. What the tracer attached is read from the kernel's side: the fdinfo of its BPF
+// by default the syscall tracepoints of the socket syscalls; with CAUSEWAY_SOCK_HOOK=libc
+// uprobes on the server's own libc socket functions, attached with its pid, and no tracepoint
+// at all, while a server without a libc (a static binary) gets the syscall tracepoints when
+// tracefs lists them, else the raw sys_enter/sys_exit; CAUSEWAY_SOCK_HOOK=raw forces the raw
+// ones. Every hook's requests must be as exact. What the tracer attached is read from the kernel's side: the fdinfo of its BPF
 // links (a raw tracepoint link names its tracepoint) and the probed processes' memory (a
 // uprobe is a breakpoint instruction written into the text of the processes it applies to).
 #include <doctest/doctest.h>
@@ -240,10 +240,10 @@ bool none_patched(const std::map<std::string, bool>& fns) {
 
 }  // namespace
 
-TEST_CASE("default: the libc hook on the server alone; no tracepoint attached; an untraced process never traps") {
+TEST_CASE("CAUSEWAY_SOCK_HOOK=libc: the libc hook on the server alone; no tracepoint attached; an untraced process never traps") {
   need_aiohttp();
   TempDir dir;
-  Run r = traced_run(dir, "");
+  Run r = traced_run(dir, "libc");
   check_exact(r);
   // No syscall hook of any kind: untraced processes' syscalls run no program.
   CHECK(r.raw_links.count("sys_enter") == 0);
@@ -264,20 +264,20 @@ TEST_CASE("default: the libc hook on the server alone; no tracepoint attached; a
   // ... and no record of its own.
   CHECK(q_int(r.db, "SELECT count(*) FROM requests WHERE server_pid != " + std::to_string(r.server)) == 0);
   // `check` says the same.
-  json item = check_item(dir, {}, "http_syscalls");
+  json item = check_item(dir, {"CAUSEWAY_SOCK_HOOK=libc"}, "http_syscalls");
   CAPTURE(item.dump());
   CHECK(item["detail"].get<std::string>().find("libc uprobes") != std::string::npos);
   CHECK(item["status"] == (kernel_lists_syscall_tracepoints() ? "PASS" : "WARN"));
 }
 
-TEST_CASE("CAUSEWAY_SOCK_HOOK=syscalls: the syscall tracepoints, no libc probe, requests as exact") {
+TEST_CASE("default: the syscall tracepoints, no libc probe, requests as exact") {
   need_aiohttp();
   if (!kernel_lists_syscall_tracepoints()) {
     std::printf("SKIPPED: this kernel does not list syscalls:sys_enter_read (tracefs)\n");
     std::exit(77);
   }
   TempDir dir;
-  Run r = traced_run(dir, "syscalls");
+  Run r = traced_run(dir, "");
   check_exact(r);
   CHECK(r.raw_links.count("sys_enter") == 0);
   // 11 entries (accept, accept4, read, write, readv, writev, recvfrom, sendto, recvmsg,
@@ -315,7 +315,7 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK with an unknown value: a clear error, the rest of 
   CHECK(item["detail"].get<std::string>().find("CAUSEWAY_SOCK_HOOK=fentry: expected libc, syscalls or raw") != std::string::npos);
 }
 
-TEST_CASE("a static server (no libc) gets the tracepoint hook beside a libc-hooked server; each request once") {
+TEST_CASE("CAUSEWAY_SOCK_HOOK=libc: a static server (no libc) gets the tracepoint hook beside a libc-hooked server; each request once") {
   need_aiohttp();
   TempDir dir;
   const bool syscalls = kernel_lists_syscall_tracepoints();
@@ -331,10 +331,11 @@ TEST_CASE("a static server (no libc) gets the tracepoint hook beside a libc-hook
   Child reap_static(static_server);
   wait_for_file(dir.file("server.ready"), 30000);
   wait_for_file(dir.file("static.ready"), 30000);
-  ::unsetenv("CAUSEWAY_SOCK_HOOK");
+  ::setenv("CAUSEWAY_SOCK_HOOK", "libc", 1);
   Tracer t(dir, {"--http-port", std::to_string(port), "--http-port", std::to_string(static_port), "--pid",
                  std::to_string(server), "--pid", std::to_string(static_server), "--no-stack",
                  "--engine-metrics-interval", "0"});
+  ::unsetenv("CAUSEWAY_SOCK_HOOK");
   auto c = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(port),
                         "--requests", "40", "--concurrency", "4", "--max-tokens", "5", "--out", dir.file("client.json")});
   REQUIRE_MESSAGE(c.exit_code == 0, c.err);
@@ -375,24 +376,4 @@ TEST_CASE("a static server (no libc) gets the tracepoint hook beside a libc-hook
   CHECK(q_int(r.db, "SELECT value FROM collector_stats WHERE name = '" +
                         std::string(syscalls ? "http_syscall_tracepoint_links" : "http_raw_syscall_links") + "'") ==
         (syscalls ? 21 : 2));
-}
-
-TEST_CASE("CAUSEWAY_SOCK_HOOK=libc: a static server is not traced, and the user is told why") {
-  TempDir dir;
-  const int port = 30000 + static_cast<int>(::getpid() % 20000) + 4;
-  pid_t static_server = spawn({testprog("cw_static_http"), "--port", std::to_string(port), "--ready-file",
-                               dir.file("static.ready")},
-                              dir.file("static.log"));
-  Child reap_static(static_server);
-  wait_for_file(dir.file("static.ready"), 30000);
-  ::setenv("CAUSEWAY_SOCK_HOOK", "libc", 1);
-  Tracer t(dir, {"--http-port", std::to_string(port), "--no-stack", "--engine-metrics-interval", "0"});
-  ::unsetenv("CAUSEWAY_SOCK_HOOK");
-  REQUIRE(t.stop(SIGINT) == 0);
-  const std::string log = t.log();
-  CAPTURE(log);
-  CHECK(log.find("HTTP requests of pid " + std::to_string(static_server) + " not traced") != std::string::npos);
-  CHECK(log.find("maps no C library") != std::string::npos);
-  CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'http_syscall_tracepoint_links'") == 0);
-  CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'http_raw_syscall_links'") == 0);
 }

@@ -55,13 +55,14 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK forces a hook; an unknown value is an error naming
     CHECK(c->forced);
   }
   {
-    // libc alone: a server without a libc is not traced rather than put on a tracepoint.
+    // libc: the libc hook where a server maps one; the others still on a tracepoint hook,
+    // chosen as when unset.
     HookEnv e("libc");
     auto c = choose_sock_hook();
     REQUIRE(c);
     CHECK(c->libc);
-    CHECK_FALSE(c->tracepoints);
-    CHECK(c->forced);
+    CHECK_FALSE(c->forced);
+    CHECK(c->tracepoint == (syscall_tracepoints_dir().empty() ? SockHook::raw : SockHook::syscalls));
   }
   {
     HookEnv e("kprobe");
@@ -71,7 +72,7 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK forces a hook; an unknown value is an error naming
   }
 }
 
-TEST_CASE("unset: libc for servers that map one; the others on the syscall tracepoints when tracefs lists them, else raw") {
+TEST_CASE("unset: every server on the syscall tracepoints when tracefs lists them, else raw; no libc hook") {
   HookEnv e(nullptr);
   bool listed = false;
   for (const char* root : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"})
@@ -83,8 +84,7 @@ TEST_CASE("unset: libc for servers that map one; the others on the syscall trace
   auto c = choose_sock_hook();
   REQUIRE(c);
   CHECK_FALSE(c->forced);
-  CHECK(c->libc);
-  CHECK(c->tracepoints);
+  CHECK_FALSE(c->libc);
   CHECK(c->tracepoint == (listed ? SockHook::syscalls : SockHook::raw));
   CHECK(c->why_raw.empty() == listed);
   CHECK(syscall_tracepoints_dir().empty() == !listed);
