@@ -23,11 +23,13 @@ struct RequestSpan {
   int64_t end_ns = 0;        // request read
   int64_t first_out_ns = 0;  // first token (streamed) or first byte; 0 none
   uint64_t prompt_bytes = 0;
+  int32_t fd = -1;   // the request's connection (network)
+  std::string peer;  // the client's address:port ("" when unknown)
 };
 
 struct CauseClaim {
-  std::string cause;  // cpu_contention | io_contention | memory_pressure | nccl_straggler | prefill_interference |
-                      // queueing | kv_cache_pressure
+  std::string cause;  // cpu_contention | io_contention | memory_pressure | network | nccl_straggler |
+                      // prefill_interference | queueing | kv_cache_pressure
   double lost_ns = 0;
   nlohmann::json culprit;
 };
@@ -44,6 +46,8 @@ class CauseFinder {
   const std::vector<uint32_t>& engine_pids(uint32_t server_pid);
   void cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
   void prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
+  // network: the request's own connection waited on the socket.
+  std::optional<CauseClaim> network(const std::string& id, uint32_t server_pid, int64_t from, int64_t to);
   // queueing and kv_cache_pressure, from the engine's scraped metrics.
   void engine_state(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
 

@@ -186,6 +186,7 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
   for (const auto& cause : d["requests"]["tail"]["causes"]) {
     CHECK(cause["cause"] != "queueing");
     CHECK(cause["cause"] != "kv_cache_pressure");
+    CHECK(cause["cause"] != "network");  // the client reads as fast as the server writes
   }
   // The quiet baseline: no HIGH chain, request-level or call-level.
   auto e = run_causeway({"explain", "--db", t.db(), "--json", "--limit", "100"});
@@ -246,16 +247,25 @@ TEST_CASE("prefill_interference: long prompts among short streams stall their to
 
 namespace {
 
-// A server started for one planted incident, reaped at the end of the case.
+// A network namespace of the server's own whose loopback has an Ethernet MTU: on the default
+// 64 KiB loopback MTU the kernel sizes a connection's send buffer at ~4 MB, which no slow
+// reader of a test fills; with 1500 it is ~70 KB, as on a real link.
+const std::vector<std::string> kOwnNet = {"unshare", "-n", "sh", "-c",
+                                          "ip link set lo up && ip link set lo mtu 1500 && exec \"$0\" \"$@\""};
+
+// A server started for one planted incident, reaped at the end of the case; with own_net in
+// a network namespace of its own (kOwnNet), which its clients join.
 struct PlantedServer {
   TempDir& dir;
   int port;
   pid_t pid;
-  PlantedServer(TempDir& d, int p, std::vector<std::string> extra) : dir(d), port(p) {
+  bool own_net;
+  PlantedServer(TempDir& d, int p, std::vector<std::string> extra, bool net = false) : dir(d), port(p), own_net(net) {
     std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/inference_server.py", "--port",
                                      std::to_string(port), "--cudart", testprog("libcudart.so.13"), "--step-ms", "20",
                                      "--ready-file", dir.file("server.ready")};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    if (own_net) argv.insert(argv.begin(), kOwnNet.begin(), kOwnNet.end());
     pid = spawn(argv, dir.file("server.log"));
     wait_for_file(dir.file("server.ready"), 30000);
   }
@@ -270,6 +280,7 @@ struct PlantedServer {
     std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port",
                                      std::to_string(port), "--out", dir.file("client.json")};
     argv.insert(argv.end(), load.begin(), load.end());
+    if (own_net) argv.insert(argv.begin(), {"nsenter", "--net=/proc/" + std::to_string(pid) + "/ns/net"});
     auto c = run_process(argv);
     REQUIRE_MESSAGE(c.exit_code == 0, c.err);
     sleep_ms(300);
@@ -288,9 +299,24 @@ const json* tail_cause(const json& requests, const std::string& name) {
   return nullptr;
 }
 
+// explain --json's chains of a trace DB.
+json explain_chains(const std::string& db) {
+  auto e = run_causeway({"explain", "--db", db, "--json"});
+  REQUIRE(e.exit_code == 0);
+  return json::parse(e.out)["chains"];
+}
+
 void need_aiohttp() {
   if (run_process({kPython, "-c", "import aiohttp"}).exit_code != 0) {
     std::printf("SKIPPED: python3-aiohttp is not installed (scripts/install-deps.sh --tests)\n");
+    std::exit(77);
+  }
+}
+
+void need_own_net() {
+  if (run_process({"unshare", "-n", "ip", "link", "set", "lo", "mtu", "1500"}).exit_code != 0 ||
+      run_process({"nsenter", "--version"}).exit_code != 0) {
+    std::printf("SKIPPED: unshare -n with iproute2's ip, and nsenter, are needed (util-linux, iproute2)\n");
     std::exit(77);
   }
 }
@@ -340,9 +366,7 @@ TEST_CASE("kv_cache_pressure: a KV cache too small preempts streams; their stall
     for (const auto& c : s["causes"]) named += c["cause"] == "kv_cache_pressure";
   CHECK(named >= 3);
   // explain leads with the request chain, naming the stalled requests.
-  auto e = run_causeway({"explain", "--db", db, "--json"});
-  REQUIRE(e.exit_code == 0);
-  const json chains = json::parse(e.out)["chains"];
+  const json chains = explain_chains(db);
   REQUIRE(!chains.empty());
   CHECK(chains[0]["level"] == "request");
   CHECK(chains[0]["cause"] == "kv_cache_pressure");
@@ -414,4 +438,45 @@ TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's nex
                               << d["itl_ms"]["p50"] << " ms), " << named << " of the " << d["slowest"].size()
                               << " slowest requests carry it; request chain " << chain_id << " " << (*itl)["severity"]);
   CHECK(q_int(db, "SELECT count(*) FROM chains WHERE id = '" + chain_id + "'") == 1);
+}
+
+TEST_CASE("network: a client that stops reading mid-stream; its token gaps name the connection's peer") {
+  need_aiohttp();
+  need_own_net();
+  TempDir dir;
+  // 8 KiB events; clients with a 4 KiB receive buffer, every 4th request stops reading for
+  // 300 ms after its 3rd event: the server's writes to it meet a full send buffer.
+  PlantedServer srv(dir, 12000 + static_cast<int>(::getpid() % 8000), {"--event-bytes", "8192"}, true);
+  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "12", "--rcvbuf", "4096",
+                             "--stall-every", "4", "--stall-ms", "300", "--stall-after", "3"},
+                            {"--metric", "itl", "--slowest", "8"});
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 24);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'sock_send_wait' AND "
+                  "e.dur_ns > 100000000") >= 4);
+  const json* n = tail_cause(d, "network");
+  REQUIRE(n != nullptr);
+  CHECK((*n)["share_time"].get<double>() >= 0.5);
+  const json& k = (*n)["culprit"];
+  CHECK(k["pid"] == srv.pid);
+  CHECK(k["peer"].get<std::string>().rfind("127.0.0.1:", 0) == 0);
+  CHECK(k["short_writes"].get<int64_t>() + k["eagain"].get<int64_t>() >= 1);
+  CHECK(k["retransmits"] == 0);
+  // The requests it names are the stalled ones (req-NNNN-w, NNNN % 4 == 3), each on its own
+  // connection: the peer is that request's.
+  size_t named = 0;
+  for (const auto& s : d["slowest"])
+    for (const auto& c : s["causes"]) {
+      if (c["cause"] != "network") continue;
+      ++named;
+      const std::string id = s["request_id"].get<std::string>();
+      CHECK(std::stoi(id.substr(4, 4)) % 4 == 3);
+      CHECK(c["culprit"]["peer"] == q_text(db, "SELECT peer FROM requests WHERE request_id = '" + id + "'"));
+    }
+  CHECK(named >= 3);
+  // explain leads with the request chain, naming the peer.
+  const json chains = explain_chains(db);
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["cause"] == "network");
+  CHECK(chains[0]["summary"].get<std::string>().find("127.0.0.1:") != std::string::npos);
 }
