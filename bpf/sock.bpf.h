@@ -253,26 +253,30 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
 }
 
 /* One record per iovec (its own bytes and copy), so no variable offset into a record. The
- * iovecs are read first: a write that moved less than they hold was short (beyond the
- * first CW_SOCK_MAX_IOV, what they hold is not known and the write counts as whole). */
+ * iovecs' lengths are summed first: a write that moved less than they hold was short
+ * (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write counts as
+ * whole). */
 static __always_inline void sock_emit_iov(__u64 id, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
-  struct iovec v[CW_SOCK_MAX_IOV] = {};
-  __u64 asked = 0;
-#pragma unroll
-  for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
-    if ((__u64)i >= cnt) break;
-    if (bpf_probe_read_user(&v[i], sizeof(v[i]), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
-    asked += v[i].iov_len;
-  }
   struct cw_sock_io io = {.enter_ns = a->enter_ns};
-  if (a->sock_op == CW_SOCK_WRITE && (__u64)ret < asked) io.send = CW_SEND_SHORT;
+  if (a->sock_op == CW_SOCK_WRITE) {
+    __u64 asked = 0;
+    for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
+      __u64 len = 0;
+      if ((__u64)i >= cnt ||
+          bpf_probe_read_user(&len, sizeof(len), (const void *)(iov + i * sizeof(struct iovec) + offsetof(struct iovec, iov_len))) != 0)
+        break;
+      asked += len;
+    }
+    if ((__u64)ret < asked) io.send = CW_SEND_SHORT;
+  }
   __s64 left = ret;
-#pragma unroll
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
     if (left <= 0 || (__u64)i >= cnt) return;
-    __s64 n = (__s64)v[i].iov_len < left ? (__s64)v[i].iov_len : left;
+    struct iovec v = {};
+    if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
+    __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
     if (n <= 0) continue;
-    sock_emit(id, a->sock_op, a->fd, n, (__u64)v[i].iov_base, io);
+    sock_emit(id, a->sock_op, a->fd, n, (__u64)v.iov_base, io);
     left -= n;
   }
   if (left > 0) sock_emit_cap(id, a->sock_op, a->fd, left, 0, 0, io);

@@ -25,9 +25,9 @@ std::string fmt(double v) {
 
 const char* recommendation(const std::string& cause, const json& k) {
   if (cause == "network" && k.value("retransmits", int64_t{0}) > 0)
-    return "The link to the client drops packets: TCP retransmits held the responses back until the send buffer "
-           "filled. Check the path to the peer (NIC error counters with ethtool -S, MTU, a congested or lossy proxy); "
-           "the engine itself was not slow.";
+    return "The responses backed up in the send buffer while TCP retransmitted to the client: the link drops "
+           "packets, or the client's receive buffer overflowed. Check the path to the peer (NIC error counters with "
+           "ethtool -S, MTU, a congested or lossy proxy) and the client's read loop; the engine itself was not slow.";
   if (cause == "network")
     return "The client does not read its stream as fast as the server writes it (its receive window closed and the "
            "server's send buffer filled): fix or time out the slow reader (a write timeout in the server or its proxy), "

@@ -3,7 +3,8 @@
 request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes:
 
   inference_server.py --port 8000 --cudart LIB [--step-ms 15] [--prefill-us-per-byte 20]
-                      [--max-batch 8] [--kv-tokens N] [--event-bytes B] [--ready-file F]
+                      [--max-batch 8] [--kv-tokens N] [--event-bytes B [--flush-each-event]]
+                      [--ready-file F]
                       [--tp 2 --nccl LIB [--late-rank R --late-ms M --late-every K]]
 
 * the API server (this process, aiohttp) takes POST /v1/completions {"prompt", "max_tokens",
@@ -13,7 +14,9 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
   proportion to the prompt), launches the step's kernels through libcudart (the fake one of
   tests/testprogs, or a real one), waits on a stream sync, sleeps for the step's "GPU time"
   and emits one token for every running request. --event-bytes pads each event's text so an
-  event is about B bytes (a slow reader then fills the socket's buffers within a stall).
+  event is about B bytes (a slow reader then fills the socket's buffers within a stall), and
+  --flush-each-event writes each event only once the previous one has left (a write buffer
+  of 0): each event is a write of its own even when the socket is full.
 Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ sockets do.
 * with --tp N the engine core runs no model itself: it hands each forward pass to N worker
   processes (its children, "VllmWorker-R", as vLLM V1's multiproc executor does), each of
@@ -221,6 +224,7 @@ def main():
     p.add_argument("--max-batch", type=int, default=8)
     p.add_argument("--kv-tokens", type=int, default=0)
     p.add_argument("--event-bytes", type=int, default=0)
+    p.add_argument("--flush-each-event", action="store_true")
     p.add_argument("--ready-file")
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--nccl", help="libnccl for --tp > 1 (the fake one of tests/testprogs)")
@@ -279,6 +283,8 @@ def main():
             req_parent.send((rid, len(doc.get("prompt", "")), max_tokens))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
+        if args.flush_each_event:
+            request.transport.set_write_buffer_limits(high=0)
         i = 0
         pad = "x" * max(0, args.event_bytes - 250)
         try:
@@ -288,6 +294,8 @@ def main():
                          "model": "fake", "choices": [{"index": 0, "text": " tok%d" % i + pad, "logprobs": None,
                                                        "finish_reason": "length" if done else None}]}
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                if args.flush_each_event:
+                    await resp.drain()  # waits until the transport's buffer is empty
                 i += 1
                 if done:
                     break
