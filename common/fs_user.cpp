@@ -74,7 +74,7 @@ Result<std::optional<FsUser>> write_identity_for(const std::string& path) {
     if (other)
       return make_error("db_owner", path + " lies in (or is) a file of " + user_name_of(uid) +
                                         (inv ? ", not of " + inv->name : " and of " + user_name_of(owners.begin()->first)) +
-                                        ": that user could redirect what root writes there; pass --db PATH in " +
+                                        ": that user could redirect what root writes there; use a path in " +
                                         (inv ? "your own folder" : "one user's folder") + " or in a folder of root's");
   }
   if (inv) return std::optional<FsUser>(FsUser{inv->uid, inv->gid, inv->name});

@@ -200,6 +200,18 @@ Result<void> load_events_until(State& s, sqlite3* db, int64_t until) {
 // by ts range, each range once, so never past the host-context watermark (s.context_to): a
 // range read before its rows were committed would stay empty for good, and the calls in it
 // would be judged with no scheduler context (docs/DIAGNOSIS.md "The watermark rule").
+// The rows of one host table (?1 <= ts_ns < ?2, session ?3, in time order), one call each.
+template <typename OnRow>
+Result<void> read_window(sqlite3* db, const char* sql, int64_t from, int64_t until, int64_t session_id, OnRow&& on_row) {
+  auto st = Statement::prepare(db, sql);
+  if (!st) return st.error();
+  st->bind(1, from);
+  st->bind(2, until);
+  st->bind(3, session_id);
+  while (st->step() == SQLITE_ROW) on_row(*st);
+  return {};
+}
+
 Result<void> load_until(State& s, sqlite3* db, int64_t until) {
   constexpr int64_t kSchedAheadNs = 1'000'000'000;
   if (until > s.loaded_to) {
@@ -210,37 +222,29 @@ Result<void> load_until(State& s, sqlite3* db, int64_t until) {
   until = until > INT64_MAX - kSchedAheadNs ? INT64_MAX : until + kSchedAheadNs;
   until = std::min(until, s.context_to);
   if (until <= from) return {};
-  {
-    auto st = Statement::prepare(db,
-                                 "SELECT ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid FROM sched "
-                                 "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 ORDER BY ts_ns");
-    if (!st) return st.error();
-    st->bind(1, from);
-    st->bind(2, until);
-    st->bind(3, s.session_id);
-    while (st->step() == SQLITE_ROW) {
-      s.sched_seen = true;
-      s.schedbuf.push_back({st->col_int(0), static_cast<int32_t>(st->col_int(1)), static_cast<uint32_t>(st->col_int(2)),
-                            static_cast<uint32_t>(st->col_int(3)), st->col_int(4), static_cast<uint32_t>(st->col_int(5)),
-                            static_cast<uint32_t>(st->col_int(6))});
-      ++s.counters.sched_rows;
-      s.data_end = std::max(s.data_end, st->col_int(0));
-    }
-  }
-  {
-    auto st = Statement::prepare(db,
-                                 "SELECT ts_ns, tid, pid, coalesce(waker_tid, 0), coalesce(waker_pid, 0) FROM wakeups "
-                                 "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 ORDER BY ts_ns");
-    if (!st) return st.error();
-    st->bind(1, from);
-    st->bind(2, until);
-    st->bind(3, s.session_id);
-    while (st->step() == SQLITE_ROW) {
-      s.wakebuf.push_back({st->col_int(0), static_cast<uint32_t>(st->col_int(1)), static_cast<uint32_t>(st->col_int(2)),
-                           static_cast<uint32_t>(st->col_int(3)), static_cast<uint32_t>(st->col_int(4))});
-      ++s.counters.wakeups;
-    }
-  }
+  auto sched = read_window(db,
+                           "SELECT ts_ns, cpu, prev_tid, prev_pid, prev_state, next_tid, next_pid FROM sched "
+                           "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 ORDER BY ts_ns",
+                           from, until, s.session_id, [&](Statement& st) {
+                             s.sched_seen = true;
+                             s.schedbuf.push_back({st.col_int(0), static_cast<int32_t>(st.col_int(1)),
+                                                   static_cast<uint32_t>(st.col_int(2)), static_cast<uint32_t>(st.col_int(3)),
+                                                   st.col_int(4), static_cast<uint32_t>(st.col_int(5)),
+                                                   static_cast<uint32_t>(st.col_int(6))});
+                             ++s.counters.sched_rows;
+                             s.data_end = std::max(s.data_end, st.col_int(0));
+                           });
+  if (!sched) return sched;
+  auto wakeups = read_window(db,
+                             "SELECT ts_ns, tid, pid, coalesce(waker_tid, 0), coalesce(waker_pid, 0) FROM wakeups "
+                             "WHERE ts_ns >= ?1 AND ts_ns < ?2 AND session_id = ?3 ORDER BY ts_ns",
+                             from, until, s.session_id, [&](Statement& st) {
+                               s.wakebuf.push_back({st.col_int(0), static_cast<uint32_t>(st.col_int(1)),
+                                                    static_cast<uint32_t>(st.col_int(2)), static_cast<uint32_t>(st.col_int(3)),
+                                                    static_cast<uint32_t>(st.col_int(4))});
+                               ++s.counters.wakeups;
+                             });
+  if (!wakeups) return wakeups;
   s.sched_loaded_to = until;
   return {};
 }

@@ -1,7 +1,6 @@
 #include "fleet/endpoint.h"
 
-#include <fstream>
-#include <sstream>
+#include "common/user_input.h"
 
 namespace causeway::fleet {
 
@@ -40,11 +39,9 @@ Result<Endpoint> make_endpoint(std::string url, std::string database, std::strin
   if (!valid_identifier(user)) return make_error("usage", "--user must be a plain name ([A-Za-z_][A-Za-z0-9_]*)");
   Endpoint e{std::move(url), std::move(database), std::move(user), "", std::move(ca_file)};
   if (!password_file.empty()) {
-    std::ifstream in(password_file);
-    if (!in) return make_error("fleet_password", "cannot read the password file " + password_file);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    e.password = trim(ss.str());
+    auto text = read_user_input(password_file, "--password-file", 64 << 10);
+    if (!text) return make_error("fleet_password", text.error().message);
+    e.password = trim(*text);
   }
   return e;
 }

@@ -5,7 +5,9 @@
 #include <openssl/sha.h>
 
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
+
+#include "common/user_input.h"
 
 namespace causeway::mcp {
 namespace {
@@ -45,9 +47,10 @@ void digest(std::string_view s, unsigned char* out) { SHA256(reinterpret_cast<co
 
 Result<BearerToken> load_bearer_token(const std::string& token_file) {
   if (!token_file.empty()) {
-    std::ifstream in(token_file);
-    if (!in) return make_error("usage", "Cannot read --token-file " + token_file + ".");
+    auto text = read_user_input(token_file, "--token-file", 1 << 20);
+    if (!text) return make_error("usage", text.error().message + ".");
     std::vector<std::string> tokens;
+    std::istringstream in(*text);
     for (std::string line; std::getline(in, line);) {
       line = trim(line);
       if (!line.empty() && line[0] != '#') tokens.push_back(line);

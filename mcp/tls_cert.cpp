@@ -5,8 +5,10 @@
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -22,6 +24,9 @@
 #include <memory>
 #include <vector>
 
+#include "common/fs_user.h"
+#include "common/user_input.h"
+
 namespace causeway::mcp {
 namespace {
 
@@ -32,6 +37,7 @@ struct Free {
   void operator()(FILE* p) const { fclose(p); }
   void operator()(BIGNUM* p) const { BN_free(p); }
   void operator()(ifaddrs* p) const { freeifaddrs(p); }
+  void operator()(BIO* p) const { BIO_free(p); }
 };
 template <typename T>
 using Owned = std::unique_ptr<T, Free>;
@@ -48,6 +54,8 @@ Owned<X509> read_cert(const std::string& path) {
   if (!f) return nullptr;
   return Owned<X509>(PEM_read_X509(f.get(), nullptr, nullptr, nullptr));
 }
+
+Owned<BIO> pem_bio(const std::string& pem) { return Owned<BIO>(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()))); }
 
 Owned<EVP_PKEY> read_key(const std::string& path) {
   Owned<FILE> f(fopen(path.c_str(), "re"));
@@ -261,9 +269,10 @@ std::string default_state_dir() {
   return ".causeway-state";
 }
 
-Result<std::string> certificate_fingerprint(const std::string& cert_path) {
-  auto cert = read_cert(cert_path);
-  if (!cert) return make_error("tls", "Cannot read a PEM certificate from " + cert_path + ".");
+Result<std::string> certificate_fingerprint(const std::string& cert_pem) {
+  auto bio = pem_bio(cert_pem);
+  Owned<X509> cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!cert) return make_error("tls", "Cannot read a PEM certificate.");
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   X509_digest(cert.get(), EVP_sha256(), md, &n);
@@ -283,22 +292,61 @@ Result<TlsMaterial> ensure_tls_material(const std::string& cert, const std::stri
     if (cert.empty() || key.empty()) return make_error("usage", "--tls-cert and --tls-key go together.");
     m.cert_path = cert;
     m.key_path = key;
+    auto c = read_user_input(cert, "--tls-cert");
+    if (!c) return make_error("tls", c.error().message + ".");
+    auto k = read_user_input(key, "--tls-key");
+    if (!k) return make_error("tls", k.error().message + ".");
+    m.cert_pem = std::move(*c);
+    m.key_pem = std::move(*k);
   } else {
     std::string dir = state_dir.empty() ? default_state_dir() : state_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return make_error("tls", "Cannot create " + dir + " for the generated certificate: " + ec.message());
-    auto made = ensure_generated(dir, wanted_names(listen_host));
-    if (!made) return made.error();
-    m.generated = made.value();
+    auto owner = write_identity_for(dir);
+    if (!owner) return make_error("tls", "--state-dir " + owner.error().message + ".");
+    {
+      auto as_owner = AsFsUser::enter(*owner);
+      if (!as_owner) return as_owner.error();
+      std::error_code ec;
+      std::filesystem::create_directories(dir, ec);
+      if (ec) return make_error("tls", "Cannot create " + dir + " for the generated certificate: " + ec.message());
+      auto made = ensure_generated(dir, wanted_names(listen_host));
+      if (!made) return made.error();
+      m.generated = made.value();
+    }
     m.cert_path = dir + "/mcp-cert.pem";
     m.key_path = dir + "/mcp-key.pem";
     m.ca_path = dir + "/mcp-ca.pem";
+    auto c = read_file_as(*owner, m.cert_path, "the certificate");
+    if (!c) return make_error("tls", c.error().message + ".");
+    auto k = read_file_as(*owner, m.key_path, "the private key");
+    if (!k) return make_error("tls", k.error().message + ".");
+    m.cert_pem = std::move(*c);
+    m.key_pem = std::move(*k);
   }
-  auto fp = certificate_fingerprint(m.cert_path);
-  if (!fp) return fp.error();
+  auto fp = certificate_fingerprint(m.cert_pem);
+  if (!fp) return make_error("tls", "Cannot read a PEM certificate from " + m.cert_path + ".");
   m.fingerprint = fp.value();
   return m;
+}
+
+Result<void> use_tls_material(SSL_CTX* ctx, const TlsMaterial& m) {
+  auto certs = pem_bio(m.cert_pem);
+  Owned<X509> leaf(certs ? PEM_read_bio_X509_AUX(certs.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!leaf || SSL_CTX_use_certificate(ctx, leaf.get()) != 1)
+    return make_error("tls", "TLS setup failed: cannot load the certificate " + m.cert_path + ".");
+  // The intermediates that follow the leaf in the same file; the read that ends the loop
+  // leaves a "no start line" error on the queue.
+  while (X509* extra = PEM_read_bio_X509(certs.get(), nullptr, nullptr, nullptr))
+    if (SSL_CTX_add0_chain_cert(ctx, extra) != 1) {
+      X509_free(extra);
+      return make_error("tls", "TLS setup failed: cannot use the chain of " + m.cert_path + ".");
+    }
+  ERR_clear_error();
+  auto keys = pem_bio(m.key_pem);
+  Owned<EVP_PKEY> key(keys ? PEM_read_bio_PrivateKey(keys.get(), nullptr, nullptr, nullptr) : nullptr);
+  if (!key || SSL_CTX_use_PrivateKey(ctx, key.get()) != 1 || SSL_CTX_check_private_key(ctx) != 1)
+    return make_error("tls", "TLS setup failed: cannot load the private key " + m.key_path +
+                                 " (or it does not match the certificate).");
+  return {};
 }
 
 }  // namespace causeway::mcp

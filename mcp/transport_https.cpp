@@ -156,7 +156,7 @@ struct SslCtxFree {
   void operator()(SSL_CTX* c) const { SSL_CTX_free(c); }
 };
 
-Result<std::unique_ptr<SSL_CTX, SslCtxFree>> server_tls_context(const std::string& cert_path, const std::string& key_path) {
+Result<std::unique_ptr<SSL_CTX, SslCtxFree>> server_tls_context(const TlsMaterial& tls) {
   std::unique_ptr<SSL_CTX, SslCtxFree> ctx(SSL_CTX_new(TLS_server_method()));
   if (!ctx) return make_error("tls", "TLS setup failed: cannot create an OpenSSL context.");
   // TLS 1.3 only: no downgrade to 1.2 cipher suites, no renegotiation. No session tickets:
@@ -167,10 +167,7 @@ Result<std::unique_ptr<SSL_CTX, SslCtxFree>> server_tls_context(const std::strin
   SSL_CTX_set_num_tickets(ctx.get(), 0);
   // Non-blocking sockets: a write may be retried from another buffer address, and may be partial.
   SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (SSL_CTX_use_certificate_chain_file(ctx.get(), cert_path.c_str()) != 1)
-    return make_error("tls", "TLS setup failed: cannot load the certificate " + cert_path + ".");
-  if (SSL_CTX_use_PrivateKey_file(ctx.get(), key_path.c_str(), SSL_FILETYPE_PEM) != 1 || SSL_CTX_check_private_key(ctx.get()) != 1)
-    return make_error("tls", "TLS setup failed: cannot load the private key " + key_path + " (or it does not match the certificate).");
+  if (auto used = use_tls_material(ctx.get(), tls); !used) return used.error();
   return ctx;
 }
 
@@ -269,7 +266,7 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   if (!token) return token.error();
   auto audit = AuditLog::open(options.audit_log);
   if (!audit) return audit.error();
-  auto ctx = server_tls_context(tls->cert_path, tls->key_path);
+  auto ctx = server_tls_context(*tls);
   if (!ctx) return ctx.error();
   RateLimiter limiter = RateLimiter::per_minute(options.rate_per_minute);
   // Failed authentication gets its own budget per address, so guessing tokens is slow and

@@ -4,6 +4,7 @@
 
 #include "diagnosis/collectives.h"
 #include "diagnosis/event_window.h"
+#include "diagnosis/rank_inference.h"
 #include "requests/engine_series.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
@@ -24,28 +25,78 @@ std::string collective_ops() {
   return in;
 }
 
+// A collective row as the grouping reads it.
+CollectiveEntry read_entry(Statement& st) {  // a1, a4, pid, tid, a2, a3, op_id, ts_ns
+  return {st.col_int(0), st.col_int(1), static_cast<uint32_t>(st.col_int(2)), static_cast<uint32_t>(st.col_int(3)),
+          static_cast<int32_t>(st.col_int(4)), static_cast<int32_t>(st.col_int(5)), static_cast<uint16_t>(st.col_int(6)),
+          st.col_int(7)};
+}
+
+constexpr const char* kColumns = "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns, dur_ns FROM events WHERE session_id = ?1 ";
+// Entries resolved between two alignments (the correlator aligns chunk by chunk too).
+constexpr size_t kAlignBatch = 65536;
+
 }  // namespace
 
-std::optional<CauseClaim> nccl_straggler_claim(sqlite3* db, int64_t session_id, const std::vector<uint32_t>& pids,
-                                               const std::map<uint32_t, std::string>& comms, int64_t from, int64_t to) {
-  if (pids.size() < 2 || to <= from) return std::nullopt;  // one process: no ranks to wait for
-  auto ids = event_ids_for_window(db, session_id, from - kPassLookbackNs, to + kPassLookbackNs);
-  if (!ids || ids->empty()) return std::nullopt;
-  auto st = Statement::prepare(db, "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns FROM events WHERE session_id = ?1 AND id "
-                                   "BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" + collective_ops() +
-                                   ") AND pid IN (" + sql_id_list(pids) + ")");
-  if (!st) return std::nullopt;
-  st->bind(1, session_id);
+std::vector<CollectiveEntry> NcclStragglers::window(const std::vector<uint32_t>& pids, int64_t from, int64_t to) {
+  std::vector<CollectiveEntry> entries;
+  auto ids = event_ids_for_window(db_, session_id_, from - kPassLookbackNs, to + kPassLookbackNs);
+  if (!ids || ids->empty()) return entries;
+  auto st = Statement::prepare(db_, std::string(kColumns) + "AND id BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" +
+                                        collective_ops() + ") AND pid IN (" + sql_id_list(pids) + ")");
+  if (!st) return entries;
+  st->bind(1, session_id_);
   st->bind(2, ids->lo);
   st->bind(3, ids->hi);
   st->bind(4, from - kPassLookbackNs);
   st->bind(5, to + kPassLookbackNs);
-  std::vector<CollectiveEntry> entries;
-  while (st->step() == SQLITE_ROW)
-    entries.push_back({st->col_int(0), st->col_int(1), static_cast<uint32_t>(st->col_int(2)),
-                       static_cast<uint32_t>(st->col_int(3)), static_cast<int32_t>(st->col_int(4)),
-                       static_cast<int32_t>(st->col_int(5)), static_cast<uint16_t>(st->col_int(6)), st->col_int(7)});
+  while (st->step() == SQLITE_ROW) entries.push_back(read_entry(*st));
+  return entries;
+}
+
+// The engine's collectives over the whole session in id order, each batch resolved and then
+// aligned as the correlator does (diagnosis/rank_inference.h); by entry time.
+const std::vector<CollectiveEntry>& NcclStragglers::resolved(const std::vector<uint32_t>& pids) {
+  auto found = resolved_.find(pids);
+  if (found != resolved_.end()) return found->second;
+  std::vector<CollectiveEntry>& out = resolved_[pids];
+  RankInference ranks;
+  if (!ranks.load(db_, session_id_) || !ranks.has_launchers()) return out;
+  auto st = Statement::prepare(db_, std::string(kColumns) + "AND op_id IN (" + collective_ops() + ") AND pid IN (" +
+                                        sql_id_list(pids) + ") ORDER BY id");
+  if (!st) return out;
+  st->bind(1, session_id_);
+  std::vector<CollectiveEntry> batch;
+  auto flush = [&] {
+    ranks.align(batch);
+    out.insert(out.end(), batch.begin(), batch.end());
+    batch.clear();
+  };
+  while (st->step() == SQLITE_ROW) {
+    batch.push_back(read_entry(*st));
+    ranks.resolve(batch.back(), batch.back().ts_ns + st->col_int(8));
+    if (batch.size() >= kAlignBatch) flush();
+  }
+  flush();
+  std::sort(out.begin(), out.end(), [](const CollectiveEntry& a, const CollectiveEntry& b) { return a.ts_ns < b.ts_ns; });
+  return out;
+}
+
+std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pids, const std::map<uint32_t, std::string>& comms,
+                                                int64_t from, int64_t to) {
+  if (pids.size() < 2 || to <= from) return std::nullopt;  // one process: no ranks to wait for
+  std::vector<CollectiveEntry> entries = window(pids, from, to);
   if (entries.empty()) return std::nullopt;
+  // A rank whose communicator was formed before the trace: its collectives group across
+  // processes only once resolved, from the session's first collective on.
+  if (std::any_of(entries.begin(), entries.end(), [](const CollectiveEntry& e) { return e.rank < 0; })) {
+    const auto& all = resolved(pids);
+    auto lo = std::lower_bound(all.begin(), all.end(), from - kPassLookbackNs,
+                               [](const CollectiveEntry& e, int64_t t) { return e.ts_ns < t; });
+    auto hi = std::upper_bound(lo, all.end(), to + kPassLookbackNs,
+                               [](int64_t t, const CollectiveEntry& e) { return t < e.ts_ns; });
+    if (lo != hi) entries.assign(lo, hi);
+  }
   // The ranks that entered waited from the second-last entry (the pass was ready but for
   // one rank) to the straggler's.
   std::vector<std::pair<int64_t, int64_t>> spans;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "diagnosis/collectives.h"
 #include "requests/request_causes.h"
 
 namespace causeway::requests {
@@ -21,7 +22,25 @@ namespace causeway::requests {
 // entered ≥ 1 ms after the second-last) during it: the time between the second-last rank's
 // entry and the straggler's, covered; culprit {"pid", "comm", "rank", "nranks", "share"} of
 // the rank that was late for the most of that time.
-std::optional<CauseClaim> nccl_straggler_claim(sqlite3* db, int64_t session_id, const std::vector<uint32_t>& pids,
-                                               const std::map<uint32_t, std::string>& comms, int64_t from, int64_t to);
+//
+// A communicator formed before the trace carries a per-process handle and rank -1: those
+// ranks are resolved as the correlator and `causeway ship` resolve them
+// (diagnosis/rank_inference.h: the launcher's RANK / WORLD_SIZE read from the environment),
+// over the session's collectives from its first one (a handle's communicator is numbered by
+// first use, a rank's sequence aligned on its first calls), read once and kept.
+class NcclStragglers {
+ public:
+  NcclStragglers(sqlite3* db, int64_t session_id) : db_(db), session_id_(session_id) {}
+  std::optional<CauseClaim> claim(const std::vector<uint32_t>& pids, const std::map<uint32_t, std::string>& comms,
+                                  int64_t from, int64_t to);
+
+ private:
+  std::vector<CollectiveEntry> window(const std::vector<uint32_t>& pids, int64_t from, int64_t to);
+  const std::vector<CollectiveEntry>& resolved(const std::vector<uint32_t>& pids);
+
+  sqlite3* db_;
+  int64_t session_id_;
+  std::map<std::vector<uint32_t>, std::vector<CollectiveEntry>> resolved_;  // by engine: entries by entry time
+};
 
 }  // namespace causeway::requests

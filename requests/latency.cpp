@@ -286,7 +286,8 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.to - a.from > b.to - b.from; });
   if (units.size() > kMaxExplainedUnits) units.resize(kMaxExplainedUnits);
   std::vector<RequestSpan> spans;
-  for (const Row& r : rows) spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.fd, r.peer});
+  for (const Row& r : rows)
+    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer});
   CauseFinder finder(db, scope->session_id, std::move(spans));
   const ChainIds chain_ids(db, scope->session_id, q.metric);
   struct Agg {
@@ -408,6 +409,8 @@ std::string request_latency_text(const json& doc) {
     if (k.contains("requests")) {
       o << ", long requests";
       for (const auto& id : k["requests"]) o << " " << sanitize_untrusted(id.get<std::string>(), 64);
+      if (k.contains("pass_ms"))
+        o << " (a " << k["pass_ms"].get<double>() << " ms forward pass, median " << k["median_pass_ms"].get<double>() << " ms)";
     }
     if (k.contains("waiting_max"))
       o << ", up to " << k["waiting_max"].get<double>() << " requests waiting in engine pid " << k["pid"].get<int64_t>();

@@ -18,11 +18,15 @@ namespace {
 constexpr double kMinLostNs = 1e6;
 // How far back a runnable wait may start (a wake-up or a preemption before the window).
 constexpr int64_t kLookbackNs = 500'000'000;
+// A forward pass "much longer than the median pass" (docs/INFERENCE.md "Causes keyed to
+// requests"): at least twice as long, and 5 ms more (a fast engine's jitter is not a prefill).
+constexpr double kLongPassFactor = 2.0;
+constexpr int64_t kLongPassMinExcessNs = 5'000'000;
 
 }  // namespace
 
 CauseFinder::CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpan> spans)
-    : db_(db), session_id_(session_id), spans_(std::move(spans)) {
+    : db_(db), session_id_(session_id), spans_(std::move(spans)), nccl_(std::make_unique<NcclStragglers>(db, session_id)) {
   // Long prompts: 4× the median, and at least 1 KiB (a uniform load has no long prefills).
   std::vector<uint64_t> bytes;
   for (const auto& s : spans_) bytes.push_back(s.prompt_bytes);
@@ -40,6 +44,8 @@ CauseFinder::CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpa
     while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
   }
 }
+
+CauseFinder::~CauseFinder() = default;
 
 // The server and its descendants (two levels: vLLM's API server → engine core → workers).
 const std::vector<uint32_t>& CauseFinder::engine_pids(uint32_t server_pid) {
@@ -101,22 +107,83 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
                   {"share", total > 0 ? top->second / total : 0}}});
 }
 
-// Other requests' long prefills (prompt read → their first token) during the slow part:
-// the engine ran their forward passes instead of this request's next step.
+// The engine's forward passes over its server's serving time (the slow parts lie in it).
+const CauseFinder::EnginePasses& CauseFinder::passes(uint32_t server_pid) {
+  auto it = passes_.find(server_pid);
+  if (it != passes_.end()) return it->second;
+  int64_t from = INT64_MAX, to = INT64_MIN;
+  for (const auto& s : spans_)
+    if (s.server_pid == server_pid) from = std::min(from, s.start_ns), to = std::max({to, s.last_ns, s.end_ns});
+  EnginePasses p;
+  if (from <= to)
+    if (auto scan = load_forward_passes(db_, session_id_, engine_pids(server_pid), from - kLookbackNs, to); scan)
+      p.scan = std::move(*scan);
+  p.median_ns = median_pass_ns(p.scan.passes);
+  for (const ForwardPass& f : p.scan.passes) p.longest_ns = std::max(p.longest_ns, f.dur_ns());
+  return passes_[server_pid] = std::move(p);
+}
+
+// Other requests' long prefills during the slow part: the engine ran their forward pass
+// instead of this request's next step. With the engine's passes delimited, the evidence is a
+// pass much longer than the median (kLongPassFactor ×, kLongPassMinExcessNs more) during a
+// long request's prefill, and the time lost is that pass's excess over the median pass; else
+// (no sync closes the engine's launches) the long requests' prefill time itself.
 void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
                           std::vector<CauseClaim>& out) {
+  std::vector<const RequestSpan*> longs;
+  for (const auto& s : spans_)
+    if (s.id != id && s.server_pid == server_pid && s.prompt_bytes >= long_prompt_bytes_ && s.first_out_ns &&
+        overlap_ns(s.end_ns, s.first_out_ns, from - kLookbackNs, to) > 0)
+      longs.push_back(&s);
+  if (longs.empty()) return;
+  const auto& pids = engine_pids(server_pid);
+  const EnginePasses& ep = passes(server_pid);
   std::vector<std::pair<int64_t, int64_t>> spans;
   nlohmann::json ids = nlohmann::json::array();
-  for (const auto& s : spans_) {
-    if (s.id == id || s.server_pid != server_pid || s.prompt_bytes < long_prompt_bytes_ || !s.first_out_ns) continue;
-    if (overlap_ns(s.end_ns, s.first_out_ns, from, to) <= 0) continue;
-    spans.emplace_back(s.end_ns, s.first_out_ns);
-    if (ids.size() < 10) ids.push_back(s.id);
+  auto name = [&](const RequestSpan& s) {
+    if (ids.size() < 10 && std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
+  };
+  if (ep.scan.passes.empty()) {
+    for (const RequestSpan* s : longs) {
+      if (overlap_ns(s->end_ns, s->first_out_ns, from, to) <= 0) continue;
+      spans.emplace_back(s->end_ns, s->first_out_ns);
+      name(*s);
+    }
+    const double lost = covered_ns(std::move(spans), from, to);
+    if (lost < kMinLostNs) return;
+    out.push_back({"prefill_interference", lost,
+                   {{"requests", ids}, {"pid", pids.size() > 1 ? pids[1] : pids[0]}, {"basis", "prompt_bytes"}}});
+    return;
+  }
+  const int64_t median = ep.median_ns;
+  const auto& all = ep.scan.passes;
+  // Passes by start: the first that can still reach `from` starts at most the longest pass before it.
+  auto it = std::lower_bound(all.begin(), all.end(), from - ep.longest_ns,
+                             [](const ForwardPass& p, int64_t t) { return p.start_ns < t; });
+  int64_t longest = 0;
+  uint32_t pass_pid = 0;
+  for (; it != all.end() && it->start_ns < to; ++it) {
+    const ForwardPass& p = *it;
+    const int64_t excess = p.dur_ns() - median;
+    if (p.end_ns <= from || static_cast<double>(p.dur_ns()) < kLongPassFactor * static_cast<double>(median) ||
+        excess < kLongPassMinExcessNs)
+      continue;
+    bool during_prefill = false;
+    for (const RequestSpan* s : longs)
+      if (overlap_ns(s->end_ns, s->first_out_ns, p.start_ns, p.end_ns) > 0) during_prefill = true, name(*s);
+    if (!during_prefill) continue;
+    // What a median pass would not have taken: the pass's last `excess` ns.
+    spans.emplace_back(p.end_ns - excess, p.end_ns);
+    if (p.dur_ns() > longest) longest = p.dur_ns(), pass_pid = p.pid;
   }
   const double lost = covered_ns(std::move(spans), from, to);
   if (lost < kMinLostNs) return;
-  const auto& pids = engine_pids(server_pid);
-  out.push_back({"prefill_interference", lost, {{"requests", ids}, {"pid", pids.size() > 1 ? pids[1] : pids[0]}}});
+  out.push_back({"prefill_interference", lost,
+                 {{"requests", ids},
+                  {"pid", pass_pid},
+                  {"basis", "forward_pass"},
+                  {"pass_ms", static_cast<double>(longest) / 1e6},
+                  {"median_pass_ms", static_cast<double>(median) / 1e6}}});
 }
 
 void CauseFinder::engine_state(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
@@ -150,7 +217,7 @@ std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t ser
   cpu_contention(server_pid, from, to, out);
   for (auto& c : d_state_claims(db_, session_id_, engine_pids(server_pid), comms_, from, to))
     if (c.lost_ns >= kMinLostNs) out.push_back(std::move(c));
-  if (auto c = nccl_straggler_claim(db_, session_id_, engine_pids(server_pid), comms_, from, to); c && c->lost_ns >= kMinLostNs)
+  if (auto c = nccl_->claim(engine_pids(server_pid), comms_, from, to); c && c->lost_ns >= kMinLostNs)
     out.push_back(std::move(*c));
   prefill(id, server_pid, from, to, out);
   engine_state(id, server_pid, from, to, out);

@@ -7,12 +7,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "requests/engine_series.h"
+#include "requests/forward_passes.h"
 
 namespace causeway::requests {
 
@@ -23,6 +25,7 @@ struct RequestSpan {
   int64_t end_ns = 0;        // request read
   int64_t first_out_ns = 0;  // first token (streamed) or first byte; 0 none
   uint64_t prompt_bytes = 0;
+  int64_t start_ns = 0, last_ns = 0;  // first read, last byte written
   int32_t fd = -1;   // the request's connection (network)
   std::string peer;  // the client's address:port ("" when unknown)
 };
@@ -34,9 +37,12 @@ struct CauseClaim {
   nlohmann::json culprit;
 };
 
+class NcclStragglers;
+
 class CauseFinder {
  public:
   CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpan> spans);
+  ~CauseFinder();
   // The slow part [from, to] of request `id` served by `server_pid`; excess_ns: how much
   // longer than typical it was (claims are capped at it). Largest claim first.
   std::vector<CauseClaim> explain(const std::string& id, uint32_t server_pid, int64_t from_ns, int64_t to_ns,
@@ -46,6 +52,13 @@ class CauseFinder {
   const std::vector<uint32_t>& engine_pids(uint32_t server_pid);
   void cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
   void prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
+  // The engine's forward passes over the server's serving time, read at the first need.
+  struct EnginePasses {
+    PassScan scan;
+    int64_t median_ns = 0;
+    int64_t longest_ns = 0;
+  };
+  const EnginePasses& passes(uint32_t server_pid);
   // network: the request's own connection waited on the socket.
   std::optional<CauseClaim> network(const std::string& id, uint32_t server_pid, int64_t from, int64_t to);
   // queueing and kv_cache_pressure, from the engine's scraped metrics.
@@ -58,6 +71,8 @@ class CauseFinder {
   std::map<uint32_t, std::vector<uint32_t>> engines_;
   std::map<uint32_t, std::string> comms_;
   std::optional<std::map<uint32_t, EngineSeries>> series_;  // loaded at the first question
+  std::map<uint32_t, EnginePasses> passes_;
+  std::unique_ptr<NcclStragglers> nccl_;
 };
 
 }  // namespace causeway::requests

@@ -82,6 +82,17 @@ std::string engine_said(const json& k) {
   return "";
 }
 
+// How prefill_interference was seen (requests/request_causes.cpp): from the engine's forward
+// passes, or, when they cannot be delimited, from the long requests' prompt bytes alone.
+std::string prefill_evidence(const json& k) {
+  if (k.value("basis", "") == "forward_pass")
+    return "forward passes (the engine thread's launches up to the sync that waits for them): a " +
+           fmt(k.value("pass_ms", 0.0)) + " ms pass against a median pass of " + fmt(k.value("median_pass_ms", 0.0)) +
+           " ms, during the long requests' prefill";
+  return "forward passes could not be delimited (no sync waits for the engine's launches, e.g. asynchronous scheduling, "
+         "or no CUDA calls traced): inferred from the long requests' prompt bytes and their prefill time";
+}
+
 }  // namespace
 
 const char* request_chain_severity(double tail_mean_ms, double median_ms, double share) {
@@ -149,6 +160,7 @@ Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
                std::to_string(units) + " units, " + fmt(tail["excess_ms"].get<double>()) + " ms above the median in all",
            "unexplained share of the tail: " + fmt(tail["unexplained_share"].get<double>() * 100) + "%",
            "causeway requests --metric " + metric + " shows the slowest requests and their causes"});
+      if (cause == "prefill_interference") chain["evidence"].push_back(prefill_evidence(k));
       chains.push_back(std::move(chain));
     }
   }

@@ -18,6 +18,7 @@ constexpr int kTokens = 16;
 
 struct Incidents {
   std::vector<std::pair<int64_t, int64_t>> stalls;  // the engine produced no token (all streams)
+  std::vector<std::pair<int64_t, int64_t>> prefills;  // long prefills' forward passes (also stalls)
   int long_every = 0;                               // every Nth request: a long prompt whose prefill stalls the rest
   int64_t burst_at = 0;                             // a burst of extra requests queued at this time
   int burst = 0;
@@ -59,19 +60,32 @@ requests::Request new_request(const std::string& id, int64_t start, uint64_t pro
 }
 
 // The engine core's GPU work: four kernels and a stream sync a decode step, none while it
-// is stalled (the stall is what each scenario plants, not a slow call).
-void engine_core_passes(ScenarioContext& c, const std::vector<std::pair<int64_t, int64_t>>& stalls, int64_t end) {
+// is stalled (the stall is what each scenario plants, not a slow call), but a long prefill's
+// own forward pass: its kernels and a sync that waits until the prefill is done.
+void engine_core_passes(ScenarioContext& c, const std::vector<std::pair<int64_t, int64_t>>& stalls,
+                        const std::vector<std::pair<int64_t, int64_t>>& prefills, int64_t end) {
   DemoBuilder& b = c.b;
   const uint64_t st_launch = b.stack({"libcudart.so.13!cudaLaunchKernel+0x4", "vllm/v1/worker/gpu_model_runner.py:1490 (execute_model)"});
   const uint64_t st_sync = b.stack({"libcudart.so.13!cudaStreamSynchronize+0x4", "vllm/v1/worker/gpu_model_runner.py:1602 (execute_model)"});
-  for (int64_t t = c.t0 + 5 * kMs; t < end - kStep && !c.stopped(); t = after_stalls(stalls, t + c.rng.around(kStep, 0.04))) {
+  // One pass from t: its launches, then a sync returning at `until` (0: a decode step's ~14 ms).
+  auto pass = [&](int64_t t, int64_t until) {
     int64_t at = t;
     for (int k = 0; k < 4; ++k) {
       const int64_t dur = c.rng.around(6 * kUs);
       b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_LAUNCH_KERNEL, at, dur, {0, 0x7f10a000 + 0x40 * k, 0, 0}, 0, st_launch, 2);
       at += dur + c.rng.around(3 * kUs);
     }
-    b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_STREAM_SYNC, at, c.rng.around(14 * kMs, 0.05), {0, 0, 0, 0}, 0, st_sync, 2);
+    const int64_t wait = until > at ? until - at : c.rng.around(14 * kMs, 0.05);
+    b.call(kEngineCorePid, kEngineCorePid, CW_OP_CUDA_STREAM_SYNC, at, wait, {0, 0, 0, 0}, 0, st_sync, 2);
+    return at + wait;
+  };
+  size_t p = 0;
+  for (int64_t t = c.t0 + 5 * kMs; t < end - kStep && !c.stopped();) {
+    int64_t done = pass(t, 0);
+    const int64_t next = t + c.rng.around(kStep, 0.04);
+    for (; p < prefills.size() && prefills[p].first < next; ++p)
+      if (prefills[p].second > done + kMs) done = pass(std::max(prefills[p].first, done + 50 * kUs), prefills[p].second);
+    t = after_stalls(stalls, next);
   }
 }
 
@@ -151,6 +165,7 @@ void serve(ScenarioContext& c, Incidents inc) {
       if (long_prompt) {
         const int64_t prefill = c.rng.around(320 * kMs, 0.05);
         inc.stalls.emplace_back(r.end_ns, r.end_ns + prefill);
+        inc.prefills.emplace_back(r.end_ns, r.end_ns + prefill);
         tok = r.end_ns + prefill + 2 * kMs;
       }
       r.token_ns.push_back(tok);
@@ -163,6 +178,7 @@ void serve(ScenarioContext& c, Incidents inc) {
     }
   }
   std::sort(inc.stalls.begin(), inc.stalls.end());
+  std::sort(inc.prefills.begin(), inc.prefills.end());
   // The decode steps: every stream's tokens every ~20 ms, none inside a stall (but the long
   // request's own first token, which ends its stall). The k-th preemption takes stream
   // k mod 4: its running request streams nothing for 500 ms.
@@ -202,7 +218,7 @@ void serve(ScenarioContext& c, Incidents inc) {
   if (inc.tp) {
     tp_passes(c, inc.stalls, end);
   } else {
-    engine_core_passes(c, inc.stalls, end);
+    engine_core_passes(c, inc.stalls, inc.prefills, end);
   }
 
   // The engine's own view, scraped each second.

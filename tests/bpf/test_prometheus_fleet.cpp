@@ -66,7 +66,7 @@ std::string call_series(int port) {
 
 double value_of(const json& sample) { return std::stod(sample["value"][1].get<std::string>()); }
 
-// The traced process's calls per (source, op) and their p99, as `causeway stats --json --pid`
+// The traced process's CUDA calls per op and their p99, as `causeway stats --json --pid`
 // reports them from that host's DB.
 struct HostStats {
   std::string hostname, boot_id;
@@ -84,6 +84,9 @@ HostStats host_stats(const std::string& db, pid_t pid) {
   h.boot_id = doc["system"].value("boot_id", "");
   for (const json& o : doc["ops"]) {
     const OpKey k{o.value("source", ""), o.value("op", "")};
+    // Only its CUDA calls: the process's own block I/O (a page read back under a busy host's
+    // memory pressure) is in stats --pid, while the endpoint exports block_rq host-wide only.
+    if (k.first != "cuda") continue;
     REQUIRE(h.calls.count(k) == 0);  // one process: one entry per op
     h.calls[k] = o.value("count", uint64_t{0});
     h.p99_s[k] = o.value("p99_us", 0.0) * 1e-6;

@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "tests/bpf/collector_harness.h"
 #include "tracedb/open.h"
@@ -242,6 +243,14 @@ TEST_CASE("prefill_interference: long prompts among short streams stall their to
   // The culprits are the long requests: ids req-NNNN-w with NNNN % 8 == 7.
   REQUIRE(!(*pi)["culprit"]["requests"].empty());
   for (const auto& id : (*pi)["culprit"]["requests"]) CHECK(std::stoi(id.get<std::string>().substr(4, 4)) % 8 == 7);
+  // Seen on the engine core's forward passes (its launches up to the stream sync that waits
+  // for them): a 300 ms prefill pass against 20 ms decode passes.
+  CHECK((*pi)["culprit"]["basis"] == "forward_pass");
+  CHECK((*pi)["culprit"]["pass_ms"].get<double>() >= 200);
+  CHECK((*pi)["culprit"]["median_pass_ms"].get<double>() < 60);
+  MESSAGE("prefill_interference: " << (*pi)["share_time"].get<double>() * 100 << "% of the ITL tail, a "
+                                    << (*pi)["culprit"]["pass_ms"] << " ms pass against a median of "
+                                    << (*pi)["culprit"]["median_pass_ms"] << " ms");
   CHECK(d["slowest"][0]["causes"][0]["cause"] == "prefill_interference");
 }
 
@@ -324,6 +333,37 @@ void need_own_net() {
   }
 }
 
+// The late tensor-parallel rank of inference_server.py --tp 2 --late-rank 1 is named for the
+// ITL tail of `d` (causeway requests --json --metric itl --slowest 5): its pid, and the
+// slowest streams carry it. Returns the late pid, how many of the slowest carry it, and the
+// chain id their causes point at.
+std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string& db, const json& d) {
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 24);
+  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE comm = 'VllmWorker-1'");
+  REQUIRE(late_pid > 0);
+  // The workers' all-reduces were traced and matched across the two ranks.
+  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
+  const json* n = tail_cause(d, "nccl_straggler");
+  REQUIRE(n != nullptr);
+  CHECK((*n)["share_time"].get<double>() >= 0.5);
+  CHECK((*n)["culprit"]["pid"] == late_pid);
+  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
+  CHECK((*n)["culprit"]["rank"] == 1);
+  // The requests it slowed: the slowest streams each carry it, pointing at the stored chain.
+  size_t named = 0;
+  std::string chain_id;
+  for (const auto& s : d["slowest"])
+    for (const auto& c : s["causes"])
+      if (c["cause"] == "nccl_straggler") {
+        ++named;
+        chain_id = c["chain_id"].is_string() ? c["chain_id"].get<std::string>() : "";
+      }
+  CHECK(named >= 3);
+  CHECK((*n)["chain_id"] == chain_id);
+  return {late_pid, named, chain_id};
+}
+
 }  // namespace
 
 TEST_CASE("queueing: a burst beyond the engine's batch waits for its first token; the engine's queue is named") {
@@ -389,29 +429,10 @@ TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's nex
                      "--late-every", "5"});
   auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
                             {"--metric", "itl", "--slowest", "5"});
-  CAPTURE(d.dump());
-  CHECK(d["count"] == 24);
-  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE comm = 'VllmWorker-1'");
-  REQUIRE(late_pid > 0);
-  // The workers' all-reduces were traced and matched across the two ranks.
-  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
+  // The communicator was formed inside the trace: its ncclCommInitRank gives the ranks.
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 2);
+  const auto [late_pid, named, chain_id] = check_late_rank_named(db, d);
   const json* n = tail_cause(d, "nccl_straggler");
-  REQUIRE(n != nullptr);
-  CHECK((*n)["share_time"].get<double>() >= 0.5);
-  CHECK((*n)["culprit"]["pid"] == late_pid);
-  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
-  CHECK((*n)["culprit"]["rank"] == 1);
-  // The requests it slowed: the slowest streams each carry it, pointing at the stored chain.
-  size_t named = 0;
-  std::string chain_id;
-  for (const auto& s : d["slowest"])
-    for (const auto& c : s["causes"])
-      if (c["cause"] == "nccl_straggler") {
-        ++named;
-        chain_id = c["chain_id"].is_string() ? c["chain_id"].get<std::string>() : "";
-      }
-  CHECK(named >= 3);
-  CHECK((*n)["chain_id"] == chain_id);
   // explain leads with the request chains (stored by the trace); the token-gap one is this
   // nccl_straggler, naming the late rank. (On a busy host the first request's TTFT, which
   // waited for the communicator to form, can be a request chain of its own, ranked by the
@@ -441,6 +462,31 @@ TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's nex
                               << d["itl_ms"]["p50"] << " ms), " << named << " of the " << d["slowest"].size()
                               << " slowest requests carry it; request chain " << chain_id << " " << (*itl)["severity"]);
   CHECK(q_int(db, "SELECT count(*) FROM chains WHERE id = '" + chain_id + "'") == 1);
+}
+
+TEST_CASE("nccl_straggler: traced after the workers formed their communicator, the late rank is still named") {
+  need_aiohttp();
+  TempDir dir;
+  PlantedServer srv(dir, 16000 + static_cast<int>(::getpid() % 8000),
+                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
+                     "--late-every", "5"});
+  // A first request forms the communicator (ncclCommInitRank) before the trace starts.
+  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
+                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
+  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
+  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
+                            {"--metric", "itl", "--slowest", "5"});
+  // No init traced: the all-reduces carry each worker's own handle and no rank; the ranks come
+  // from the launcher variables the workers were started with (RANK / WORLD_SIZE / MASTER_*).
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
+  CHECK(q_int(db, "SELECT count(DISTINCT a1) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm LIKE 'VllmWorker-%' AND rank_source = 'RANK' AND world_size = 2") == 2);
+  const auto [late_pid, named, chain_id] = check_late_rank_named(db, d);
+  MESSAGE("nccl_straggler after init: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
+                                         << "% of the ITL tail's time above the median; " << named << " of the "
+                                         << d["slowest"].size() << " slowest requests name pid " << late_pid
+                                         << "; request chain " << chain_id);
 }
 
 TEST_CASE("network: a client that stops reading mid-stream; its token gaps name the connection's peer") {

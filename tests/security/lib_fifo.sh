@@ -13,23 +13,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 for tool in useradd userdel setpriv unshare python3 mkfifo timeout; do command -v $tool >/dev/null || skip "needs $tool"; done
 "$bin" check >/dev/null 2>&1 || skip "causeway check: host not ready for tracing"
 
-tmp=$(mktemp -d)
-chmod 0755 "$tmp"
-user=cwfifo$$
-cleanup() {
-  [ -n "${upid:-}" ] && kill "$upid" 2>/dev/null || true
-  [ -n "${hp:-}" ] && kill "$hp" 2>/dev/null || true
-  userdel "$user" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-useradd -M -d "$tmp/u" -s /bin/sh "$user" || skip "useradd $user failed"
-mkdir "$tmp/u" && chown "$user:" "$tmp/u"
-uid=$(id -u "$user") gid=$(id -g "$user")
-as_user() { setpriv --reuid "$uid" --regid "$gid" --clear-groups env -i PATH=/usr/bin:/bin "$@"; }
+. "$(dirname "$0")/test_user.sh"
+new_test_user cwfifo
 as_user unshare -Urm true 2>/dev/null || skip "unprivileged user namespaces are off on this host"
 
-lib=$tmp/u/libcudart.so.13
+lib=$home/libcudart.so.13
 cp "$fakelib" "$lib" && chown "$user:" "$lib"
 as_user unshare -Urm sh -c '
   lib=$1 dir=$2
@@ -37,15 +25,17 @@ as_user unshare -Urm sh -c '
   echo $! > "$dir/holder.pid"
   i=0; until [ -e "$dir/loaded" ]; do i=$((i + 1)); [ $i -lt 300 ] || exit 1; sleep 0.1; done
   mkfifo "$dir/fifo" && mount --bind "$dir/fifo" "$lib" && touch "$dir/mounted"
-  wait' sh "$lib" "$tmp/u" &
+  wait' sh "$lib" "$home" &
 upid=$!
+kill_at_exit="$kill_at_exit $upid"
 i=0
-until [ -e "$tmp/u/mounted" ]; do
+until [ -e "$home/mounted" ]; do
   i=$((i + 1)); [ $i -lt 300 ] || fail "the user's namespace set-up did not finish"
   kill -0 $upid 2>/dev/null || fail "the user's namespace set-up failed"
   sleep 0.1
 done
-hp=$(cat "$tmp/u/holder.pid")
+hp=$(cat "$home/holder.pid")
+kill_at_exit="$kill_at_exit $hp"
 grep -q "$lib" "/proc/$hp/maps" || fail "pid $hp does not map $lib"
 [ "$(stat -L -c %F "/proc/$hp/root$lib")" = fifo ] || fail "set-up: /proc/$hp/root$lib is not the FIFO"
 

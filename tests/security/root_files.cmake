@@ -5,6 +5,10 @@ add_test(NAME security_sudo_db_links
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/sudo_db_links.sh $<TARGET_FILE:causeway>)
 set_tests_properties(security_sudo_db_links PROPERTIES LABELS security SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
 
+add_test(NAME security_sudo_inputs
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/sudo_inputs.sh $<TARGET_FILE:causeway>)
+set_tests_properties(security_sudo_inputs PROPERTIES LABELS security SKIP_RETURN_CODE 77 TIMEOUT 120 RUN_SERIAL TRUE)
+
 add_test(NAME security_stale_read
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/stale_read.sh $<TARGET_FILE:causeway>)
 set_tests_properties(security_stale_read PROPERTIES LABELS security SKIP_RETURN_CODE 77 TIMEOUT 120)

@@ -20,20 +20,8 @@ fail() { echo "FAIL: $*"; failed=1; }
 [ "$(id -u)" -eq 0 ] || skip "needs root (plays root under sudo)"
 for tool in useradd userdel setpriv python3; do command -v $tool >/dev/null || skip "needs $tool"; done
 
-tmp=$(mktemp -d)
-chmod 0755 "$tmp"
-user=cwsec$$
-cleanup() {
-  [ -n "${fpid:-}" ] && kill "$fpid" 2>/dev/null || true
-  userdel "$user" 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-home=$tmp/home
-useradd -M -d "$home" -s /bin/sh "$user" || skip "useradd $user failed"
-mkdir "$home" && chown "$user:" "$home"
-uid=$(id -u "$user") gid=$(id -g "$user")
-as_user() { setpriv --reuid "$uid" --regid "$gid" --clear-groups env PATH=/usr/bin:/bin "$@"; }
+. "$(dirname "$0")/test_user.sh"
+new_test_user cwsec
 # sudo keeps root's HOME in some configurations: the DB must land in the user's home anyway.
 as_sudo() { env -u XDG_DATA_HOME -u CAUSEWAY_DB HOME=/root SUDO_USER=$user SUDO_UID=$uid SUDO_GID=$gid "$bin" "$@"; }
 demo() { as_sudo demo --quiet --events 2000 "$@"; }
@@ -141,6 +129,7 @@ PY
 setpriv --reuid "$uid" --regid "$gid" --clear-groups /usr/bin/python3 "$tmp/flip.py" "$share" "$rootdir/victim.race" \
   < /dev/null > /dev/null 2>&1 &
 fpid=$!
+kill_at_exit="$kill_at_exit $fpid"
 sleep 0.5
 kill -0 $fpid 2>/dev/null || fail "race: the flipping process did not start"
 ok=0

@@ -149,8 +149,25 @@ CWFAKE_EXPORT int cudaGraphExecDestroy(void* exec) {
   body();
   return exec ? 0 : 1;
 }
-CWFAKE_EXPORT int cudaStreamSynchronize(void* st) { SPIN_RET0; }
-CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) { SPIN_RET0; }
+// The GPU time of the work this thread launched since its last wait: the next stream or
+// device sync sleeps it (the host waits for the GPU without spinning), as a real sync waits
+// for the queued kernels. inference_server.py sets it per forward pass.
+static __thread uint64_t g_gpu_pending_ns;
+CWFAKE_EXPORT void cwfake_gpu_ns(uint64_t ns) { g_gpu_pending_ns += ns; }
+static void wait_gpu(void) {
+  if (!g_gpu_pending_ns) return;
+  struct timespec ts = {(time_t)(g_gpu_pending_ns / 1000000000ull), (long)(g_gpu_pending_ns % 1000000000ull)};
+  g_gpu_pending_ns = 0;
+  nanosleep(&ts, 0);
+}
+CWFAKE_EXPORT int cudaStreamSynchronize(void* st) {
+  wait_gpu();
+  SPIN_RET0;
+}
+CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) {
+  wait_gpu();
+  SPIN_RET0;
+}
 // Twins of cudaStreamSynchronize (same code, names causeway never probes) for bench/trace_cost:
 // one carries an empty bpftrace uprobe + uretprobe, the other no probe at all. No endbr64:
 // bpftrace probes a function's first byte, where the kernel would single-step endbr64
@@ -167,7 +184,10 @@ CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_bare(const void
                                                                       size_t smem, void* st) {
   SPIN_RET0;
 }
-CWFAKE_EXPORT int cudaDeviceSynchronize(void) { SPIN_RET0; }
+CWFAKE_EXPORT int cudaDeviceSynchronize(void) {
+  wait_gpu();
+  SPIN_RET0;
+}
 CWFAKE_EXPORT int cudaEventSynchronize(void* ev) { SPIN_RET0; }
 CWFAKE_EXPORT int cudaGetDeviceCount(int* n) {
   *n = 1;

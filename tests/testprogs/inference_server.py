@@ -18,10 +18,15 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
   --flush-each-event writes each event only once the previous one has left (a write buffer
   of 0): each event is a write of its own even when the socket is full.
 Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ sockets do.
+* each forward pass's "GPU time" passes inside its stream sync: the fake libcudart's
+  cwfake_gpu_ns makes the next sync sleep it, as a real sync waits for the kernels (with a
+  real libcudart the pass sleeps it just before its sync);
 * with --tp N the engine core runs no model itself: it hands each forward pass to N worker
   processes (its children, "VllmWorker-R", as vLLM V1's multiproc executor does), each of
   which launches its share of the kernels and joins one all-reduce per pass through libnccl
-  (the fake one: a real barrier across the ranks), then syncs its stream. The communicator is
+  (the fake one: a real barrier across the ranks), then syncs its stream. The workers are
+  started as a launcher starts ranks (a fresh python3 with RANK / WORLD_SIZE / LOCAL_RANK /
+  MASTER_ADDR / MASTER_PORT in its environment, as torchrun sets them). The communicator is
   formed at the first forward pass. --late-rank R --late-ms M --late-every K plants a late
   tensor-parallel rank: rank R starts every K-th pass M ms late, so the other ranks wait for
   it in the all-reduce and every running stream's next token comes that much later.
@@ -37,6 +42,7 @@ import multiprocessing
 import os
 import signal
 import struct
+import subprocess
 import sys
 import threading
 import time
@@ -55,6 +61,19 @@ class UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 
 
+def gpu_pass(rt, secs):
+    """Waits for the pass's "GPU time" in the stream sync that ends it."""
+    try:
+        queue_gpu = rt.cwfake_gpu_ns
+    except AttributeError:  # a real libcudart: the kernels here do no work, so the host
+        time.sleep(secs)    # spends the GPU time before the sync, still inside the pass
+        rt.cudaStreamSynchronize(None)
+        return
+    queue_gpu.argtypes = [ctypes.c_uint64]
+    queue_gpu(int(secs * 1e9))
+    rt.cudaStreamSynchronize(None)
+
+
 def tp_worker(args, rank, uid, commands, done):
     """One tensor-parallel rank: for each forward pass the engine core sends (its "GPU time"),
     launch this rank's kernels, all-reduce with the other ranks, sync, and answer."""
@@ -71,6 +90,7 @@ def tp_worker(args, rank, uid, commands, done):
     buf = ctypes.c_void_p(0x2000)
     comm = None
     passes = 0
+    os.write(done, b"r")  # started: the engine core is ready once every rank is
     while True:
         msg = os.read(commands, 8)
         if len(msg) < 8:
@@ -85,8 +105,7 @@ def tp_worker(args, rank, uid, commands, done):
         if rank == args.late_rank and args.late_every > 0 and passes % args.late_every == 0:
             time.sleep(args.late_ms / 1000.0)  # the planted straggler: this rank starts the pass late
         nccl.ncclAllReduce(buf, buf, 4096, 7, 0, comm, None)  # ncclFloat32, ncclSum
-        rt.cudaStreamSynchronize(None)
-        time.sleep(secs)
+        gpu_pass(rt, secs)
         os.write(done, b"x")
 
 
@@ -99,10 +118,16 @@ def start_tp_workers(args):
     for rank in range(args.tp):
         cmd_r, cmd_w = os.pipe()
         done_r, done_w = os.pipe()
-        if os.fork() == 0:
-            tp_worker(args, rank, uid, cmd_r, done_w)
-            os._exit(0)
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.tp), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
+                   MASTER_PORT=str(args.port + 1))
+        subprocess.Popen([sys.executable, os.path.abspath(__file__)] + sys.argv[1:] +
+                         ["--tp-worker", "%d,%d,%d,%s" % (rank, cmd_r, done_w, bytes(uid).hex())],
+                         pass_fds=(cmd_r, done_w), env=env)
+        os.close(cmd_r)
+        os.close(done_w)
         links.append((cmd_w, done_r))
+    for _, done_r in links:
+        os.read(done_r, 1)
 
     def forward(secs):
         for cmd_w, _ in links:
@@ -113,7 +138,7 @@ def start_tp_workers(args):
     return forward
 
 
-def engine_core(args, requests_in, tokens_out):
+def engine_core(args, requests_in, tokens_out, ready):
     """The engine core: continuous batching over a fake (or real) GPU, with a KV cache of
     --kv-tokens tokens (0: unbounded) that preempts the latest admitted request when full,
     as vLLM V1's scheduler does (recomputed when it is admitted again)."""
@@ -130,10 +155,10 @@ def engine_core(args, requests_in, tokens_out):
     def forward_here(launches, secs):
         for _ in range(launches):
             rt.cudaLaunchKernel(kernel, Dim3(32, 1, 1), Dim3(256, 1, 1), None, 0, None)
-        rt.cudaStreamSynchronize(None)
-        time.sleep(secs)
+        gpu_pass(rt, secs)
 
     tp_forward = start_tp_workers(args) if args.tp > 1 else None
+    ready.set()
 
     def forward(launches, secs):
         if tp_forward:
@@ -231,15 +256,21 @@ def main():
     p.add_argument("--late-rank", type=int, default=-1)
     p.add_argument("--late-ms", type=float, default=0.0)
     p.add_argument("--late-every", type=int, default=0)
+    p.add_argument("--tp-worker", help=argparse.SUPPRESS)  # RANK,CMD_FD,DONE_FD,UID_HEX: run one TP rank
     args = p.parse_args()
     if args.tp > 1 and not args.nccl:
         p.error("--tp needs --nccl")
+    if args.tp_worker:
+        rank, cmd_fd, done_fd, uid = args.tp_worker.split(",")
+        tp_worker(args, int(rank), UniqueId.from_buffer_copy(bytes.fromhex(uid)), int(cmd_fd), int(done_fd))
+        return
 
     from aiohttp import web  # Debian's python3-aiohttp
 
     req_parent, req_child = multiprocessing.Pipe()
     tok_parent, tok_child = multiprocessing.Pipe()
-    engine = multiprocessing.Process(target=engine_core, args=(args, req_child, tok_child), daemon=True)
+    engine_ready = multiprocessing.Event()
+    engine = multiprocessing.Process(target=engine_core, args=(args, req_child, tok_child, engine_ready), daemon=True)
     engine.start()
 
     loop = asyncio.new_event_loop()
@@ -320,6 +351,7 @@ def main():
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", args.port).start()
+        engine_ready.wait(60)  # the engine core and its workers have started
         if args.ready_file:
             open(args.ready_file, "w").close()
 

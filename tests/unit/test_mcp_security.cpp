@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
@@ -180,6 +181,41 @@ TEST_CASE("tls: a generated local CA signs the leaf; both reused, keys 0600") {
   chmod((dir.path() + "/mcp-ca-key.pem").c_str(), 0600);
   chmod(first->key_path.c_str(), 0644);
   CHECK_FALSE(ensure_tls_material("", "", dir.path(), "10.1.2.3").ok());  // refuses a readable key
+}
+
+TEST_CASE("tls: a given certificate with its chain loads from memory; a key of another pair is refused") {
+  test::TempDir dir;
+  auto made = ensure_tls_material("", "", dir.path());
+  REQUIRE(made.ok());
+  // A user's file as servers ship them: the leaf, then the CA that signed it.
+  const std::string chain = dir.path() + "/chain.pem";
+  {
+    std::ofstream out(chain);
+    out << made->cert_pem << test::read_file(made->ca_path);
+  }
+  auto given = ensure_tls_material(chain, made->key_path, "");
+  REQUIRE(given.ok());
+  CHECK_FALSE(given->generated);
+  CHECK(given->fingerprint == made->fingerprint);  // the leaf, not the CA behind it
+  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
+  REQUIRE(ctx);
+  CHECK(use_tls_material(ctx, *given).ok());
+  STACK_OF(X509)* extra = nullptr;
+  SSL_CTX_get0_chain_certs(ctx, &extra);
+  CHECK(sk_X509_num(extra) == 1);
+  SSL_CTX_free(ctx);
+  // The CA's key with the leaf: loads, does not match.
+  auto wrong = ensure_tls_material(chain, dir.path() + "/mcp-ca-key.pem", "");
+  REQUIRE(wrong.ok());
+  ctx = SSL_CTX_new(TLS_server_method());
+  auto used = use_tls_material(ctx, *wrong);
+  SSL_CTX_free(ctx);
+  REQUIRE_FALSE(used.ok());
+  CHECK(used.error().message.find("does not match") != std::string::npos);
+  // Not a file: a clear error naming the flag.
+  auto missing = ensure_tls_material(dir.path() + "/nope.pem", made->key_path, "");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find("--tls-cert") != std::string::npos);
 }
 
 TEST_CASE("https: Origin allow-list") {

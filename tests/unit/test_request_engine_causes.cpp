@@ -1,4 +1,4 @@
-// queueing, kv_cache_pressure, nccl_straggler, io_contention and memory_pressure from rows (docs/INFERENCE.md "Causes keyed to requests"):
+// queueing, kv_cache_pressure, nccl_straggler, prefill_interference, io_contention and memory_pressure from rows (docs/INFERENCE.md "Causes keyed to requests"):
 // requests and the engine's scraped metrics written by the real writer to a real SQLite
 // file, then asked through request_latency_json.
 #include <doctest/doctest.h>
@@ -126,31 +126,45 @@ TEST_CASE("engine causes: a full cache with no preemption, or no metrics at all,
   CHECK(d["engines"].empty());
 }
 
-TEST_CASE("nccl_straggler: token gaps of a forward pass whose all-reduce waited for a late tensor-parallel rank") {
+namespace {
+
+// The API server (100, the requests' server) → EngineCore 101 → two TP workers 102, 103,
+// five_slow_gaps, and one all-reduce per 20 ms pass on both ranks, within 0.2 ms of each other
+// (jitter, not a straggler), but the pass at 6000 ms: rank 1 enters 430 ms after rank 0.
+// before_trace: the workers' ncclCommInitRank ran before the trace, so their collectives carry
+// each its own communicator handle and rank -1; `launcher` adds the RANK / WORLD_SIZE /
+// MASTER_* the collector read from their environment. Rank 1's probes then went live while it
+// was inside a collective: its traced sequence is one behind rank 0's.
+void tp_workers(StoreWriter& w, bool before_trace, bool launcher) {
+  w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
+  for (uint32_t rank : {0u, 1u}) {
+    ProcessRecord p{.pid = 102 + rank, .ppid = 101, .comm = "VllmWorker-" + std::to_string(rank)};
+    if (launcher)
+      p.launcher_rank = LauncherRank{static_cast<int32_t>(rank), 2, static_cast<int32_t>(rank), "RANK", "master:127.0.0.1:29500"};
+    w.push_meta(p);
+  }
+  five_slow_gaps(w);
   const uint16_t all_reduce = find_op("ncclAllReduce")->id;
-  Db db([&](StoreWriter& w) {
-    // The API server (100, the requests' server) → EngineCore 101 → two TP workers 102, 103.
-    w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
-    w.push_meta(ProcessRecord{.pid = 102, .ppid = 101, .comm = "VllmWorker-0"});
-    w.push_meta(ProcessRecord{.pid = 103, .ppid = 101, .comm = "VllmWorker-1"});
-    five_slow_gaps(w);
-    // One all-reduce per 20 ms pass on both ranks, within 0.2 ms of each other (jitter, not a
-    // straggler), but the pass at 6000 ms: rank 1 enters 430 ms after rank 0.
-    for (int64_t seq = 0; seq < 500; ++seq) {
-      const int64_t t = kT0 + seq * 20 * kMs;
-      const bool late = seq == 300;
-      for (uint32_t rank : {0u, 1u}) {
-        CallRecord c;
-        c.pid = c.tid = 102 + rank;
-        c.op = all_reduce;
-        c.ts_ns = t + (rank == 1 ? (late ? 430 * kMs : 200'000) : 0);
-        c.dur_ns = (late ? 430 * kMs + 100'000 : 300'000) - (c.ts_ns - t);
-        c.a = {0, 0xabc, rank, 2, seq, 0};  // buffer, comm hash, rank, nranks, seq
-        w.push_wait(c);
-      }
+  for (int64_t seq = 0; seq < 500; ++seq) {
+    const int64_t t = kT0 + seq * 20 * kMs;
+    const bool late = seq == 300;
+    for (uint32_t rank : {0u, 1u}) {
+      if (before_trace && rank == 1 && seq == 0) continue;
+      CallRecord c;
+      c.pid = c.tid = 102 + rank;
+      c.op = all_reduce;
+      c.ts_ns = t + (rank == 1 ? (late ? 430 * kMs : 200'000) : 0);
+      c.dur_ns = (late ? 430 * kMs + 100'000 : 300'000) - (c.ts_ns - t);
+      // buffer, comm hash (traced init) or handle, rank, nranks, seq
+      if (before_trace) c.a = {0, rank == 0 ? 0x7f00aa000 : 0x7f00bb000, -1, 0, rank == 0 ? seq : seq - 1, 0};
+      else c.a = {0, 0xabc, rank, 2, seq, 0};
+      w.push_wait(c);
     }
-  });
-  json d = db.ask(Metric::itl, 0.99);
+  }
+}
+
+// The tail names rank 1 (pid 103) for the 430 of each gap's 480 ms above the median.
+void check_late_rank(const json& d) {
   const json& tail = d["requests"]["tail"];
   CAPTURE(tail.dump());
   const json* n = cause(tail, "nccl_straggler");
@@ -160,10 +174,28 @@ TEST_CASE("nccl_straggler: token gaps of a forward pass whose all-reduce waited 
   CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
   CHECK((*n)["culprit"]["rank"] == 1);
   CHECK((*n)["culprit"]["nranks"] == 2);
-  // 430 of each gap's 480 ms above the median.
   CHECK((*n)["share_time"].get<double>() == doctest::Approx(430.0 / 480).epsilon(0.02));
   CHECK(d["requests"]["slowest"][0]["causes"][0]["cause"] == "nccl_straggler");
   CHECK(d["requests"]["slowest"][0]["causes"][0]["lost_ms"].get<double>() == doctest::Approx(430).epsilon(0.01));
+}
+
+}  // namespace
+
+TEST_CASE("nccl_straggler: token gaps of a forward pass whose all-reduce waited for a late tensor-parallel rank") {
+  Db db([](StoreWriter& w) { tp_workers(w, false, false); });
+  check_late_rank(db.ask(Metric::itl, 0.99));
+}
+
+TEST_CASE("nccl_straggler: a communicator formed before the trace, its ranks resolved from the launcher's environment") {
+  Db db([](StoreWriter& w) { tp_workers(w, true, true); });
+  check_late_rank(db.ask(Metric::itl, 0.99));
+}
+
+TEST_CASE("nccl_straggler: a communicator formed before the trace with no launcher rank groups nothing") {
+  Db db([](StoreWriter& w) { tp_workers(w, true, false); });
+  json d = db.ask(Metric::itl, 0.99);
+  CAPTURE(d["requests"]["tail"].dump());
+  CHECK(cause(d["requests"]["tail"], "nccl_straggler") == nullptr);
 }
 
 namespace {
@@ -245,4 +277,89 @@ TEST_CASE("memory_pressure: a D wait with no disk I/O during another process's p
   const json t = bare.ask(Metric::itl, 0.99)["requests"]["tail"];
   CHECK(cause(t, "memory_pressure") == nullptr);
   CHECK(cause(t, "io_contention") == nullptr);
+}
+
+namespace {
+
+// The requests of the prefill cases: 95 quick streams, five whose second gap (5941..6441 ms)
+// took 500 ms, and a long request (16 kB prompt) read at 5930 ms whose first token came at
+// 6445 ms: the engine ran its prefill during those gaps.
+void requests_with_a_long_prefill(StoreWriter& w) {
+  w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
+  five_slow_gaps(w);
+  Request big = streamed("long-1", 5929, 515, 4, 20, "t");
+  big.prompt_bytes = 16000;
+  w.push_meta(to_record(big));
+}
+
+// The engine core's passes: one every 20 ms (two launches, a 15 ms sync), and from
+// 5940 ms one of `long_ms` (the long prompt's prefill), then on.
+void engine_passes(StoreWriter& w, int64_t long_ms) {
+  int64_t t = 0;
+  while (t < 10'000) {
+    const bool prefill = t >= 5940 && t < 5960;
+    const int64_t len = prefill ? long_ms : 15;
+    for (int k = 0; k < 2; ++k) {
+      CallRecord c;
+      c.pid = c.tid = 101;
+      c.op = find_op("cudaLaunchKernel")->id;
+      c.ts_ns = kT0 + t * kMs + k * 10'000;
+      c.dur_ns = 5'000;
+      w.push_wait(c);
+    }
+    CallRecord s;
+    s.pid = s.tid = 101;
+    s.op = find_op("cudaStreamSynchronize")->id;
+    s.ts_ns = kT0 + t * kMs + 30'000;
+    s.dur_ns = len * kMs - 30'000;
+    w.push_wait(s);
+    t += prefill ? long_ms + 1 : 20;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("prefill_interference: the stalled gaps overlap a forward pass far longer than the median, during a long prefill") {
+  Db db([](StoreWriter& w) {
+    requests_with_a_long_prefill(w);
+    engine_passes(w, 490);
+  });
+  const json d = db.ask(Metric::itl, 0.99)["requests"];
+  CAPTURE(d["tail"].dump());
+  const json* p = cause(d["tail"], "prefill_interference");
+  REQUIRE(p != nullptr);
+  const json& k = (*p)["culprit"];
+  CHECK(k["requests"] == json::array({"long-1"}));
+  CHECK(k["pid"] == 101);
+  CHECK(k["basis"] == "forward_pass");
+  CHECK(k["pass_ms"].get<double>() == doctest::Approx(490).epsilon(0.01));
+  CHECK(k["median_pass_ms"].get<double>() == doctest::Approx(15).epsilon(0.01));
+  // Each 500 ms gap (480 ms above the median) lost the pass's 475 ms above the median pass.
+  CHECK((*p)["share_time"].get<double>() == doctest::Approx(475.0 / 480).epsilon(0.02));
+  CHECK(d["slowest"][0]["causes"][0]["cause"] == "prefill_interference");
+}
+
+TEST_CASE("prefill_interference: a long prompt with no long forward pass during the gap is not the cause") {
+  // The engine's passes stay 15 ms through the stall: whatever held the tokens back, it was
+  // not a prefill on the GPU.
+  Db db([](StoreWriter& w) {
+    requests_with_a_long_prefill(w);
+    engine_passes(w, 15);
+  });
+  const json d = db.ask(Metric::itl, 0.99)["requests"];
+  CAPTURE(d["tail"].dump());
+  CHECK(cause(d["tail"], "prefill_interference") == nullptr);
+}
+
+TEST_CASE("prefill_interference: without delimited passes, the long request's prefill time itself, said so") {
+  // No CUDA call traced (or no sync): the rule falls back to the prompt bytes.
+  Db db([](StoreWriter& w) { requests_with_a_long_prefill(w); });
+  const json d = db.ask(Metric::itl, 0.99)["requests"];
+  CAPTURE(d["tail"].dump());
+  const json* p = cause(d["tail"], "prefill_interference");
+  REQUIRE(p != nullptr);
+  CHECK((*p)["culprit"]["basis"] == "prompt_bytes");
+  CHECK((*p)["culprit"]["requests"] == json::array({"long-1"}));
+  CHECK_FALSE((*p)["culprit"].contains("pass_ms"));
+  CHECK((*p)["share_time"].get<double>() >= 0.9);
 }

@@ -84,7 +84,13 @@ TEST_CASE("request scenarios: the planted cause leads the tail, with its culprit
         CHECK(k["comm"] == info.expected_culprit);
         CHECK(k["rank"] == 1);
       }
-      if (want == "prefill_interference") CHECK(!k["requests"].empty());
+      if (want == "prefill_interference") {
+        CHECK(!k["requests"].empty());
+        // Seen on the engine's forward passes: the long prefill's pass against ~14 ms decode passes.
+        CHECK(k["basis"] == "forward_pass");
+        CHECK(k["pass_ms"].get<double>() >= 250);
+        CHECK(k["median_pass_ms"].get<double>() < 30);
+      }
       if (want == "network") {
         CHECK(k["peer"] == "10.0.4.21:50114");
         CHECK(k["pid"] == 5300);
@@ -132,6 +138,8 @@ TEST_CASE("request chains: each request scenario's cause is a HIGH request chain
     CHECK(!chains[0]["requests"].empty());
     CHECK(!chains[0]["culprit"]["comm"].get<std::string>().empty());
     CHECK(!chains[0]["recommendation"].get<std::string>().empty());
+    if (info.expected_request_cause == "prefill_interference")
+      CHECK(chains[0]["evidence"].back().get<std::string>().rfind("forward passes (", 0) == 0);
   }
 }
 
