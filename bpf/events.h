@@ -112,6 +112,7 @@ enum cw_op {
   /* Network: 600..699 */
   CW_OP_TCP_RETRANSMIT = 600,  /* IPv4 (and IPv4-mapped IPv6) sockets */
   CW_OP_TCP_RETRANSMIT6 = 601, /* IPv6 sockets: addresses as two 64-bit halves each */
+  CW_OP_SOCK_SEND_WAIT = 602,  /* made by the collector from socket records (requests/send_waits.h) */
 
   /* Memory: 700..799 */
   CW_OP_PAGE_ALLOC = 700,
@@ -300,6 +301,14 @@ enum cw_sock_op {
   CW_SOCK_CLOSE = 4,
 };
 
+/* How a write on a traced connection went: a full send buffer (a client that does not read,
+ * a lossy link) shows as EAGAIN or a short write (docs/INFERENCE.md "network"). */
+enum cw_sock_send {
+  CW_SEND_OK = 0,
+  CW_SEND_SHORT = 1,  /* moved fewer bytes than asked (on every record of the syscall) */
+  CW_SEND_EAGAIN = 2, /* moved nothing: returned -EAGAIN (a record without data, bytes 0) */
+};
+
 /* The copy of each syscall's buffer: enough for a request head and its x-request-id
  * (OpenAI clients send 300-700 bytes of headers), and for SSE events (a vLLM completion
  * chunk is ~250 bytes). Records are reserved in two sizes so a token write does not take a
@@ -314,9 +323,12 @@ struct cw_sock_event {
   __s32 fd;
   __u16 captured;   /* bytes of data[] copied: min(bytes, capacity of the record) */
   __u8 sock_op;     /* enum cw_sock_op */
-  __u8 _pad1;
-  __u8 addr[28];    /* accept: struct sockaddr_in / sockaddr_in6 as the kernel wrote it */
-  __u32 _pad2;
+  __u8 send;        /* writes: enum cw_sock_send */
+  union {
+    __u8 addr[28];    /* accept: struct sockaddr_in / sockaddr_in6 as the kernel wrote it */
+    __u64 enter_ns;   /* reads and writes: the syscall's entry, on hdr.ts_ns's clock */
+    __u8 _union[32];  /* all of it, zeroed at once */
+  };
   char data[CW_SOCK_CAP];
 };
 #define CW_SOCK_HDR_BYTES 88

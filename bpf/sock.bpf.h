@@ -52,6 +52,8 @@
  * rest go in one record without data (user space counts them as unseen). */
 #define CW_SOCK_MAX_IOV 8
 
+#define CW_EAGAIN 11 /* x86-64 and arm64 alike */
+
 /* Serving processes (tgid → the hook that traces it: CW_SOCK_BY_*), filled by the collector
  * (collector/servers.h, collector/bpf_loader.cpp trace_server). */
 #define CW_SOCK_BY_SYSCALL 1 /* syscall or raw tracepoints */
@@ -80,15 +82,16 @@ struct {
 /* A syscall in flight on a traced connection (tid → its arguments), read back on exit. */
 struct cw_sock_args {
   __u64 buf;     /* buffer, iovec array, msghdr or (accept) sockaddr pointer */
-  __u64 iovcnt;  /* readv/writev */
+  __u64 iovcnt;  /* the third argument: readv/writev's iovec count, read/write/sendto's length */
   __s32 fd;
   __u8 sock_op;  /* enum cw_sock_op */
   __u8 shape;    /* 0 flat buffer, 1 iovec array, 2 msghdr */
-  __u16 _pad;
-  /* The libc hook's entry time: its writes are stamped there, not at the return trap, which a
-   * preemption after the syscall can delay past the peer's receipt of the bytes. 0 on the
-   * tracepoint hooks, whose exit runs in the kernel before any such preemption. */
-  __u64 ts;
+  /* On the libc hook a write is stamped at its entry, not at the return trap, which a
+   * preemption after the syscall can delay past the peer's receipt of the bytes. The
+   * tracepoint hooks' exit runs in the kernel before any such preemption. */
+  __u8 by_libc;
+  __u8 _pad;
+  __u64 enter_ns; /* the syscall's entry: a write that slept for room shows in its duration */
 };
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
@@ -114,13 +117,21 @@ static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u64 t
   e->fd = fd;
   e->captured = captured;
   e->sock_op = op;
-  e->_pad1 = 0;
-  e->_pad2 = 0;
+  e->send = CW_SEND_OK;
+  __builtin_memset(e->_union, 0, sizeof(e->_union));
 }
+
+/* A read's or write's outcome beside its bytes: how the write went and when the syscall
+ * entered (0 for accept and close). */
+struct cw_sock_io {
+  __u64 enter_ns;
+  __u8 send; /* enum cw_sock_send */
+};
 
 /* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
  * reservation sizes). */
-static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap) {
+static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, const __u32 cap,
+                                          struct cw_sock_io io) {
   struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES + cap, 0);
   if (!e) {
     count_drop(CW_DROP_RING_SOCK);
@@ -132,13 +143,14 @@ static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd,
   if (n > cap) n = cap;
   if (n && bpf_probe_read_user(e->data, n, (const void *)buf) != 0) n = 0;
   sock_fill(e, id, ts, op, fd, bytes, (__u16)n);
-  __builtin_memset(e->addr, 0, sizeof(e->addr));
+  e->send = io.send;
+  e->enter_ns = io.enter_ns;
   bpf_ringbuf_submit(e, 0);
 }
 
-static __always_inline void sock_emit(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf) {
-  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL);
-  else sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP);
+static __always_inline void sock_emit(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, struct cw_sock_io io) {
+  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL, io);
+  else sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP, io);
 }
 
 static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
@@ -184,7 +196,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     case CW_NR_CLOSE: {
       struct cw_sock_key k = {.pid = tgid, .fd = (__s32)sock_arg(src, hook, 0)};
       if (bpf_map_delete_elem(&sock_fds, &k) != 0) return 0; /* not a traced connection */
-      sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0);
+      sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
       return 0;
     }
     case CW_NR_READ:
@@ -219,8 +231,9 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     if (!sock_conn(tgid, a.fd)) return 0;
     a.buf = sock_arg(src, hook, 1);
     a.iovcnt = sock_arg(src, hook, 2);
-    if (hook == CW_HOOK_LIBC) a.ts = bpf_ktime_get_ns();
   }
+  a.enter_ns = bpf_ktime_get_ns();
+  a.by_libc = hook == CW_HOOK_LIBC;
   __u32 tid = (__u32)id;
   if (bpf_map_update_elem(&sock_args, &tid, &a, BPF_ANY) != 0) count_drop(CW_DROP_SOCK_CONN_MAP);
   return 0;
@@ -254,8 +267,23 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
   return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
 
-/* One record per iovec (its own bytes and copy), so no variable offset into a record. */
+/* One record per iovec (its own bytes and copy), so no variable offset into a record. The
+ * iovecs' lengths are summed first: a write that moved less than they hold was short
+ * (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write counts as
+ * whole). */
 static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
+  struct cw_sock_io io = {.enter_ns = a->enter_ns};
+  if (a->sock_op == CW_SOCK_WRITE) {
+    __u64 asked = 0;
+    for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
+      __u64 len = 0;
+      if ((__u64)i >= cnt ||
+          bpf_probe_read_user(&len, sizeof(len), (const void *)(iov + i * sizeof(struct iovec) + offsetof(struct iovec, iov_len))) != 0)
+        break;
+      asked += len;
+    }
+    if ((__u64)ret < asked) io.send = CW_SEND_SHORT;
+  }
   __s64 left = ret;
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
     if (left <= 0 || (__u64)i >= cnt) return;
@@ -263,10 +291,10 @@ static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_so
     if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
     __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
     if (n <= 0) continue;
-    sock_emit(id, ts, a->sock_op, a->fd, n, (__u64)v.iov_base);
+    sock_emit(id, ts, a->sock_op, a->fd, n, (__u64)v.iov_base, io);
     left -= n;
   }
-  if (left > 0) sock_emit_cap(id, ts, a->sock_op, a->fd, left, 0, 0);
+  if (left > 0) sock_emit_cap(id, ts, a->sock_op, a->fd, left, 0, 0, io);
 }
 
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
@@ -277,7 +305,16 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
   if (!ap) return 0;
   struct cw_sock_args a = *ap;
   bpf_map_delete_elem(&sock_args, &tid);
-  if (ret <= 0) return 0; /* EAGAIN (non-blocking servers read until it), errors, EOF */
+  const __u64 ts = a.by_libc && a.sock_op == CW_SOCK_WRITE ? a.enter_ns : bpf_ktime_get_ns();
+  if (ret <= 0) {
+    /* A write refused for a full send buffer: the client or the link is not taking the
+     * response (docs/INFERENCE.md "network"). Other failures, EOF and the EAGAIN of reads
+     * (non-blocking servers read until it) are not recorded. On the libc hook a failed call
+     * returns -1 (the reason is in errno), so its EAGAIN is not seen. */
+    if (ret == -CW_EAGAIN && a.sock_op == CW_SOCK_WRITE)
+      sock_emit_cap(id, ts, CW_SOCK_WRITE, a.fd, 0, 0, 0, (struct cw_sock_io){.enter_ns = a.enter_ns, .send = CW_SEND_EAGAIN});
+    return 0;
+  }
   if (a.sock_op == CW_SOCK_ACCEPT) {
     struct cw_sock_key k = {.pid = tgid, .fd = (__s32)ret};
     __u8 one = 1;
@@ -291,20 +328,21 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
       return 0;
     }
     sock_fill(e, id, bpf_ktime_get_ns(), CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
-    __builtin_memset(e->addr, 0, sizeof(e->addr));
     if (a.buf) bpf_probe_read_user(e->addr, sizeof(e->addr), (const void *)a.buf);
     bpf_ringbuf_submit(e, 0);
     return 0;
   }
-  const __u64 ts = a.ts && a.sock_op == CW_SOCK_WRITE ? a.ts : bpf_ktime_get_ns();
   if (a.shape == CW_SHAPE_FLAT) {
-    sock_emit(id, ts, a.sock_op, a.fd, ret, a.buf);
+    /* write/sendto: the third argument is the length asked */
+    struct cw_sock_io io = {.enter_ns = a.enter_ns};
+    if (a.sock_op == CW_SOCK_WRITE && (__u64)ret < a.iovcnt) io.send = CW_SEND_SHORT;
+    sock_emit(id, ts, a.sock_op, a.fd, ret, a.buf, io);
   } else if (a.shape == CW_SHAPE_IOV) {
     sock_emit_iov(id, ts, &a, a.buf, a.iovcnt, ret);
   } else {
     struct user_msghdr m = {};
     if (bpf_probe_read_user(&m, sizeof(m), (const void *)a.buf) != 0) {
-      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0);
+      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0, (struct cw_sock_io){.enter_ns = a.enter_ns});
       return 0;
     }
     sock_emit_iov(id, ts, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);

@@ -48,6 +48,7 @@
 #include "collector/servers.h"
 #include "collector/sock_decode.h"
 #include "collector/stack_resolver.h"
+#include "requests/send_waits.h"
 #include "requests/to_record.h"
 #include "requests/tracker.h"
 #include "collector/symbolizer.h"
@@ -166,6 +167,7 @@ class Session {
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_, sock_rb_;
   requests::Tracker tracker_{requests::TrackerOptions{o_.tenant_header}};
+  requests::SendWaits send_waits_;  // the served connections' full send buffers (network)
   std::set<uint32_t> servers_;  // pids whose accepted connections are traced (or that could not be)
   bool raw_warned_ = false;
   std::unique_ptr<EngineScraper> scraper_;  // started with the first server found
@@ -344,7 +346,9 @@ void Session::on_sock(const void* data, size_t size) {
   auto r = decode_sock(data, size);
   if (!r) return;
   r->ts_ns += offset_;
+  if (r->enter_ns) r->enter_ns += offset_;
   tracker_.add(*r);
+  send_waits_.add(*r);
 }
 
 void Session::store_requests() {
@@ -356,6 +360,7 @@ void Session::store_requests() {
     writer_.push_meta(requests::to_record(q));
     ++sum_.requests;
   }
+  for (const requests::SendWait& w : send_waits_.take()) writer_.push(requests::send_wait_record(w));
 }
 
 void Session::store_engine_samples() {
@@ -818,6 +823,7 @@ TraceSummary Session::finish() {
   drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   drain(sock_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   tracker_.finish();  // exchanges still open come out incomplete
+  send_waits_.finish();
   store_requests();
   if (scraper_) scraper_->stop();  // a scrape in flight finishes: its samples are the last
   store_engine_samples();

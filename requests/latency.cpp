@@ -19,8 +19,9 @@ namespace {
 using json = nlohmann::json;
 
 struct Row {
-  std::string id, method, path, tenant;
+  std::string id, method, path, tenant, peer;
   uint32_t pid = 0;
+  int32_t fd = -1;
   int64_t start_ns = 0, end_ns = 0, first_out_ns = 0;
   std::optional<int64_t> ttft, e2e, itl_max;
   std::vector<int64_t> gaps_ns;
@@ -104,7 +105,7 @@ Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const Requ
   auto st = Statement::prepare(
       db,
       "SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
-      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0) FROM requests WHERE session_id = ?1 AND start_ns >= ?2 AND start_ns <= ?3 "
+      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer FROM requests WHERE session_id = ?1 AND start_ns >= ?2 AND start_ns <= ?3 "
       "AND (?4 IS NULL OR server_pid = ?4) AND (?5 IS NULL OR path = ?5) AND (?6 IS NULL OR tenant = ?6) "
       "ORDER BY start_ns");
   if (!st) return st.error();
@@ -141,6 +142,8 @@ Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const Requ
     r.prompt_bytes = static_cast<uint64_t>(st->col_int(13));
     r.end_ns = st->col_int(14);
     r.first_out_ns = st->col_int(15);
+    r.fd = static_cast<int32_t>(st->col_int(16));
+    r.peer = st->col_text(17);
     rows.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return make_error("db_read", std::string("reading requests failed: ") + sqlite3_errmsg(db));
@@ -283,7 +286,8 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.to - a.from > b.to - b.from; });
   if (units.size() > kMaxExplainedUnits) units.resize(kMaxExplainedUnits);
   std::vector<RequestSpan> spans;
-  for (const Row& r : rows) spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns});
+  for (const Row& r : rows)
+    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer});
   CauseFinder finder(db, scope->session_id, std::move(spans));
   const ChainIds chain_ids(db, scope->session_id, q.metric);
   struct Agg {
@@ -410,6 +414,10 @@ std::string request_latency_text(const json& doc) {
     }
     if (k.contains("waiting_max"))
       o << ", up to " << k["waiting_max"].get<double>() << " requests waiting in engine pid " << k["pid"].get<int64_t>();
+    if (k.contains("peer"))
+      o << ", client " << sanitize_untrusted(k["peer"].get<std::string>(), 64) << " (" << k["eagain"].get<int64_t>() << " EAGAIN, "
+        << k["short_writes"].get<int64_t>() << " short writes, " << k["blocked_writes"].get<int64_t>() << " blocking writes, "
+        << k["retransmits"].get<int64_t>() << " retransmits)";
     if (k.contains("kv_cache_usage"))
       o << ", KV cache " << k["kv_cache_usage"].get<double>() * 100 << "% full, " << k["preemptions"].get<double>()
         << " preemptions in engine pid " << k["pid"].get<int64_t>();

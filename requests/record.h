@@ -12,6 +12,10 @@ namespace causeway::requests {
 
 enum class SockOp : uint8_t { accept, read, write, close };
 
+// How a write went (bpf/events.h enum cw_sock_send): a full send buffer shows as EAGAIN or a
+// short write (requests/send_waits.h).
+enum class SendResult : uint8_t { ok, short_write, eagain };
+
 // One socket syscall of a server process. `data` is the prefix the kernel side copied (at
 // most its capture size); `bytes` what the syscall moved, so bytes > data.size() means the
 // rest went unseen (bodies are followed by count, headers must fit in what was copied).
@@ -24,6 +28,8 @@ struct SockRecord {
   uint64_t bytes = 0;
   std::string_view data;
   std::string peer;  // accept: the client's address ("10.0.0.2:51234"), "" when unknown
+  SendResult send = SendResult::ok;  // writes; an EAGAIN record moved nothing (bytes 0, no data)
+  int64_t enter_ns = 0;              // reads and writes: the syscall's entry, Unix ns (0: unknown)
 };
 
 // One HTTP/1.1 request and its response, as seen on the server's socket (docs/INFERENCE.md

@@ -6,6 +6,7 @@
 #include "requests/cause_d_state.h"
 #include "requests/cause_kv_cache.h"
 #include "requests/cause_nccl.h"
+#include "requests/cause_network.h"
 #include "requests/cause_queueing.h"
 #include "tracedb/sqlite_handle.h"
 #include "requests/cause_util.h"
@@ -198,10 +199,21 @@ void CauseFinder::engine_state(const std::string& id, uint32_t server_pid, int64
     if (claim && claim->lost_ns >= kMinLostNs) out.push_back(std::move(*claim));
 }
 
+std::optional<CauseClaim> CauseFinder::network(const std::string& id, uint32_t server_pid, int64_t from, int64_t to) {
+  for (const auto& s : spans_) {
+    if (s.id != id || s.server_pid != server_pid) continue;
+    auto c = comms_.find(server_pid);
+    auto claim = network_claim(db_, session_id_, {server_pid, s.fd, s.peer, c == comms_.end() ? "" : c->second}, from, to);
+    if (claim && claim->lost_ns >= kMinLostNs) return claim;
+  }
+  return std::nullopt;
+}
+
 std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
                                              double excess_ns) {
   std::vector<CauseClaim> out;
   if (to <= from || excess_ns <= 0) return out;
+  auto net = network(id, server_pid, from, to);
   cpu_contention(server_pid, from, to, out);
   for (auto& c : d_state_claims(db_, session_id_, engine_pids(server_pid), comms_, from, to))
     if (c.lost_ns >= kMinLostNs) out.push_back(std::move(c));
@@ -209,7 +221,13 @@ std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t ser
     out.push_back(std::move(*c));
   prefill(id, server_pid, from, to, out);
   engine_state(id, server_pid, from, to, out);
-  for (auto& c : out) c.lost_ns = std::min(c.lost_ns, excess_ns);
+  // The network wait is measured on the request's own connection: its response could not
+  // leave, whatever the engine did meanwhile. It is taken first; the other causes share the
+  // excess it leaves (each capped on its own), so no time counts for both.
+  const double net_ns = net ? std::min(net->lost_ns, excess_ns) : 0;
+  for (auto& c : out) c.lost_ns = std::min(c.lost_ns, excess_ns - net_ns);
+  if (net) std::erase_if(out, [](const CauseClaim& c) { return c.lost_ns < kMinLostNs; });
+  if (net) out.push_back(std::move(*net)), out.back().lost_ns = net_ns;
   std::sort(out.begin(), out.end(), [](const CauseClaim& a, const CauseClaim& b) { return a.lost_ns > b.lost_ns; });
   return out;
 }

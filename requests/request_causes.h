@@ -26,11 +26,13 @@ struct RequestSpan {
   int64_t first_out_ns = 0;  // first token (streamed) or first byte; 0 none
   uint64_t prompt_bytes = 0;
   int64_t start_ns = 0, last_ns = 0;  // first read, last byte written
+  int32_t fd = -1;   // the request's connection (network)
+  std::string peer;  // the client's address:port ("" when unknown)
 };
 
 struct CauseClaim {
-  std::string cause;  // cpu_contention | io_contention | memory_pressure | nccl_straggler | prefill_interference |
-                      // queueing | kv_cache_pressure
+  std::string cause;  // cpu_contention | io_contention | memory_pressure | network | nccl_straggler |
+                      // prefill_interference | queueing | kv_cache_pressure
   double lost_ns = 0;
   nlohmann::json culprit;
 };
@@ -57,6 +59,8 @@ class CauseFinder {
     int64_t longest_ns = 0;
   };
   const EnginePasses& passes(uint32_t server_pid);
+  // network: the request's own connection waited on the socket.
+  std::optional<CauseClaim> network(const std::string& id, uint32_t server_pid, int64_t from, int64_t to);
   // queueing and kv_cache_pressure, from the engine's scraped metrics.
   void engine_state(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
 

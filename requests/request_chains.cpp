@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "common/sanitize.h"
 #include "requests/latency.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/open.h"
@@ -22,7 +23,15 @@ std::string fmt(double v) {
   return buf;
 }
 
-const char* recommendation(const std::string& cause) {
+const char* recommendation(const std::string& cause, const json& k) {
+  if (cause == "network" && k.value("retransmits", int64_t{0}) > 0)
+    return "The responses backed up in the send buffer while TCP retransmitted to the client: the link drops "
+           "packets, or the client's receive buffer overflowed. Check the path to the peer (NIC error counters with "
+           "ethtool -S, MTU, a congested or lossy proxy) and the client's read loop; the engine itself was not slow.";
+  if (cause == "network")
+    return "The client does not read its stream as fast as the server writes it (its receive window closed and the "
+           "server's send buffer filled): fix or time out the slow reader (a write timeout in the server or its proxy), "
+           "and keep it from holding a batch slot; the engine itself was not slow.";
   if (cause == "cpu_contention")
     return "Keep other work off the engine's CPUs: pin the engine core and its workers (taskset / cpuset) or move "
            "the culprit to other cores or a lower priority.";
@@ -65,6 +74,11 @@ std::string engine_said(const json& k) {
   if (k.contains("kv_cache_usage"))
     return "; KV cache " + fmt(k["kv_cache_usage"].get<double>() * 100) + "% full, " + fmt(k["preemptions"].get<double>()) +
            " preemptions";
+  if (k.contains("peer"))
+    return "; the server's writes to " + sanitize_untrusted(k["peer"].get<std::string>(), 64) + " waited on a full send buffer: " +
+           std::to_string(k["eagain"].get<int64_t>()) + " EAGAIN, " + std::to_string(k["short_writes"].get<int64_t>()) +
+           " short writes, " + std::to_string(k["blocked_writes"].get<int64_t>()) + " blocking writes, " +
+           std::to_string(k["retransmits"].get<int64_t>()) + " TCP retransmits";
   return "";
 }
 
@@ -135,7 +149,7 @@ Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
                     {"share_time", share},
                     {"impact", lost_ms / 1e3},
                     {"culprit", k},
-                    {"recommendation", recommendation(cause)}};
+                    {"recommendation", recommendation(cause, k)}};
       chain["summary"] = cause + " explains " + fmt(share * 100) + "% of the " + what(metric) + " tail's time above the median (" +
                          std::to_string(c["requests"].get<uint64_t>()) + " requests; the tail's " + std::to_string(units) +
                          (metric == "itl" ? " gaps" : " requests") + " average " + fmt(tail_mean) + " ms against a median of " +

@@ -503,6 +503,7 @@ void Tracker::close(uint64_t key) {
 }
 
 void Tracker::add(const SockRecord& r) {
+  if (r.op == SockOp::write && r.send == SendResult::eagain) return;  // moved nothing (requests/send_waits.h)
   const uint64_t key = conn_key(r.pid, r.fd);
   if (r.op == SockOp::close) {
     auto it = conns_.find(key);

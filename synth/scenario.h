@@ -46,6 +46,7 @@ void scenario_requests_prefill(ScenarioContext& c);
 void scenario_requests_queueing(ScenarioContext& c);
 void scenario_requests_kv_cache(ScenarioContext& c);
 void scenario_requests_tp_straggler(ScenarioContext& c);
+void scenario_requests_slow_client(ScenarioContext& c);
 
 // Well-known pids of the cast, so tests and docs can name them.
 inline constexpr uint32_t kTrainerPid = 4821;

@@ -94,6 +94,11 @@ const std::vector<ScenarioDef>& definitions() {
         // collectives: one late pass in 150 is the request level's to see.
         "", "VllmWorker-1", 5303, "nccl_straggler"},
        synth::scenario_requests_tp_straggler, 30 * kSec, 250},
+      {{"requests-slow-client",
+        "one client (10.0.4.21:50114) stops reading its stream for ~300 ms every 3 s: the server's writes to it wait on a "
+        "full send buffer",
+        "", "", 0, "network"},
+       synth::scenario_requests_slow_client, 30 * kSec, 250},
   };
   return defs;
 }

@@ -24,6 +24,8 @@ struct Incidents {
   int burst = 0;
   std::vector<int64_t> preemptions;                 // the k-th: stream k mod 4's request, stalled 500 ms
   bool tp = false;  // two tensor-parallel workers run the passes; each stall is rank 1 entering the all-reduce late
+  int slow_stream = -1;  // this stream's client stops reading for ~300 ms in every slow_every-th request
+  int slow_every = 0;
 };
 
 struct Scrape {
@@ -37,15 +39,16 @@ int64_t after_stalls(const std::vector<std::pair<int64_t, int64_t>>& stalls, int
   return t;
 }
 
-requests::Request new_request(const std::string& id, int64_t start, uint64_t prompt_bytes) {
+// Stream s keeps one connection: fd 20 + s, client port 50112 + s.
+requests::Request new_request(const std::string& id, int64_t start, uint64_t prompt_bytes, int stream = 0) {
   requests::Request r;
   r.pid = kApiServerPid;
-  r.fd = 20;
+  r.fd = 20 + stream;
   r.request_id = id;
   r.method = "POST";
   r.path = "/v1/completions";
   r.tenant = "team-a";
-  r.peer = "10.0.4.21:50112";
+  r.peer = "10.0.4.21:" + std::to_string(50112 + stream);
   r.start_ns = start;
   r.end_ns = start + 300 * kUs;
   r.first_byte_ns = r.end_ns + 400 * kUs;
@@ -149,13 +152,15 @@ void serve(ScenarioContext& c, Incidents inc) {
   // Long prefills stall everyone else: each long request's prefill is a stall window.
   std::vector<requests::Request> out;
   std::vector<int> stream_of;
+  std::vector<bool> slow_reader;  // the client stops reading mid-stream
   int n = 0;
   for (int s = 0; s < kStreams; ++s) {
     int64_t t = c.t0 + s * 7 * kMs;
-    while (t < end - 2 * kSec && !c.stopped()) {
+    for (int on_stream = 0; t < end - 2 * kSec && !c.stopped(); ++on_stream) {
       const bool long_prompt = inc.long_every && n % inc.long_every == inc.long_every - 1;
+      const bool slow = s == inc.slow_stream && on_stream % inc.slow_every == inc.slow_every - 1;
       requests::Request r = new_request("req-" + std::to_string(n++) + "-" + std::to_string(s), t,
-                                        long_prompt ? 16000 : 180 + c.rng.next() % 80);
+                                        long_prompt ? 16000 : 180 + c.rng.next() % 80, s);
       int64_t tok = r.end_ns + c.rng.around(30 * kMs, 0.1);
       if (long_prompt) {
         const int64_t prefill = c.rng.around(320 * kMs, 0.05);
@@ -166,7 +171,10 @@ void serve(ScenarioContext& c, Incidents inc) {
       r.token_ns.push_back(tok);
       out.push_back(std::move(r));
       stream_of.push_back(s);
-      t += c.rng.around(420 * kMs, 0.05);  // the rest of its tokens are placed below, once every stall is known
+      slow_reader.push_back(slow);
+      // The rest of its tokens are placed below, once every stall is known; a slow reader's
+      // next request waits for its response to end.
+      t += c.rng.around(420 * kMs, 0.05) + (slow ? 320 * kMs : 0);
     }
   }
   std::sort(inc.stalls.begin(), inc.stalls.end());
@@ -178,15 +186,22 @@ void serve(ScenarioContext& c, Incidents inc) {
     requests::Request& r = out[i];
     int64_t t = r.token_ns.front();
     if (r.prompt_bytes < 16000) t = after_stalls(inc.stalls, t), r.token_ns.front() = t;
+    int64_t blocked_until = 0;  // a slow reader: tokens made before it leave together then
     for (int k = 1; k < kTokens; ++k) {
       const int64_t prev = t;
       t = after_stalls(inc.stalls, t + c.rng.around(kStep, 0.06));
       for (size_t p = 0; p < inc.preemptions.size(); ++p)
         if (static_cast<int>(p % kStreams) == stream_of[i] && inc.preemptions[p] > prev && inc.preemptions[p] <= t)
           t = inc.preemptions[p] + 500 * kMs;
-      r.token_ns.push_back(t);
+      r.token_ns.push_back(std::max(t, blocked_until));
+      if (slow_reader[i] && k == 5) {
+        // The client stopped reading: this token's write fills the send buffer and is cut
+        // short; the rest waits until the client reads again ~300 ms later.
+        blocked_until = t + c.rng.around(300 * kMs, 0.05);
+        b.host_event(kApiServerPid, kApiServerPid, CW_OP_SOCK_SEND_WAIT, t, blocked_until - t, {r.fd, 0, 2, 0, 0, 0});
+      }
     }
-    r.last_byte_ns = t + 200 * kUs;
+    r.last_byte_ns = std::max(t, blocked_until) + 200 * kUs;
   }
   // A burst beyond the batch: extra requests wait in the engine's queue, admitted one per
   // finished stream (~every 80 ms), so the k-th waits k × 80 ms for its first token.
@@ -267,6 +282,14 @@ void scenario_requests_tp_straggler(ScenarioContext& c) {
   inc.tp = true;
   for (int64_t t = c.t0 + 2 * kSec + 300 * kMs; t < c.t0 + c.duration - 3 * kSec; t += 3 * kSec)
     inc.stalls.emplace_back(t, t + c.rng.around(200 * kMs, 0.1));
+  serve(c, inc);
+}
+
+void scenario_requests_slow_client(ScenarioContext& c) {
+  // Stream 2's client stops reading its stream for ~300 ms in every 6th request (~every 3 s).
+  Incidents inc;
+  inc.slow_stream = 2;
+  inc.slow_every = 6;
   serve(c, inc);
 }
 

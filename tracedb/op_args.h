@@ -29,6 +29,7 @@ inline constexpr std::string_view block = "bytes,dev,sector,is_write";
 inline constexpr std::string_view tcp = "saddr,sport,daddr,dport,state,sock_owner";
 inline constexpr std::string_view tcp6 = "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sport|dport<<16|state<<32,sock_owner";
 inline constexpr std::string_view page_alloc = "pages,max_order";
+inline constexpr std::string_view send_wait = "fd,eagain,short_writes,blocking";
 }  // namespace arg_layout
 
 // The slot (0..5) of field `name` in a comma-separated layout; -1 when it has none.

@@ -173,6 +173,8 @@ constexpr OpInfo kCatalog[] = {
     {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, arg_layout::block, F::host},
     {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, tcp, F::host},
     {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false, tcp6, F::host},
+    // A served connection's response waiting on a full send buffer (requests/send_waits.h).
+    {CW_OP_SOCK_SEND_WAIT, CW_SRC_NET, "sock_send_wait", true, send_wait, F::host},
     {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, page_alloc, F::host},
     {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, "victim_pid,total_pages", F::host},
 };

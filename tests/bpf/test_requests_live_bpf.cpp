@@ -187,6 +187,7 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
   for (const auto& cause : d["requests"]["tail"]["causes"]) {
     CHECK(cause["cause"] != "queueing");
     CHECK(cause["cause"] != "kv_cache_pressure");
+    CHECK(cause["cause"] != "network");  // the client reads as fast as the server writes
   }
   // The quiet baseline: no HIGH chain, request-level or call-level.
   auto e = run_causeway({"explain", "--db", t.db(), "--json", "--limit", "100"});
@@ -255,16 +256,28 @@ TEST_CASE("prefill_interference: long prompts among short streams stall their to
 
 namespace {
 
-// A server started for one planted incident, reaped at the end of the case.
+// A network namespace of the server's own whose loopback has an Ethernet MTU and send
+// buffers of at most 16 KiB (net.ipv4.tcp_wmem is per namespace): on the default 64 KiB
+// loopback MTU the kernel grows a busy connection's send buffer to ~4 MB, which no slow
+// reader of a test fills.
+const std::vector<std::string> kOwnNet = {
+    "/usr/bin/unshare", "-n", "sh", "-c",
+    "ip link set lo up && ip link set lo mtu 1500 && echo 4096 16384 16384 > /proc/sys/net/ipv4/tcp_wmem && "
+    "exec \"$0\" \"$@\""};
+
+// A server started for one planted incident, reaped at the end of the case; with own_net in
+// a network namespace of its own (kOwnNet), which its clients join.
 struct PlantedServer {
   TempDir& dir;
   int port;
   pid_t pid;
-  PlantedServer(TempDir& d, int p, std::vector<std::string> extra) : dir(d), port(p) {
+  bool own_net;
+  PlantedServer(TempDir& d, int p, std::vector<std::string> extra, bool net = false) : dir(d), port(p), own_net(net) {
     std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/inference_server.py", "--port",
                                      std::to_string(port), "--cudart", testprog("libcudart.so.13"), "--step-ms", "20",
                                      "--ready-file", dir.file("server.ready")};
     argv.insert(argv.end(), extra.begin(), extra.end());
+    if (own_net) argv.insert(argv.begin(), kOwnNet.begin(), kOwnNet.end());
     pid = spawn(argv, dir.file("server.log"));
     wait_for_file(dir.file("server.ready"), 30000);
   }
@@ -279,6 +292,7 @@ struct PlantedServer {
     std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port",
                                      std::to_string(port), "--out", dir.file("client.json")};
     argv.insert(argv.end(), load.begin(), load.end());
+    if (own_net) argv.insert(argv.begin(), {"nsenter", "--net=/proc/" + std::to_string(pid) + "/ns/net"});
     auto c = run_process(argv);
     REQUIRE_MESSAGE(c.exit_code == 0, c.err);
     sleep_ms(300);
@@ -297,9 +311,24 @@ const json* tail_cause(const json& requests, const std::string& name) {
   return nullptr;
 }
 
+// explain --json's chains of a trace DB.
+json explain_chains(const std::string& db) {
+  auto e = run_causeway({"explain", "--db", db, "--json"});
+  REQUIRE(e.exit_code == 0);
+  return json::parse(e.out)["chains"];
+}
+
 void need_aiohttp() {
   if (run_process({kPython, "-c", "import aiohttp"}).exit_code != 0) {
     std::printf("SKIPPED: python3-aiohttp is not installed (scripts/install-deps.sh --tests)\n");
+    std::exit(77);
+  }
+}
+
+void need_own_net() {
+  if (run_process({"unshare", "-n", "ip", "link", "set", "lo", "mtu", "1500"}).exit_code != 0 ||
+      run_process({"nsenter", "--version"}).exit_code != 0) {
+    std::printf("SKIPPED: unshare -n with iproute2's ip, and nsenter, are needed (util-linux, iproute2)\n");
     std::exit(77);
   }
 }
@@ -380,9 +409,7 @@ TEST_CASE("kv_cache_pressure: a KV cache too small preempts streams; their stall
     for (const auto& c : s["causes"]) named += c["cause"] == "kv_cache_pressure";
   CHECK(named >= 3);
   // explain leads with the request chain, naming the stalled requests.
-  auto e = run_causeway({"explain", "--db", db, "--json"});
-  REQUIRE(e.exit_code == 0);
-  const json chains = json::parse(e.out)["chains"];
+  const json chains = explain_chains(db);
   REQUIRE(!chains.empty());
   CHECK(chains[0]["level"] == "request");
   CHECK(chains[0]["cause"] == "kv_cache_pressure");
@@ -460,4 +487,57 @@ TEST_CASE("nccl_straggler: traced after the workers formed their communicator, t
                                          << "% of the ITL tail's time above the median; " << named << " of the "
                                          << d["slowest"].size() << " slowest requests name pid " << late_pid
                                          << "; request chain " << chain_id);
+}
+
+TEST_CASE("network: a client that stops reading mid-stream; its token gaps name the connection's peer") {
+  need_aiohttp();
+  need_own_net();
+  TempDir dir;
+  // 8 KiB events, 30 a stream, each written once the previous one left (aiohttp's 64 KiB
+  // write buffer would join the events made during a stall into one write whose chunk
+  // headers lie beyond the 1 KiB copy: docs/INFERENCE.md "Not done yet"); clients with a
+  // 4 KiB receive buffer, every 4th request stops reading for 300 ms after its 3rd event:
+  // the ~15 events made meanwhile (120 KB) overflow the socket's buffers (~24 KB), so the
+  // server's writes to it meet a full send buffer.
+  PlantedServer srv(dir, 12000 + static_cast<int>(::getpid() % 8000), {"--event-bytes", "8192", "--flush-each-event"},
+                    true);
+  // Warm the server up first: its first requests pay for imports, every stream at once.
+  REQUIRE(run_process({"nsenter", "--net=/proc/" + std::to_string(srv.pid) + "/ns/net", kPython,
+                       source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
+                       "--requests", "4", "--concurrency", "4", "--max-tokens", "5", "--out", dir.file("warm.json")})
+              .exit_code == 0);
+  auto [db, d] = srv.traced({"--requests", "16", "--concurrency", "4", "--max-tokens", "30", "--rcvbuf", "4096",
+                             "--stall-every", "4", "--stall-ms", "300", "--stall-after", "3"},
+                            {"--metric", "itl", "--slowest", "8"});
+  CAPTURE(d.dump());
+  CHECK(d["count"] == 16);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'sock_send_wait' AND "
+                  "e.dur_ns > 100000000") >= 4);
+  const json* n = tail_cause(d, "network");
+  REQUIRE(n != nullptr);
+  CHECK((*n)["share_time"].get<double>() >= 0.5);
+  const json& k = (*n)["culprit"];
+  CHECK(k["pid"] == srv.pid);
+  CHECK(k["peer"].get<std::string>().rfind("127.0.0.1:", 0) == 0);
+  CHECK(k["short_writes"].get<int64_t>() + k["eagain"].get<int64_t>() >= 1);
+  CHECK(k["retransmits"].get<int64_t>() >= 0);  // a receive buffer this small may drop segments
+  // It names the stalled requests (req-NNNN-w, NNNN % 4 == 3), the slowest first, each with
+  // the peer of its own connection. (The others' clients read through a 4 KiB buffer too, on
+  // a busy host: their writes may wait a little on the socket as well.)
+  size_t stalled = 0;
+  for (const auto& s : d["slowest"])
+    for (const auto& c : s["causes"]) {
+      if (c["cause"] != "network") continue;
+      const std::string id = s["request_id"].get<std::string>();
+      stalled += std::stoi(id.substr(4, 4)) % 4 == 3;
+      CHECK(c["culprit"]["peer"] == q_text(db, "SELECT peer FROM requests WHERE request_id = '" + id + "'"));
+    }
+  CHECK(stalled >= 3);
+  CHECK(std::stoi(d["slowest"][0]["request_id"].get<std::string>().substr(4, 4)) % 4 == 3);
+  CHECK(d["slowest"][0]["causes"][0]["cause"] == "network");
+  // explain leads with the request chain, naming the peer.
+  const json chains = explain_chains(db);
+  REQUIRE(!chains.empty());
+  CHECK(chains[0]["cause"] == "network");
+  CHECK(chains[0]["summary"].get<std::string>().find("127.0.0.1:") != std::string::npos);
 }

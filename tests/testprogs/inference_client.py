@@ -2,7 +2,8 @@
 """A client for inference_server.py that measures TTFT, inter-token gaps and E2E itself:
 
   inference_client.py --port 8000 --requests 40 --concurrency 4 [--max-tokens 12]
-                      [--prompt-bytes 200] [--long-every N --long-bytes B] --out results.json
+                      [--prompt-bytes 200] [--long-every N --long-bytes B]
+                      [--rcvbuf BYTES] [--stall-every K --stall-ms MS --stall-after E] --out results.json
 
 Each worker is a process of its own (no GIL between the clocks of concurrent streams), keeps
 one HTTP/1.1 connection (keep-alive, opened and accepted before the first request) and sends
@@ -10,6 +11,8 @@ its requests one after the other with an x-request-id; times are taken with
 time.monotonic_ns() around the socket calls:
 TTFT = request sent → first `data:` event received, gaps between events, E2E = request sent
 → the end of the response. One JSON line per request goes to --out.
+A slow reader: --rcvbuf sets the sockets' SO_RCVBUF, and every K-th request (--stall-every)
+stops reading for --stall-ms after its --stall-after-th event (the request's `stalled` is true).
 """
 import argparse
 import json
@@ -18,7 +21,7 @@ import socket
 import time
 
 
-def one_request(sock, rid, port, prompt_bytes, max_tokens):
+def one_request(sock, rid, port, prompt_bytes, max_tokens, stall_after=0, stall_ms=0):
     body = json.dumps({"prompt": "x" * prompt_bytes, "max_tokens": max_tokens, "stream": True}).encode()
     head = ("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Type: application/json\r\n"
             "X-Request-Id: %s\r\nX-Tenant: tenant-%s\r\nContent-Length: %d\r\n\r\n" % (port, rid, rid[-1], len(body)))
@@ -41,12 +44,15 @@ def one_request(sock, rid, port, prompt_bytes, max_tokens):
             pos = i + 6
             if buf[pos:pos + 6] != b"[DONE]":
                 tokens.append(now)
+                if stall_ms and len(tokens) == stall_after:
+                    time.sleep(stall_ms / 1000.0)  # the client stops reading; the server's sends back up
         if buf.endswith(b"0\r\n\r\n"):
             end = now
             break
     status = int(buf.split(b" ", 2)[1])
     return {"request_id": rid, "status": status, "ttft_ns": tokens[0] - sent,
-            "gaps_ns": [b - a for a, b in zip(tokens, tokens[1:])], "e2e_ns": end - sent, "events": len(tokens)}
+            "gaps_ns": [b - a for a, b in zip(tokens, tokens[1:])], "e2e_ns": end - sent, "events": len(tokens),
+            "stalled": bool(stall_ms)}
 
 
 def main():
@@ -58,13 +64,20 @@ def main():
     p.add_argument("--prompt-bytes", type=int, default=200)
     p.add_argument("--long-every", type=int, default=0)
     p.add_argument("--long-bytes", type=int, default=20000)
+    p.add_argument("--rcvbuf", type=int, default=0)
+    p.add_argument("--stall-every", type=int, default=0)
+    p.add_argument("--stall-ms", type=float, default=300.0)
+    p.add_argument("--stall-after", type=int, default=3)
     p.add_argument("--out", required=True)
     args = p.parse_args()
     counter = multiprocessing.Value("i", 0)
     results = multiprocessing.Queue()
 
     def worker(w):
-        sock = socket.create_connection(("127.0.0.1", args.port))
+        sock = socket.socket()
+        if args.rcvbuf:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)  # before connect: the window scale
+        sock.connect(("127.0.0.1", args.port))
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         time.sleep(0.1)  # the server accepts every connection before the first request
         try:
@@ -75,8 +88,10 @@ def main():
                         break
                     counter.value += 1
                 long = args.long_every and n % args.long_every == args.long_every - 1
+                stall = args.stall_every and n % args.stall_every == args.stall_every - 1
                 results.put(one_request(sock, "req-%04d-%d" % (n, w), args.port,
-                                        args.long_bytes if long else args.prompt_bytes, args.max_tokens))
+                                        args.long_bytes if long else args.prompt_bytes, args.max_tokens,
+                                        args.stall_after, args.stall_ms if stall else 0))
         finally:
             sock.close()
             results.put(None)

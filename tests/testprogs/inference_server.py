@@ -3,7 +3,8 @@
 request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes:
 
   inference_server.py --port 8000 --cudart LIB [--step-ms 15] [--prefill-us-per-byte 20]
-                      [--max-batch 8] [--kv-tokens N] [--ready-file F]
+                      [--max-batch 8] [--kv-tokens N] [--event-bytes B [--flush-each-event]]
+                      [--ready-file F]
                       [--tp 2 --nccl LIB [--late-rank R --late-ms M --late-every K]]
 
 * the API server (this process, aiohttp) takes POST /v1/completions {"prompt", "max_tokens",
@@ -12,7 +13,10 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
   continuous batching: each step admits waiting requests (their prefill costs time in
   proportion to the prompt), launches the step's kernels through libcudart (the fake one of
   tests/testprogs, or a real one), waits on a stream sync, sleeps for the step's "GPU time"
-  and emits one token for every running request.
+  and emits one token for every running request. --event-bytes pads each event's text so an
+  event is about B bytes (a slow reader then fills the socket's buffers within a stall), and
+  --flush-each-event writes each event only once the previous one has left (a write buffer
+  of 0): each event is a write of its own even when the socket is full.
 Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ sockets do.
 * each forward pass's "GPU time" passes inside its stream sync: the fake libcudart's
   cwfake_gpu_ns makes the next sync sleep it, as a real sync waits for the kernels (with a
@@ -244,6 +248,8 @@ def main():
     p.add_argument("--prefill-us-per-byte", type=float, default=20.0)
     p.add_argument("--max-batch", type=int, default=8)
     p.add_argument("--kv-tokens", type=int, default=0)
+    p.add_argument("--event-bytes", type=int, default=0)
+    p.add_argument("--flush-each-event", action="store_true")
     p.add_argument("--ready-file")
     p.add_argument("--tp", type=int, default=1)
     p.add_argument("--nccl", help="libnccl for --tp > 1 (the fake one of tests/testprogs)")
@@ -308,14 +314,19 @@ def main():
             req_parent.send((rid, len(doc.get("prompt", "")), max_tokens))
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
+        if args.flush_each_event:
+            request.transport.set_write_buffer_limits(high=0)
         i = 0
+        pad = "x" * max(0, args.event_bytes - 250)
         try:
             while True:
                 done = await q.get()
                 chunk = {"id": "cmpl-%d" % rid, "object": "text_completion", "created": int(time.time()),
-                         "model": "fake", "choices": [{"index": 0, "text": " tok%d" % i, "logprobs": None,
+                         "model": "fake", "choices": [{"index": 0, "text": " tok%d" % i + pad, "logprobs": None,
                                                        "finish_reason": "length" if done else None}]}
                 await resp.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                if args.flush_each_event:
+                    await resp.drain()  # waits until the transport's buffer is empty
                 i += 1
                 if done:
                     break

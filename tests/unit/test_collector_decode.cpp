@@ -2,6 +2,9 @@
 // catalog, from registers and stack words as the BPF side copies them.
 #include <doctest/doctest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -10,6 +13,7 @@
 #include "bpf/events.h"
 #include "collector/decode.h"
 #include "collector/probe_table.h"
+#include "collector/sock_decode.h"
 #include "tracedb/op_catalog.h"
 
 using namespace causeway;
@@ -355,4 +359,48 @@ TEST_CASE("probe table: derived from the op table; every probe's op has a family
   CHECK(lib_kind_of("libnccl.so.2") == LibKind::nccl);
   CHECK(!lib_kind_of("libcudnn.so.9"));
   CHECK(!lib_kind_of("libcublas.so.13"));
+}
+
+TEST_CASE("socket records: a write's outcome and entry time, an accept's peer") {
+  cw_sock_event e;
+  std::memset(&e, 0, sizeof(e));
+  e.hdr.kind = CW_REC_SOCK;
+  e.hdr.ts_ns = 5000;
+  e.hdr.pid = 42;
+  e.hdr.tid = 43;
+  e.fd = 7;
+  e.sock_op = CW_SOCK_WRITE;
+  e.bytes = 3;
+  e.captured = 3;
+  e.send = CW_SEND_SHORT;
+  e.enter_ns = 4000;
+  std::memcpy(e.data, "dat", 3);
+  auto r = decode_sock(&e, CW_SOCK_HDR_BYTES + 3);
+  REQUIRE(r);
+  CHECK(r->op == requests::SockOp::write);
+  CHECK(r->send == requests::SendResult::short_write);
+  CHECK(r->enter_ns == 4000);
+  CHECK(r->data == "dat");
+  e.send = CW_SEND_EAGAIN;
+  e.bytes = 0;
+  e.captured = 0;
+  r = decode_sock(&e, CW_SOCK_HDR_BYTES);
+  REQUIRE(r);
+  CHECK(r->send == requests::SendResult::eagain);
+  CHECK(r->bytes == 0);
+  // An accept's union holds the peer's sockaddr, not an entry time.
+  std::memset(&e, 0, sizeof(e));
+  e.hdr.kind = CW_REC_SOCK;
+  e.sock_op = CW_SOCK_ACCEPT;
+  e.fd = 8;
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(50112);
+  sa.sin_addr.s_addr = htonl(0x0a000415);
+  std::memcpy(e.addr, &sa, sizeof(sa));
+  r = decode_sock(&e, CW_SOCK_HDR_BYTES);
+  REQUIRE(r);
+  CHECK(r->peer == "10.0.4.21:50112");
+  CHECK(r->enter_ns == 0);
+  CHECK(r->send == requests::SendResult::ok);
 }

@@ -5,6 +5,7 @@
 
 #include "requests/latency.h"
 #include "requests/to_record.h"
+#include "tests/unit/request_db.h"
 #include "tests/unit/request_rows.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"
@@ -16,9 +17,6 @@ using namespace causeway::requests;
 using json = nlohmann::json;
 
 namespace {
-
-constexpr int64_t kT0 = 1'700'000'000'000'000'000;
-constexpr int64_t kMs = 1'000'000;
 
 // Three tokens 20 ms apart, the gap before token `at` (1-based) `gap_ms` long instead.
 Request stream(const std::string& id, int64_t start_ms, int64_t ttft_ms, size_t at = 0, int64_t gap_ms = 20) {
@@ -43,38 +41,6 @@ EngineSampleRecord scrape(int64_t ms, double running, double waiting, double kv,
                {"vllm:gpu_cache_usage_perc", l, kv},  // the deprecated twin: not counted twice
                {"vllm:num_preemptions_total", l, preemptions}};
   return r;
-}
-
-struct Db {
-  test::TempDir dir;
-  std::string path = dir.file("t.db");
-  template <typename F>
-  explicit Db(F fill) {
-    auto w = StoreWriter::open(path);
-    REQUIRE(w);
-    SessionInfo info;
-    info.source_kind = "live";
-    info.started_ns = kT0;
-    REQUIRE((*w)->begin_session(info));
-    fill(**w);
-    REQUIRE((*w)->close(kT0 + 10'000 * kMs));
-  }
-  json ask(Metric m, double q) {
-    auto h = open_read_only(path);
-    REQUIRE(h);
-    RequestQuery rq;
-    rq.metric = m;
-    rq.quantile = q;
-    auto r = request_latency_json(h->get(), rq);
-    REQUIRE(r);
-    return *r;
-  }
-};
-
-const json* cause(const json& tail, const std::string& name) {
-  for (const auto& c : tail["causes"])
-    if (c["cause"] == name) return &c;
-  return nullptr;
 }
 
 // 95 quick streams, and five whose second gap (5941..6441 ms) took 500 ms instead of 20.

@@ -91,11 +91,17 @@ TEST_CASE("request scenarios: the planted cause leads the tail, with its culprit
         CHECK(k["pass_ms"].get<double>() >= 250);
         CHECK(k["median_pass_ms"].get<double>() < 30);
       }
+      if (want == "network") {
+        CHECK(k["peer"] == "10.0.4.21:50114");
+        CHECK(k["pid"] == 5300);
+        CHECK(k["short_writes"].get<int>() >= 1);
+        CHECK(k["retransmits"] == 0);
+      }
       if (want == "queueing") CHECK(k["waiting_max"].get<double>() >= 5);
       if (want == "kv_cache_pressure") CHECK(k["preemptions"].get<double>() >= 1);
     }
   }
-  CHECK(seen == 6);
+  CHECK(seen == 7);
 }
 
 TEST_CASE("request chains: severity from how slow the tail is and how much the cause explains") {

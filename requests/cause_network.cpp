@@ -1,0 +1,125 @@
+#include "requests/cause_network.h"
+
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "bpf/events.h"
+#include "diagnosis/causes/network.h"
+#include "diagnosis/event_window.h"
+#include "requests/engine_series.h"
+#include "tracedb/op_args.h"
+#include "tracedb/sqlite_handle.h"
+
+namespace causeway::requests {
+namespace {
+
+using Spans = std::vector<std::pair<int64_t, int64_t>>;
+
+// How long before the slow part a wait may have begun and still be open in it.
+constexpr int64_t kWaitLookbackNs = 10'000'000'000;
+// Retransmits this close before the slow part still hold the connection's data back (the
+// first RTO is 200 ms; backed off, a second).
+constexpr int64_t kRetransmitLookbackNs = 1'000'000'000;
+
+// An events row with the args the op_args views read.
+struct Row {
+  uint16_t op = 0;
+  std::array<int64_t, 6> a{};
+};
+
+// The time thread tid slept (switched out in a sleeping state until its next switch-in)
+// inside [a, b]; nullopt when the session has no context switches to tell.
+std::optional<Spans> slept(sqlite3* db, int64_t sid, uint32_t tid, int64_t a, int64_t b) {
+  auto any = Statement::prepare(db, "SELECT 1 FROM sched WHERE session_id = ?1 LIMIT 1");
+  if (!any) return std::nullopt;
+  any->bind(1, sid);
+  if (any->step() != SQLITE_ROW) return std::nullopt;
+  Spans out;
+  auto st = Statement::prepare(db, "SELECT o.ts_ns, (SELECT min(i.ts_ns) FROM sched i WHERE i.session_id = ?1 AND i.next_tid = ?2 "
+                                   "AND i.ts_ns > o.ts_ns) FROM sched o WHERE o.session_id = ?1 AND o.prev_tid = ?2 AND "
+                                   "o.prev_state != 0 AND o.ts_ns >= ?3 AND o.ts_ns < ?4");
+  if (!st) return out;
+  st->bind(1, sid);
+  st->bind(2, int64_t{tid});
+  st->bind(3, a);
+  st->bind(4, b);
+  while (st->step() == SQLITE_ROW) out.emplace_back(st->col_int(0), st->col_null(1) ? b : std::min(b, st->col_int(1)));
+  return out;
+}
+
+// TCP retransmits to `peer` in [from, to].
+int64_t retransmits_to(sqlite3* db, int64_t sid, const std::string& peer, int64_t from, int64_t to) {
+  if (peer.empty()) return 0;
+  auto ids = event_ids_for_window(db, sid, from, to);
+  if (!ids || ids->empty()) return 0;
+  auto st = Statement::prepare(db, "SELECT op_id, a0, a1, a2, a3, a4 FROM events WHERE session_id = ?1 AND id BETWEEN ?2 AND ?3 "
+                                   "AND op_id IN (?4, ?5) AND ts_ns BETWEEN ?6 AND ?7");
+  if (!st) return 0;
+  st->bind(1, sid);
+  st->bind(2, ids->lo);
+  st->bind(3, ids->hi);
+  st->bind(4, int64_t{CW_OP_TCP_RETRANSMIT});
+  st->bind(5, int64_t{CW_OP_TCP_RETRANSMIT6});
+  st->bind(6, from);
+  st->bind(7, to);
+  int64_t n = 0;
+  while (st->step() == SQLITE_ROW) {
+    Row r;
+    r.op = static_cast<uint16_t>(st->col_int(0));
+    for (int i = 0; i < 5; ++i) r.a[i] = st->col_int(i + 1);
+    const bool v6 = r.op == CW_OP_TCP_RETRANSMIT6;
+    const TcpArgs t = v6 ? tcp6_args(r) : tcp_args(r);
+    n += endpoint_text({v6, t.daddr_hi, t.daddr, t.dport}) == peer;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connection& conn, int64_t from, int64_t to) {
+  if (to <= from || conn.fd < 0) return std::nullopt;
+  auto ids = event_ids_for_window(db, sid, from - kWaitLookbackNs, to);
+  if (!ids || ids->empty()) return std::nullopt;
+  auto st = Statement::prepare(db, "SELECT ts_ns, ts_ns + dur_ns, tid, a1, a2, a3 FROM events WHERE session_id = ?1 AND id BETWEEN "
+                                   "?2 AND ?3 AND op_id = ?4 AND pid = ?5 AND a0 = ?6 AND ts_ns <= ?8 AND ts_ns + dur_ns >= ?7");
+  if (!st) return std::nullopt;
+  st->bind(1, sid);
+  st->bind(2, ids->lo);
+  st->bind(3, ids->hi);
+  st->bind(4, int64_t{CW_OP_SOCK_SEND_WAIT});
+  st->bind(5, int64_t{conn.server_pid});
+  st->bind(6, int64_t{conn.fd});
+  st->bind(7, from);
+  st->bind(8, to);
+  Spans waits;
+  int64_t eagain = 0, short_writes = 0, blocked = 0, first = to;
+  while (st->step() == SQLITE_ROW) {
+    const int64_t a = st->col_int(0), b = st->col_int(1);
+    if (st->col_int(5) != 0) {
+      // A blocking write: the thread's sleep in it, not a preemption (cpu_contention's).
+      auto s = slept(db, sid, static_cast<uint32_t>(st->col_int(2)), a, b);
+      if (s && s->empty()) continue;
+      if (s) waits.insert(waits.end(), s->begin(), s->end());
+      else waits.emplace_back(a, b);
+      ++blocked;
+    } else {
+      waits.emplace_back(a, b);
+    }
+    eagain += st->col_int(3);
+    short_writes += st->col_int(4);
+    first = std::min(first, a);
+  }
+  const double lost = covered_ns(std::move(waits), from, to);
+  if (lost <= 0) return std::nullopt;
+  nlohmann::json culprit = {{"pid", conn.server_pid},
+                            {"comm", conn.comm},
+                            {"peer", conn.peer},
+                            {"retransmits", retransmits_to(db, sid, conn.peer, std::min(first, from) - kRetransmitLookbackNs, to)},
+                            {"eagain", eagain},
+                            {"short_writes", short_writes},
+                            {"blocked_writes", blocked}};
+  return CauseClaim{"network", lost, std::move(culprit)};
+}
+
+}  // namespace causeway::requests
