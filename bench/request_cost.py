@@ -115,9 +115,15 @@ class Tracer:
         self.db = os.path.join(tmp, "trace-%s.db" % tag)
         ready = os.path.join(tmp, "ready-%s" % tag)
         self.log = open(os.path.join(tmp, "trace-%s.log" % tag), "w")
+        # "off": the same trace without request tracing (the host tracepoints, the CUDA probes'
+        # discovery): what the tracer costs the server before any socket hook.
+        hook_args = ["--no-requests"] if hook == "off" else ["--http-port", str(port)]
+        env = dict(os.environ)
+        if hook != "off":
+            env["CAUSEWAY_SOCK_HOOK"] = hook
         self.proc = subprocess.Popen([causeway, "trace", "--db", self.db, "--quiet", "--ready-file", ready,
-                                      "--no-stack", "--http-port", str(port), "--pid", str(server_pid)], stdout=self.log, stderr=self.log,
-                                     env=dict(os.environ, CAUSEWAY_SOCK_HOOK=hook))
+                                      "--no-stack", "--pid", str(server_pid)] + hook_args, stdout=self.log, stderr=self.log,
+                                     env=env)
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -173,7 +179,8 @@ def main():
     ap.add_argument("--connections", type=int, default=8)
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--syscalls", type=int, default=500000)
-    ap.add_argument("--hooks", default="libc,syscalls,raw", help="the hooks to trace with, in turn")
+    ap.add_argument("--hooks", default="libc,syscalls,raw",
+                    help="the hooks to trace with, in turn; 'off' traces without requests (--no-requests)")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ready-file", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -218,6 +225,8 @@ def main():
                         time.sleep(0.3)
                     finally:
                         t.stop()
+                    if kind == "off":
+                        continue
                     stored = stored_requests(t.db, server.pid)
                     if stored != res[kind]["requests"]:
                         kept = shutil.copy(t.db, tempfile.mkstemp(prefix="cw-reqcost-", suffix=".db")[1])
