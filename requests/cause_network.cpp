@@ -23,7 +23,7 @@ constexpr int64_t kWaitLookbackNs = 10'000'000'000;
 constexpr int64_t kRetransmitLookbackNs = 1'000'000'000;
 
 // An events row with the args the op_args views read.
-struct Row {
+struct OpRow {
   uint16_t op = 0;
   std::array<int64_t, 6> a{};
 };
@@ -65,7 +65,7 @@ int64_t retransmits_to(sqlite3* db, int64_t sid, const std::string& peer, int64_
   st->bind(7, to);
   int64_t n = 0;
   while (st->step() == SQLITE_ROW) {
-    Row r;
+    OpRow r;
     r.op = static_cast<uint16_t>(st->col_int(0));
     for (int i = 0; i < 5; ++i) r.a[i] = st->col_int(i + 1);
     const bool v6 = r.op == CW_OP_TCP_RETRANSMIT6;
