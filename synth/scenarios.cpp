@@ -79,8 +79,10 @@ const std::vector<ScenarioDef>& definitions() {
       {{"requests-cpu-contention", "tar takes the vLLM engine core's CPU for ~180 ms every 3 s: token gaps stall",
         "cpu_contention", "tar", 992, "cpu_contention"},
        synth::scenario_requests_cpu, 30 * kSec, 250},
-      {{"requests-prefill", "every 12th prompt is 16 kB: its 320 ms prefill stalls the other streams' tokens", "", "",
-        0, "prefill_interference"},
+      // The call level sees the engine's sync wait out that long pass: gpu_wait (GPU work was
+      // launched before it), listed after the request chain.
+      {{"requests-prefill", "every 12th prompt is 16 kB: its 320 ms prefill stalls the other streams' tokens",
+        "gpu_wait", "", 0, "prefill_interference"},
        synth::scenario_requests_prefill, 30 * kSec, 250},
       {{"requests-queueing", "a burst of 14 requests beyond the batch waits in vLLM's queue for its first token", "",
         "", 0, "queueing"},
