@@ -402,7 +402,10 @@ TEST_CASE("kv_cache_pressure: a KV cache too small preempts streams; their stall
   REQUIRE(k != nullptr);
   CHECK((*k)["share_time"].get<double>() >= 0.5);
   CHECK((*k)["culprit"]["preemptions"].get<double>() >= 1);
-  CHECK((*k)["culprit"]["kv_cache_usage"].get<double>() >= 0.9);
+  // The culprit's usage is the highest scrape near the stall: a scrape just after a preemption
+  // sees the freed cache (0.88 in one CI run), so the full cache is asserted over the trace.
+  CHECK((*k)["culprit"]["kv_cache_usage"].get<double>() >= 0.75);
+  CHECK(q_int(db, "SELECT max(value) >= 0.9 FROM engine_metrics WHERE name = 'vllm:kv_cache_usage_perc'") == 1);
   // The requests it slowed: the slowest streams each carry the cause.
   size_t named = 0;
   for (const auto& s : d["slowest"])
