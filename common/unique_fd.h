@@ -1,4 +1,4 @@
-// One owned file descriptor, closed when its owner goes: RAII for every fd (docs/ARCHITECTURE.md).
+// One owned file descriptor, closed when its owner goes (every fd the project opens is owned so).
 #pragma once
 
 #include <unistd.h>
