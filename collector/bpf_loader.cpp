@@ -2,7 +2,9 @@
 
 #include "collector/detach_lock.h"
 #include "collector/proc_maps.h"
+#include "collector/selftest_target.h"
 #include "collector/sock_hook.h"
+#include "collector/trap_timing.h"
 
 #include <fcntl.h>
 #include <sys/syscall.h>
@@ -222,7 +224,7 @@ BpfObject::~BpfObject() {
   (void)detach_uprobes();
   tp_links_.clear();
   sock_links_.clear();
-  while (!sock_libc_.empty()) untrace_server(sock_libc_.begin()->first);
+  sock_libc_.clear();
   if (skel_) causeway_bpf__destroy(skel_);
 }
 
@@ -314,7 +316,7 @@ Result<void> BpfObject::attach_sock_syscalls() {
 
 Result<SockHookChoice> BpfObject::sock_choice() {
   if (!sock_choice_) {
-    auto c = choose_sock_hook();
+    auto c = choose_sock_hook([this] { return libc_trap_ns(); });
     if (!c) return c.error();
     sock_choice_ = *c;
   }
@@ -346,34 +348,25 @@ Result<void> BpfObject::attach_sock_tracepoints() {
   return {};
 }
 
-Result<size_t> BpfObject::attach_sock_libc(uint32_t pid) {
-  if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
-  const std::string libc = mapped_libc(read_maps(pid));
-  if (libc.empty()) return make_error("libc", "pid " + std::to_string(pid) + " maps no C library (a static binary?)");
-  // The file as the process sees it: a server in a container has its own.
-  const std::string path = "/proc/" + std::to_string(pid) + "/root" + libc;
-  auto sites = libc_sock_sites(path);
-  if (!sites) return sites.error();
+Result<BpfObject::LibcLinks> BpfObject::attach_libc_sites(const std::string& path, const std::vector<UprobeSite>& entries,
+                                                          const std::vector<UprobeSite>& returns, uint32_t pid) {
   LibcLinks links;
   // Returns first, so no entry runs without its return (collector/attacher.cpp says why).
   if (link_kind_ == UprobeLinkKind::session) {
-    auto fd = attach_uprobe_multi(bpf_program__fd(skel_->progs.cw_sock_libc_session), path, sites->entries,
-                                  ProbeSide::session, pid);
+    auto fd = attach_uprobe_multi(bpf_program__fd(skel_->progs.cw_sock_libc_session), path, entries, ProbeSide::session, pid);
     if (!fd) return fd.error();
-    links.multi.push_back(*fd);
+    links.multi.emplace_back(*fd);
   } else if (link_kind_ == UprobeLinkKind::multi) {
-    for (auto [prog, side, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, ProbeSide::ret, &sites->returns},
-                                    std::tuple{skel_->progs.cw_sock_libc_enter, ProbeSide::entry, &sites->entries}}) {
+    for (auto [prog, side, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, ProbeSide::ret, &returns},
+                                    std::tuple{skel_->progs.cw_sock_libc_enter, ProbeSide::entry, &entries}}) {
+      if (list->empty()) continue;
       auto fd = attach_uprobe_multi(bpf_program__fd(prog), path, *list, side, pid);
-      if (!fd) {
-        for (int f : links.multi) ::close(f);
-        return fd.error();
-      }
-      links.multi.push_back(*fd);
+      if (!fd) return fd.error();
+      links.multi.emplace_back(*fd);
     }
   } else {
-    for (auto [prog, retprobe, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, true, &sites->returns},
-                                        std::tuple{skel_->progs.cw_sock_libc_enter, false, &sites->entries}}) {
+    for (auto [prog, retprobe, list] : {std::tuple{skel_->progs.cw_sock_libc_exit, true, &returns},
+                                        std::tuple{skel_->progs.cw_sock_libc_enter, false, &entries}}) {
       for (const UprobeSite& site : *list) {
         LIBBPF_OPTS(bpf_uprobe_opts, opts, .bpf_cookie = site.cookie, .retprobe = retprobe);
         bpf_link* l = bpf_program__attach_uprobe_opts(prog, static_cast<pid_t>(pid), path.c_str(), site.offset, &opts);
@@ -385,9 +378,39 @@ Result<size_t> BpfObject::attach_sock_libc(uint32_t pid) {
       }
     }
   }
-  const size_t n = links.multi.size() + links.perf.size();
-  sock_libc_[pid] = std::move(links);
+  return links;
+}
+
+Result<size_t> BpfObject::attach_sock_libc(uint32_t pid) {
+  if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
+  const std::string libc = mapped_libc(read_maps(pid));
+  if (libc.empty()) return make_error("libc", "pid " + std::to_string(pid) + " maps no C library (a static binary?)");
+  // The file as the process sees it: a server in a container has its own.
+  const std::string path = "/proc/" + std::to_string(pid) + "/root" + libc;
+  auto sites = libc_sock_sites(path);
+  if (!sites) return sites.error();
+  auto links = attach_libc_sites(path, sites->entries, sites->returns, pid);
+  if (!links) return links.error();
+  const size_t n = links->multi.size() + links->perf.size();
+  sock_libc_[pid] = std::move(*links);
   return n;
+}
+
+Result<double> BpfObject::libc_trap_ns() {
+  if (!bpf_program__autoload(skel_->progs.cw_sock_enter)) return make_error("attach", "socket tracing needs the host tracepoints");
+  auto at = trap_site_location();
+  if (!at) return at.error();
+  // The libc hook's own entry program on a function of this process, with our pid: it stops
+  // at the server filter, as it does for a server's calls on fds it does not trace, so each
+  // call is one trap and the filter.
+  const auto time_calls = [] {
+    return time_per_call([] { causeway_trap_site(0); });
+  };
+  const double bare = time_calls();
+  auto links = attach_libc_sites(at->binary, {UprobeSite{at->offset, 0}}, {}, static_cast<uint32_t>(::getpid()));
+  if (!links) return links.error();
+  const double probed = time_calls();
+  return std::max(0.0, probed - bare);
 }
 
 Result<SockHook> BpfObject::trace_server(uint32_t pid) {
@@ -412,10 +435,7 @@ Result<SockHook> BpfObject::trace_server(uint32_t pid) {
 
 void BpfObject::untrace_server(uint32_t pid) {
   bpf_map__delete_elem(skel_->maps.sock_pids, &pid, sizeof(pid), 0);
-  auto it = sock_libc_.find(pid);
-  if (it == sock_libc_.end()) return;
-  for (int fd : it->second.multi) ::close(fd);
-  sock_libc_.erase(it);
+  sock_libc_.erase(pid);
 }
 
 size_t BpfObject::sock_libc_links() const {

@@ -13,6 +13,7 @@
 
 #include "bpf/events.h"
 #include "collector/sock_hook.h"
+#include "common/unique_fd.h"
 #include "collector/stack_policy.h"
 #include "collector/uprobe_multi.h"
 #include "common/result.h"
@@ -83,8 +84,11 @@ class BpfObject {
   Result<SockHook> trace_server(uint32_t pid);
   // Stops tracing a server (gone, or never to be seen again): its libc probes detach.
   void untrace_server(uint32_t pid);
-  // The hook choice (CAUSEWAY_SOCK_HOOK and tracefs), made once.
+  // The hook choice (CAUSEWAY_SOCK_HOOK, a uprobe trap's cost here, tracefs), made once.
   Result<SockHookChoice> sock_choice();
+  // What one trap of the libc hook costs a process here, in ns above the call it interrupts:
+  // the hook's entry program on a function of causeway itself, probed with our pid.
+  Result<double> libc_trap_ns();
   // The tracepoint hook for the host, as the choice says (idempotent): `check` attaches it
   // with no server in the filter. Its links, its kind and why it is raw (empty otherwise).
   Result<void> attach_sock_tracepoints();
@@ -136,9 +140,13 @@ class BpfObject {
   SockHook sock_tracepoint_ = SockHook::raw;
   std::string sock_why_raw_;
   struct LibcLinks {
-    std::vector<int> multi;       // session or multi-uprobe link fds
+    std::vector<UniqueFd> multi;  // session or multi-uprobe links
     std::vector<LinkPtr> perf;    // perf-event uprobes (kernels before 6.6)
   };
+  // The libc hook's programs at `entries` and `returns` of `path`, for pid's threads only, in
+  // this kernel's link kind (a session link needs no returns: its entry asks for them).
+  Result<LibcLinks> attach_libc_sites(const std::string& path, const std::vector<UprobeSite>& entries,
+                                      const std::vector<UprobeSite>& returns, uint32_t pid);
   std::map<uint32_t, LibcLinks> sock_libc_;  // by server pid
   size_t sock_libc_servers_ = 0;
   int ncpus_ = 1;

@@ -149,7 +149,8 @@ CheckItem sock_hook_item(BpfObject& bpf) {
       return warn("http_syscalls",
                   "libc hook: " + (libc ? std::string("this process's libc could not be probed") : libc.error().message),
                   "servers are traced through the syscall tracepoints instead (their cost: docs/BENCHMARKS.md)");
-    what = std::string(sock_hook_name(SockHook::libc)) + ", " + std::to_string(links) + " links per server";
+    what = std::string(sock_hook_name(SockHook::libc)) + ", " + std::to_string(links) + " links per server (" +
+           choice->why + ")";
   }
   auto r = bpf.attach_sock_tracepoints();
   if (!r)
@@ -157,7 +158,8 @@ CheckItem sock_hook_item(BpfObject& bpf) {
                 choice->libc ? "servers without a dynamically linked libc are not traced"
                              : "requests are not traced; the rest of the trace is unaffected");
   what += std::string(what.empty() ? "" : "; servers without a dynamically linked libc: ") +
-          sock_hook_name(bpf.sock_tracepoint_hook()) + ", " + std::to_string(bpf.sock_links()) + " links";
+          sock_hook_name(bpf.sock_tracepoint_hook()) + ", " + std::to_string(bpf.sock_links()) + " links" +
+          (choice->libc || choice->why.empty() ? "" : " (" + choice->why + ")");
   if (bpf.sock_tracepoint_hook() == SockHook::syscalls) return pass("http_syscalls", what);
   const bool forced = bpf.sock_why_raw().rfind("CAUSEWAY_SOCK_HOOK", 0) == 0;
   return warn("http_syscalls", what + ": " + bpf.sock_why_raw(),

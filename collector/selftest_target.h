@@ -1,4 +1,4 @@
-// A function inside causeway itself that selftest and check probe, so both work on any host
+// Functions inside causeway itself that selftest and check probe, so both work on any host
 // without CUDA installed.
 #pragma once
 
@@ -19,5 +19,10 @@ struct CodeLocation {
 // Where causeway_selftest_call lives in this process, from /proc/self/maps (works on a
 // stripped binary: no symbol table needed).
 Result<CodeLocation> selftest_call_location();
+
+// Does nothing, never inlined: the site a uprobe trap is timed on (BpfObject::libc_trap_ns),
+// which nothing else probes (check's selftest probes causeway_selftest_call meanwhile).
+extern "C" void causeway_trap_site(uint64_t v);
+Result<CodeLocation> trap_site_location();
 
 }  // namespace causeway::collector

@@ -170,6 +170,7 @@ class Session {
   requests::SendWaits send_waits_;  // the served connections' full send buffers (network)
   std::set<uint32_t> servers_;  // pids whose accepted connections are traced (or that could not be)
   bool raw_warned_ = false;
+  bool hook_told_ = false;  // why the request hook is what it is: said with the first server
   std::unique_ptr<EngineScraper> scraper_;  // started with the first server found
   uint64_t own_scrapes_ = 0;                // the scraper's own requests, not stored
   std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
@@ -324,6 +325,10 @@ void Session::find_servers_now() {
       raw_warned_ = true;
       sum_.warnings.push_back(std::string("HTTP requests traced through the ") + sock_hook_name(SockHook::raw) + ": " +
                               bpf_.sock_why_raw());
+    }
+    if (!hook_told_) {
+      hook_told_ = true;
+      if (auto c = bpf_.sock_choice(); c && !c->why.empty()) say("request hook: " + c->why);
     }
     servers_.insert(srv.pid);
     ensure_process(srv.pid, monotonic_ns() + offset_);
@@ -651,6 +656,9 @@ void Session::update_counters() {
   writer_.set_counter("http_raw_syscall_links", static_cast<int64_t>(raw ? bpf_.sock_links() : 0));
   writer_.set_counter("http_libc_servers", static_cast<int64_t>(bpf_.sock_libc_servers()));
   writer_.set_counter("http_libc_links", static_cast<int64_t>(bpf_.sock_libc_links()));
+  if (hook_told_)
+    if (auto c = bpf_.sock_choice(); c && c->trap_ns)
+      writer_.set_counter("http_uprobe_trap_ns", static_cast<int64_t>(*c->trap_ns));
   writer_.set_counter("cgroups_resolved", static_cast<int64_t>(cgroups_.resolved()));
   writer_.set_counter("cgroups_unresolved", static_cast<int64_t>(cgroups_.unresolved()));
   int64_t slow = 0;

@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <set>
 
@@ -37,21 +38,30 @@ std::string syscall_tracepoints_dir() {
   return ::access((dir + "/sys_enter_read/id").c_str(), R_OK) == 0 ? dir : std::string();
 }
 
-Result<SockHookChoice> choose_sock_hook() {
+Result<SockHookChoice> choose_sock_hook(const std::function<Result<double>()>& trap_ns) {
   const char* asked = std::getenv("CAUSEWAY_SOCK_HOOK");
   const std::string want = asked ? asked : "";
   if (!want.empty() && want != "libc" && want != "syscalls" && want != "raw")
     return make_error("usage", "CAUSEWAY_SOCK_HOOK=" + want + ": expected libc, syscalls or raw");
   SockHookChoice c;
   c.forced = want == "syscalls" || want == "raw";
-  // The libc hook only when asked for: it spares every other process, but each probed call
-  // of the server traps twice, and where a trap is dear (1.2-9 us on the 2-vCPU VM,
-  // docs/BENCHMARKS.md "The libc hook") that raised a small request's served p50 1.55x, while
-  // the syscall tracepoints cost the server nothing measurable.
-  c.libc = want == "libc";
   if (c.forced) {
     c.tracepoint = want == "raw" ? SockHook::raw : SockHook::syscalls;
+    c.why = "CAUSEWAY_SOCK_HOOK=" + want;
     return c;
+  }
+  if (want == "libc") {
+    c.libc = true;
+    c.why = "CAUSEWAY_SOCK_HOOK=libc";
+  } else if (auto t = trap_ns(); !t) {
+    c.why = "a uprobe trap could not be timed (" + t.error().message + ")";
+  } else {
+    c.trap_ns = *t;
+    c.libc = *t <= kLibcTrapBudgetNs;
+    char us[32];
+    std::snprintf(us, sizeof(us), "%.2f", *t / 1000);
+    c.why = std::string("a uprobe trap costs ") + us + " us here, " + (c.libc ? "within" : "above") +
+            " the libc hook's budget of " + std::to_string(static_cast<int>(kLibcTrapBudgetNs / 1000)) + " us";
   }
   if (!syscall_tracepoints_dir().empty()) {
     c.tracepoint = SockHook::syscalls;

@@ -1,12 +1,15 @@
 // Which kernel hook runs the socket programs of request tracing for each server (bpf/sock.bpf.h,
-// docs/INFERENCE.md "Which hook"): by default the per-syscall tracepoints of the socket
-// syscalls (or the raw sys_enter / sys_exit tracepoints that every syscall on the host runs,
-// where tracefs lacks them); with CAUSEWAY_SOCK_HOOK=libc, uprobes on the server's own libc
-// socket functions attached with its pid (no other process ever traps), the tracepoints then
-// only for a server without a dynamically linked libc (a static Go binary).
+// docs/INFERENCE.md "Which hook"): uprobes on the server's own libc socket functions attached
+// with its pid (no other process pays anything) where a uprobe trap is cheap, else the
+// per-syscall tracepoints of the socket syscalls (every process's socket syscalls run the
+// server filter), or the raw sys_enter / sys_exit tracepoints that every syscall on the host
+// runs, where tracefs lacks those. A server without a dynamically linked libc (a static Go
+// binary) always gets a tracepoint hook.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,18 +26,27 @@ const char* sock_hook_name(SockHook h);
 // hook attaches to (close: its entry only, where the record is emitted).
 const std::vector<std::string>& sock_syscalls();
 
-// What to try. Unset: every server on the tracepoint hook, the syscall tracepoints when tracefs
-// shows them, else raw with the reason in `why_raw`. CAUSEWAY_SOCK_HOOK=libc: the libc hook
-// for each server that maps a libc (no other process pays anything), the tracepoint hook for
-// the others; =syscalls|raw forces that tracepoint hook (benchmarks, tests, and a way out if a
-// kernel misbehaves). An unknown value is an error.
+// A served request traps about 12 times on the libc hook (docs/BENCHMARKS.md "The libc
+// hook"): at 1 us a trap that is 12 us, under 5% of a 0.25 ms request, and the hook spares
+// every other process. Where a trap costs more (5-7 us on the 2-vCPU PVM VM, where the libc
+// hook raised a small request's served p50 1.5-2.3x) the tracepoints cost the server less.
+constexpr double kLibcTrapBudgetNs = 1000;
+
+// What to try. Unset: the libc hook for each server that maps a libc when `trap_ns()` (called
+// only then) says a trap costs at most kLibcTrapBudgetNs, and the tracepoint hook for the
+// others — the syscall tracepoints when tracefs shows them, else raw with the reason in
+// `why_raw`. CAUSEWAY_SOCK_HOOK=libc asks for the libc hook whatever a trap costs;
+// =syscalls|raw forces that tracepoint hook for every server (benchmarks, tests, and a way out
+// if a kernel misbehaves). An unknown value is an error.
 struct SockHookChoice {
   bool libc = false;                    // servers with a dynamic libc get the libc hook
   SockHook tracepoint = SockHook::raw;  // the others (every server when !libc): syscalls or raw
   bool forced = false;
-  std::string why_raw;  // the fallback's reason; empty when chosen or forced
+  std::optional<double> trap_ns;  // measured: what a uprobe trap costs a process here
+  std::string why;                // the reason for libc or not, for the user (check, the trace's log)
+  std::string why_raw;            // the fallback's reason; empty when chosen or forced
 };
-Result<SockHookChoice> choose_sock_hook();
+Result<SockHookChoice> choose_sock_hook(const std::function<Result<double>()>& trap_ns);
 
 // The events/syscalls folder libbpf reads tracepoint ids from (/sys/kernel/debug/tracing
 // when that exists, else /sys/kernel/tracing, as libbpf 1.1 decides), when it lists

@@ -1,5 +1,6 @@
 // Which hook request tracing runs on (collector/sock_hook.h, docs/INFERENCE.md "Which hook"):
-// by default the syscall tracepoints of the socket syscalls; with CAUSEWAY_SOCK_HOOK=libc
+// by default the libc hook where a uprobe trap costs at most 1 us, else the syscall
+// tracepoints of the socket syscalls; with CAUSEWAY_SOCK_HOOK=libc
 // uprobes on the server's own libc socket functions, attached with its pid, and no tracepoint
 // at all, while a server without a libc (a static binary) gets the syscall tracepoints when
 // tracefs lists them, else the raw sys_enter/sys_exit; CAUSEWAY_SOCK_HOOK=raw forces the raw
@@ -270,7 +271,7 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK=libc: the libc hook on the server alone; no tracep
   CHECK(item["status"] == (kernel_lists_syscall_tracepoints() ? "PASS" : "WARN"));
 }
 
-TEST_CASE("default: the syscall tracepoints, no libc probe, requests as exact") {
+TEST_CASE("default: the hook a trap's measured cost picks (libc at most 1 us, else the syscall tracepoints), requests as exact") {
   need_aiohttp();
   if (!kernel_lists_syscall_tracepoints()) {
     std::printf("SKIPPED: this kernel does not list syscalls:sys_enter_read (tracefs)\n");
@@ -279,12 +280,34 @@ TEST_CASE("default: the syscall tracepoints, no libc probe, requests as exact") 
   TempDir dir;
   Run r = traced_run(dir, "");
   check_exact(r);
+  CAPTURE(r.log);
   CHECK(r.raw_links.count("sys_enter") == 0);
-  // 11 entries (accept, accept4, read, write, readv, writev, recvfrom, sendto, recvmsg,
-  // sendmsg, close) and the exits of all but close.
-  CHECK(collector_stat(r, "http_syscall_tracepoint_links") == 21);
-  CHECK(collector_stat(r, "http_libc_servers") == 0);
-  CHECK(none_patched(r.server_patched));
+  // The trap was timed (what it cost is kept; the log says it too, without --quiet).
+  const int64_t trap_ns = collector_stat(r, "http_uprobe_trap_ns");
+  MESSAGE("a uprobe trap costs " << trap_ns << " ns here");
+  CHECK(trap_ns > 0);
+  const bool libc = trap_ns <= 1000;
+  if (libc) {
+    CHECK(collector_stat(r, "http_syscall_tracepoint_links") == 0);
+    CHECK(collector_stat(r, "http_libc_servers") == 1);
+    for (const auto& [fn, p] : r.server_patched) {
+      CAPTURE(fn);
+      CHECK(p);
+    }
+  } else {
+    // 11 entries (accept, accept4, read, write, readv, writev, recvfrom, sendto, recvmsg,
+    // sendmsg, close) and the exits of all but close.
+    CHECK(collector_stat(r, "http_syscall_tracepoint_links") == 21);
+    CHECK(collector_stat(r, "http_libc_servers") == 0);
+    CHECK(none_patched(r.server_patched));
+  }
+  CHECK(none_patched(r.bystander_patched));
+  // `check` times the trap too and says which side of the budget it fell.
+  json item = check_item(dir, {}, "http_syscalls");
+  CAPTURE(item.dump());
+  CHECK(item["detail"].get<std::string>().find(libc ? "within the libc hook's budget of 1 us"
+                                                    : "above the libc hook's budget of 1 us") != std::string::npos);
+  CHECK(item["detail"].get<std::string>().find(libc ? "libc uprobes" : "syscall tracepoints") == 0);
 }
 
 TEST_CASE("CAUSEWAY_SOCK_HOOK=raw: the raw sys_enter/sys_exit fallback, and its requests as exact") {

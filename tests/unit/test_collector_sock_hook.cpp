@@ -1,5 +1,6 @@
 // Which hook request tracing asks for (collector/sock_hook.h): CAUSEWAY_SOCK_HOOK parsed, the
-// automatic choice following what tracefs lists on this host (checked here on its own), the
+// automatic choice following a trap's cost and what tracefs lists on this host (checked here
+// on its own), the
 // libc a process maps, and where the libc hook probes it (checked against this process's own).
 #include <doctest/doctest.h>
 
@@ -35,12 +36,18 @@ struct HookEnv {
   }
 };
 
+// A trap timing that must not be asked for (a forced hook measures nothing).
+causeway::Result<double> not_timed() {
+  FAIL("the trap was timed although the hook was forced");
+  return 0.0;
+}
+
 }  // namespace
 
 TEST_CASE("CAUSEWAY_SOCK_HOOK forces a hook; an unknown value is an error naming the choices") {
   {
     HookEnv e("raw");
-    auto c = choose_sock_hook();
+    auto c = choose_sock_hook(not_timed);
     REQUIRE(c);
     CHECK_FALSE(c->libc);
     CHECK(c->tracepoint == SockHook::raw);
@@ -48,7 +55,7 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK forces a hook; an unknown value is an error naming
   }
   {
     HookEnv e("syscalls");
-    auto c = choose_sock_hook();
+    auto c = choose_sock_hook(not_timed);
     REQUIRE(c);
     CHECK_FALSE(c->libc);
     CHECK(c->tracepoint == SockHook::syscalls);
@@ -58,7 +65,7 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK forces a hook; an unknown value is an error naming
     // libc: the libc hook where a server maps one; the others still on a tracepoint hook,
     // chosen as when unset.
     HookEnv e("libc");
-    auto c = choose_sock_hook();
+    auto c = choose_sock_hook(not_timed);
     REQUIRE(c);
     CHECK(c->libc);
     CHECK_FALSE(c->forced);
@@ -66,13 +73,13 @@ TEST_CASE("CAUSEWAY_SOCK_HOOK forces a hook; an unknown value is an error naming
   }
   {
     HookEnv e("kprobe");
-    auto c = choose_sock_hook();
+    auto c = choose_sock_hook(not_timed);
     REQUIRE(!c);
     CHECK(c.error().message == "CAUSEWAY_SOCK_HOOK=kprobe: expected libc, syscalls or raw");
   }
 }
 
-TEST_CASE("unset: every server on the syscall tracepoints when tracefs lists them, else raw; no libc hook") {
+TEST_CASE("unset: the libc hook where a trap costs at most 1 us, else the tracepoints (syscalls when tracefs lists them, else raw)") {
   HookEnv e(nullptr);
   bool listed = false;
   for (const char* root : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"})
@@ -81,13 +88,32 @@ TEST_CASE("unset: every server on the syscall tracepoints when tracefs lists the
       break;
     }
   MESSAGE("syscall tracepoints readable here: " << (listed ? "yes" : "no"));
-  auto c = choose_sock_hook();
-  REQUIRE(c);
-  CHECK_FALSE(c->forced);
-  CHECK_FALSE(c->libc);
-  CHECK(c->tracepoint == (listed ? SockHook::syscalls : SockHook::raw));
-  CHECK(c->why_raw.empty() == listed);
   CHECK(syscall_tracepoints_dir().empty() == !listed);
+  const SockHook tracepoint = listed ? SockHook::syscalls : SockHook::raw;
+  SUBCASE("a trap dearer than the budget: the tracepoints, and why") {
+    auto c = choose_sock_hook([] { return causeway::Result<double>(kLibcTrapBudgetNs + 1); });
+    REQUIRE(c);
+    CHECK_FALSE(c->forced);
+    CHECK_FALSE(c->libc);
+    CHECK(c->trap_ns == kLibcTrapBudgetNs + 1);
+    CHECK(c->why == "a uprobe trap costs 1.00 us here, above the libc hook's budget of 1 us");
+    CHECK(c->tracepoint == tracepoint);
+    CHECK(c->why_raw.empty() == listed);
+  }
+  SUBCASE("a trap within the budget: the libc hook, the tracepoints for servers without a libc") {
+    auto c = choose_sock_hook([] { return causeway::Result<double>(350.0); });
+    REQUIRE(c);
+    CHECK(c->libc);
+    CHECK(c->why == "a uprobe trap costs 0.35 us here, within the libc hook's budget of 1 us");
+    CHECK(c->tracepoint == tracepoint);
+  }
+  SUBCASE("a trap that cannot be timed: the tracepoints, with the reason") {
+    auto c = choose_sock_hook([] { return causeway::Result<double>(causeway::make_error("attach", "no uprobes")); });
+    REQUIRE(c);
+    CHECK_FALSE(c->libc);
+    CHECK_FALSE(c->trap_ns.has_value());
+    CHECK(c->why == "a uprobe trap could not be timed (no uprobes)");
+  }
 }
 
 TEST_CASE("the syscalls attached are the ones bpf/sock.bpf.h switches on") {
