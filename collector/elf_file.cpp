@@ -2,6 +2,7 @@
 
 #include "collector/elf_handle.h"
 #include "collector/lib_file.h"
+#include "common/unique_fd.h"
 
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -178,15 +179,11 @@ std::optional<std::string> ElfFile::symbolize(uint64_t vaddr) const {
 
 std::vector<uint8_t> ElfFile::read_bytes(uint64_t offset, size_t n) const {
   std::vector<uint8_t> out(n);
-  int fd = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return {};
+  const UniqueFd fd(::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return {};
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return {};
-  }
-  ssize_t got = ::pread(fd, out.data(), n, static_cast<off_t>(offset));
-  ::close(fd);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
+  const ssize_t got = ::pread(fd.get(), out.data(), n, static_cast<off_t>(offset));
   out.resize(got > 0 ? static_cast<size_t>(got) : 0);
   return out;
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "collector/netns.h"
+#include "common/unique_fd.h"
 
 namespace causeway::collector {
 namespace {
@@ -21,13 +22,6 @@ namespace {
 int64_t steady_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
-
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 // Waits for `events` until the deadline; false on timeout or error.
 bool wait_for(int fd, short events, int64_t deadline) {
@@ -89,7 +83,7 @@ Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view 
   const int64_t deadline = steady_ns() + o.deadline_ns;
   auto made = socket_in_namespace_of(pid, at.family);
   if (!made) return made.error();
-  Fd s{*made};
+  const UniqueFd s{*made};
   sockaddr_storage a{};
   socklen_t alen = 0;
   if (at.family == AF_INET) {
@@ -105,32 +99,32 @@ Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view 
     std::memcpy(&v6->sin6_addr, at.addr.data(), 16);
     alen = sizeof(sockaddr_in6);
   }
-  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&a), alen) != 0) {
+  if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), alen) != 0) {
     if (errno != EINPROGRESS) return make_error("connect", "connection refused");
-    if (!wait_for(s.fd, POLLOUT, deadline)) return make_error("timeout", "connect timed out");
+    if (!wait_for(s.get(), POLLOUT, deadline)) return make_error("timeout", "connect timed out");
     int err = 0;
     socklen_t len = sizeof(err);
-    if (::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return make_error("connect", "connection refused");
+    if (::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return make_error("connect", "connection refused");
   }
   if (o.on_local) {
     sockaddr_storage local{};
     socklen_t len = sizeof(local);
-    if (::getsockname(s.fd, reinterpret_cast<sockaddr*>(&local), &len) == 0)
+    if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&local), &len) == 0)
       if (auto e = endpoint_from_sockaddr(reinterpret_cast<const uint8_t*>(&local))) o.on_local(o.ctx, *e);
   }
   const std::string req = "GET " + std::string(path) + " HTTP/1.0\r\nHost: " + at.text() +
                           "\r\nAccept: text/plain\r\nUser-Agent: causeway\r\n\r\n";
   size_t sent = 0;
   while (sent < req.size()) {
-    const ssize_t n = ::send(s.fd, req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
+    const ssize_t n = ::send(s.get(), req.data() + sent, req.size() - sent, MSG_NOSIGNAL);
     if (n > 0) sent += static_cast<size_t>(n);
     else if (n < 0 && errno != EAGAIN && errno != EINTR) return make_error("connect", "send failed");
-    else if (!wait_for(s.fd, POLLOUT, deadline)) return make_error("timeout", "send timed out");
+    else if (!wait_for(s.get(), POLLOUT, deadline)) return make_error("timeout", "send timed out");
   }
   std::string raw;
   char buf[16384];
   while (true) {
-    const ssize_t n = ::recv(s.fd, buf, sizeof(buf), 0);
+    const ssize_t n = ::recv(s.get(), buf, sizeof(buf), 0);
     if (n == 0) break;
     if (n > 0) {
       if (raw.size() + static_cast<size_t>(n) > o.max_bytes) return make_error("too_large", "response over the cap");
@@ -139,7 +133,7 @@ Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view 
     }
     if (errno == EINTR) continue;
     if (errno != EAGAIN) return make_error("connect", "recv failed");
-    if (!wait_for(s.fd, POLLIN, deadline)) return make_error("timeout", "response timed out");
+    if (!wait_for(s.get(), POLLIN, deadline)) return make_error("timeout", "response timed out");
   }
   return http_response_body(raw);
 }

@@ -20,7 +20,7 @@ struct Job {
   std::condition_variable cv;
   bool done = false;
   bool abandoned = false;
-  int fd = -1;
+  UniqueFd fd;
   FileId id;
   std::shared_ptr<const ElfFile> elf;
   std::optional<Error> error;
@@ -32,7 +32,7 @@ void open_and_parse(Job& out, const std::string& path, const LibOpenOptions& o) 
     out.error = make_error("lib_open", "cannot open " + path + ": " + std::strerror(errno));
     return;
   }
-  out.fd = fd;
+  out.fd.reset(fd);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     out.error = make_error("lib_open", "cannot stat " + path + ": " + std::strerror(errno));
@@ -75,11 +75,8 @@ Result<OpenedLib> OpenedLib::open(const std::string& path, const LibOpenOptions&
     Job result;
     open_and_parse(result, path, options);
     std::lock_guard lock(job->mu);
-    if (job->abandoned) {
-      if (result.fd >= 0) ::close(result.fd);
-      return;
-    }
-    job->fd = result.fd;
+    if (job->abandoned) return;  // result closes the fd
+    job->fd = std::move(result.fd);
     job->id = result.id;
     job->elf = std::move(result.elf);
     job->error = std::move(result.error);
@@ -93,26 +90,18 @@ Result<OpenedLib> OpenedLib::open(const std::string& path, const LibOpenOptions&
                                       " ms (a file system that does not answer?): not probed");
   }
   OpenedLib lib;
-  lib.fd_ = job->fd;
+  lib.fd_ = std::move(job->fd);
   lib.id_ = job->id;
   lib.elf_ = std::move(job->elf);
   if (job->error) return *job->error;  // lib closes the fd
   return lib;
 }
 
-OpenedLib::OpenedLib(OpenedLib&& other) noexcept : fd_(other.fd_), id_(other.id_), elf_(std::move(other.elf_)) {
-  other.fd_ = -1;
-}
-
-OpenedLib::~OpenedLib() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-std::string OpenedLib::fd_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+std::string OpenedLib::fd_path() const { return "/proc/self/fd/" + std::to_string(fd_.get()); }
 
 std::vector<uint8_t> OpenedLib::read_at(uint64_t offset, size_t n) const {
   std::vector<uint8_t> out(n);
-  const ssize_t got = ::pread(fd_, out.data(), n, static_cast<off_t>(offset));
+  const ssize_t got = ::pread(fd_.get(), out.data(), n, static_cast<off_t>(offset));
   out.resize(got > 0 ? static_cast<size_t>(got) : 0);
   return out;
 }

@@ -17,6 +17,7 @@
 
 #include "collector/elf_file.h"
 #include "common/result.h"
+#include "common/unique_fd.h"
 
 namespace causeway::collector {
 
@@ -38,11 +39,8 @@ class OpenedLib {
   // timed out) or "elf_parse".
   static Result<OpenedLib> open(const std::string& path, const LibOpenOptions& options = {});
 
-  OpenedLib(OpenedLib&& other) noexcept;
+  OpenedLib(OpenedLib&& other) noexcept = default;
   OpenedLib& operator=(OpenedLib&&) = delete;
-  OpenedLib(const OpenedLib&) = delete;
-  OpenedLib& operator=(const OpenedLib&) = delete;
-  ~OpenedLib();
 
   FileId id() const { return id_; }
   const std::shared_ptr<const ElfFile>& elf() const { return elf_; }
@@ -54,7 +52,7 @@ class OpenedLib {
 
  private:
   OpenedLib() = default;
-  int fd_ = -1;
+  UniqueFd fd_;
   FileId id_;
   std::shared_ptr<const ElfFile> elf_;
 };

@@ -10,15 +10,10 @@
 #include <cstring>
 #include <string>
 
+#include "common/unique_fd.h"
+
 namespace causeway::collector {
 namespace {
-
-struct OwnedFd {
-  int fd = -1;
-  ~OwnedFd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 uint64_t inode_of(const std::string& path) {
   struct stat st{};
@@ -40,21 +35,20 @@ Result<int> socket_in_namespace_of(uint32_t pid, int family) {
     if (s < 0) return make_error("connect", std::string("socket failed: ") + std::strerror(errno));
     return s;
   }
-  OwnedFd home{::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)};
-  OwnedFd target{::open(theirs_path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (home.fd < 0 || target.fd < 0) return make_error("netns", "cannot open the network namespaces");
-  if (::setns(target.fd, CLONE_NEWNET) != 0)
+  const UniqueFd home{::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)};
+  const UniqueFd target{::open(theirs_path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!home || !target) return make_error("netns", "cannot open the network namespaces");
+  if (::setns(target.get(), CLONE_NEWNET) != 0)
     return make_error("netns", std::string("cannot enter the server's network namespace: ") + std::strerror(errno));
-  const int s = tcp_socket(family);
+  UniqueFd s{tcp_socket(family)};
   const int socket_errno = errno;
-  if (::setns(home.fd, CLONE_NEWNET) != 0) {
+  if (::setns(home.get(), CLONE_NEWNET) != 0) {
     // This thread would make every later socket in the server's namespace: unrecoverable
     // for it. Only a seccomp filter could refuse the way back that let us in.
-    if (s >= 0) ::close(s);
     return make_error("netns_stuck", std::string("cannot return to our network namespace: ") + std::strerror(errno));
   }
-  if (s < 0) return make_error("connect", std::string("socket failed: ") + std::strerror(socket_errno));
-  return s;
+  if (!s) return make_error("connect", std::string("socket failed: ") + std::strerror(socket_errno));
+  return s.release();
 }
 
 }  // namespace causeway::collector

@@ -13,16 +13,6 @@ namespace causeway::collector {
 
 namespace {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  ~Fd() {
-    if (fd >= 0) close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
 // What detection needs from the interpreter's ELF file: _PyRuntime and Py_Version, as file
 // offsets, and the bytes there.
 struct PyElf {
@@ -98,14 +88,14 @@ PyProcess detect_python(uint32_t pid, const std::vector<Mapping>& maps) {
     const std::string_view base = base_name(m.path);
     if (!looks_like_python(base)) continue;
     seen = m.path;
-    Fd fd(open(("/proc/" + std::to_string(pid) + "/root" + m.path).c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.fd < 0) continue;
-    const PyElf pe = scan_elf(fd.fd);
+    const UniqueFd fd(open(("/proc/" + std::to_string(pid) + "/root" + m.path).c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) continue;
+    const PyElf pe = scan_elf(fd.get());
     if (!pe.has_runtime) continue;  // e.g. the python3 launcher of a libpython build
     out.binary = m.path;
     int minor = minor_from_name(base);
     if (pe.version_off) {
-      const auto v = pread_bytes(fd.fd, *pe.version_off, 4);
+      const auto v = pread_bytes(fd.get(), *pe.version_off, 4);
       if (v.size() == 4) {
         uint32_t hex;
         std::memcpy(&hex, v.data(), 4);
@@ -122,7 +112,7 @@ PyProcess detect_python(uint32_t pid, const std::vector<Mapping>& maps) {
     if (!pe.runtime_off) {
       layout = std::nullopt;  // not in the file's data: not a layout the table knows
     } else if (minor >= 13) {
-      const auto dbg = pread_bytes(fd.fd, *pe.runtime_off, 71 * 8);
+      const auto dbg = pread_bytes(fd.get(), *pe.runtime_off, 71 * 8);
       layout = py_layout_from_debug_offsets(dbg.data(), dbg.size(), minor);
       if (!layout) {
         out.status = PyStatus::unsupported;
@@ -221,10 +211,7 @@ int py_line_for(int minor, const std::vector<uint8_t>& t, int firstlineno, uint6
 }
 
 void PyCodeReader::forget(uint32_t pid) {
-  if (auto it = fds_.find(pid); it != fds_.end()) {
-    close(it->second);
-    fds_.erase(it);
-  }
+  fds_.erase(pid);
   codes_.erase(codes_.lower_bound({pid, 0}), codes_.upper_bound({pid, UINT64_MAX}));
 }
 
@@ -232,11 +219,11 @@ std::shared_ptr<const PyCodeReader::Code> PyCodeReader::code(uint32_t pid, const
   if (auto it = codes_.find({pid, addr}); it != codes_.end()) return it->second;
   auto fit = fds_.find(pid);
   if (fit == fds_.end()) {
-    const int fd = open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return nullptr;
-    fit = fds_.emplace(pid, fd).first;
+    UniqueFd mem(open(("/proc/" + std::to_string(pid) + "/mem").c_str(), O_RDONLY | O_CLOEXEC));
+    if (!mem) return nullptr;
+    fit = fds_.emplace(pid, std::move(mem)).first;
   }
-  const int fd = fit->second;
+  const int fd = fit->second.get();
   auto u64 = [&](uint64_t a) -> std::optional<uint64_t> {
     uint64_t v;
     if (pread(fd, &v, 8, static_cast<off_t>(a)) != 8) return std::nullopt;

@@ -16,6 +16,7 @@
 
 #include "bpf/events.h"
 #include "collector/proc_maps.h"
+#include "common/unique_fd.h"
 
 namespace causeway::collector {
 
@@ -81,7 +82,7 @@ class PyCodeReader {
   std::shared_ptr<const Code> code(uint32_t pid, const PyLayout& layout, uint64_t addr);
 
   std::map<std::pair<uint32_t, uint64_t>, std::shared_ptr<const Code>> codes_;
-  std::map<uint32_t, int> fds_;  // /proc/PID/mem, kept open while the process is known
+  std::map<uint32_t, UniqueFd> fds_;  // /proc/PID/mem, kept open while the process is known
 };
 
 }  // namespace causeway::collector

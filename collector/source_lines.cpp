@@ -5,16 +5,17 @@
 #include <unistd.h>
 
 #include "collector/proc_maps.h"
+#include "common/unique_fd.h"
 
 namespace causeway::collector {
 
-// One DWARF reader over an open file; dwarf_end before the fd closes.
+// One DWARF reader over an open file; dwarf_end (the destructor's body) runs before the fd
+// member closes.
 struct SourceLines::Handle {
-  int fd = -1;
+  UniqueFd fd;
   Dwarf* dw = nullptr;
   ~Handle() {
     if (dw) dwarf_end(dw);
-    if (fd >= 0) ::close(fd);
   }
 };
 
@@ -26,14 +27,14 @@ void SourceLines::release() { open_.clear(); }
 SourceLines::Handle* SourceLines::open(const std::string& path, const std::string& build_id) {
   if (auto it = open_.find(path); it != open_.end()) return it->second.get();
   auto h = std::make_unique<Handle>();
-  h->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (h->fd >= 0) h->dw = dwarf_begin(h->fd, DWARF_C_READ);
+  h->fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (h->fd) h->dw = dwarf_begin(h->fd.get(), DWARF_C_READ);
   if (!h->dw && build_id.size() > 2) {
     // Distributions ship debug info apart: /usr/lib/debug/.build-id/ab/cdef….debug
     const std::string debug = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug";
     h = std::make_unique<Handle>();
-    h->fd = ::open(debug.c_str(), O_RDONLY | O_CLOEXEC);
-    if (h->fd >= 0) h->dw = dwarf_begin(h->fd, DWARF_C_READ);
+    h->fd.reset(::open(debug.c_str(), O_RDONLY | O_CLOEXEC));
+    if (h->fd) h->dw = dwarf_begin(h->fd.get(), DWARF_C_READ);
   }
   if (!h->dw) h.reset();
   return (open_[path] = std::move(h)).get();

@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "common/unique_fd.h"
+
 namespace causeway::collector {
 namespace {
 
@@ -62,21 +64,19 @@ bool kernel_makes(uint32_t attach_type) {
       {BPF_JMP | BPF_EXIT, 0, 0, 0, 0},
   };
   LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = static_cast<bpf_attach_type>(attach_type));
-  const int prog = bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns, 2, &opts);
-  if (prog < 0) return false;
+  const UniqueFd prog(bpf_prog_load(BPF_PROG_TYPE_KPROBE, nullptr, "GPL", insns, 2, &opts));
+  if (!prog) return false;
   const char* path = "/";
   unsigned long offset = 0;
   LinkCreateUprobeMulti a{};
-  a.prog_fd = static_cast<uint32_t>(prog);
+  a.prog_fd = static_cast<uint32_t>(prog.get());
   a.attach_type = attach_type;
   a.path = reinterpret_cast<uintptr_t>(path);
   a.offsets = reinterpret_cast<uintptr_t>(&offset);
   a.cnt = 1;
-  const int link = link_create(a);
+  const UniqueFd link(link_create(a));
   const int err = errno;
-  if (link >= 0) ::close(link);
-  ::close(prog);
-  return link < 0 && err == EBADF;
+  return !link && err == EBADF;
 }
 
 }  // namespace

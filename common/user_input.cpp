@@ -9,6 +9,7 @@
 
 #include "common/db_path.h"
 #include "common/fs_user.h"
+#include "common/unique_fd.h"
 
 namespace causeway {
 
@@ -21,13 +22,6 @@ std::optional<FsUser> reader_for() {
   return FsUser{inv->uid, inv->gid, inv->name};
 }
 
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 }  // namespace
 
 Result<std::string> read_user_input(const std::string& path, const std::string& what, size_t max_bytes) {
@@ -36,25 +30,25 @@ Result<std::string> read_user_input(const std::string& path, const std::string& 
 
 Result<std::string> read_file_as(const std::optional<FsUser>& user, const std::string& path, const std::string& what,
                                  size_t max_bytes) {
-  Fd f;
+  UniqueFd f;
   {
     auto as_user = AsFsUser::enter(user);
     if (!as_user) return as_user.error();
     // O_NONBLOCK: a FIFO planted at the name must not hold the open; it is refused below.
-    f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    f.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   }
-  if (f.fd < 0)
+  if (!f)
     return make_error("input_open", "cannot read " + what + " " + path + (user ? " as " + user->name : "") + ": " +
                                         std::strerror(errno));
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+  if (::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode))
     return make_error("input_type", what + " " + path + " is not a regular file");
   if (static_cast<uint64_t>(st.st_size) > max_bytes)
     return make_error("input_size", what + " " + path + " is larger than " + std::to_string(max_bytes) + " bytes");
   std::string out;
   char buf[8192];
   for (;;) {
-    const ssize_t n = ::read(f.fd, buf, sizeof buf);
+    const ssize_t n = ::read(f.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return make_error("input_io", "cannot read " + what + " " + path + ": " + std::strerror(errno));
     if (n == 0) break;

@@ -7,20 +7,12 @@
 #include <cerrno>
 #include <cstring>
 #include <optional>
-#include <utility>
 
 #include "common/fs_user.h"
+#include "common/unique_fd.h"
 
 namespace causeway {
 namespace {
-
-struct ClosingFd {
-  int fd = -1;
-  ~ClosingFd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
 
 std::string who(const std::optional<FsUser>& as) { return as ? " as " + as->name : ""; }
 
@@ -57,17 +49,17 @@ Result<int> open_user_output(const std::string& path, OutputOpen how, mode_t per
   auto scope = AsFsUser::enter(*as);
   if (!scope) return scope.error();
   const int mode_flags = how == OutputOpen::append ? O_APPEND : 0;
-  ClosingFd f{::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | mode_flags, perm)};
-  if (f.fd < 0) {
+  UniqueFd f{::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | mode_flags, perm)};
+  if (!f) {
     if (errno == ELOOP)
       return make_error("output_link", path + " is a symbolic link: output is written only as a plain file at its own "
                                               "path; pass the link's target");
     return make_error("output_open", "cannot write " + path + who(*as) + ": " + std::strerror(errno));
   }
-  if (auto r = check_plain_file(f.fd, path); !r) return r.error();
+  if (auto r = check_plain_file(f.get(), path); !r) return r.error();
   // Truncated only once known to be a plain file of one name (O_TRUNC at open would already
   // have emptied whatever the path named).
-  if (how == OutputOpen::truncate && ::ftruncate(f.fd, 0) != 0)
+  if (how == OutputOpen::truncate && ::ftruncate(f.get(), 0) != 0)
     return make_error("output_open", "cannot truncate " + path + ": " + std::strerror(errno));
   return f.release();
 }
@@ -79,13 +71,13 @@ Result<void> replace_user_file(const std::string& path, std::string_view content
   if (!scope) return scope.error();
   const std::string tmp = path + ".tmp";
   ::unlink(tmp.c_str());  // a leftover of an interrupted run (as the user: only theirs to remove)
-  ClosingFd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm)};
-  if (f.fd < 0)
+  UniqueFd f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, perm)};
+  if (!f)
     return make_error("output_open", "cannot write " + tmp + who(*as) + ": " + std::strerror(errno) +
                                          " (check the folder exists and is writable)");
-  auto written = write_all(f.fd, contents, tmp);
-  if (written && ::fsync(f.fd) != 0) written = make_error("output_io", "writing " + tmp + " failed (disk full?)");
-  ::close(f.release());
+  auto written = write_all(f.get(), contents, tmp);
+  if (written && ::fsync(f.get()) != 0) written = make_error("output_io", "writing " + tmp + " failed (disk full?)");
+  f.reset();
   if (!written) {
     ::unlink(tmp.c_str());
     return written.error();

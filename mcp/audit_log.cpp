@@ -1,12 +1,12 @@
 #include "mcp/audit_log.h"
 
 #include <fcntl.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "common/unique_fd.h"
 #include "common/units.h"
 #include "common/user_output.h"
 
@@ -16,12 +16,10 @@ Result<std::unique_ptr<AuditLog>> AuditLog::open(const std::string& path) {
   if (path.empty()) return std::unique_ptr<AuditLog>(new AuditLog(stderr, false));
   auto opened = open_user_output(path, OutputOpen::append, 0600);
   if (!opened) return make_error("usage", "Cannot open the audit log for appending: " + opened.error().message);
-  const int fd = *opened;
-  FILE* f = fdopen(fd, "a");
-  if (!f) {
-    ::close(fd);
-    return make_error("usage", "Cannot open the audit log " + path + ".");
-  }
+  UniqueFd fd(*opened);
+  FILE* f = fdopen(fd.get(), "a");
+  if (!f) return make_error("usage", "Cannot open the audit log " + path + ".");
+  fd.release();  // the FILE closes it now
   return std::unique_ptr<AuditLog>(new AuditLog(f, true));
 }
 

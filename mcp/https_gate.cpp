@@ -18,7 +18,6 @@ namespace causeway::mcp {
 
 TlsConnection::~TlsConnection() {
   if (ssl) SSL_free(ssl);
-  if (fd >= 0) ::close(fd);
 }
 
 namespace {
@@ -50,8 +49,8 @@ Result<std::pair<int, int>> listen_socket(const std::string& host, int port, int
   std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, freeaddrinfo);
   std::string why = "no address";
   for (addrinfo* a = found; a; a = a->ai_next) {
-    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) {
+    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
+    if (!fd) {
       why = strerror(errno);
       continue;
     }
@@ -59,17 +58,16 @@ Result<std::pair<int, int>> listen_socket(const std::string& host, int port, int
     // not let two listeners share the port on Linux. SO_REUSEPORT (cpp-httplib's default)
     // would, and is deliberately not set.
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, backlog) == 0) {
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), backlog) == 0) {
       sockaddr_storage bound{};
       socklen_t len = sizeof bound;
-      getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
       int p = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
                                           : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-      return std::make_pair(fd, p);
+      return std::make_pair(fd.release(), p);
     }
     why = strerror(errno);
-    ::close(fd);
   }
   std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
   return make_error("listen", "Cannot listen on " + shown + ":" + service + ": " + why +
@@ -84,12 +82,6 @@ HttpsGate::HttpsGate(SSL_CTX* ctx, int listen_fd, GateLimits limits, Ready ready
       handshakes_(limits.handshakes_per_second_per_peer, limits.handshake_burst_per_peer),
       ready_(std::move(ready)) {}
 
-HttpsGate::~HttpsGate() {
-  table_.clear();
-  ::close(listen_fd_);
-  if (wake_fd_ >= 0) ::close(wake_fd_);
-}
-
 void HttpsGate::keep_alive(std::unique_ptr<TlsConnection> c) {
   c->buffered.erase(0, c->consumed);
   c->consumed = 0;
@@ -98,19 +90,19 @@ void HttpsGate::keep_alive(std::unique_ptr<TlsConnection> c) {
     returned_.emplace_back(std::move(c), Phase::kHead);
   }
   uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
+  (void)!::write(wake_fd_.get(), &one, sizeof one);
 }
 
 void HttpsGate::close_after_drain(std::unique_ptr<TlsConnection> c) {
   // The answer is written; close_notify, then FIN, then drop whatever the client still sends.
   SSL_shutdown(c->ssl);
-  ::shutdown(c->fd, SHUT_WR);
+  ::shutdown(c->fd.get(), SHUT_WR);
   {
     std::lock_guard lock(returned_mu_);
     returned_.emplace_back(std::move(c), Phase::kDrain);
   }
   uint64_t one = 1;
-  (void)!::write(wake_fd_, &one, sizeof one);
+  (void)!::write(wake_fd_.get(), &one, sizeof one);
 }
 
 void HttpsGate::evict_oldest(bool authenticated) {
@@ -154,8 +146,8 @@ void HttpsGate::accept_new() {
   for (int i = 0; i < 64; ++i) {
     sockaddr_storage from{};
     socklen_t from_len = sizeof from;
-    int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0) {
+    UniqueFd fd(::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       // Out of descriptors: make room by dropping the oldest stranger; the rest wait in the
       // listen backlog.
@@ -163,22 +155,16 @@ void HttpsGate::accept_new() {
       return;
     }
     std::string peer = address_text(from);
-    if (!handshakes_.allow(peer)) {
-      ::close(fd);
-      continue;
-    }
+    if (!handshakes_.allow(peer)) continue;
     int one = 1;
     // Responses go out in pieces (head, body); Nagle would hold the second for the client's
     // delayed ACK (~40 ms per request).
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     SSL* ssl = SSL_new(ctx_);
-    if (!ssl) {
-      ::close(fd);
-      continue;
-    }
-    SSL_set_fd(ssl, fd);
+    if (!ssl) continue;
+    SSL_set_fd(ssl, fd.get());
     SSL_set_accept_state(ssl);
-    auto c = std::make_unique<TlsConnection>(fd, ssl);
+    auto c = std::make_unique<TlsConnection>(std::move(fd), ssl);
     c->peer = std::move(peer);
     add(std::move(c), Phase::kHandshake);
   }
@@ -186,7 +172,7 @@ void HttpsGate::accept_new() {
 
 void HttpsGate::take_returned() {
   uint64_t n;
-  while (::read(wake_fd_, &n, sizeof n) > 0) {
+  while (::read(wake_fd_.get(), &n, sizeof n) > 0) {
   }
   std::vector<std::pair<std::unique_ptr<TlsConnection>, Phase>> back;
   {
@@ -207,7 +193,7 @@ bool HttpsGate::step(Entry& e) {
   if (e.phase == Phase::kDrain) {
     char sink[4096];
     for (;;) {
-      ssize_t n = ::recv(c.fd, sink, sizeof sink, MSG_DONTWAIT);
+      ssize_t n = ::recv(c.fd.get(), sink, sizeof sink, MSG_DONTWAIT);
       if (n > 0 && (e.drained += n) <= limits_.drain_bytes) continue;
       return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
     }
@@ -240,10 +226,10 @@ void HttpsGate::run(const std::function<bool()>& stop) {
     auto now = SteadyClock::now();
     auto next = now + std::chrono::milliseconds(100);
     fds.clear();
-    fds.push_back({wake_fd_, POLLIN, 0});
-    fds.push_back({listen_fd_, POLLIN, 0});
+    fds.push_back({wake_fd_.get(), POLLIN, 0});
+    fds.push_back({listen_fd_.get(), POLLIN, 0});
     for (const auto& e : table_) {
-      fds.push_back({e.conn->fd, e.events, 0});
+      fds.push_back({e.conn->fd.get(), e.events, 0});
       next = std::min(next, e.conn->deadline);
     }
     int wait_ms = static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(std::max(next - now, SteadyClock::duration::zero())).count());

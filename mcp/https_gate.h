@@ -16,9 +16,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
+#include "common/unique_fd.h"
 #include "mcp/rate_limit.h"
 
 namespace causeway::mcp {
@@ -28,7 +30,7 @@ using SteadyClock = std::chrono::steady_clock;
 // One client connection: the socket (non-blocking), its TLS session, and the decrypted bytes
 // read ahead of the HTTP parser (the request head, perhaps the start of the body).
 struct TlsConnection {
-  TlsConnection(int fd, SSL* ssl) : fd(fd), ssl(ssl) {}
+  TlsConnection(UniqueFd fd, SSL* ssl) : fd(std::move(fd)), ssl(ssl) {}
   ~TlsConnection();
   TlsConnection(const TlsConnection&) = delete;
   TlsConnection& operator=(const TlsConnection&) = delete;
@@ -36,7 +38,7 @@ struct TlsConnection {
   // Whether `buffered` holds a whole request head (ends at an empty line).
   bool has_head() const;
 
-  int fd;
+  UniqueFd fd;  // closed after the destructor frees ssl
   SSL* ssl;
   std::string peer;  // the client's address, without the port
   std::string buffered;
@@ -81,7 +83,6 @@ class HttpsGate {
   // Takes ownership of listen_fd. `ready` is called on the gate thread for each connection
   // with a complete request head; it must not block (queue it for a worker).
   HttpsGate(SSL_CTX* ctx, int listen_fd, GateLimits limits, Ready ready);
-  ~HttpsGate();
 
   // Accepts and serves until stop() turns true (checked every 100 ms).
   void run(const std::function<bool()>& stop);
@@ -111,8 +112,9 @@ class HttpsGate {
   void evict_oldest_of(const std::string& peer);
 
   SSL_CTX* ctx_;
-  int listen_fd_;
-  int wake_fd_;  // eventfd: a worker handed a connection back
+  // Declared before table_ and returned_: the connections close before the listener.
+  UniqueFd listen_fd_;
+  UniqueFd wake_fd_;  // eventfd: a worker handed a connection back
   GateLimits limits_;
   RateLimiter handshakes_;  // per client address
   Ready ready_;

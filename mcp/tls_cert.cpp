@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/fs_user.h"
+#include "common/unique_fd.h"
 #include "common/user_input.h"
 
 namespace causeway::mcp {
@@ -152,14 +153,12 @@ Result<Owned<X509>> new_cert(EVP_PKEY* key, const std::string& cn, long days) {
 Result<void> write_pem(const std::string& path, mode_t mode, const std::function<bool(FILE*)>& write) {
   std::string tmp = path + ".tmp";
   unlink(tmp.c_str());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
-  if (fd < 0) return make_error("tls", "Cannot create " + tmp + ".");
-  fchmod(fd, mode);
-  Owned<FILE> f(fdopen(fd, "w"));
-  if (!f) {
-    ::close(fd);
-    return make_error("tls", "Cannot write " + tmp + ".");
-  }
+  UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+  if (!fd) return make_error("tls", "Cannot create " + tmp + ".");
+  fchmod(fd.get(), mode);
+  Owned<FILE> f(fdopen(fd.get(), "w"));
+  if (!f) return make_error("tls", "Cannot write " + tmp + ".");
+  fd.release();  // the FILE closes it now
   if (!write(f.get()) || fflush(f.get()) != 0) return make_error("tls", "Cannot write " + tmp + ".");
   f.reset();
   if (rename(tmp.c_str(), path.c_str()) != 0) return make_error("tls", "Cannot rename " + tmp + " to " + path + ".");

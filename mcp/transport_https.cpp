@@ -101,14 +101,14 @@ class TlsStream final : public httplib::Stream {
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override { address(true, ip, port); }
   void get_local_ip_and_port(std::string& ip, int& port) const override { address(false, ip, port); }
-  socket_t socket() const override { return c_.fd; }
+  socket_t socket() const override { return c_.fd.get(); }
 
  private:
   bool wait(short events, SteadyClock::time_point deadline) const {
     for (;;) {
       auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now()).count();
       if (left <= 0) return false;
-      pollfd p{c_.fd, events, 0};
+      pollfd p{c_.fd.get(), events, 0};
       int n = ::poll(&p, 1, static_cast<int>(left));
       if (n > 0) return true;
       if (n < 0 && errno != EINTR) return false;
@@ -125,7 +125,7 @@ class TlsStream final : public httplib::Stream {
     ip.clear();
     port = -1;
     auto* sa = reinterpret_cast<sockaddr*>(&a);
-    if ((peer ? getpeername(c_.fd, sa, &len) : getsockname(c_.fd, sa, &len)) != 0) return;
+    if ((peer ? getpeername(c_.fd.get(), sa, &len) : getsockname(c_.fd.get(), sa, &len)) != 0) return;
     char text[INET6_ADDRSTRLEN] = {};
     if (a.ss_family == AF_INET) {
       auto* in = reinterpret_cast<sockaddr_in*>(&a);

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "common/unique_fd.h"
+
 namespace causeway {
 namespace {
 
@@ -36,22 +38,15 @@ struct Checksum {
   }
 };
 
-class Fd {
- public:
-  explicit Fd(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool read_at(uint8_t* buf, size_t n, uint64_t off) const {
-    return ::pread(fd_, buf, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
-  }
+// Never through a link, never held by a FIFO planted at the name.
+UniqueFd open_for_read(const std::string& path) {
+  return UniqueFd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+}
 
- private:
-  int fd_;
-};
+// Exactly n bytes at `off`, or false.
+bool read_at(const UniqueFd& fd, uint8_t* buf, size_t n, uint64_t off) {
+  return ::pread(fd.get(), buf, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
+}
 
 }  // namespace
 
@@ -59,10 +54,10 @@ bool wal_has_unmerged_commits(const std::string& db_path) {
   struct stat st {};
   if (::lstat((db_path + "-wal").c_str(), &st) != 0) return false;
   if (!S_ISREG(st.st_mode)) return true;
-  Fd wal(db_path + "-wal");
-  if (wal.get() < 0) return true;
+  const UniqueFd wal = open_for_read(db_path + "-wal");
+  if (!wal) return true;
   uint8_t hdr[kWalHeader];
-  if (!wal.read_at(hdr, sizeof hdr, 0)) return false;  // empty or torn header: SQLite ignores it too
+  if (!read_at(wal, hdr, sizeof hdr, 0)) return false;  // empty or torn header: SQLite ignores it too
   const uint32_t magic = be32(hdr);
   if ((magic & ~1u) != kWalMagic) return false;
   const bool big = (magic & 1) != 0;
@@ -77,7 +72,7 @@ bool wal_has_unmerged_commits(const std::string& db_path) {
   std::map<uint32_t, uint64_t> committed, pending;
   uint32_t db_pages = 0;
   std::vector<uint8_t> frame(kFrameHeader + page);
-  for (uint64_t off = kWalHeader; wal.read_at(frame.data(), frame.size(), off); off += frame.size()) {
+  for (uint64_t off = kWalHeader; read_at(wal, frame.data(), frame.size(), off); off += frame.size()) {
     const uint8_t* fh = frame.data();
     if (be32(fh + 8) != salt1 || be32(fh + 12) != salt2) break;
     Checksum next = sum;
@@ -93,14 +88,14 @@ bool wal_has_unmerged_commits(const std::string& db_path) {
     }
   }
   if (committed.empty()) return false;
-  Fd db(db_path);
+  const UniqueFd db = open_for_read(db_path);
   struct stat dbst {};
-  if (db.get() < 0 || ::fstat(db.get(), &dbst) != 0) return true;
+  if (!db || ::fstat(db.get(), &dbst) != 0) return true;
   if (static_cast<uint64_t>(dbst.st_size) / page != db_pages) return true;
   std::vector<uint8_t> in_wal(page), in_db(page);
   for (const auto& [pgno, at] : committed) {
     if (pgno == 0 || pgno > db_pages) continue;  // beyond the committed size: truncated away
-    if (!wal.read_at(in_wal.data(), page, at) || !db.read_at(in_db.data(), page, uint64_t{pgno - 1} * page) ||
+    if (!read_at(wal, in_wal.data(), page, at) || !read_at(db, in_db.data(), page, uint64_t{pgno - 1} * page) ||
         in_wal != in_db)
       return true;
   }
