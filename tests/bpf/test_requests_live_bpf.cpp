@@ -333,14 +333,29 @@ void need_own_net() {
   }
 }
 
+void need_setproctitle() {
+  if (run_process({kPython, "-c", "import setproctitle"}).exit_code != 0) {
+    std::printf("SKIPPED: python3-setproctitle is not installed (scripts/install-deps.sh --tests)\n");
+    std::exit(77);
+  }
+}
+
+// How the late worker shows: the row of `processes` that is it, its comm, its rank_source.
+struct LateWorker {
+  std::string where = "comm = 'VllmWorker-1'";
+  std::string comm = "VllmWorker-1";
+  std::string rank_source;
+};
+
 // The late tensor-parallel rank of inference_server.py --tp 2 --late-rank 1 is named for the
 // ITL tail of `d` (causeway requests --json --metric itl --slowest 5): its pid, and the
 // slowest streams carry it. Returns the late pid, how many of the slowest carry it, and the
 // chain id their causes point at.
-std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string& db, const json& d) {
+std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string& db, const json& d,
+                                                               const LateWorker& w = {}, size_t min_named = 3) {
   CAPTURE(d.dump());
   CHECK(d["count"] == 24);
-  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE comm = 'VllmWorker-1'");
+  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE " + w.where);
   REQUIRE(late_pid > 0);
   // The workers' all-reduces were traced and matched across the two ranks.
   CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
@@ -348,8 +363,9 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
   REQUIRE(n != nullptr);
   CHECK((*n)["share_time"].get<double>() >= 0.5);
   CHECK((*n)["culprit"]["pid"] == late_pid);
-  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
+  CHECK((*n)["culprit"]["comm"] == w.comm);
   CHECK((*n)["culprit"]["rank"] == 1);
+  if (!w.rank_source.empty()) CHECK((*n)["culprit"]["rank_source"] == w.rank_source);
   // The requests it slowed: the slowest streams each carry it, pointing at the stored chain.
   size_t named = 0;
   std::string chain_id;
@@ -359,7 +375,7 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
         ++named;
         chain_id = c["chain_id"].is_string() ? c["chain_id"].get<std::string>() : "";
       }
-  CHECK(named >= 3);
+  CHECK(named >= min_named);
   CHECK((*n)["chain_id"] == chain_id);
   return {late_pid, named, chain_id};
 }
@@ -487,6 +503,49 @@ TEST_CASE("nccl_straggler: traced after the workers formed their communicator, t
                                          << "% of the ITL tail's time above the median; " << named << " of the "
                                          << d["slowest"].size() << " slowest requests name pid " << late_pid
                                          << "; request chain " << chain_id);
+}
+
+TEST_CASE("nccl_straggler: vLLM multiproc-executor workers (no launcher variables) traced after init; the title names the rank") {
+  need_aiohttp();
+  need_setproctitle();
+  TempDir dir;
+  // --worker-launch mp: workers with no RANK / WORLD_SIZE, titled "VLLM::Worker_TP<rank>"
+  // (comm "VLLM::Worker_TP", cut to 15 bytes) as vLLM V1's multiproc executor titles them.
+  PlantedServer srv(dir, 20000 + static_cast<int>(::getpid() % 4000),
+                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
+                     "--late-every", "5", "--worker-launch", "mp"});
+  // A first request forms the communicator (ncclCommInitRank) before the trace starts.
+  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
+                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
+  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
+  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
+                            {"--metric", "itl", "--slowest", "5"});
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
+  // Nothing from a launcher: the rank is only in the title.
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'VLLM::Worker_TP' AND rank IS NULL") == 2);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE cmdline LIKE 'VLLM::Worker_TP_%'") == 2);
+  const auto [late_pid, named, chain_id] =
+      check_late_rank_named(db, d, {"cmdline LIKE 'VLLM::Worker_TP1%'", "VLLM::Worker_TP", "process_title"}, 4);
+  // The stored chains name it the same way: every nccl_straggler chain, request-level (stored
+  // by the trace for its own tail) or call-level (the correlator's), blames the late worker.
+  auto e = run_causeway({"explain", "--db", db, "--json", "--limit", "100"});
+  REQUIRE(e.exit_code == 0);
+  CAPTURE(e.out);
+  const json chains = json::parse(e.out)["chains"];
+  size_t straggler_chains = 0;
+  for (const auto& c : chains)
+    if (c.value("cause", "") == "nccl_straggler") {
+      ++straggler_chains;
+      CHECK(c["culprit"]["pid"] == late_pid);
+      CHECK(c["culprit"]["rank"] == 1);
+      CHECK(c["culprit"]["rank_source"] == "process_title");
+    }
+  CHECK(straggler_chains >= 1);
+  MESSAGE("nccl_straggler, vLLM mp workers: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
+                                               << "% of the ITL tail's time above the median; " << named << " of the "
+                                               << d["slowest"].size() << " slowest requests name pid " << late_pid
+                                               << " (rank 1 from its title); request chain " << chain_id);
 }
 
 TEST_CASE("network: a client that stops reading mid-stream; its token gaps name the connection's peer") {
