@@ -380,6 +380,19 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
   return {late_pid, named, chain_id};
 }
 
+// The --tp 2 --late-rank 1 server traced only after a first request formed the workers'
+// communicator (ncclCommInitRank before the trace): 24 requests, asked for the ITL tail.
+std::pair<std::string, json> traced_after_init(PlantedServer& srv, TempDir& dir) {
+  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
+                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
+  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
+  auto traced = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"}, {"--metric", "itl", "--slowest", "5"});
+  const std::string& db = traced.first;
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
+  return traced;
+}
+
 }  // namespace
 
 TEST_CASE("queueing: a burst beyond the engine's batch waits for its first token; the engine's queue is named") {
@@ -486,17 +499,10 @@ TEST_CASE("nccl_straggler: traced after the workers formed their communicator, t
   PlantedServer srv(dir, 16000 + static_cast<int>(::getpid() % 8000),
                     {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
                      "--late-every", "5"});
-  // A first request forms the communicator (ncclCommInitRank) before the trace starts.
-  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
-                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
-  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
-  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
-                            {"--metric", "itl", "--slowest", "5"});
+  auto [db, d] = traced_after_init(srv, dir);
   // No init traced: the all-reduces carry each worker's own handle and no rank; the ranks come
   // from the launcher variables the workers were started with (RANK / WORLD_SIZE / MASTER_*).
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
   CHECK(q_int(db, "SELECT count(DISTINCT a1) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm LIKE 'VllmWorker-%' AND rank_source = 'RANK' AND world_size = 2") == 2);
   const auto [late_pid, named, chain_id] = check_late_rank_named(db, d);
   MESSAGE("nccl_straggler after init: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
@@ -514,14 +520,7 @@ TEST_CASE("nccl_straggler: vLLM multiproc-executor workers (no launcher variable
   PlantedServer srv(dir, 20000 + static_cast<int>(::getpid() % 4000),
                     {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
                      "--late-every", "5", "--worker-launch", "mp"});
-  // A first request forms the communicator (ncclCommInitRank) before the trace starts.
-  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
-                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
-  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
-  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
-                            {"--metric", "itl", "--slowest", "5"});
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
+  auto [db, d] = traced_after_init(srv, dir);
   // Nothing from a launcher: the rank is only in the title.
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'VLLM::Worker_TP' AND rank IS NULL") == 2);
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE cmdline LIKE 'VLLM::Worker_TP_%'") == 2);
