@@ -340,7 +340,8 @@ void need_setproctitle() {
   }
 }
 
-// How the late worker shows: the row of `processes` that is it, its comm, its rank_source.
+// How the late worker shows: the row of `processes` that is it, its comm, its rank_source
+// ("structural": the culprit names no rank).
 struct LateWorker {
   std::string where = "comm = 'VllmWorker-1'";
   std::string comm = "VllmWorker-1";
@@ -364,7 +365,8 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
   CHECK((*n)["share_time"].get<double>() >= 0.5);
   CHECK((*n)["culprit"]["pid"] == late_pid);
   CHECK((*n)["culprit"]["comm"] == w.comm);
-  CHECK((*n)["culprit"]["rank"] == 1);
+  if (w.rank_source == "structural") CHECK_FALSE((*n)["culprit"].contains("rank"));
+  else CHECK((*n)["culprit"]["rank"] == 1);
   if (!w.rank_source.empty()) CHECK((*n)["culprit"]["rank_source"] == w.rank_source);
   // The requests it slowed: the slowest streams each carry it, pointing at the stored chain.
   size_t named = 0;
@@ -378,6 +380,13 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
   CHECK(named >= min_named);
   CHECK((*n)["chain_id"] == chain_id);
   return {late_pid, named, chain_id};
+}
+
+// inference_server.py's flags for two TP workers on the fake libnccl, rank 1 starting every
+// 5th pass 60 ms late (decode passes are 20 ms), the workers started the `launch` way.
+std::vector<std::string> late_rank_args(const std::string& launch = "torchrun") {
+  return {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60", "--late-every", "5",
+          "--worker-launch", launch};
 }
 
 // The --tp 2 --late-rank 1 server traced only after a first request formed the workers'
@@ -454,8 +463,7 @@ TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's nex
   // Two TP workers with an all-reduce per forward pass on the fake libnccl; rank 1 starts
   // every 5th pass 60 ms late (decode passes are 20 ms): rank 0 waits for it in the barrier.
   PlantedServer srv(dir, 12000 + static_cast<int>(::getpid() % 8000),
-                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
-                     "--late-every", "5"});
+                    late_rank_args());
   auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
                             {"--metric", "itl", "--slowest", "5"});
   // The communicator was formed inside the trace: its ncclCommInitRank gives the ranks.
@@ -497,8 +505,7 @@ TEST_CASE("nccl_straggler: traced after the workers formed their communicator, t
   need_aiohttp();
   TempDir dir;
   PlantedServer srv(dir, 16000 + static_cast<int>(::getpid() % 8000),
-                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
-                     "--late-every", "5"});
+                    late_rank_args());
   auto [db, d] = traced_after_init(srv, dir);
   // No init traced: the all-reduces carry each worker's own handle and no rank; the ranks come
   // from the launcher variables the workers were started with (RANK / WORLD_SIZE / MASTER_*).
@@ -518,8 +525,7 @@ TEST_CASE("nccl_straggler: vLLM multiproc-executor workers (no launcher variable
   // --worker-launch mp: workers with no RANK / WORLD_SIZE, titled "VLLM::Worker_TP<rank>"
   // (comm "VLLM::Worker_TP", cut to 15 bytes) as vLLM V1's multiproc executor titles them.
   PlantedServer srv(dir, 20000 + static_cast<int>(::getpid() % 4000),
-                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
-                     "--late-every", "5", "--worker-launch", "mp"});
+                    late_rank_args("mp"));
   auto [db, d] = traced_after_init(srv, dir);
   // Nothing from a launcher: the rank is only in the title.
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'VLLM::Worker_TP' AND rank IS NULL") == 2);
@@ -545,6 +551,24 @@ TEST_CASE("nccl_straggler: vLLM multiproc-executor workers (no launcher variable
                                                << "% of the ITL tail's time above the median; " << named << " of the "
                                                << d["slowest"].size() << " slowest requests name pid " << late_pid
                                                << " (rank 1 from its title); request chain " << chain_id);
+}
+
+TEST_CASE("nccl_straggler: untitled vLLM multiproc-executor workers traced after init; the late pid is named, no rank") {
+  need_aiohttp();
+  TempDir dir;
+  // --worker-launch mp-untitled: no launcher variable and no title (vLLM without setproctitle):
+  // both workers are "python3" children of the engine core, grouped by that alone.
+  PlantedServer srv(dir, 28000 + static_cast<int>(::getpid() % 4000),
+                    late_rank_args("mp-untitled"));
+  auto [db, d] = traced_after_init(srv, dir);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'python3' AND cmdline LIKE '%--tp-worker %' AND rank IS NULL") ==
+        2);
+  const auto [late_pid, named, chain_id] =
+      check_late_rank_named(db, d, {"cmdline LIKE '%--tp-worker 1,%'", "python3", "structural"}, 4);
+  MESSAGE("nccl_straggler, untitled mp workers: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
+                                                   << "% of the ITL tail's time above the median; " << named << " of the "
+                                                   << d["slowest"].size() << " slowest requests name pid " << late_pid
+                                                   << " (no rank: structural)");
 }
 
 TEST_CASE("network: a client that stops reading mid-stream; its token gaps name the connection's peer") {
