@@ -73,8 +73,9 @@ class RankInference {
   // Tests: a launcher rank without a DB.
   void set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id);
 
-  // Whether any process has a launcher rank (else resolve() never changes an entry).
-  bool has_launchers() const { return !procs_.empty(); }
+  // Whether any process has a rank to resolve from: launcher, title or structure (else
+  // resolve() never changes an entry).
+  bool has_ranks() const { return !procs_.empty(); }
 
   // Where the rank of pid came from: the launcher variable, kTitleRank or kStructuralRank;
   // "" unless resolve() numbered one of its collectives (a traced init gave its rank).

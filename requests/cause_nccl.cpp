@@ -62,7 +62,7 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
   Resolved& r = resolved_[pids];
   std::vector<CollectiveEntry>& out = r.entries;
   RankInference ranks;
-  if (!ranks.load(db_, session_id_) || !ranks.has_launchers()) return r;
+  if (!ranks.load(db_, session_id_) || !ranks.has_ranks()) return r;
   auto st = Statement::prepare(db_, std::string(kColumns) + "AND op_id IN (" + collective_ops() + ") AND pid IN (" +
                                         sql_id_list(pids) + ") ORDER BY id");
   if (!st) return r;
