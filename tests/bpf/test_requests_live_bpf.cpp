@@ -346,7 +346,16 @@ struct LateWorker {
   std::string where = "comm = 'VllmWorker-1'";
   std::string comm = "VllmWorker-1";
   std::string rank_source;
+  std::string workers = "pid > 0";  // the planted server's workers, where others are traced too (workers_of)
 };
+
+// The TP workers of the server `pid` (the engine core's children): the same live tests of
+// another checkout may run at once on the host, and the tracer records every process that
+// loads the fake libraries.
+std::string workers_of(pid_t pid) {
+  return "pid IN (SELECT pid FROM processes WHERE ppid IN (SELECT pid FROM processes WHERE ppid = " + std::to_string(pid) +
+         "))";
+}
 
 // The late tensor-parallel rank of inference_server.py --tp 2 --late-rank 1 is named for the
 // ITL tail of `d` (causeway requests --json --metric itl --slowest 5): its pid, and the
@@ -356,10 +365,11 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
                                                                const LateWorker& w = {}, size_t min_named = 3) {
   CAPTURE(d.dump());
   CHECK(d["count"] == 24);
-  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE " + w.where);
+  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE " + w.where + " AND " + w.workers);
   REQUIRE(late_pid > 0);
   // The workers' all-reduces were traced and matched across the two ranks.
-  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
+  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND e." +
+              w.workers) == 2);
   const json* n = tail_cause(d, "nccl_straggler");
   REQUIRE(n != nullptr);
   CHECK((*n)["share_time"].get<double>() >= 0.5);
@@ -390,15 +400,20 @@ std::vector<std::string> late_rank_args(const std::string& launch = "torchrun") 
 }
 
 // The --tp 2 --late-rank 1 server traced only after a first request formed the workers'
-// communicator (ncclCommInitRank before the trace): 24 requests, asked for the ITL tail.
+// communicator (ncclCommInitRank before the trace): 24 requests, asked for the ITL tail of
+// this server's requests (--pid: another server may be traced too, see workers_of).
 std::pair<std::string, json> traced_after_init(PlantedServer& srv, TempDir& dir) {
   auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
                            "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
   REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
-  auto traced = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"}, {"--metric", "itl", "--slowest", "5"});
+  auto traced = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
+                           {"--metric", "itl", "--slowest", "5", "--pid", std::to_string(srv.pid)});
   const std::string& db = traced.first;
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
+  const std::string mine = " AND e." + workers_of(srv.pid);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'" + mine) == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0" + mine) ==
+        0);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'" + mine) > 0);
   return traced;
 }
 
@@ -509,9 +524,14 @@ TEST_CASE("nccl_straggler: traced after the workers formed their communicator, t
   auto [db, d] = traced_after_init(srv, dir);
   // No init traced: the all-reduces carry each worker's own handle and no rank; the ranks come
   // from the launcher variables the workers were started with (RANK / WORLD_SIZE / MASTER_*).
-  CHECK(q_int(db, "SELECT count(DISTINCT a1) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
-  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm LIKE 'VllmWorker-%' AND rank_source = 'RANK' AND world_size = 2") == 2);
-  const auto [late_pid, named, chain_id] = check_late_rank_named(db, d);
+  const std::string mine = workers_of(srv.pid);
+  CHECK(q_int(db, "SELECT count(DISTINCT a1) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND e." +
+              mine) == 2);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm LIKE 'VllmWorker-%' AND rank_source = 'RANK' AND world_size = 2 AND " +
+              mine) == 2);
+  LateWorker late;
+  late.workers = mine;
+  const auto [late_pid, named, chain_id] = check_late_rank_named(db, d, late);
   MESSAGE("nccl_straggler after init: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
                                          << "% of the ITL tail's time above the median; " << named << " of the "
                                          << d["slowest"].size() << " slowest requests name pid " << late_pid
@@ -528,10 +548,11 @@ TEST_CASE("nccl_straggler: vLLM multiproc-executor workers (no launcher variable
                     late_rank_args("mp"));
   auto [db, d] = traced_after_init(srv, dir);
   // Nothing from a launcher: the rank is only in the title.
-  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'VLLM::Worker_TP' AND rank IS NULL") == 2);
-  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE cmdline LIKE 'VLLM::Worker_TP_%'") == 2);
-  const auto [late_pid, named, chain_id] =
-      check_late_rank_named(db, d, {"cmdline LIKE 'VLLM::Worker_TP1%'", "VLLM::Worker_TP", "process_title"}, 4);
+  const std::string mine = " AND " + workers_of(srv.pid);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'VLLM::Worker_TP' AND rank IS NULL" + mine) == 2);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE cmdline LIKE 'VLLM::Worker_TP_%'" + mine) == 2);
+  const auto [late_pid, named, chain_id] = check_late_rank_named(
+      db, d, {"cmdline LIKE 'VLLM::Worker_TP1%'", "VLLM::Worker_TP", "process_title", workers_of(srv.pid)}, 4);
   // The stored chain the tail's cause points at (the trace stored it for its own ITL tail)
   // names the worker the same way. (Other chains may blame rank 0 for the TTFT tail: on a
   // busy host a first request can wait for either rank.)
@@ -559,10 +580,10 @@ TEST_CASE("nccl_straggler: untitled vLLM multiproc-executor workers traced after
   PlantedServer srv(dir, 28000 + static_cast<int>(::getpid() % 4000),
                     late_rank_args("mp-untitled"));
   auto [db, d] = traced_after_init(srv, dir);
-  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'python3' AND cmdline LIKE '%--tp-worker %' AND rank IS NULL") ==
-        2);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'python3' AND cmdline LIKE '%--tp-worker %' AND rank IS NULL AND " +
+              workers_of(srv.pid)) == 2);
   const auto [late_pid, named, chain_id] =
-      check_late_rank_named(db, d, {"cmdline LIKE '%--tp-worker 1,%'", "python3", "structural"}, 4);
+      check_late_rank_named(db, d, {"cmdline LIKE '%--tp-worker 1,%'", "python3", "structural", workers_of(srv.pid)}, 4);
   MESSAGE("nccl_straggler, untitled mp workers: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
                                                    << "% of the ITL tail's time above the median; " << named << " of the "
                                                    << d["slowest"].size() << " slowest requests name pid " << late_pid
