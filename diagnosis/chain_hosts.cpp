@@ -17,12 +17,17 @@ void replace_first(std::string& text, const std::string& from, const std::string
 void annotate_straggler(Doc& d, Culprit& cul, const HostOfPid& hosts, const CorrelatorState& s) {
   const uint32_t pid = *cul.pid;
   const std::string src = s.ranks.source(pid);
-  const std::string rank = std::to_string(cul.rank.value_or(-1));
+  const std::string rank = s.ranks.label(pid, static_cast<int32_t>(cul.rank.value_or(-1)));
   cul.rank_source = src.empty() ? "init" : src;
-  d.evidence.push_back(src.empty() ? "rank " + rank + " from its traced ncclCommInitRank"
-                                   : "rank " + rank + " from " + src +
-                                         " in its environment (its ncclCommInitRank ran before the trace began); "
-                                         "collectives matched by the n-th call on each rank's communicator");
+  constexpr const char* matched = " (its ncclCommInitRank ran before the trace began); collectives matched by the n-th "
+                                  "call on each rank's communicator";
+  if (src.empty()) d.evidence.push_back(rank + " from its traced ncclCommInitRank");
+  else if (src == kTitleRank) d.evidence.push_back(rank + ": the tensor-parallel rank in its engine's process title" + matched);
+  else if (src == kStructuralRank)
+    d.evidence.push_back(rank + " among its parent's workers of the same name: no rank was reported (no traced init, "
+                                "launcher variable or engine title)" + std::string(matched));
+  else d.evidence.push_back(rank + " from " + src + " in its environment" + matched);
+  if (src == kStructuralRank) cul.rank.reset();  // a place in pid order, not a rank
   if (!hosts.merged()) return;
   const std::string late_host = hosts.host(pid);
   std::map<std::string, std::vector<int64_t>> waiting;  // host -> pids

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <set>
 #include <span>
+#include <string_view>
 
+#include "diagnosis/engine_title.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -22,20 +25,68 @@ int64_t fnv1a(const std::string& text) {
 }  // namespace
 
 Result<void> RankInference::load(sqlite3* db, int64_t session_id) {
-  auto st = Statement::prepare(db,
-                               "SELECT pid, rank, world_size, rank_source, coalesce(job_id, '') FROM processes "
-                               "WHERE session_id = ?1 AND rank IS NOT NULL AND world_size > 0");
-  if (!st) return {};  // schema before 3: no launcher ranks recorded
-  st->bind(1, session_id);
-  while (st->step() == SQLITE_ROW) {
-    Launcher l;
-    l.rank = static_cast<int32_t>(st->col_int(1));
-    l.world_size = static_cast<int32_t>(st->col_int(2));
-    l.source = st->col_text(3);
-    l.job_id = st->col_text(4);
-    procs_[static_cast<uint32_t>(st->col_int(0))] = std::move(l);
+  // Schema 3 added the launcher columns; before it every process goes to add_processes.
+  if (auto st = Statement::prepare(db,
+                                   "SELECT pid, rank, world_size, rank_source, coalesce(job_id, '') FROM processes "
+                                   "WHERE session_id = ?1 AND rank IS NOT NULL AND world_size > 0")) {
+    st->bind(1, session_id);
+    while (st->step() == SQLITE_ROW) {
+      Launcher l;
+      l.rank = static_cast<int32_t>(st->col_int(1));
+      l.world_size = static_cast<int32_t>(st->col_int(2));
+      l.source = st->col_text(3);
+      l.job_id = st->col_text(4);
+      procs_[static_cast<uint32_t>(st->col_int(0))] = std::move(l);
+    }
   }
+  auto st = Statement::prepare(db,
+                               "SELECT pid, coalesce(ppid, 0), coalesce(comm, ''), coalesce(cmdline, '') FROM processes "
+                               "WHERE session_id = ?1");
+  if (!st) return {};
+  st->bind(1, session_id);
+  std::vector<ProcessFacts> facts;
+  while (st->step() == SQLITE_ROW)
+    facts.push_back({static_cast<uint32_t>(st->col_int(0)), static_cast<uint32_t>(st->col_int(1)), st->col_text(2),
+                     st->col_text(3)});
+  add_processes(facts);
   return {};
+}
+
+void RankInference::add_processes(std::span<const ProcessFacts> procs) {
+  // 2. Titles: per (parent, title group), the TP ranks the engine wrote. A group whose ranks
+  // repeat is not trusted (two engines under one parent, or a title we misread).
+  std::map<std::pair<uint32_t, std::string>, std::vector<std::pair<const ProcessFacts*, int32_t>>> titled;
+  std::vector<const ProcessFacts*> rest;
+  for (const ProcessFacts& p : procs) {
+    if (procs_.count(p.pid)) continue;
+    if (auto t = parse_engine_title(p.cmdline); t && p.ppid) titled[{p.ppid, t->group}].push_back({&p, t->tp_rank});
+    else rest.push_back(&p);
+  }
+  for (auto& [key, members] : titled) {
+    std::set<int32_t> ranks;
+    int32_t top = 0;
+    for (auto& [p, rank] : members) ranks.insert(rank), top = std::max(top, rank);
+    if (ranks.size() != members.size() || members.size() < 2) {
+      for (auto& [p, rank] : members) rest.push_back(p);
+      continue;
+    }
+    // Workers the trace did not record still count: the world is at least the top rank + 1.
+    const int32_t world = std::max(static_cast<int32_t>(members.size()), top + 1);
+    for (auto& [p, rank] : members)
+      procs_[p->pid] = Launcher{rank, world, std::string(kTitleRank), "title:" + std::to_string(key.first) + ":" + key.second};
+  }
+  // 3. Structure: siblings of one parent with one comm, in pid order.
+  std::map<std::pair<uint32_t, std::string>, std::vector<uint32_t>> siblings;
+  for (const ProcessFacts* p : rest)
+    if (p->ppid) siblings[{p->ppid, p->comm}].push_back(p->pid);
+  for (auto& [key, pids] : siblings) {
+    if (pids.size() < 2) continue;
+    std::sort(pids.begin(), pids.end());
+    const auto world = static_cast<int32_t>(pids.size());
+    for (int32_t i = 0; i < world; ++i)
+      procs_[pids[static_cast<size_t>(i)]] =
+          Launcher{i, world, std::string(kStructuralRank), "structural:" + std::to_string(key.first) + ":" + key.second};
+  }
 }
 
 void RankInference::set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id) {
@@ -61,6 +112,7 @@ bool RankInference::resolve(CollectiveEntry& e, int64_t end_ns) {
   e.comm = it->second;
   e.rank = p->second.rank;
   e.nranks = p->second.world_size;
+  resolved_pids_.insert(e.pid);
   pending_[{{e.pid, e.comm}, e.seq}] = end_ns;
   return true;
 }
@@ -141,7 +193,13 @@ void RankInference::align(std::vector<CollectiveEntry>& entries) {
 
 std::string RankInference::source(uint32_t pid) const {
   auto p = procs_.find(pid);
-  return p == procs_.end() ? std::string() : p->second.source;
+  return p == procs_.end() || !resolved_pids_.count(pid) ? std::string() : p->second.source;
+}
+
+std::string RankInference::label(uint32_t pid, int32_t rank) const {
+  if (!structural(pid)) return "rank " + std::to_string(rank);
+  auto p = procs_.find(pid);
+  return "worker " + std::to_string(p->second.rank + 1) + " of " + std::to_string(p->second.world_size) + " by pid order";
 }
 
 }  // namespace causeway

@@ -1,18 +1,27 @@
 // Ranks of NCCL processes whose ncclCommInitRank ran before the trace started. Their
 // collectives carry the communicator handle (a pointer, different in every process) and rank
-// -1; the collector read the rank its launcher set (RANK/WORLD_SIZE of torchrun,
-// OMPI_COMM_WORLD_*, PMI_*, SLURM_*) from /proc/PID/environ into `processes`. Ranks of one job
-// (same job id and world size) are put in one communicator: the n-th communicator a process
-// uses is the job's n-th, and the n-th collective every rank made on it since the trace
-// began is the same collective (the per-handle sequence the BPF side counts).
+// -1. A rank is found, in this order (docs/INFERENCE.md "How ranks are found"):
+//   1. the launcher's variables (RANK/WORLD_SIZE of torchrun, OMPI_COMM_WORLD_*, PMI_*,
+//      SLURM_*), read by the collector from /proc/PID/environ into `processes`;
+//   2. the engine's process title (diagnosis/engine_title.h): vLLM V1's multiproc executor and
+//      SGLang pass the rank as a Python argument and write it into the title; the workers of
+//      one engine parent with one title group are one communicator, numbered by their TP rank;
+//   3. structure alone: siblings of one parent with one comm, none with a rank of its own,
+//      ordered by pid. That order is not a rank: source() says "structural" and the culprit
+//      says so instead of naming a rank number.
+// Ranks of one job (same job id and world size) are put in one communicator: the n-th
+// communicator a process uses is the job's n-th, and the n-th collective every rank made on
+// it since the trace began is the same collective (the per-handle sequence the BPF side counts).
 #pragma once
 
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "diagnosis/collectives.h"
@@ -20,10 +29,26 @@
 
 namespace causeway {
 
+// What the collector recorded of a process that had no launcher rank.
+struct ProcessFacts {
+  uint32_t pid = 0, ppid = 0;
+  std::string comm, cmdline;
+};
+
+// The source() of a rank numbered by structure alone (no rank of its own).
+inline constexpr std::string_view kStructuralRank = "structural";
+// The source() of a rank read from the engine's process title.
+inline constexpr std::string_view kTitleRank = "process_title";
+
 class RankInference {
  public:
-  // (Re)reads the launcher ranks of the session's processes; a DB before schema 3 has none.
+  // (Re)reads the ranks of the session's processes: launcher ranks (none before schema 3),
+  // then titles and structure for the processes without one (add_processes).
   Result<void> load(sqlite3* db, int64_t session_id);
+
+  // Ranks from the engine's process title, then from structure, for processes that have no
+  // launcher rank (see the header comment for the order).
+  void add_processes(std::span<const ProcessFacts> procs);
 
   // For an entry with rank -1 whose process has a launcher rank: sets rank, nranks and the
   // job communicator's id (comm). Returns whether it did. end_ns: when the call returned.
@@ -48,11 +73,17 @@ class RankInference {
   // Tests: a launcher rank without a DB.
   void set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id);
 
-  // Whether any process has a launcher rank (else resolve() never changes an entry).
-  bool has_launchers() const { return !procs_.empty(); }
+  // Whether any process has a rank to resolve from: launcher, title or structure (else
+  // resolve() never changes an entry).
+  bool has_ranks() const { return !procs_.empty(); }
 
-  // The variable the rank of pid came from ("" when not inferred).
+  // Where the rank of pid came from: the launcher variable, kTitleRank or kStructuralRank;
+  // "" unless resolve() numbered one of its collectives (a traced init gave its rank).
   std::string source(uint32_t pid) const;
+  // Whether pid's number is only its place among its siblings (kStructuralRank).
+  bool structural(uint32_t pid) const { return source(pid) == kStructuralRank; }
+  // How text names pid's rank: "rank 1", or "worker 2 of 2 by pid order" when structural.
+  std::string label(uint32_t pid, int32_t rank) const;
 
  private:
   struct Launcher {
@@ -60,6 +91,7 @@ class RankInference {
     std::string source, job_id;
   };
   std::unordered_map<uint32_t, Launcher> procs_;
+  std::unordered_set<uint32_t> resolved_pids_;                      // pids resolve() numbered
   std::map<std::pair<uint32_t, int64_t>, int64_t> comm_of_handle_;  // (pid, handle) -> job communicator id
   std::unordered_map<uint32_t, int> handles_seen_;                  // pid -> communicators numbered so far
   using StreamKey = std::pair<uint32_t, int64_t>;                    // (pid, job communicator)

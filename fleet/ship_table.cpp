@@ -237,7 +237,7 @@ class CollectiveRanks {
  public:
   CollectiveRanks(ShipContext& c, const SessionKey& key) : c_(c), key_(key) {}
   Result<void> load(int64_t session_id) { return ranks_.load(c_.db, session_id); }
-  bool has_launchers() const { return ranks_.has_launchers(); }
+  bool has_ranks() const { return ranks_.has_ranks(); }
 
   // The numbering of the rows stored; false when they were stored by a causeway before schema
   // 3 (no traced handle: the numbering is rebuilt by reading the session's collectives again).
@@ -393,7 +393,7 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     }
     if (rc != SQLITE_ROW) return read_error(c, t);
     if (auto r = ranks.emplace(c, key).load(key.id); !r) return r.error();
-    if (ranks->has_launchers()) {  // else nothing is resolved: no numbering to keep
+    if (ranks->has_ranks()) {  // else nothing is resolved: no numbering to keep
       auto restored = ranks->restore();
       if (!restored) return restored.error();
       if (!*restored) pos = 0;  // stored before schema 3: rebuilt from the session's first collective

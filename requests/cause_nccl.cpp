@@ -56,15 +56,16 @@ std::vector<CollectiveEntry> NcclStragglers::window(const std::vector<uint32_t>&
 
 // The engine's collectives over the whole session in id order, each batch resolved and then
 // aligned as the correlator does (diagnosis/rank_inference.h); by entry time.
-const std::vector<CollectiveEntry>& NcclStragglers::resolved(const std::vector<uint32_t>& pids) {
+const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint32_t>& pids) {
   auto found = resolved_.find(pids);
   if (found != resolved_.end()) return found->second;
-  std::vector<CollectiveEntry>& out = resolved_[pids];
+  Resolved& r = resolved_[pids];
+  std::vector<CollectiveEntry>& out = r.entries;
   RankInference ranks;
-  if (!ranks.load(db_, session_id_) || !ranks.has_launchers()) return out;
+  if (!ranks.load(db_, session_id_) || !ranks.has_ranks()) return r;
   auto st = Statement::prepare(db_, std::string(kColumns) + "AND op_id IN (" + collective_ops() + ") AND pid IN (" +
                                         sql_id_list(pids) + ") ORDER BY id");
-  if (!st) return out;
+  if (!st) return r;
   st->bind(1, session_id_);
   std::vector<CollectiveEntry> batch;
   auto flush = [&] {
@@ -79,7 +80,8 @@ const std::vector<CollectiveEntry>& NcclStragglers::resolved(const std::vector<u
   }
   flush();
   std::sort(out.begin(), out.end(), [](const CollectiveEntry& a, const CollectiveEntry& b) { return a.ts_ns < b.ts_ns; });
-  return out;
+  r.ranks = std::move(ranks);
+  return r;
 }
 
 std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pids, const std::map<uint32_t, std::string>& comms,
@@ -89,13 +91,15 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
   if (entries.empty()) return std::nullopt;
   // A rank whose communicator was formed before the trace: its collectives group across
   // processes only once resolved, from the session's first collective on.
+  const RankInference* inferred = nullptr;  // where the ranks came from, when not from init
   if (std::any_of(entries.begin(), entries.end(), [](const CollectiveEntry& e) { return e.rank < 0; })) {
-    const auto& all = resolved(pids);
+    const Resolved& r = resolved(pids);
+    const auto& all = r.entries;
     auto lo = std::lower_bound(all.begin(), all.end(), from - kPassLookbackNs,
                                [](const CollectiveEntry& e, int64_t t) { return e.ts_ns < t; });
     auto hi = std::upper_bound(lo, all.end(), to + kPassLookbackNs,
                                [](int64_t t, const CollectiveEntry& e) { return t < e.ts_ns; });
-    if (lo != hi) entries.assign(lo, hi);
+    if (lo != hi) entries.assign(lo, hi), inferred = &r.ranks;
   }
   // The ranks that entered waited from the second-last entry (the pass was ready but for
   // one rank) to the straggler's.
@@ -119,11 +123,14 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
   for (const auto& [pid, ns] : late_by_pid) total += ns;
   const CollectiveEntry& e = *entry_of[top->first];
   auto c = comms.find(top->first);
+  std::string source = e.rank < 0 ? "" : inferred ? inferred->source(e.pid) : "";
+  if (e.rank >= 0 && source.empty()) source = "init";
   nlohmann::json culprit = {{"pid", top->first},
                             {"comm", c == comms.end() ? "" : c->second},
-                            {"rank", e.rank},
                             {"nranks", e.nranks},
                             {"share", total > 0 ? top->second / total : 0}};
+  if (!source.empty()) culprit["rank_source"] = source;
+  if (e.rank >= 0 && source != kStructuralRank) culprit["rank"] = e.rank;
   return CauseClaim{"nccl_straggler", lost, std::move(culprit)};
 }
 

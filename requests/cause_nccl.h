@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "diagnosis/collectives.h"
+#include "diagnosis/rank_inference.h"
 #include "requests/request_causes.h"
 
 namespace causeway::requests {
@@ -20,14 +21,16 @@ namespace causeway::requests {
 // [from, to]: the slow part of a request; pids: the engine's processes (the server and its
 // children). A claim when collectives of those processes had a straggler (the last rank
 // entered ≥ 1 ms after the second-last) during it: the time between the second-last rank's
-// entry and the straggler's, covered; culprit {"pid", "comm", "rank", "nranks", "share"} of
-// the rank that was late for the most of that time.
+// entry and the straggler's, covered; culprit {"pid", "comm", "rank", "nranks", "rank_source",
+// "share"} of the rank that was late for the most of that time.
 //
 // A communicator formed before the trace carries a per-process handle and rank -1: those
 // ranks are resolved as the correlator and `causeway ship` resolve them
-// (diagnosis/rank_inference.h: the launcher's RANK / WORLD_SIZE read from the environment),
-// over the session's collectives from its first one (a handle's communicator is numbered by
-// first use, a rank's sequence aligned on its first calls), read once and kept.
+// (diagnosis/rank_inference.h: the launcher's RANK / WORLD_SIZE read from the environment,
+// else the engine's process title, else the workers' order under their parent), over the
+// session's collectives from its first one (a handle's communicator is numbered by first use,
+// a rank's sequence aligned on its first calls), read once and kept. rank_source says which;
+// a "structural" culprit has no "rank": its place by pid is not one.
 class NcclStragglers {
  public:
   NcclStragglers(sqlite3* db, int64_t session_id) : db_(db), session_id_(session_id) {}
@@ -36,11 +39,15 @@ class NcclStragglers {
 
  private:
   std::vector<CollectiveEntry> window(const std::vector<uint32_t>& pids, int64_t from, int64_t to);
-  const std::vector<CollectiveEntry>& resolved(const std::vector<uint32_t>& pids);
+  struct Resolved {
+    std::vector<CollectiveEntry> entries;  // by entry time
+    RankInference ranks;                   // where each process's rank came from
+  };
+  const Resolved& resolved(const std::vector<uint32_t>& pids);
 
   sqlite3* db_;
   int64_t session_id_;
-  std::map<std::vector<uint32_t>, std::vector<CollectiveEntry>> resolved_;  // by engine: entries by entry time
+  std::map<std::vector<uint32_t>, Resolved> resolved_;  // by engine
 };
 
 }  // namespace causeway::requests

@@ -13,7 +13,7 @@ if [[ ${1:-} == --tests ]]; then
   # `causeway report` pages headless (tests/e2e/report_browser.py); Prometheus scraping two
   # tracers (tests/bpf/test_prometheus_fleet.cpp); ClickHouse as the fleet store
   # (tests/e2e fleet tests, a private server: scripts/clickhouse_private.sh).
-  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp nftables chromium prometheus
+  packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp python3-setproctitle nftables chromium prometheus
              clickhouse-server)
   # A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)

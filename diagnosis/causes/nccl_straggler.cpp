@@ -74,14 +74,14 @@ void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf,
       for (size_t m : g.members) {
         const CollectiveEntry& e = cx.entries[m];
         a.example.push_back({e.ts_ns, "nccl",
-                             "rank " + std::to_string(e.rank) + " (pid " + std::to_string(e.pid) + ") enters " + opn +
+                             cx.s.ranks.label(e.pid, e.rank) + " (pid " + std::to_string(e.pid) + ") enters " + opn +
                                  " seq " + std::to_string(g.seq) +
                                  (m == g.straggler ? ", last: " + format_duration_ns(g.lateness_ns) + " after the others" : "")});
       }
       for (const OffCpuInterval& iv : cx.tl.overlapping(late.tid, g.first_entry_ns, late.ts_ns)) {
         if (iv.state != OffCpuState::runnable) continue;
         a.example.push_back({iv.from_ns, "host",
-                             "rank " + std::to_string(late.rank) + " thread " + std::to_string(late.tid) +
+                             cx.s.ranks.label(late.pid, late.rank) + " thread " + std::to_string(late.tid) +
                                  " preempted on CPU " + std::to_string(iv.cpu) + " by " + cx.s.comm_of(iv.next_pid) +
                                  " (pid " + std::to_string(iv.next_pid) + ") for " + format_duration_ns(iv.to_ns - iv.from_ns)});
       }
@@ -128,7 +128,7 @@ void NcclStraggler::report(SessionReport& c, const State& st) {
     const PartyAcc* pre = top_party(a.preempters, a.pid, false);
     int64_t pre_total = 0;
     for (auto& [k, p] : a.preempters) pre_total += p.ns;
-    std::string rank = "rank " + std::to_string(a.rank) + " (pid " + std::to_string(a.pid) + ")";
+    std::string rank = s.ranks.label(a.pid, a.rank) + " (pid " + std::to_string(a.pid) + ")";
     std::string own;
     StragglerOwnCause own_cause;
     if (pre && pre_share >= 0.25) {

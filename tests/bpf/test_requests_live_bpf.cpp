@@ -333,23 +333,51 @@ void need_own_net() {
   }
 }
 
+void need_setproctitle() {
+  if (run_process({kPython, "-c", "import setproctitle"}).exit_code != 0) {
+    std::printf("SKIPPED: python3-setproctitle is not installed (scripts/install-deps.sh --tests)\n");
+    std::exit(77);
+  }
+}
+
+// How the late worker shows: the row of `processes` that is it, its comm, its rank_source
+// ("structural": the culprit names no rank).
+struct LateWorker {
+  std::string where = "comm = 'VllmWorker-1'";
+  std::string comm = "VllmWorker-1";
+  std::string rank_source;
+  std::string workers = "pid > 0";  // the planted server's workers, where others are traced too (workers_of)
+};
+
+// The TP workers of the server `pid` (the engine core's children): the same live tests of
+// another checkout may run at once on the host, and the tracer records every process that
+// loads the fake libraries.
+std::string workers_of(pid_t pid) {
+  return "pid IN (SELECT pid FROM processes WHERE ppid IN (SELECT pid FROM processes WHERE ppid = " + std::to_string(pid) +
+         "))";
+}
+
 // The late tensor-parallel rank of inference_server.py --tp 2 --late-rank 1 is named for the
 // ITL tail of `d` (causeway requests --json --metric itl --slowest 5): its pid, and the
 // slowest streams carry it. Returns the late pid, how many of the slowest carry it, and the
 // chain id their causes point at.
-std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string& db, const json& d) {
+std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string& db, const json& d,
+                                                               const LateWorker& w = {}, size_t min_named = 3) {
   CAPTURE(d.dump());
   CHECK(d["count"] == 24);
-  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE comm = 'VllmWorker-1'");
+  const int64_t late_pid = q_int(db, "SELECT pid FROM processes WHERE " + w.where + " AND " + w.workers);
   REQUIRE(late_pid > 0);
   // The workers' all-reduces were traced and matched across the two ranks.
-  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
+  CHECK(q_int(db, "SELECT count(DISTINCT pid) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND e." +
+              w.workers) == 2);
   const json* n = tail_cause(d, "nccl_straggler");
   REQUIRE(n != nullptr);
   CHECK((*n)["share_time"].get<double>() >= 0.5);
   CHECK((*n)["culprit"]["pid"] == late_pid);
-  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
-  CHECK((*n)["culprit"]["rank"] == 1);
+  CHECK((*n)["culprit"]["comm"] == w.comm);
+  if (w.rank_source == "structural") CHECK_FALSE((*n)["culprit"].contains("rank"));
+  else CHECK((*n)["culprit"]["rank"] == 1);
+  if (!w.rank_source.empty()) CHECK((*n)["culprit"]["rank_source"] == w.rank_source);
   // The requests it slowed: the slowest streams each carry it, pointing at the stored chain.
   size_t named = 0;
   std::string chain_id;
@@ -359,9 +387,34 @@ std::tuple<int64_t, size_t, std::string> check_late_rank_named(const std::string
         ++named;
         chain_id = c["chain_id"].is_string() ? c["chain_id"].get<std::string>() : "";
       }
-  CHECK(named >= 3);
+  CHECK(named >= min_named);
   CHECK((*n)["chain_id"] == chain_id);
   return {late_pid, named, chain_id};
+}
+
+// inference_server.py's flags for two TP workers on the fake libnccl, rank 1 starting every
+// 5th pass 60 ms late (decode passes are 20 ms), the workers started the `launch` way.
+std::vector<std::string> late_rank_args(const std::string& launch = "torchrun") {
+  return {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60", "--late-every", "5",
+          "--worker-launch", launch};
+}
+
+// The --tp 2 --late-rank 1 server traced only after a first request formed the workers'
+// communicator (ncclCommInitRank before the trace): 24 requests, asked for the ITL tail of
+// this server's requests (--pid: another server may be traced too, see workers_of).
+std::pair<std::string, json> traced_after_init(PlantedServer& srv, TempDir& dir) {
+  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
+                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
+  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
+  auto traced = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
+                           {"--metric", "itl", "--slowest", "5", "--pid", std::to_string(srv.pid)});
+  const std::string& db = traced.first;
+  const std::string mine = " AND e." + workers_of(srv.pid);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'" + mine) == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0" + mine) ==
+        0);
+  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'" + mine) > 0);
+  return traced;
 }
 
 }  // namespace
@@ -428,8 +481,7 @@ TEST_CASE("nccl_straggler: a late tensor-parallel rank stalls every stream's nex
   // Two TP workers with an all-reduce per forward pass on the fake libnccl; rank 1 starts
   // every 5th pass 60 ms late (decode passes are 20 ms): rank 0 waits for it in the barrier.
   PlantedServer srv(dir, 12000 + static_cast<int>(::getpid() % 8000),
-                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
-                     "--late-every", "5"});
+                    late_rank_args());
   auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
                             {"--metric", "itl", "--slowest", "5"});
   // The communicator was formed inside the trace: its ncclCommInitRank gives the ranks.
@@ -471,25 +523,74 @@ TEST_CASE("nccl_straggler: traced after the workers formed their communicator, t
   need_aiohttp();
   TempDir dir;
   PlantedServer srv(dir, 16000 + static_cast<int>(::getpid() % 8000),
-                    {"--tp", "2", "--nccl", testprog("libnccl.so.2"), "--late-rank", "1", "--late-ms", "60",
-                     "--late-every", "5"});
-  // A first request forms the communicator (ncclCommInitRank) before the trace starts.
-  auto warm = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(srv.port),
-                           "--requests", "2", "--concurrency", "2", "--max-tokens", "2", "--out", dir.file("warm.json")});
-  REQUIRE_MESSAGE(warm.exit_code == 0, warm.err);
-  auto [db, d] = srv.traced({"--requests", "24", "--concurrency", "4", "--max-tokens", "10"},
-                            {"--metric", "itl", "--slowest", "5"});
+                    late_rank_args());
+  auto [db, d] = traced_after_init(srv, dir);
   // No init traced: the all-reduces carry each worker's own handle and no rank; the ranks come
   // from the launcher variables the workers were started with (RANK / WORLD_SIZE / MASTER_*).
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'") == 0);
-  CHECK(q_int(db, "SELECT count(DISTINCT a1) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce'") == 2);
-  CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND a2 >= 0") == 0);
-  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm LIKE 'VllmWorker-%' AND rank_source = 'RANK' AND world_size = 2") == 2);
-  const auto [late_pid, named, chain_id] = check_late_rank_named(db, d);
+  const std::string mine = workers_of(srv.pid);
+  CHECK(q_int(db, "SELECT count(DISTINCT a1) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclAllReduce' AND e." +
+              mine) == 2);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm LIKE 'VllmWorker-%' AND rank_source = 'RANK' AND world_size = 2 AND " +
+              mine) == 2);
+  LateWorker late;
+  late.workers = mine;
+  const auto [late_pid, named, chain_id] = check_late_rank_named(db, d, late);
   MESSAGE("nccl_straggler after init: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
                                          << "% of the ITL tail's time above the median; " << named << " of the "
                                          << d["slowest"].size() << " slowest requests name pid " << late_pid
                                          << "; request chain " << chain_id);
+}
+
+TEST_CASE("nccl_straggler: vLLM multiproc-executor workers (no launcher variables) traced after init; the title names the rank") {
+  need_aiohttp();
+  need_setproctitle();
+  TempDir dir;
+  // --worker-launch mp: workers with no RANK / WORLD_SIZE, titled "VLLM::Worker_TP<rank>"
+  // (comm "VLLM::Worker_TP", cut to 15 bytes) as vLLM V1's multiproc executor titles them.
+  PlantedServer srv(dir, 20000 + static_cast<int>(::getpid() % 4000),
+                    late_rank_args("mp"));
+  auto [db, d] = traced_after_init(srv, dir);
+  // Nothing from a launcher: the rank is only in the title.
+  const std::string mine = " AND " + workers_of(srv.pid);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'VLLM::Worker_TP' AND rank IS NULL" + mine) == 2);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE cmdline LIKE 'VLLM::Worker_TP_%'" + mine) == 2);
+  const auto [late_pid, named, chain_id] = check_late_rank_named(
+      db, d, {"cmdline LIKE 'VLLM::Worker_TP1%'", "VLLM::Worker_TP", "process_title", workers_of(srv.pid)}, 4);
+  // The stored chain the tail's cause points at (the trace stored it for its own ITL tail)
+  // names the worker the same way. (Other chains may blame rank 0 for the TTFT tail: on a
+  // busy host a first request can wait for either rank.)
+  auto e = run_causeway({"explain", "--db", db, "--json", "--limit", "100"});
+  REQUIRE(e.exit_code == 0);
+  CAPTURE(e.out);
+  const json chains = json::parse(e.out)["chains"];
+  auto stored = std::find_if(chains.begin(), chains.end(), [&](const json& c) { return c.value("id", "") == chain_id; });
+  REQUIRE(stored != chains.end());
+  CHECK((*stored)["cause"] == "nccl_straggler");
+  CHECK((*stored)["culprit"]["pid"] == late_pid);
+  CHECK((*stored)["culprit"]["rank"] == 1);
+  CHECK((*stored)["culprit"]["rank_source"] == "process_title");
+  MESSAGE("nccl_straggler, vLLM mp workers: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
+                                               << "% of the ITL tail's time above the median; " << named << " of the "
+                                               << d["slowest"].size() << " slowest requests name pid " << late_pid
+                                               << " (rank 1 from its title); request chain " << chain_id);
+}
+
+TEST_CASE("nccl_straggler: untitled vLLM multiproc-executor workers traced after init; the late pid is named, no rank") {
+  need_aiohttp();
+  TempDir dir;
+  // --worker-launch mp-untitled: no launcher variable and no title (vLLM without setproctitle):
+  // both workers are "python3" children of the engine core, grouped by that alone.
+  PlantedServer srv(dir, 28000 + static_cast<int>(::getpid() % 4000),
+                    late_rank_args("mp-untitled"));
+  auto [db, d] = traced_after_init(srv, dir);
+  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE comm = 'python3' AND cmdline LIKE '%--tp-worker %' AND rank IS NULL AND " +
+              workers_of(srv.pid)) == 2);
+  const auto [late_pid, named, chain_id] =
+      check_late_rank_named(db, d, {"cmdline LIKE '%--tp-worker 1,%'", "python3", "structural", workers_of(srv.pid)}, 4);
+  MESSAGE("nccl_straggler, untitled mp workers: " << (*tail_cause(d, "nccl_straggler"))["share_time"].get<double>() * 100
+                                                   << "% of the ITL tail's time above the median; " << named << " of the "
+                                                   << d["slowest"].size() << " slowest requests name pid " << late_pid
+                                                   << " (no rank: structural)");
 }
 
 TEST_CASE("network: a client that stops reading mid-stream; its token gaps name the connection's peer") {

@@ -5,7 +5,8 @@ request tests (docs/INFERENCE.md) — real CPython, real aiohttp, real processes
   inference_server.py --port 8000 --cudart LIB [--step-ms 15] [--prefill-us-per-byte 20]
                       [--max-batch 8] [--kv-tokens N] [--event-bytes B [--flush-each-event]]
                       [--ready-file F]
-                      [--tp 2 --nccl LIB [--late-rank R --late-ms M --late-every K]]
+                      [--tp 2 --nccl LIB [--late-rank R --late-ms M --late-every K]
+                       [--worker-launch torchrun|mp|mp-untitled]]
 
 * the API server (this process, aiohttp) takes POST /v1/completions {"prompt", "max_tokens",
   "stream": true} and streams `data: {...}` SSE events, then `data: [DONE]`;
@@ -26,7 +27,15 @@ Requests and tokens cross between the two processes over pipes, as vLLM's ZMQ so
   which launches its share of the kernels and joins one all-reduce per pass through libnccl
   (the fake one: a real barrier across the ranks), then syncs its stream. The workers are
   started as a launcher starts ranks (a fresh python3 with RANK / WORLD_SIZE / LOCAL_RANK /
-  MASTER_ADDR / MASTER_PORT in its environment, as torchrun sets them). The communicator is
+  MASTER_ADDR / MASTER_PORT in its environment, as torchrun sets them), or with
+  --worker-launch mp as vLLM V1's multiproc executor starts them: no launcher variable (the
+  rank reaches the worker as an argument; vllm/v1/executor/multiproc_executor.py) and the
+  worker titled with setproctitle as vLLM titles it, "VLLM::Worker_TP<rank>" (which also
+  sets comm to its first 15 bytes, "VLLM::Worker_TP"). Emulated: the worker is a fresh
+  python3 (vLLM forks or spawns a multiprocessing.Process) whose argv carries its rank until
+  the title overwrites it; it needs Debian's python3-setproctitle. --worker-launch
+  mp-untitled is the same without the title (vLLM where setproctitle is not installed: its
+  set_process_title does nothing), so a worker shows only as "python3". The communicator is
   formed at the first forward pass. --late-rank R --late-ms M --late-every K plants a late
   tensor-parallel rank: rank R starts every K-th pass M ms late, so the other ranks wait for
   it in the all-reduce and every running stream's next token comes that much later.
@@ -77,7 +86,11 @@ def gpu_pass(rt, secs):
 def tp_worker(args, rank, uid, commands, done):
     """One tensor-parallel rank: for each forward pass the engine core sends (its "GPU time"),
     launch this rank's kernels, all-reduce with the other ranks, sync, and answer."""
-    set_process_name("VllmWorker-%d" % rank)
+    if args.worker_launch == "mp":
+        import setproctitle  # Debian's python3-setproctitle, as vLLM's set_process_title uses it
+        setproctitle.setproctitle("VLLM::Worker_TP%d" % rank)
+    elif args.worker_launch == "torchrun":
+        set_process_name("VllmWorker-%d" % rank)
     ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
     rt = ctypes.CDLL(args.cudart)
     rt.cudaLaunchKernel.argtypes = [ctypes.c_void_p, Dim3, Dim3, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
@@ -118,8 +131,12 @@ def start_tp_workers(args):
     for rank in range(args.tp):
         cmd_r, cmd_w = os.pipe()
         done_r, done_w = os.pipe()
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(args.tp), LOCAL_RANK=str(rank), MASTER_ADDR="127.0.0.1",
-                   MASTER_PORT=str(args.port + 1))
+        launcher = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+        if args.worker_launch != "torchrun":  # vLLM's executor sets none of them
+            env = {k: v for k, v in os.environ.items() if k not in launcher}
+        else:
+            env = dict(os.environ, **dict(zip(launcher, (str(rank), str(args.tp), str(rank), "127.0.0.1",
+                                                         str(args.port + 1)))))
         subprocess.Popen([sys.executable, os.path.abspath(__file__)] + sys.argv[1:] +
                          ["--tp-worker", "%d,%d,%d,%s" % (rank, cmd_r, done_w, bytes(uid).hex())],
                          pass_fds=(cmd_r, done_w), env=env)
@@ -256,6 +273,7 @@ def main():
     p.add_argument("--late-rank", type=int, default=-1)
     p.add_argument("--late-ms", type=float, default=0.0)
     p.add_argument("--late-every", type=int, default=0)
+    p.add_argument("--worker-launch", choices=("torchrun", "mp", "mp-untitled"), default="torchrun")
     p.add_argument("--tp-worker", help=argparse.SUPPRESS)  # RANK,CMD_FD,DONE_FD,UID_HEX: run one TP rank
     args = p.parse_args()
     if args.tp > 1 and not args.nccl:

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "diagnosis/collectives.h"
+#include "diagnosis/engine_title.h"
 #include "diagnosis/rank_inference.h"
 
 namespace causeway {
@@ -59,8 +60,106 @@ TEST_CASE("entries with a traced init, or of processes without a launcher rank, 
   stranger.comm = 66;
   CHECK_FALSE(ri.resolve(stranger, 0));
   CHECK(stranger.rank == -1);
-  CHECK(ri.source(7) == "RANK");
+  CHECK(ri.source(7).empty());  // its traced init gave its rank, not the environment
   CHECK(ri.source(8).empty());
+  CollectiveEntry unresolved;
+  unresolved.pid = 7;
+  unresolved.comm = 77;
+  CHECK(ri.resolve(unresolved, 0));
+  CHECK(ri.source(7) == "RANK");
+}
+
+TEST_CASE("engine titles: the tensor-parallel rank vLLM V1 and SGLang write into a worker's title") {
+  // As /proc/PID/cmdline reads after setproctitle (NULs as spaces; the old argv area padded).
+  auto t = parse_engine_title("VLLM::Worker_TP1");
+  REQUIRE(t);
+  CHECK(t->tp_rank == 1);
+  CHECK(t->group == "VLLM::Worker");
+  t = parse_engine_title("VLLM::Worker_PP1_TP3                ");
+  REQUIRE(t);
+  CHECK(t->tp_rank == 3);
+  CHECK(t->group == "VLLM::Worker_PP1");
+  t = parse_engine_title("VLLM::Worker_DP0_PP0_TP2_EP6");  // the EP rank differs within a TP group
+  REQUIRE(t);
+  CHECK(t->tp_rank == 2);
+  CHECK(t->group == "VLLM::Worker_DP0_PP0");
+  t = parse_engine_title("myco::Worker_TP0_DCP0");  // VLLM_PROCESS_NAME_PREFIX=myco
+  REQUIRE(t);
+  CHECK(t->group == "myco::Worker");
+  t = parse_engine_title("sglang::scheduler_DP1_TP0_PP1");  // an SGLang order: PP after TP
+  REQUIRE(t);
+  CHECK(t->tp_rank == 0);
+  CHECK(t->group == "sglang::scheduler_DP1_PP1");
+  CHECK(parse_engine_title("sglang::scheduler_DP1_PP1_TP0")->group == "sglang::scheduler_DP1_PP1");
+  // No TP rank (TP of 1), other processes of the engine, or not a title at all.
+  CHECK_FALSE(parse_engine_title("VLLM::Worker"));
+  CHECK_FALSE(parse_engine_title("VLLM::EngineCore"));
+  CHECK_FALSE(parse_engine_title("VLLM::Worker_DP0"));
+  CHECK_FALSE(parse_engine_title("python3 -m vllm.entrypoints.openai.api_server --tp 2"));
+  CHECK_FALSE(parse_engine_title("/usr/bin/python3 -c from multiprocessing.spawn import spawn_main; spawn_main()"));
+  CHECK_FALSE(parse_engine_title("::Worker_TP1"));
+  CHECK_FALSE(parse_engine_title("VLLM::Worker_TP1_TP2"));
+  CHECK_FALSE(parse_engine_title("VLLM::Worker_TP1_extra"));
+  CHECK_FALSE(parse_engine_title("VLLM::Worker_TP999999"));
+  CHECK_FALSE(parse_engine_title("VLLM::Worker_TP1\x1b[31m"));
+  CHECK_FALSE(parse_engine_title("VLLM::Worker__TP1"));
+}
+
+namespace {
+
+// One all-reduce on entry's process handle, traced after init (rank -1); resolves it.
+CollectiveEntry untraced_init(RankInference& ri, uint32_t pid) {
+  CollectiveEntry e;
+  e.pid = e.tid = pid;
+  e.comm = 0x7f00 + pid;
+  e.op = 1;
+  ri.resolve(e, 0);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("ranks without launcher variables: the engine's title first, else the workers' order under their parent") {
+  RankInference ri;
+  ri.set_launcher(10, 0, 2, "RANK", "job");  // a launcher rank wins over its title
+  const std::vector<ProcessFacts> procs = {
+      {10, 1, "VLLM::Worker_TP", "VLLM::Worker_TP1"},
+      // vLLM's multiproc executor: EngineCore 20's workers, pids not in rank order.
+      {20, 19, "VLLM::EngineCor", "VLLM::EngineCore"},
+      {22, 20, "VLLM::Worker_TP", "VLLM::Worker_TP1"},
+      {21, 20, "VLLM::Worker_TP", "VLLM::Worker_TP0"},
+      {23, 20, "python3", "/usr/bin/python3 -c from multiprocessing.resource_tracker import main;main(9)"},
+      // Two titles with one TP rank under one parent: not trusted, left to structure.
+      {31, 30, "VLLM::Worker_TP", "VLLM::Worker_TP0"},
+      {32, 30, "VLLM::Worker_TP", "VLLM::Worker_TP0"},
+      // No title: siblings with one comm, numbered by pid order.
+      {42, 40, "pt_main_thread", "python3 worker.py"},
+      {41, 40, "pt_main_thread", "python3 worker.py"},
+      {43, 40, "bash", "bash"},  // another name: not one of them
+      {50, 1, "python3", "python3 alone.py"},
+  };
+  ri.add_processes(procs);
+  CHECK(untraced_init(ri, 10).rank == 0);
+  CHECK(ri.source(10) == "RANK");
+  const CollectiveEntry w1 = untraced_init(ri, 22), w0 = untraced_init(ri, 21);
+  CHECK(w1.rank == 1);
+  CHECK(w0.rank == 0);
+  CHECK(w1.nranks == 2);
+  CHECK(w0.comm == w1.comm);  // one communicator
+  CHECK(ri.source(22) == kTitleRank);
+  CHECK(ri.label(22, w1.rank) == "rank 1");
+  const CollectiveEntry d1 = untraced_init(ri, 31), d2 = untraced_init(ri, 32);
+  CHECK(d1.comm == d2.comm);
+  CHECK(ri.structural(31));
+  const CollectiveEntry s2 = untraced_init(ri, 42), s1 = untraced_init(ri, 41);
+  CHECK(s1.comm == s2.comm);
+  CHECK(s1.comm != w0.comm);
+  CHECK(ri.source(42) == kStructuralRank);
+  CHECK(ri.label(42, s2.rank) == "worker 2 of 2 by pid order");
+  CHECK(ri.label(41, s1.rank) == "worker 1 of 2 by pid order");
+  CHECK(untraced_init(ri, 43).rank == -1);
+  CHECK(untraced_init(ri, 50).rank == -1);
+  CHECK(untraced_init(ri, 23).rank == -1);  // the resource tracker: alone with its comm
 }
 
 // Another host's numbering (restored from the fleet store, fleet/ship_table.cpp) as the history:

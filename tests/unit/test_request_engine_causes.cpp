@@ -134,11 +134,15 @@ namespace {
 // before_trace: the workers' ncclCommInitRank ran before the trace, so their collectives carry
 // each its own communicator handle and rank -1; `launcher` adds the RANK / WORLD_SIZE /
 // MASTER_* the collector read from their environment. Rank 1's probes then went live while it
-// was inside a collective: its traced sequence is one behind rank 0's.
-void tp_workers(StoreWriter& w, bool before_trace, bool launcher) {
+// was inside a collective: its traced sequence is one behind rank 0's. naming: how the
+// workers show (comm "VllmWorker-R"; vLLM's multiproc executor's title; one comm, no title).
+enum class Naming { distinct_comms, vllm_title, untitled };
+void tp_workers(StoreWriter& w, bool before_trace, bool launcher, Naming naming = Naming::distinct_comms) {
   w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
   for (uint32_t rank : {0u, 1u}) {
     ProcessRecord p{.pid = 102 + rank, .ppid = 101, .comm = "VllmWorker-" + std::to_string(rank)};
+    if (naming == Naming::vllm_title) p.comm = "VLLM::Worker_TP", p.cmdline = "VLLM::Worker_TP" + std::to_string(rank);
+    if (naming == Naming::untitled) p.comm = "python3", p.cmdline = "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main";
     if (launcher)
       p.launcher_rank = LauncherRank{static_cast<int32_t>(rank), 2, static_cast<int32_t>(rank), "RANK", "master:127.0.0.1:29500"};
     w.push_meta(p);
@@ -163,16 +167,19 @@ void tp_workers(StoreWriter& w, bool before_trace, bool launcher) {
   }
 }
 
-// The tail names rank 1 (pid 103) for the 430 of each gap's 480 ms above the median.
-void check_late_rank(const json& d) {
+// The tail names rank 1 (pid 103) for the 430 of each gap's 480 ms above the median; its
+// rank came from `source`, and is not given when that is only the workers' order.
+void check_late_rank(const json& d, const std::string& source, const std::string& comm = "VllmWorker-1") {
   const json& tail = d["requests"]["tail"];
   CAPTURE(tail.dump());
   const json* n = cause(tail, "nccl_straggler");
   REQUIRE(n != nullptr);
   CHECK((*n)["requests"] == 5);
   CHECK((*n)["culprit"]["pid"] == 103);
-  CHECK((*n)["culprit"]["comm"] == "VllmWorker-1");
-  CHECK((*n)["culprit"]["rank"] == 1);
+  CHECK((*n)["culprit"]["comm"] == comm);
+  CHECK((*n)["culprit"]["rank_source"] == source);
+  if (source == "structural") CHECK_FALSE((*n)["culprit"].contains("rank"));
+  else CHECK((*n)["culprit"]["rank"] == 1);
   CHECK((*n)["culprit"]["nranks"] == 2);
   CHECK((*n)["share_time"].get<double>() == doctest::Approx(430.0 / 480).epsilon(0.02));
   CHECK(d["requests"]["slowest"][0]["causes"][0]["cause"] == "nccl_straggler");
@@ -183,15 +190,25 @@ void check_late_rank(const json& d) {
 
 TEST_CASE("nccl_straggler: token gaps of a forward pass whose all-reduce waited for a late tensor-parallel rank") {
   Db db([](StoreWriter& w) { tp_workers(w, false, false); });
-  check_late_rank(db.ask(Metric::itl, 0.99));
+  check_late_rank(db.ask(Metric::itl, 0.99), "init");
 }
 
 TEST_CASE("nccl_straggler: a communicator formed before the trace, its ranks resolved from the launcher's environment") {
   Db db([](StoreWriter& w) { tp_workers(w, true, true); });
-  check_late_rank(db.ask(Metric::itl, 0.99));
+  check_late_rank(db.ask(Metric::itl, 0.99), "RANK");
 }
 
-TEST_CASE("nccl_straggler: a communicator formed before the trace with no launcher rank groups nothing") {
+TEST_CASE("nccl_straggler: vLLM multiproc-executor workers formed before the trace, ranked by their process titles") {
+  Db db([](StoreWriter& w) { tp_workers(w, true, false, Naming::vllm_title); });
+  check_late_rank(db.ask(Metric::itl, 0.99), "process_title", "VLLM::Worker_TP");
+}
+
+TEST_CASE("nccl_straggler: untitled workers of one engine with one comm: the late pid is named, its rank is not") {
+  Db db([](StoreWriter& w) { tp_workers(w, true, false, Naming::untitled); });
+  check_late_rank(db.ask(Metric::itl, 0.99), "structural", "python3");
+}
+
+TEST_CASE("nccl_straggler: a communicator formed before the trace with no rank and workers of different comms groups nothing") {
   Db db([](StoreWriter& w) { tp_workers(w, true, false); });
   json d = db.ask(Metric::itl, 0.99);
   CAPTURE(d["requests"]["tail"].dump());
