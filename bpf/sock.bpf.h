@@ -319,9 +319,9 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
   return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
 
-/* Records per iovec (its own bytes and copy, in pieces when longer than a record), so no
- * variable offset into a record; the syscall's copy budget is shared by its iovecs. The
- * iovecs' lengths are summed first: a write that moved less than they hold was short
+/* One record per iovec (its own bytes, offset and copy of its first CW_SOCK_CAP bytes), so
+ * no variable offset into a record. Not in pieces: a bpf_loop per iovec, unrolled 8 times
+ * in each program, is over the verifier's 1M-instruction budget. The iovecs' lengths are summed first: a write that moved less than they hold was short
  * (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write counts as
  * whole). */
 static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
