@@ -312,10 +312,9 @@ enum cw_sock_send {
 /* The copy of each record: enough for a request head and its x-request-id (OpenAI clients
  * send 300-700 bytes of headers), and for SSE events (a vLLM completion chunk is ~250
  * bytes). Records are reserved in two sizes so a token write does not take a full KiB of the
- * ring. A read or write of one buffer that moved more than CW_SOCK_CAP is copied in pieces,
- * one record per CW_SOCK_CAP bytes, up to CW_SOCK_MAX_COPY bytes in all; the rest goes in
- * one record without data (vectored I/O: a record per iovec, its first CW_SOCK_CAP bytes
- * copied; docs/INFERENCE.md "Capture limits"). */
+ * ring. A syscall that moved more than CW_SOCK_CAP (or vectored I/O: an iovec longer than
+ * that) is copied in pieces, one record per CW_SOCK_CAP bytes, up to CW_SOCK_MAX_COPY bytes
+ * in all; the rest goes in one record without data (docs/INFERENCE.md "Capture limits"). */
 #define CW_SOCK_CAP 1024
 #define CW_SOCK_CAP_SMALL 384
 #define CW_SOCK_MAX_COPY (64 << 10)

@@ -319,36 +319,79 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
   return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
 
-/* One record per iovec (its own bytes, offset and copy of its first CW_SOCK_CAP bytes), so
- * no variable offset into a record. Not in pieces: a bpf_loop per iovec, unrolled 8 times
- * in each program, is over the verifier's 1M-instruction budget. The iovecs' lengths are summed first: a write that moved less than they hold was short
- * (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write counts as
- * whole). */
+/* Vectored I/O: each iovec in CW_SOCK_CAP pieces like a flat buffer, the syscall's copy
+ * budget shared by its iovecs, in one bpf_loop. The iovecs are read first into the context;
+ * the loop keeps only which iovec and which piece of it come next (small counters: a few
+ * hundred states at most), every other value is read back through a variable index, which
+ * the verifier takes as unknown, so passes do not differ by them. */
+struct cw_sock_iovs {
+  __u64 id, ts;
+  __u64 base[CW_SOCK_MAX_IOV];
+  __s64 len[CW_SOCK_MAX_IOV];   /* of what the syscall moved */
+  __s64 start[CW_SOCK_MAX_IOV]; /* where each starts in the syscall's bytes */
+  __s64 seen;                   /* bytes in those iovecs */
+  __s64 ret;
+  struct cw_sock_io io;
+  __u32 n;    /* iovecs read */
+  __u32 k, p; /* the next piece: iovec k, piece p of it */
+  __s32 fd;
+  __u8 op;
+};
+/* The pieces, a partial piece and a step per iovec, the rest. */
+#define CW_SOCK_IOV_STEPS (CW_SOCK_MAX_COPY / CW_SOCK_CAP + 2 * CW_SOCK_MAX_IOV + 1)
+
+static long sock_iov_piece(__u64 i, void *ctx) {
+  struct cw_sock_iovs *s = ctx;
+  const __u32 k = s->k;
+  struct cw_sock_io io = s->io;
+  if (k >= s->n || k >= CW_SOCK_MAX_IOV) { /* past the iovecs read: the rest, by count */
+    io.offset = s->seen;
+    if (s->ret > s->seen) sock_emit_cap(s->id, s->ts, s->op, s->fd, s->ret - s->seen, 0, 0, io);
+    return 1;
+  }
+  const __s64 len = s->len[k];
+  const __s64 off = (__s64)s->p * CW_SOCK_CAP;
+  if (off >= len) {
+    s->k = k + 1;
+    s->p = 0;
+    return 0;
+  }
+  const __s64 at = s->start[k] + off;
+  io.offset = at;
+  if (at >= CW_SOCK_MAX_COPY) { /* past the budget: the rest, by count */
+    sock_emit_cap(s->id, s->ts, s->op, s->fd, s->ret - at, 0, 0, io);
+    return 1;
+  }
+  __s64 n = len - off < CW_SOCK_CAP ? len - off : CW_SOCK_CAP;
+  if (n > CW_SOCK_MAX_COPY - at) n = CW_SOCK_MAX_COPY - at;
+  sock_emit(s->id, s->ts, s->op, s->fd, n, s->base[k] + off, io);
+  s->p++;
+  return 0;
+}
+
+/* The iovecs' lengths are summed as they are read: a write that moved less than they hold
+ * was short (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write
+ * counts as whole). */
 static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
-  struct cw_sock_io io = {.enter_ns = a->enter_ns, .total = ret};
-  if (a->sock_op == CW_SOCK_WRITE) {
-    __u64 asked = 0;
-    for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
-      __u64 len = 0;
-      if ((__u64)i >= cnt ||
-          bpf_probe_read_user(&len, sizeof(len), (const void *)(iov + i * sizeof(struct iovec) + offsetof(struct iovec, iov_len))) != 0)
-        break;
-      asked += len;
-    }
-    if ((__u64)ret < asked) io.send = CW_SEND_SHORT;
-  }
-  __s64 left = ret;
+  struct cw_sock_iovs s = {.id = id, .ts = ts, .ret = ret, .fd = a->fd, .op = a->sock_op};
+  s.io.enter_ns = a->enter_ns;
+  s.io.total = ret;
+  __u64 asked = 0;
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
-    if (left <= 0 || (__u64)i >= cnt) return;
     struct iovec v = {};
-    if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
+    if ((__u64)i >= cnt || bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
+    asked += v.iov_len;
+    __s64 left = ret - s.seen;
     __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
-    if (n <= 0) continue;
-    sock_emit(id, ts, a->sock_op, a->fd, n, (__u64)v.iov_base, io);
-    left -= n;
-    io.offset += n;
+    if (n < 0) n = 0;
+    s.base[i] = (__u64)v.iov_base;
+    s.len[i] = n;
+    s.start[i] = s.seen;
+    s.seen += n;
+    s.n = i + 1;
   }
-  if (left > 0) sock_emit_cap(id, ts, a->sock_op, a->fd, left, 0, 0, io);
+  if (a->sock_op == CW_SOCK_WRITE && (__u64)ret < asked) s.io.send = CW_SEND_SHORT;
+  bpf_loop(CW_SOCK_IOV_STEPS, sock_iov_piece, &s, 0);
 }
 
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
