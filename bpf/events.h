@@ -297,7 +297,7 @@ struct cw_host_event {
 enum cw_sock_op {
   CW_SOCK_ACCEPT = 1, /* fd: the new connection; addr: the peer's sockaddr */
   CW_SOCK_READ = 2,   /* read, readv, recvfrom, recvmsg: bytes received */
-  CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (one record per iovec) */
+  CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (records per iovec and per piece) */
   CW_SOCK_CLOSE = 4,
 };
 
