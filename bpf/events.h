@@ -297,7 +297,7 @@ struct cw_host_event {
 enum cw_sock_op {
   CW_SOCK_ACCEPT = 1, /* fd: the new connection; addr: the peer's sockaddr */
   CW_SOCK_READ = 2,   /* read, readv, recvfrom, recvmsg: bytes received */
-  CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (one record per iovec) */
+  CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (records per iovec and per piece) */
   CW_SOCK_CLOSE = 4,
 };
 
@@ -309,24 +309,32 @@ enum cw_sock_send {
   CW_SEND_EAGAIN = 2, /* moved nothing: returned -EAGAIN (a record without data, bytes 0) */
 };
 
-/* The copy of each syscall's buffer: enough for a request head and its x-request-id
- * (OpenAI clients send 300-700 bytes of headers), and for SSE events (a vLLM completion
- * chunk is ~250 bytes). Records are reserved in two sizes so a token write does not take a
- * full KiB of the ring. */
+/* The copy of each record: enough for a request head and its x-request-id (OpenAI clients
+ * send 300-700 bytes of headers), and for SSE events (a vLLM completion chunk is ~250
+ * bytes). Records are reserved in two sizes so a token write does not take a full KiB of the
+ * ring. A syscall that moved more than CW_SOCK_CAP (or vectored I/O: an iovec longer than
+ * that) is copied in pieces, one record per CW_SOCK_CAP bytes, up to CW_SOCK_MAX_COPY bytes
+ * in all; the rest goes in one record without data (docs/INFERENCE.md "Capture limits"). */
 #define CW_SOCK_CAP 1024
 #define CW_SOCK_CAP_SMALL 384
+#define CW_SOCK_MAX_COPY (64 << 10)
 
 /* CW_REC_SOCK: 88 bytes + `captured` bytes of data. hdr.ts_ns is the syscall's exit. */
 struct cw_sock_event {
   struct cw_header hdr;
-  __s64 bytes;      /* what the syscall moved (of this iovec, for vectored I/O) */
+  __s64 bytes;      /* what this record stands for: the syscall's bytes from `offset` on, up to
+                     * the next record's offset (all of them when it is the only record) */
   __s32 fd;
   __u16 captured;   /* bytes of data[] copied: min(bytes, capacity of the record) */
   __u8 sock_op;     /* enum cw_sock_op */
   __u8 send;        /* writes: enum cw_sock_send */
   union {
     __u8 addr[28];    /* accept: struct sockaddr_in / sockaddr_in6 as the kernel wrote it */
-    __u64 enter_ns;   /* reads and writes: the syscall's entry, on hdr.ts_ns's clock */
+    struct {
+      __u64 enter_ns; /* reads and writes: the syscall's entry, on hdr.ts_ns's clock */
+      __u64 offset;   /* reads and writes: where this record's bytes start in the syscall's */
+      __u64 total;    /* reads and writes: all the syscall moved (a lost last piece shows) */
+    };
     __u8 _union[32];  /* all of it, zeroed at once */
   };
   char data[CW_SOCK_CAP];

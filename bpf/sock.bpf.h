@@ -101,7 +101,8 @@ struct {
 } sock_args SEC(".maps");
 
 /* Records of 88 + up to 1 KiB: 1000 req/s × ~25 records (a read, a head, 20 tokens, a
- * close) ≈ 25k records/s ≈ 12 MB/s; 4 MiB holds 300 ms of that. */
+ * close) ≈ 25k records/s ≈ 12 MB/s; 4 MiB holds 300 ms of that. A syscall of 64 KiB or more
+ * takes 65 records (~71 KiB). */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4 << 20);
@@ -121,11 +122,13 @@ static __always_inline void sock_fill(struct cw_sock_event *e, __u64 id, __u64 t
   __builtin_memset(e->_union, 0, sizeof(e->_union));
 }
 
-/* A read's or write's outcome beside its bytes: how the write went and when the syscall
- * entered (0 for accept and close). */
+/* A read's or write's outcome beside its bytes: how the write went, when the syscall
+ * entered (0 for accept and close) and where the record's bytes start in the syscall's. */
 struct cw_sock_io {
   __u64 enter_ns;
-  __u8 send; /* enum cw_sock_send */
+  __u64 offset;
+  __u64 total; /* what the syscall moved */
+  __u8 send;   /* enum cw_sock_send */
 };
 
 /* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
@@ -145,12 +148,61 @@ static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd,
   sock_fill(e, id, ts, op, fd, bytes, (__u16)n);
   e->send = io.send;
   e->enter_ns = io.enter_ns;
+  e->offset = io.offset;
+  e->total = io.total;
   bpf_ringbuf_submit(e, 0);
 }
 
 static __always_inline void sock_emit(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, struct cw_sock_io io) {
   if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL, io);
   else sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP, io);
+}
+
+/* A buffer longer than one record, copied in CW_SOCK_CAP pieces by bpf_loop, piece i from
+ * byte i × CW_SOCK_CAP; the context is read-only, so the verifier checks the body once, not
+ * once per piece (a counter kept in the context would make every pass a new state). Bytes
+ * past `copy` (the syscall's copy budget left) go in one record without data, so user space
+ * knows how many it did not see and where they were. A piece the ring had no room for shows
+ * as a jump in the next record's offset. */
+struct cw_sock_span {
+  __u64 id, ts;
+  __u64 buf;  /* the buffer's first byte */
+  __s64 n;    /* its bytes the syscall moved */
+  __s64 copy; /* of which the first `copy` are copied */
+  struct cw_sock_io io; /* io.offset: where the buffer starts in the syscall's bytes */
+  __s32 fd;
+  __u8 op;
+};
+#define CW_SOCK_PIECES (CW_SOCK_MAX_COPY / CW_SOCK_CAP + 1) /* the pieces and the rest */
+
+static long sock_piece(__u64 i, void *ctx) {
+  const struct cw_sock_span *s = ctx;
+  const __s64 off = (__s64)(i * CW_SOCK_CAP);
+  if (off >= s->n) return 1;
+  struct cw_sock_io io = s->io;
+  io.offset += off;
+  if (off >= s->copy) {
+    sock_emit_cap(s->id, s->ts, s->op, s->fd, s->n - off, 0, 0, io);
+    return 1;
+  }
+  const __s64 n = s->copy - off < CW_SOCK_CAP ? s->copy - off : CW_SOCK_CAP;
+  sock_emit(s->id, s->ts, s->op, s->fd, n, s->buf + off, io);
+  return 0;
+}
+
+/* n bytes the syscall moved from buf, starting at io.offset in its bytes, within the copy
+ * budget left; returns the budget then left. One record (the common case: a head, an SSE
+ * event) takes no loop. */
+static __always_inline __s64 sock_emit_span(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 n, __u64 buf, struct cw_sock_io io,
+                                            __s64 budget) {
+  if (n <= CW_SOCK_CAP && n <= budget) {
+    sock_emit(id, ts, op, fd, n, buf, io);
+    return budget - n;
+  }
+  const __s64 copy = n < budget ? n : budget > 0 ? budget : 0;
+  struct cw_sock_span s = {.id = id, .ts = ts, .buf = buf, .n = n, .copy = copy, .io = io, .fd = fd, .op = op};
+  bpf_loop(CW_SOCK_PIECES, sock_piece, &s, 0);
+  return budget - copy;
 }
 
 static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
@@ -267,34 +319,79 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
   return sock_enter(id, args, CW_HOOK_SYSCALLS, CW_NR_CLOSE);
 }
 
-/* One record per iovec (its own bytes and copy), so no variable offset into a record. The
- * iovecs' lengths are summed first: a write that moved less than they hold was short
- * (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write counts as
- * whole). */
+/* Vectored I/O: each iovec in CW_SOCK_CAP pieces like a flat buffer, the syscall's copy
+ * budget shared by its iovecs, in one bpf_loop. The iovecs are read first into the context;
+ * the loop keeps only which iovec and which piece of it come next (small counters: a few
+ * hundred states at most), every other value is read back through a variable index, which
+ * the verifier takes as unknown, so passes do not differ by them. */
+struct cw_sock_iovs {
+  __u64 id, ts;
+  __u64 base[CW_SOCK_MAX_IOV];
+  __s64 len[CW_SOCK_MAX_IOV];   /* of what the syscall moved */
+  __s64 start[CW_SOCK_MAX_IOV]; /* where each starts in the syscall's bytes */
+  __s64 seen;                   /* bytes in those iovecs */
+  __s64 ret;
+  struct cw_sock_io io;
+  __u32 n;    /* iovecs read */
+  __u32 k, p; /* the next piece: iovec k, piece p of it */
+  __s32 fd;
+  __u8 op;
+};
+/* The pieces, a partial piece and a step per iovec, the rest. */
+#define CW_SOCK_IOV_STEPS (CW_SOCK_MAX_COPY / CW_SOCK_CAP + 2 * CW_SOCK_MAX_IOV + 1)
+
+static long sock_iov_piece(__u64 i, void *ctx) {
+  struct cw_sock_iovs *s = ctx;
+  const __u32 k = s->k;
+  struct cw_sock_io io = s->io;
+  if (k >= s->n || k >= CW_SOCK_MAX_IOV) { /* past the iovecs read: the rest, by count */
+    io.offset = s->seen;
+    if (s->ret > s->seen) sock_emit_cap(s->id, s->ts, s->op, s->fd, s->ret - s->seen, 0, 0, io);
+    return 1;
+  }
+  const __s64 len = s->len[k];
+  const __s64 off = (__s64)s->p * CW_SOCK_CAP;
+  if (off >= len) {
+    s->k = k + 1;
+    s->p = 0;
+    return 0;
+  }
+  const __s64 at = s->start[k] + off;
+  io.offset = at;
+  if (at >= CW_SOCK_MAX_COPY) { /* past the budget: the rest, by count */
+    sock_emit_cap(s->id, s->ts, s->op, s->fd, s->ret - at, 0, 0, io);
+    return 1;
+  }
+  __s64 n = len - off < CW_SOCK_CAP ? len - off : CW_SOCK_CAP;
+  if (n > CW_SOCK_MAX_COPY - at) n = CW_SOCK_MAX_COPY - at;
+  sock_emit(s->id, s->ts, s->op, s->fd, n, s->base[k] + off, io);
+  s->p++;
+  return 0;
+}
+
+/* The iovecs' lengths are summed as they are read: a write that moved less than they hold
+ * was short (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write
+ * counts as whole). */
 static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
-  struct cw_sock_io io = {.enter_ns = a->enter_ns};
-  if (a->sock_op == CW_SOCK_WRITE) {
-    __u64 asked = 0;
-    for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
-      __u64 len = 0;
-      if ((__u64)i >= cnt ||
-          bpf_probe_read_user(&len, sizeof(len), (const void *)(iov + i * sizeof(struct iovec) + offsetof(struct iovec, iov_len))) != 0)
-        break;
-      asked += len;
-    }
-    if ((__u64)ret < asked) io.send = CW_SEND_SHORT;
-  }
-  __s64 left = ret;
+  struct cw_sock_iovs s = {.id = id, .ts = ts, .ret = ret, .fd = a->fd, .op = a->sock_op};
+  s.io.enter_ns = a->enter_ns;
+  s.io.total = ret;
+  __u64 asked = 0;
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
-    if (left <= 0 || (__u64)i >= cnt) return;
     struct iovec v = {};
-    if (bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
+    if ((__u64)i >= cnt || bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
+    asked += v.iov_len;
+    __s64 left = ret - s.seen;
     __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
-    if (n <= 0) continue;
-    sock_emit(id, ts, a->sock_op, a->fd, n, (__u64)v.iov_base, io);
-    left -= n;
+    if (n < 0) n = 0;
+    s.base[i] = (__u64)v.iov_base;
+    s.len[i] = n;
+    s.start[i] = s.seen;
+    s.seen += n;
+    s.n = i + 1;
   }
-  if (left > 0) sock_emit_cap(id, ts, a->sock_op, a->fd, left, 0, 0, io);
+  if (a->sock_op == CW_SOCK_WRITE && (__u64)ret < asked) s.io.send = CW_SEND_SHORT;
+  bpf_loop(CW_SOCK_IOV_STEPS, sock_iov_piece, &s, 0);
 }
 
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
@@ -334,15 +431,15 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
   }
   if (a.shape == CW_SHAPE_FLAT) {
     /* write/sendto: the third argument is the length asked */
-    struct cw_sock_io io = {.enter_ns = a.enter_ns};
+    struct cw_sock_io io = {.enter_ns = a.enter_ns, .total = ret};
     if (a.sock_op == CW_SOCK_WRITE && (__u64)ret < a.iovcnt) io.send = CW_SEND_SHORT;
-    sock_emit(id, ts, a.sock_op, a.fd, ret, a.buf, io);
+    sock_emit_span(id, ts, a.sock_op, a.fd, ret, a.buf, io, CW_SOCK_MAX_COPY);
   } else if (a.shape == CW_SHAPE_IOV) {
     sock_emit_iov(id, ts, &a, a.buf, a.iovcnt, ret);
   } else {
     struct user_msghdr m = {};
     if (bpf_probe_read_user(&m, sizeof(m), (const void *)a.buf) != 0) {
-      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0, (struct cw_sock_io){.enter_ns = a.enter_ns});
+      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0, (struct cw_sock_io){.enter_ns = a.enter_ns, .total = ret});
       return 0;
     }
     sock_emit_iov(id, ts, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);

@@ -669,7 +669,8 @@ void Session::update_counters() {
                          {"http_tls_connections", rc.tls}, {"http2_connections", rc.http2},
                          {"http_non_http_connections", rc.non_http}, {"http_headers_oversized", rc.headers_oversized},
                          {"http_headers_truncated", rc.headers_truncated}, {"http_desync", rc.desync},
-                         {"http_disconnected", rc.disconnected}, {"http_unmatched_responses", rc.unmatched_responses}}) {
+                         {"http_disconnected", rc.disconnected}, {"http_unmatched_responses", rc.unmatched_responses},
+                         {"http_sse_unseen", rc.sse_unseen}}) {
     writer_.set_counter(name, static_cast<int64_t>(v));
     sum_.counters[name] = v;
   }

@@ -12,7 +12,8 @@ namespace causeway::collector {
 static_assert(offsetof(cw_sock_event, bytes) == 40 && offsetof(cw_sock_event, fd) == 48 &&
               offsetof(cw_sock_event, captured) == 52 && offsetof(cw_sock_event, sock_op) == 54 &&
               offsetof(cw_sock_event, send) == 55 && offsetof(cw_sock_event, addr) == 56 &&
-              offsetof(cw_sock_event, enter_ns) == 56 && offsetof(cw_sock_event, data) == CW_SOCK_HDR_BYTES &&
+              offsetof(cw_sock_event, enter_ns) == 56 && offsetof(cw_sock_event, offset) == 64 &&
+              offsetof(cw_sock_event, total) == 72 && offsetof(cw_sock_event, data) == CW_SOCK_HDR_BYTES &&
               sizeof(cw_sock_event) == CW_SOCK_HDR_BYTES + CW_SOCK_CAP);
 
 std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
@@ -36,6 +37,8 @@ std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
   r.bytes = e.bytes > 0 ? static_cast<uint64_t>(e.bytes) : 0;
   if (r.op == requests::SockOp::read || r.op == requests::SockOp::write) {
     r.enter_ns = static_cast<int64_t>(e.enter_ns);
+    r.offset = e.offset;
+    r.total = e.total;
     if (r.op == requests::SockOp::write && e.send == CW_SEND_SHORT) r.send = requests::SendResult::short_write;
     if (r.op == requests::SockOp::write && e.send == CW_SEND_EAGAIN) r.send = requests::SendResult::eagain;
   }

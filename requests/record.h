@@ -16,9 +16,12 @@ enum class SockOp : uint8_t { accept, read, write, close };
 // short write (requests/send_waits.h).
 enum class SendResult : uint8_t { ok, short_write, eagain };
 
-// One socket syscall of a server process. `data` is the prefix the kernel side copied (at
-// most its capture size); `bytes` what the syscall moved, so bytes > data.size() means the
-// rest went unseen (bodies are followed by count, headers must fit in what was copied).
+// One socket syscall of a server process, or one piece of it: the kernel side copies a long
+// buffer in pieces (bpf/events.h CW_SOCK_MAX_COPY), each starting at `offset` in the
+// syscall's bytes. `data` is what was copied of the piece, `bytes` what it stands for, so
+// bytes > data.size() means the rest went unseen (bodies are followed by count, headers must
+// fit in what was copied); an offset past the end of the syscall's previous record, or a
+// new syscall before `total` was reached, means a piece was lost (docs/INFERENCE.md "Capture limits").
 struct SockRecord {
   int64_t ts_ns = 0;  // syscall exit, Unix ns
   uint32_t pid = 0;   // tgid owning the socket
@@ -30,6 +33,8 @@ struct SockRecord {
   std::string peer;  // accept: the client's address ("10.0.0.2:51234"), "" when unknown
   SendResult send = SendResult::ok;  // writes; an EAGAIN record moved nothing (bytes 0, no data)
   int64_t enter_ns = 0;              // reads and writes: the syscall's entry, Unix ns (0: unknown)
+  uint64_t offset = 0;               // reads and writes: where `data` starts in the syscall's bytes
+  uint64_t total = 0;                // reads and writes: all the syscall moved (0: offset + bytes)
 };
 
 // One HTTP/1.1 request and its response, as seen on the server's socket (docs/INFERENCE.md
@@ -62,6 +67,7 @@ struct Counters {
   uint64_t headers_oversized = 0;  // a head longer than kMaxHeadBytes
   uint64_t headers_truncated = 0;  // a head longer than the kernel side's copy of one syscall
   uint64_t desync = 0;             // framing lost (a gap in a chunk header, a bad head)
+  uint64_t sse_unseen = 0;         // streamed bodies with bytes not copied: their events there uncounted
   uint64_t disconnected = 0;       // closed before the response was complete
   uint64_t unmatched_responses = 0;
 };

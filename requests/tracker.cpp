@@ -49,6 +49,25 @@ struct Side {
   std::string buf;      // copied bytes not yet consumed
   uint64_t left = 0;    // body / chunk bytes still to come
   int64_t head_ts = 0;  // the record holding the head's first byte
+  bool chunk_start = false;  // the next body bytes begin a chunk's data
+};
+
+// Where a direction's last record ended in its syscall, to see a piece of a long syscall
+// that never came (the ring was full): the next piece's offset jumps past it, or the next
+// syscall starts before the last one's total was reached.
+struct Pieces {
+  int64_t enter_ns = 0;
+  uint64_t end = 0;
+  uint64_t total = 0;
+  // Bytes lost before r, and r noted as the last record.
+  uint64_t lost_before(const SockRecord& r) {
+    const bool same = r.offset > 0 && r.enter_ns == enter_ns;
+    const uint64_t lost = same ? (r.offset > end ? r.offset - end : 0) : (total > end ? total - end : 0) + r.offset;
+    enter_ns = r.enter_ns;
+    end = r.offset + r.bytes;
+    total = std::max(r.total, end);
+    return lost;
+  }
 };
 
 struct Tracker::Connection {
@@ -60,6 +79,8 @@ struct Tracker::Connection {
   bool ignored = false;  // not HTTP/1.x: nothing more is parsed
   uint64_t seq = 0;
   Side in, out;
+  Pieces in_pieces, out_pieces;
+  bool out_unseen = false;            // the response being written had streamed bytes not copied
   ExchangePtr reading;                // the request being read
   ExchangePtr writing;                // the exchange whose response is being written (null: unmatched)
   bool writing_streamed = false;
@@ -74,12 +95,16 @@ class Framer {
   Framer(Tracker::Connection& c, Counters& n, std::vector<Request>& done, const TrackerOptions& o)
       : c_(c), n_(n), done_(done), o_(o) {}
 
+  // A record starting mid-syscall (offset > 0) is never taken as the start of a message: only
+  // a syscall's first bytes resynchronise a direction whose framing was lost.
   void read(const SockRecord& r) {
     if (c_.ignored) return;
     Side& s = c_.in;
+    const uint64_t lost = c_.in_pieces.lost_before(r);
     if (c_.proto == Protocol::unknown_yet && !sniff(r)) return;
+    if (lost) gap_in(lost, r.ts_ns);
     if (s.frame == Frame::desync) {
-      if (!looks_like_request_line(r.data)) return;
+      if (r.offset != 0 || !looks_like_request_line(r.data)) return;
       s = Side{};
     }
     s.buf.append(r.data);
@@ -90,12 +115,13 @@ class Framer {
   void write(const SockRecord& r) {
     if (c_.ignored) return;
     Side& s = c_.out;
+    if (const uint64_t lost = c_.out_pieces.lost_before(r)) gap_out(lost, r.ts_ns);
     if (s.frame == Frame::desync) {
-      if (r.data.substr(0, 7) != "HTTP/1.") return;
+      if (r.offset != 0 || r.data.substr(0, 7) != "HTTP/1.") return;
       s = Side{};
     }
     s.buf.append(r.data);
-    fresh_ = true;
+    fresh_ = r.offset == 0;
     if (c_.writing && !c_.writing->placeholder) c_.writing->req.last_byte_ns = r.ts_ns;
     run_out(r.ts_ns);
     if (r.bytes > r.data.size()) gap_out(r.bytes - r.data.size(), r.ts_ns);
@@ -141,6 +167,7 @@ class Framer {
     } else {
       s.frame = Frame::chunk_data;
       s.left = size;
+      s.chunk_start = true;
     }
     return LineStep::next;
   }
@@ -158,6 +185,7 @@ class Framer {
     if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
       const uint64_t n = std::min<uint64_t>(s.left, s.buf.size());
       take(std::string_view(s.buf).substr(0, n));
+      s.chunk_start = false;
       s.buf.erase(0, n);
       s.left -= n;
       if (s.left == 0) {
@@ -188,6 +216,7 @@ class Framer {
     if (s.frame == Frame::length || s.frame == Frame::chunk_data) {
       const uint64_t n = std::min(unseen, s.left);
       take(n);
+      s.chunk_start = false;
       s.left -= n;
       unseen -= n;
       if (s.left == 0) {
@@ -386,7 +415,9 @@ class Framer {
     q.response_bytes += bytes.size();
     if (c_.writing_streamed) {
       std::vector<int64_t> tokens;
-      c_.sse.feed(bytes, fresh_, ts, tokens);
+      // A write's first bytes, or a chunk's (servers write an event per chunk), may begin
+      // an event: where the scanner looks again after bytes went unseen.
+      c_.sse.feed(bytes, fresh_ || c_.out.chunk_start, ts, tokens);
       for (int64_t t : tokens)
         if (q.token_ns.size() < o_.max_tokens) q.token_ns.push_back(t);
     }
@@ -402,6 +433,7 @@ class Framer {
       ++n_.unmatched_responses;
     }
     c_.writing = e;
+    c_.out_unseen = false;
     auto ct = h.field("content-type");
     c_.writing_streamed = ct && ct->substr(0, 17) == "text/event-stream";
     if (e && !e->placeholder) {
@@ -467,6 +499,8 @@ class Framer {
     while (unseen > 0) {
       auto take = [&](uint64_t n) {
         if (c_.writing && !c_.writing->placeholder) c_.writing->req.response_bytes += n;
+        if (c_.writing_streamed && !c_.out_unseen) ++n_.sse_unseen;
+        c_.out_unseen = true;
         c_.sse.gap();
       };
       if (gap_step(s, unseen, take, [&] { finish_response(ts); })) continue;

@@ -381,6 +381,14 @@ TEST_CASE("socket records: a write's outcome and entry time, an accept's peer") 
   CHECK(r->send == requests::SendResult::short_write);
   CHECK(r->enter_ns == 4000);
   CHECK(r->data == "dat");
+  CHECK(r->offset == 0);
+  // A piece of a long write: where it starts in the syscall's bytes, and the syscall's total.
+  e.offset = 2048;
+  e.total = 70000;
+  r = decode_sock(&e, CW_SOCK_HDR_BYTES + 3);
+  REQUIRE(r);
+  CHECK(r->offset == 2048);
+  CHECK(r->total == 70000);
   e.send = CW_SEND_EAGAIN;
   e.bytes = 0;
   e.captured = 0;

@@ -2,6 +2,7 @@
 // side captures (a bounded prefix of each syscall plus its byte count).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -13,7 +14,8 @@ using namespace causeway::requests;
 namespace {
 
 constexpr uint32_t kPid = 4242;
-constexpr size_t kCap = 1024;  // the kernel side's copy per syscall (bpf/sock.bpf.h)
+constexpr size_t kCap = 1024;           // the kernel side's copy per record (bpf/events.h CW_SOCK_CAP)
+constexpr size_t kMaxCopy = 64 << 10;   // ... and per syscall (CW_SOCK_MAX_COPY)
 
 struct Feed {
   Tracker t;
@@ -39,6 +41,26 @@ struct Feed {
     r.bytes = bytes.size();
     r.data = std::string_view(bytes).substr(0, std::min(kCap, bytes.size()));
     t.add(r);
+  }
+  // One syscall as the kernel side records it now (bpf/sock.bpf.h sock_emit_span): a record
+  // per kCap piece, each with its offset, up to kMaxCopy; the rest in one record without
+  // data. `lost`: pieces the ring had no room for (never recorded).
+  void pieces(int32_t fd, SockOp op, const std::string& bytes, int64_t at, std::vector<size_t> lost = {}) {
+    now = at;
+    for (size_t off = 0, piece = 0; off < bytes.size(); ++piece) {
+      SockRecord r;
+      r.ts_ns = at;
+      r.enter_ns = at - 1;
+      r.pid = kPid;
+      r.fd = fd;
+      r.op = op;
+      r.offset = off;
+      r.total = bytes.size();
+      r.bytes = off < kMaxCopy ? std::min(kCap, bytes.size() - off) : bytes.size() - off;
+      if (off < kMaxCopy) r.data = std::string_view(bytes).substr(off, r.bytes);
+      off += r.bytes;
+      if (std::find(lost.begin(), lost.end(), piece) == lost.end()) t.add(r);
+    }
   }
   void read(int32_t fd, const std::string& b, int64_t at) { io(fd, SockOp::read, b, at); }
   void write(int32_t fd, const std::string& b, int64_t at) { io(fd, SockOp::write, b, at); }
@@ -69,6 +91,20 @@ const std::string kSseHead =
 std::string event(int i) {
   return "data: {\"id\":\"cmpl-1\",\"object\":\"text_completion\",\"choices\":[{\"index\":0,\"text\":\" tok" +
          std::to_string(i) + "\",\"finish_reason\":null}]}\n\n";
+}
+
+// Chunks of events from..to (inclusive), as a server writes them one per chunk.
+std::string chunks(int from, int to) {
+  std::string out;
+  for (int i = from; i <= to; ++i) out += chunk(event(i));
+  return out;
+}
+
+// A connection whose request `id` was read at 1 and whose stream began at 2 (head + event 0).
+void stream_begun(Feed& f, int32_t fd, const std::string& id) {
+  f.accept(fd);
+  f.read(fd, post("/v1/completions", "{}", "X-Request-Id: " + id + "\r\n"), 1);
+  f.pieces(fd, SockOp::write, kSseHead + chunk(event(0)), 2);
 }
 
 }  // namespace
@@ -179,6 +215,101 @@ TEST_CASE("several events in one write, an event split over writes, data lines o
   REQUIRE(rs.size() == 1);
   CHECK(rs[0].token_ns == std::vector<int64_t>{3, 3, 5, 7});
   CHECK(rs[0].complete);
+}
+
+TEST_CASE("a stalled stream flushed in one write of many chunks: every chunk header is seen, every token counted") {
+  // aiohttp keeps the events made while the socket was full and sends them in one write:
+  // 120 chunks of ~117 bytes, 14 KiB, most chunk-size lines far beyond the first record.
+  Feed f;
+  stream_begun(f, 13, "stalled");
+  const std::string flush = chunks(1, 120);
+  REQUIRE(flush.size() > 12 * kCap);
+  f.pieces(13, SockOp::write, flush, 9);
+  f.pieces(13, SockOp::write, chunk(event(121)) + chunk("data: [DONE]\n\n") + "0\r\n\r\n", 10);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].request_id == "stalled");
+  std::vector<int64_t> want{2};
+  want.insert(want.end(), 120, 9);
+  want.push_back(10);
+  CHECK(rs[0].token_ns == want);
+  CHECK(rs[0].complete);
+  size_t body = std::string("data: [DONE]\n\n").size();
+  for (int i = 0; i <= 121; ++i) body += event(i).size();
+  CHECK(rs[0].response_bytes == body);
+  CHECK(f.t.counters().desync == 0);
+  CHECK(f.t.counters().sse_unseen == 0);
+  // The same many pipelined requests in one read of 20 KiB.
+  std::string reads;
+  for (int i = 0; i < 60; ++i) reads += post("/v1/completions", std::string(200, 'p'), "X-Request-Id: p" + std::to_string(i) + "\r\n");
+  f.pieces(13, SockOp::read, reads, 20);
+  for (int i = 0; i < 60; ++i) f.pieces(13, SockOp::write, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 21 + i);
+  rs = f.t.take();
+  REQUIRE(rs.size() == 60);
+  CHECK((rs[59].request_id == "p59" && rs[59].prompt_bytes == 200 && rs[59].complete));
+  CHECK(f.t.counters().desync == 0);
+}
+
+TEST_CASE("bytes not copied: skipped by count where the framing says where the next header is") {
+  Feed f;
+  stream_begun(f, 14, "skip");
+  // Events of 2999 bytes in chunks of 3006: a piece the ring had no room for (piece 4,
+  // bytes [4096, 5120)) lies inside chunk 1's data, whose data line began in piece 2 (its
+  // token is counted there): skipped by count, the chunks after it are read.
+  const std::string big = "data: {\"text\":\"" + std::string(2980, 'x') + "\"}\n\n";
+  f.pieces(14, SockOp::write, chunk(big) + chunk(big) + chunk(big) + chunk(big), 3, {4});
+  // Past the per-syscall copy (64 KiB): three chunks of 30 KiB, the third's header seen at
+  // ~60 KiB, its data and CRLF reached by count; the next syscall starts with a chunk header.
+  const std::string huge = "data: {\"text\":\"" + std::string(30 * 1024, 'y') + "\"}\n\n";
+  const std::string flush = chunk(huge) + chunk(huge) + chunk(huge);
+  REQUIRE(flush.size() > kMaxCopy + 20000);
+  f.pieces(14, SockOp::write, flush, 4);
+  f.pieces(14, SockOp::write, chunk(event(9)) + "0\r\n\r\n", 5);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK(rs[0].complete);
+  CHECK(rs[0].token_ns == std::vector<int64_t>{2, 3, 3, 3, 3, 4, 4, 4, 5});
+  CHECK(rs[0].response_bytes == event(0).size() + 4 * big.size() + 3 * huge.size() + event(9).size());
+  CHECK(f.t.counters().desync == 0);
+  CHECK(f.t.counters().sse_unseen == 1);
+}
+
+TEST_CASE("framing truly lost: counted, the request's tokens stop there, a syscall's first bytes resynchronise") {
+  Feed f;
+  stream_begun(f, 15, "cut");
+  // 20 chunks of ~112 bytes; piece 1 (chunk-size lines among its bytes) never came: where
+  // the next chunk starts is unknown. Piece 2 starts with "HTTP/1." yet mid-syscall: no head.
+  std::string flush = chunks(1, 20);
+  flush += std::string(3 * kCap - flush.size() - 2, ' ') + "\r\n";  // padding, to piece 2
+  flush += "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+  f.pieces(15, SockOp::write, flush, 3, {1});
+  f.pieces(15, SockOp::write, chunk(event(21)) + "0\r\n\r\n", 4);  // still out of frame
+  f.read(15, post("/v1/completions", "{}", "X-Request-Id: next\r\n"), 5);
+  f.pieces(15, SockOp::write, kSseHead + chunk(event(0)) + chunk(event(1)) + "0\r\n\r\n", 6);
+  auto rs = f.t.take();
+  REQUIRE(rs.size() == 2);
+  CHECK(rs[0].request_id == "cut");
+  CHECK_FALSE(rs[0].complete);
+  // Only the tokens before the loss: the write at 2 and the chunks of piece 0 (8 whole ones
+  // and the 9th, whose data line began there); none invented after it.
+  std::vector<int64_t> want{2};
+  want.insert(want.end(), 9, 3);
+  CHECK(rs[0].token_ns == want);
+  CHECK(rs[1].request_id == "next");
+  CHECK(rs[1].complete);
+  CHECK(rs[1].token_ns == std::vector<int64_t>{6, 6});
+  CHECK(f.t.counters().desync == 1);
+  CHECK(f.t.counters().unmatched_responses == 0);
+  // A syscall's last piece lost shows at the next syscall (its total was not reached).
+  Feed g;
+  stream_begun(g, 16, "tail");
+  g.pieces(16, SockOp::write, chunks(1, 12), 3, {1});
+  g.pieces(16, SockOp::write, chunk(event(13)) + "0\r\n\r\n", 4);
+  rs = g.t.take();
+  REQUIRE(rs.size() == 1);
+  CHECK_FALSE(rs[0].complete);
+  CHECK(g.t.counters().desync == 1);
+  CHECK(std::count(rs[0].token_ns.begin(), rs[0].token_ns.end(), 4) == 0);
 }
 
 TEST_CASE("TLS, HTTP/2 and other protocols are counted, never parsed") {
