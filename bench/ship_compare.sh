@@ -15,12 +15,20 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d /tmp/causeway-ship-compare-XXXXXX)
 port=$((33000 + RANDOM % 2000))
 pid=$("$here/scripts/clickhouse_private.sh" "$work/ch" "$port" $((port + 1)) bench-writer bench-reader)
-trap 'kill "$pid" 2> /dev/null || true; rm -rf "$work"' EXIT
+cleanup() {
+  kill "$pid" 2> /dev/null || true
+  for _ in $(seq 1 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.1; done  # its last writes first
+  rm -rf "$work"
+}
+trap cleanup EXIT
 # The writer's INSERTs in system.query_log (users.xml is re-read by the running server).
 sed -i 's#<max_memory_usage>4000000000</max_memory_usage>#&<log_queries>1</log_queries>#' "$work/ch/users.xml"
-sleep 6
 printf bench-writer > "$work/w.pw"
 ch=(clickhouse-client --port $((port + 1)) --user causeway_writer --password bench-writer)
+for _ in $(seq 1 60); do
+  [[ $("${ch[@]}" -q "SELECT value FROM system.settings WHERE name = 'log_queries'" 2> /dev/null) == 1 ]] && break
+  sleep 0.5
+done
 tck=$(getconf CLK_TCK)
 server_cpu() { awk -v t="$tck" '{print ($14 + $15) / t}' "/proc/$pid/stat"; }
 rows=$(sqlite3 "$db" "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM sched)")
