@@ -123,9 +123,9 @@ void NativeBlock::sort_by(const std::vector<size_t>& key_cols) {
   std::stable_sort(perm_.begin(), perm_.end(), less);
   for (Col& c : cols_) {
     if (c.nullable) {
-      scratch_nulls_.resize(rows_);
-      for (size_t r = 0; r < rows_; ++r) scratch_nulls_[r] = c.nulls[perm_[r]];
-      c.nulls.swap(scratch_nulls_);
+      scratch_.resize(rows_);
+      for (size_t r = 0; r < rows_; ++r) scratch_[r] = c.nulls[perm_[r]];
+      std::memcpy(c.nulls.data(), scratch_.data(), rows_);
     }
     scratch_.clear();
     if (c.type != NativeType::String) {  // every other type here is 8 bytes a value
@@ -148,7 +148,9 @@ void NativeBlock::sort_by(const std::vector<size_t>& key_cols) {
       for (size_t r = 0; r < rows_; ++r)
         scratch_.append(c.data, offsets_[perm_[r]], offsets_[perm_[r] + 1] - offsets_[perm_[r]]);
     }
-    c.data.swap(scratch_);
+    // Copied back rather than swapped: each column keeps its own buffer (swapping would pass
+    // buffers of different sizes from column to column, and the heap would fragment).
+    std::memcpy(c.data.data(), scratch_.data(), c.data.size());
   }
 }
 

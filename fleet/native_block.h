@@ -51,9 +51,8 @@ class NativeBlock {
   std::vector<Col> cols_;
   size_t rows_ = 0;
   std::string head_;     // column and row counts
-  // The permuted copy of a column's values and of a null map, swapped in: each keeps to one
-  // size, so the buffers trade places batch after batch without growing.
-  std::string scratch_, scratch_nulls_;
+  std::string scratch_;  // a column's values or null map, permuted, then copied back
+
   std::vector<uint32_t> perm_;
   std::vector<size_t> offsets_;  // where each row's string starts in a String column
 };
