@@ -1,5 +1,6 @@
 #include "fleet/native_block.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 
@@ -101,6 +102,56 @@ std::vector<std::string_view> NativeBlock::wire() {
     out.push_back(c.data);
   }
   return out;
+}
+
+void NativeBlock::sort_by(const std::vector<size_t>& key_cols) {
+  auto at = [this](size_t col, size_t row) {
+    int64_t v;
+    std::memcpy(&v, cols_[col].data.data() + row * sizeof v, sizeof v);
+    return v;
+  };
+  auto less = [&](uint32_t a, uint32_t b) {
+    for (size_t k : key_cols)
+      if (int64_t x = at(k, a), y = at(k, b); x != y) return x < y;
+    return false;
+  };
+  bool sorted = true;
+  for (size_t r = 1; r < rows_ && sorted; ++r) sorted = !less(static_cast<uint32_t>(r), static_cast<uint32_t>(r - 1));
+  if (sorted) return;
+  perm_.resize(rows_);
+  for (size_t r = 0; r < rows_; ++r) perm_[r] = static_cast<uint32_t>(r);
+  std::stable_sort(perm_.begin(), perm_.end(), less);
+  for (Col& c : cols_) {
+    if (c.nullable) {
+      scratch_.resize(rows_);
+      for (size_t r = 0; r < rows_; ++r) scratch_[r] = c.nulls[perm_[r]];
+      std::memcpy(c.nulls.data(), scratch_.data(), rows_);
+    }
+    scratch_.clear();
+    if (c.type != NativeType::String) {  // every other type here is 8 bytes a value
+      scratch_.resize(rows_ * 8);
+      for (size_t r = 0; r < rows_; ++r) std::memcpy(scratch_.data() + r * 8, c.data.data() + size_t{perm_[r]} * 8, 8);
+    } else {  // varint length + bytes per row: find where each starts, then copy in order
+      offsets_.resize(rows_ + 1);
+      size_t pos = 0;
+      for (size_t r = 0; r < rows_; ++r) {
+        offsets_[r] = pos;
+        uint64_t len = 0;
+        for (int shift = 0;; shift += 7) {
+          const auto byte = static_cast<unsigned char>(c.data[pos++]);
+          len |= uint64_t{byte & 0x7fu} << shift;
+          if (byte < 0x80) break;
+        }
+        pos += len;
+      }
+      offsets_[rows_] = pos;
+      for (size_t r = 0; r < rows_; ++r)
+        scratch_.append(c.data, offsets_[perm_[r]], offsets_[perm_[r] + 1] - offsets_[perm_[r]]);
+    }
+    // Copied back rather than swapped: each column keeps its own buffer (swapping would pass
+    // buffers of different sizes from column to column, and the heap would fragment).
+    std::memcpy(c.data.data(), scratch_.data(), c.data.size());
+  }
 }
 
 void NativeBlock::clear() {

@@ -35,6 +35,10 @@ class NativeBlock {
   // The block as the body of `INSERT INTO t FORMAT Native`: pieces to send one after the
   // other, pointing into the block (valid until the next add or clear; no copy is made).
   std::vector<std::string_view> wire();
+  // Orders the rows by the given columns (non-nullable Int64 ones, compared in turn) unless
+  // they already are: ClickHouse then finds the block in its sort key's order and writes it
+  // without sorting it and permuting every column itself (docs/FLEET.md "Shipping speed").
+  void sort_by(const std::vector<size_t>& key_cols);
   void clear();
 
  private:
@@ -46,7 +50,11 @@ class NativeBlock {
   };
   std::vector<Col> cols_;
   size_t rows_ = 0;
-  std::string head_;  // column and row counts
+  std::string head_;     // column and row counts
+  std::string scratch_;  // a column's values or null map, permuted, then copied back
+
+  std::vector<uint32_t> perm_;
+  std::vector<size_t> offsets_;  // where each row's string starts in a String column
 };
 
 }  // namespace causeway::fleet

@@ -346,6 +346,25 @@ class CollectiveRanks {
   std::vector<CollectiveEntry> entries_;
 };
 
+// The block's columns that order a session's rows in the store (the table's sort key after
+// the host key, which is the same on every row of a batch): a batch sent in that order is
+// stored without the server sorting it (fleet/native_block.h).
+Result<std::vector<size_t>> sort_columns(const TableSpec& t) {
+  const std::vector<Column> cols = block_columns(t);
+  std::vector<size_t> out;
+  for (size_t start = 0; start < t.order_by.size();) {
+    size_t end = t.order_by.find(',', start);
+    if (end == std::string::npos) end = t.order_by.size();
+    std::string name = t.order_by.substr(start, end - start);
+    name.erase(0, name.find_first_not_of(' '));
+    auto it = std::find_if(cols.begin(), cols.end(), [&](const Column& c) { return c.name == name && c.type == "Int64"; });
+    if (it == cols.end()) return make_error("internal", "table " + t.name + ": sort key " + name + " is not an Int64 column");
+    out.push_back(static_cast<size_t>(it - cols.begin()));
+    start = end + 1;
+  }
+  return out;
+}
+
 Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
   auto made = NativeBlock::for_columns(block_columns(t));
   if (!made) return made.error();
@@ -353,6 +372,8 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   // keeps its memory from batch to batch (no fresh pages to fault in per batch).
   NativeBlock blocks[2] = {*made, *made};
   int turn = 0;
+  const auto sort_key = sort_columns(t);
+  if (!sort_key) return sort_key.error();
   auto p = progress(c, key, t.name);
   if (!p) return p.error();
   int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
@@ -461,6 +482,7 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     if (auto r = confirm(); !r) return r.error();
     InFlight next{{}, last, rows};
     if (rows > 0) {
+      block.sort_by(*sort_key);
       turn ^= 1;
       next.insert = std::async(std::launch::async, [&sender = c.sender, &table = t.name, pieces = block.wire()] {
         return sender.insert_native(table, pieces);

@@ -3,7 +3,8 @@
 //     node-b; their chains removed, so only the store can see the straggler), shipped by the
 //     writer; explain --fleet as the read-only user names rank 2 and node-b; stats --fleet and
 //     requests --fleet agree with each host's own command, every events column sums as in the
-//     host's DB; a second ship sends nothing.
+//     host's DB; every block ship stored was already in the store's sort order (the server
+//     counts them: system.events); a second ship sends nothing.
 //   failures: the server killed mid-ship (ship exits 1 within seconds; after a restart the next
 //     ship leaves every row exactly once), a batch stored without its progress row, the
 //     reader used for ship, a wrong password, a closed port and a store made by a newer causeway.
@@ -175,7 +176,18 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   std::string a, b;
   make_two_hosts(dir, a, b);
 
+  // The trace DB's rows come in rowid order, where a call's start (ts_ns) steps back now and
+  // then; ship sends each batch in the store's sort order, so the server stores every block
+  // without sorting it (docs/FLEET.md "Shipping speed").
+  CHECK(sqlite_count(a, "SELECT count(*) FROM (SELECT ts_ns < lag(ts_ns) OVER (ORDER BY id) AS back FROM events) WHERE back") > 0);
+  auto blocks = [] { return ch().number("SELECT sum(value) FROM system.events WHERE event = 'MergeTreeDataWriterBlocks'"); };
+  auto sorted = [] {
+    return ch().number("SELECT sum(value) FROM system.events WHERE event = 'MergeTreeDataWriterBlocksAlreadySorted'");
+  };
+  const int64_t blocks_before = blocks(), sorted_before = sorted();
   json sa = ship_ok(a, db), sb = ship_ok(b, db);
+  CHECK(blocks() - blocks_before > 0);
+  CHECK(sorted() - sorted_before == blocks() - blocks_before);
   CHECK(sa["host"] == "node-a");
   CHECK(sa["rows"]["events"] == sqlite_count(a, "SELECT count(*) FROM events"));
   CHECK(sb["rows"]["events"] == sqlite_count(b, "SELECT count(*) FROM events"));
