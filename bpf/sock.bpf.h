@@ -6,13 +6,15 @@
  *
  * Three hooks run the same logic (sock_enter / sock_exit; docs/INFERENCE.md "Which hook");
  * the collector picks one per server (collector/bpf_loader.cpp, collector/sock_hook.h):
- * - libc (the default): uprobes and uretprobes on the server's own libc socket functions
- *   (cw_sock_libc_*), attached with the server's pid, so the kernel writes their breakpoints
- *   into that process's memory only: another process's read or write runs nothing at all.
- *   Misses what bypasses those functions (direct syscalls, io_uring, static binaries).
+ * - libc, where a uprobe trap is cheap (the collector times one): uprobes and uretprobes on
+ *   the server's own libc socket functions (cw_sock_libc_*), attached with the server's pid,
+ *   so the kernel writes their breakpoints into that process's memory only: another
+ *   process's read or write runs nothing at all. Misses what bypasses those functions
+ *   (direct syscalls, io_uring, static binaries).
  * - syscall tracepoints syscalls:sys_enter_<name> / sys_exit_<name> of the socket syscalls
- *   only (cw_sock_sys_*), for servers without a dynamically linked libc: an untraced
- *   process's read or write pays the tgid filter. Needs CONFIG_FTRACE_SYSCALLS and tracefs.
+ *   only (cw_sock_sys_*), where traps are dear and for servers without a dynamically linked
+ *   libc: an untraced process's read or write pays the tracepoint and the tgid filter. Needs
+ *   CONFIG_FTRACE_SYSCALLS and tracefs.
  * - the fallback, raw tracepoints sys_enter / sys_exit (no tracefs needed; cw_sock_enter /
  *   cw_sock_exit): every syscall of every process runs the tgid filter once attached.
  * `sock_pids` says which hook serves each server, so a server on the libc hook is not seen
