@@ -4,7 +4,9 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include "collector/cgroup_paths.h"
@@ -47,8 +49,7 @@ ProcessRecord read_process(uint32_t pid) {
   char buf[4096];
   ssize_t n = ::readlink((base + "/exe").c_str(), buf, sizeof(buf) - 1);
   if (n > 0) p.exe.assign(buf, static_cast<size_t>(n));
-  std::string status = slurp(base + "/status");
-  if (auto i = status.find("\nPPid:"); i != std::string::npos) p.ppid = static_cast<uint32_t>(std::stoul(status.substr(i + 6)));
+  if (auto ppid = read_ppid(pid)) p.ppid = *ppid;
   const CgroupMembership cg = parse_proc_cgroup(slurp(base + "/cgroup"));
   p.cgroup_path = process_cgroup_path(cg);
   p.container_id = container_of(p.cgroup_path).container_id;
@@ -59,6 +60,30 @@ ProcessRecord read_process(uint32_t pid) {
   }
   p.launcher_rank = read_launcher_rank(pid);
   return p;
+}
+
+std::optional<uint32_t> read_ppid(uint32_t pid) {
+  const std::string status = slurp("/proc/" + std::to_string(pid) + "/status");
+  const auto i = status.find("\nPPid:");
+  if (i == std::string::npos) return std::nullopt;
+  return static_cast<uint32_t>(std::strtoul(status.c_str() + i + 6, nullptr, 10));
+}
+
+std::set<uint32_t> descendants_of(const std::set<uint32_t>& roots, const std::vector<uint32_t>& pids) {
+  std::map<uint32_t, std::vector<uint32_t>> children;
+  for (uint32_t pid : pids)
+    if (auto ppid = read_ppid(pid); ppid && *ppid != pid) children[*ppid].push_back(pid);
+  std::set<uint32_t> out;
+  std::vector<uint32_t> todo(roots.begin(), roots.end());
+  while (!todo.empty()) {
+    const uint32_t p = todo.back();
+    todo.pop_back();
+    auto it = children.find(p);
+    if (it == children.end()) continue;
+    for (uint32_t c : it->second)
+      if (!roots.count(c) && out.insert(c).second) todo.push_back(c);
+  }
+  return out;
 }
 
 std::string host_name() {

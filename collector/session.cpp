@@ -218,6 +218,16 @@ Result<void> Session::start() {
     allowed_.insert(p);
     bpf_.trace_pid(p);
   }
+  // A --pid's processes started before the trace (a server's engine and workers): taken now,
+  // since the kernel side follows only forks made while traced. A pid that exits meanwhile
+  // is forgotten as any other.
+  if (!o_.pids.empty()) {
+    const std::set<uint32_t> roots(o_.pids.begin(), o_.pids.end());
+    for (uint32_t p : descendants_of(roots, list_pids())) {
+      allowed_.insert(p);
+      bpf_.trace_pid(p);
+    }
+  }
   calls_rb_.reset(ring_buffer__new(bpf_.ring_calls_fd(), on_sample, this, nullptr));
   host_rb_.reset(ring_buffer__new(bpf_.ring_host_fd(), on_sample, this, nullptr));
   sock_rb_.reset(ring_buffer__new(bpf_.ring_sock_fd(), on_sample, this, nullptr));

@@ -314,6 +314,37 @@ TEST_CASE("--pid follows children forked without exec after the trace started") 
   CHECK(q_int(db, "SELECT count(*) FROM processes WHERE ppid = " + S(other)) == 0);
 }
 
+TEST_CASE("--pid takes the children already running when the trace starts") {
+  // A server's engine and workers started long before `trace --pid SERVER`: the kernel side
+  // follows forks made while traced, so the ones made before are taken from /proc at the start.
+  TempDir dir;
+  const std::string go = dir.file("go");
+  const int iters = 30;
+  pid_t parent = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
+                                 "--ready-file", dir.file("r"), "--wait-file", go}),
+                       dir.file("w.log"));
+  pid_t other = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
+                                "--ready-file", dir.file("o"), "--wait-file", go}),
+                      dir.file("o.log"));
+  for (const char* f : {"r.0", "r.1", "o.0", "o.1"}) wait_for_file(dir.file(f));  // every rank forked, waiting
+  Tracer t(dir, {"--pid", S(parent), "--no-stack"});
+  { std::ofstream(go.c_str()) << "go"; }
+  REQUIRE(wait_exit(parent) == 0);
+  REQUIRE(wait_exit(other) == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  const std::string db = t.db();
+  auto kids = q_rows(db, "SELECT pid FROM processes WHERE ppid = " + S(parent) + " ORDER BY pid");
+  REQUIRE(kids.size() == 2);
+  for (const auto& k : kids) {
+    CAPTURE(k[0]);
+    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 303 AND pid = " + S(k[0])) == iters);
+  }
+  // The other parent's ranks, running as long, are not taken.
+  CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid NOT IN (" + S(parent) + ", " + S(kids[0][0]) + ", " +
+                      S(kids[1][0]) + ") AND " + kLibraryCall) == 0);
+}
+
 TEST_CASE("short-lived processes started back to back keep symbolized stacks") {
   // Each lives ~5–20 ms, less than the drain's 10 ms poll plus the first symbol load. The
   // first traced call of a process wakes the drain, which snapshots its maps while it runs.
