@@ -281,19 +281,28 @@ TEST_CASE("calls left without a return (siglongjmp out of them): later calls are
         1'000'000'000);
 }
 
-TEST_CASE("--pid follows children forked without exec after the trace started") {
-  // NCCL ranks forked from a launcher (no exec): the BPF fork hook marks each child traced
-  // before it runs, so its first call is already recorded.
+namespace {
+
+// Two NCCL launchers of two ranks each (forked without exec) and `trace --pid` of the first:
+// its ranks record every all-reduce, the other's nothing. `before`: the ranks are forked and
+// waiting when the trace starts (a server's engine and workers started long before: taken
+// from /proc at the start); else they are forked once it runs (the BPF fork hook marks each
+// child traced before it runs, so its first call is already recorded).
+void check_pid_takes_ranks(bool before) {
   TempDir dir;
   const std::string go = dir.file("go");
   const int iters = 30;
-  pid_t parent = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
-                                 "--fork-wait-file", go}),
-                       dir.file("w.log"));
-  pid_t other = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
-                                "--fork-wait-file", go}),
-                      dir.file("o.log"));
-  sleep_ms(300);  // both have loaded libnccl (discovery finds it in their maps)
+  const auto launcher = [&](const std::string& name) {
+    std::vector<std::string> a = {"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters)};
+    if (before) a.insert(a.end(), {"--ready-file", dir.file(name), "--wait-file", go});
+    else a.insert(a.end(), {"--fork-wait-file", go});
+    return spawn(workload(a), dir.file(name + ".log"));
+  };
+  pid_t parent = launcher("w"), other = launcher("o");
+  if (before)
+    for (const char* f : {"w.0", "w.1", "o.0", "o.1"}) wait_for_file(dir.file(f));  // every rank forked, waiting
+  else
+    sleep_ms(300);  // both have loaded libnccl (discovery finds it in their maps)
   Tracer t(dir, {"--pid", S(parent), "--no-stack"});
   { std::ofstream(go.c_str()) << "go"; }
   REQUIRE(wait_exit(parent) == 0);
@@ -305,45 +314,20 @@ TEST_CASE("--pid follows children forked without exec after the trace started") 
   REQUIRE(kids.size() == 2);
   for (const auto& k : kids) {
     CAPTURE(k[0]);
-    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 300 AND pid = " + S(k[0])) == 1);  // ncclCommInitRank
+    if (!before) CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 300 AND pid = " + S(k[0])) == 1);  // ncclCommInitRank
     CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 303 AND pid = " + S(k[0])) == iters);
   }
-  // The other launcher's ranks are not traced.
+  // The other launcher's ranks, running as long, are not traced.
   CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid NOT IN (" + S(parent) + ", " + S(kids[0][0]) + ", " +
                       S(kids[1][0]) + ") AND " + kLibraryCall) == 0);
-  CHECK(q_int(db, "SELECT count(*) FROM processes WHERE ppid = " + S(other)) == 0);
+  if (!before) CHECK(q_int(db, "SELECT count(*) FROM processes WHERE ppid = " + S(other)) == 0);
 }
 
-TEST_CASE("--pid takes the children already running when the trace starts") {
-  // A server's engine and workers started long before `trace --pid SERVER`: the kernel side
-  // follows forks made while traced, so the ones made before are taken from /proc at the start.
-  TempDir dir;
-  const std::string go = dir.file("go");
-  const int iters = 30;
-  pid_t parent = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
-                                 "--ready-file", dir.file("r"), "--wait-file", go}),
-                       dir.file("w.log"));
-  pid_t other = spawn(workload({"--ops", "", "--nccl-ranks", "2", "--nccl-ops", "allreduce", "--iterations", S(iters),
-                                "--ready-file", dir.file("o"), "--wait-file", go}),
-                      dir.file("o.log"));
-  for (const char* f : {"r.0", "r.1", "o.0", "o.1"}) wait_for_file(dir.file(f));  // every rank forked, waiting
-  Tracer t(dir, {"--pid", S(parent), "--no-stack"});
-  { std::ofstream(go.c_str()) << "go"; }
-  REQUIRE(wait_exit(parent) == 0);
-  REQUIRE(wait_exit(other) == 0);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  const std::string db = t.db();
-  auto kids = q_rows(db, "SELECT pid FROM processes WHERE ppid = " + S(parent) + " ORDER BY pid");
-  REQUIRE(kids.size() == 2);
-  for (const auto& k : kids) {
-    CAPTURE(k[0]);
-    CHECK(q_int(db, "SELECT count(*) FROM events WHERE op_id = 303 AND pid = " + S(k[0])) == iters);
-  }
-  // The other parent's ranks, running as long, are not taken.
-  CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid NOT IN (" + S(parent) + ", " + S(kids[0][0]) + ", " +
-                      S(kids[1][0]) + ") AND " + kLibraryCall) == 0);
-}
+}  // namespace
+
+TEST_CASE("--pid follows children forked without exec after the trace started") { check_pid_takes_ranks(false); }
+
+TEST_CASE("--pid takes the children already running when the trace starts") { check_pid_takes_ranks(true); }
 
 TEST_CASE("short-lived processes started back to back keep symbolized stacks") {
   // Each lives ~5–20 ms, less than the drain's 10 ms poll plus the first symbol load. The
