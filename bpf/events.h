@@ -295,7 +295,7 @@ struct cw_host_event {
 
 /* What a socket record is. */
 enum cw_sock_op {
-  CW_SOCK_ACCEPT = 1, /* fd: the new connection; addr: the peer's sockaddr */
+  CW_SOCK_ACCEPT = 1, /* fd: the new connection; data: its struct cw_sock_conn, read from the kernel socket */
   CW_SOCK_READ = 2,   /* read, readv, recvfrom, recvmsg: bytes received */
   CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (records per iovec and per piece) */
   CW_SOCK_CLOSE = 4,
@@ -311,15 +311,39 @@ enum cw_sock_send {
 
 /* The copy of each record: enough for a request head and its x-request-id (OpenAI clients
  * send 300-700 bytes of headers), and for SSE events (a vLLM completion chunk is ~250
- * bytes). Records are reserved in two sizes so a token write does not take a full KiB of the
- * ring. A syscall that moved more than CW_SOCK_CAP (or vectored I/O: an iovec longer than
- * that) is copied in pieces, one record per CW_SOCK_CAP bytes, up to CW_SOCK_MAX_COPY bytes
+ * bytes). Records are reserved in three sizes so a token write or a small request head does
+ * not take a full KiB of the ring. A syscall that moved more than CW_SOCK_CAP (or vectored
+ * I/O: an iovec longer than that) is copied in pieces, one record per CW_SOCK_CAP bytes, up to CW_SOCK_MAX_COPY bytes
  * in all; the rest goes in one record without data (docs/INFERENCE.md "Capture limits"). */
 #define CW_SOCK_CAP 1024
 #define CW_SOCK_CAP_SMALL 384
+#define CW_SOCK_CAP_TINY 128 /* a client's GET head, a small response: 216-byte records */
 #define CW_SOCK_MAX_COPY (64 << 10)
 
-/* CW_REC_SOCK: 88 bytes + `captured` bytes of data. hdr.ts_ns is the syscall's exit. */
+/* A connection's identity, read from the kernel's socket (fd → file → socket → sock), never
+ * from the server's buffers: libuv and Go accept with a NULL sockaddr. Addresses in network
+ * order (IPv4: the first 4 bytes; an IPv4-mapped IPv6 address comes as IPv4); ports in host
+ * order. The data of an accept record. */
+struct cw_sock_conn {
+  __u32 netns;        /* the socket's network namespace (inode, as /proc/PID/ns/net) */
+  __u16 family;       /* AF_INET / AF_INET6; 0: the fd was not a TCP socket */
+  __u16 local_port;   /* the server's */
+  __u16 peer_port;    /* the client's */
+  __u8 adopted;       /* 1: first seen at a read or write (accepted before the trace, or its accept lost) */
+  __u8 _pad;
+  __u8 local_addr[16];
+  __u8 peer_addr[16];
+};
+
+/* A port a serving process listens on, in its network namespace (bpf/sock.bpf.h sock_listen). */
+struct cw_listen_key {
+  __u32 netns;
+  __u16 port;
+  __u16 _pad;
+};
+
+/* CW_REC_SOCK: 88 bytes + `captured` bytes of data (an accept: sizeof(struct cw_sock_conn)).
+ * hdr.ts_ns is the syscall's exit. */
 struct cw_sock_event {
   struct cw_header hdr;
   __s64 bytes;      /* what this record stands for: the syscall's bytes from `offset` on, up to
@@ -329,7 +353,6 @@ struct cw_sock_event {
   __u8 sock_op;     /* enum cw_sock_op */
   __u8 send;        /* writes: enum cw_sock_send */
   union {
-    __u8 addr[28];    /* accept: struct sockaddr_in / sockaddr_in6 as the kernel wrote it */
     struct {
       __u64 enter_ns; /* reads and writes: the syscall's entry, on hdr.ts_ns's clock */
       __u64 offset;   /* reads and writes: where this record's bytes start in the syscall's */
@@ -394,7 +417,10 @@ enum cw_drop {
   CW_DROP_TRACED_MAP = 9,    /* traced-process map full */
   CW_DROP_RING_SOCK = 10,    /* socket ring full (bpf/sock.bpf.h) */
   CW_DROP_SOCK_CONN_MAP = 11, /* accepted-connection or syscall-argument map full */
-  CW_DROP__COUNT = 12,
+  /* Not a loss: connections of causeway's own /metrics scraper that a traced server accepted,
+   * not traced (bpf/sock.bpf.h own_conns); collector_stats http_own_scrapes_excluded. */
+  CW_COUNT_OWN_SCRAPE = 12,
+  CW_DROP__COUNT = 13,
 };
 
 /* Page allocations aggregated in the kernel per process (drained each second). */

@@ -1,8 +1,12 @@
 /* Socket syscalls of serving processes: accept, reads, writes and close of the connections
  * they accept, with a bounded copy of each buffer, for the HTTP reassembly in user space
  * (requests/, docs/INFERENCE.md). Pixie's socket tracer has this shape; we filter harder:
- * only processes the collector put in `sock_pids`, and of those only the fds they accepted
- * while traced, so no buffer of an unrelated fd or process is ever copied.
+ * only processes the collector put in `sock_pids`, and of those only the server side of TCP
+ * connections they accepted (seen accepted, or found at a read or write with a local port
+ * they listen on: accepted before the trace), so no buffer of an unrelated fd or process is
+ * ever copied. A connection's peer and namespace come from the kernel socket, not from the
+ * accept's sockaddr (libuv and Go pass NULL), and causeway's own scrapes are left out by
+ * their exact 4-tuple (own_conns).
  *
  * Three hooks run the same logic (sock_enter / sock_exit; docs/INFERENCE.md "Which hook");
  * the collector picks one per server (collector/bpf_loader.cpp, collector/sock_hook.h):
@@ -72,8 +76,15 @@ struct cw_sock_key {
   __s32 fd;
 };
 
-/* Connections accepted by a serving process while traced. LRU: a server that leaks fds
- * evicts its oldest instead of making new ones invisible. 65536 × ~80 B ≈ 5 MiB. */
+/* What a serving process's fd is (sock_fds values). */
+#define CW_FD_TRACED 1 /* a connection it accepted: its syscalls are recorded */
+#define CW_FD_OTHER 2  /* not an accepted TCP connection (a file, a pipe, an eventfd, a client
+                        * socket of its own), or causeway's own scrape: looked at once, skipped */
+
+/* The fds of serving processes looked at: connections accepted while traced, connections
+ * found at their first read or write (accepted before the trace), and fds found not to be
+ * connections, so each costs the lookup once. Close forgets the fd. LRU: a server that leaks
+ * fds evicts its oldest instead of making new ones invisible. 65536 × ~80 B ≈ 5 MiB. */
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
   __uint(max_entries, 65536);
@@ -81,9 +92,32 @@ struct {
   __type(value, __u8);
 } sock_fds SEC(".maps");
 
+/* The ports each serving process listens on ({netns, port} → 1), filled by the collector
+ * (collector/servers.h): a TCP connection first seen at a read or write is the server's side
+ * of an accepted one when its local port is one of these (a connection the server made
+ * itself, to a database or an upstream, has an ephemeral local port). */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 4096);
+  __type(key, struct cw_listen_key);
+  __type(value, __u8);
+} sock_listen SEC(".maps");
+
+/* Connections of causeway's own /metrics scraper, while they are open: the server side's
+ * 4-tuple in its network namespace (struct cw_sock_conn with adopted 0), written by the
+ * scraper after it binds its socket and before it connects, removed before it closes it
+ * (collector/engine_scraper.h). A traced server that accepts one leaves it untraced and
+ * counts it (CW_COUNT_OWN_SCRAPE): the exact connection, never a port seen before. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct cw_sock_conn);
+  __type(value, __u8);
+} own_conns SEC(".maps");
+
 /* A syscall in flight on a traced connection (tid → its arguments), read back on exit. */
 struct cw_sock_args {
-  __u64 buf;     /* buffer, iovec array, msghdr or (accept) sockaddr pointer */
+  __u64 buf;     /* buffer, iovec array or msghdr */
   __u64 iovcnt;  /* the third argument: readv/writev's iovec count, read/write/sendto's length */
   __s32 fd;
   __u8 sock_op;  /* enum cw_sock_op */
@@ -102,9 +136,13 @@ struct {
   __type(value, struct cw_sock_args);
 } sock_args SEC(".maps");
 
-/* Records of 88 + up to 1 KiB: 1000 req/s × ~25 records (a read, a head, 20 tokens, a
- * close) ≈ 25k records/s ≈ 12 MB/s; 4 MiB holds 300 ms of that. A syscall of 64 KiB or more
- * takes 65 records (~71 KiB). */
+/* Records of 88 + 128, 384 or 1024 bytes (an accept 132): 1000 req/s × ~25 records (a read,
+ * a head, 20 tokens, a close) ≈ 25k records/s ≈ 12 MB/s; a burst of 5,000 connections
+ * accepted at once, each a GET and a small answer, ≈ 5,000 × 4 records ≈ 3.5 MB. A thread of
+ * its own copies the records out as they come (collector/sock_drain.h); the ring only has to
+ * ride out that thread's wake-up. A syscall of 64 KiB or more takes 65 records (~71 KiB).
+ * User space sets the size (collector/bpf_loader.h LoaderOptions, 16 MiB); this is the
+ * default. */
 struct {
   __uint(type, BPF_MAP_TYPE_RINGBUF);
   __uint(max_entries, 4 << 20);
@@ -156,7 +194,8 @@ static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd,
 }
 
 static __always_inline void sock_emit(__u64 id, __u64 ts, __u8 op, __s32 fd, __s64 bytes, __u64 buf, struct cw_sock_io io) {
-  if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL, io);
+  if (bytes <= CW_SOCK_CAP_TINY) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_TINY, io);
+  else if (bytes <= CW_SOCK_CAP_SMALL) sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP_SMALL, io);
   else sock_emit_cap(id, ts, op, fd, bytes, buf, CW_SOCK_CAP, io);
 }
 
@@ -207,9 +246,109 @@ static __always_inline __s64 sock_emit_span(__u64 id, __u64 ts, __u8 op, __s32 f
   return budget - copy;
 }
 
-static __always_inline bool sock_conn(__u32 tgid, __s32 fd) {
-  struct cw_sock_key k = {.pid = tgid, .fd = fd};
-  return bpf_map_lookup_elem(&sock_fds, &k) != 0;
+#define CW_AF_INET 2
+#define CW_AF_INET6 10
+#define CW_S_IFMT 00170000
+#define CW_S_IFSOCK 0140000
+#define CW_IPPROTO_TCP 6
+#define CW_SOCK_STREAM 1
+#define CW_TCP_LISTEN 10
+
+/* The kernel socket behind fd in the current process: task → files → fdtable → file → its
+ * inode says a socket → socket → sock (Pixie and Coroot read a connection's addresses the
+ * same way). 0 when fd is not a socket. The fd table is RCU-protected; a racing close makes
+ * the reads fail or see a socket being torn down, never fault. */
+static __always_inline struct sock *sock_of_fd(__s32 fd) {
+  if (fd < 0) return 0;
+  struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+  struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+  if (!fdt || (__u32)fd >= BPF_CORE_READ(fdt, max_fds)) return 0;
+  struct file **fds = BPF_CORE_READ(fdt, fd);
+  struct file *f = 0;
+  if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]) != 0 || !f) return 0;
+  if ((BPF_CORE_READ(f, f_inode, i_mode) & CW_S_IFMT) != CW_S_IFSOCK) return 0;
+  struct socket *so = BPF_CORE_READ(f, private_data);
+  return so ? BPF_CORE_READ(so, sk) : 0;
+}
+
+/* The 4-tuple and namespace of a TCP socket (IPv4, IPv6, IPv4-mapped IPv6 as IPv4); false
+ * for anything else (UDP, Unix, a listener). */
+static __always_inline bool sock_tuple(struct sock *sk, struct cw_sock_conn *c) {
+  __builtin_memset(c, 0, sizeof(*c));
+  if (!sk) return false;
+  const __u16 family = BPF_CORE_READ(sk, __sk_common.skc_family);
+  if (family != CW_AF_INET && family != CW_AF_INET6) return false;
+  if (BPF_CORE_READ_BITFIELD_PROBED(sk, sk_protocol) != CW_IPPROTO_TCP ||
+      BPF_CORE_READ_BITFIELD_PROBED(sk, sk_type) != CW_SOCK_STREAM)
+    return false;
+  if (BPF_CORE_READ(sk, __sk_common.skc_state) == CW_TCP_LISTEN) return false;
+  c->netns = BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum);
+  c->local_port = BPF_CORE_READ(sk, __sk_common.skc_num);
+  c->peer_port = __builtin_bswap16(BPF_CORE_READ(sk, __sk_common.skc_dport));
+  c->family = CW_AF_INET;
+  if (family == CW_AF_INET) {
+    const __u32 local4 = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
+    const __u32 peer4 = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+    __builtin_memcpy(c->local_addr, &local4, 4);
+    __builtin_memcpy(c->peer_addr, &peer4, 4);
+    return true;
+  }
+  __u8 local[16], peer[16];
+  BPF_CORE_READ_INTO(&local, sk, __sk_common.skc_v6_rcv_saddr);
+  BPF_CORE_READ_INTO(&peer, sk, __sk_common.skc_v6_daddr);
+  /* ::ffff:a.b.c.d, a dual-stack listener's IPv4 client: stored as a.b.c.d */
+  const __u32 *l32 = (const __u32 *)local, *p32 = (const __u32 *)peer;
+  if (l32[0] == 0 && l32[1] == 0 && l32[2] == __builtin_bswap32(0xffff) && p32[0] == 0 && p32[1] == 0 &&
+      p32[2] == __builtin_bswap32(0xffff)) {
+    __builtin_memcpy(c->local_addr, &local[12], 4);
+    __builtin_memcpy(c->peer_addr, &peer[12], 4);
+    return true;
+  }
+  c->family = CW_AF_INET6;
+  __builtin_memcpy(c->local_addr, local, 16);
+  __builtin_memcpy(c->peer_addr, peer, 16);
+  return true;
+}
+
+/* A connection a serving process now holds at fd: traced from here on (an accept record with
+ * its identity), unless it is causeway's own scrape, or (found at a read or write) not the
+ * server side of an accepted connection. Returns whether it is traced. */
+static __always_inline bool sock_take_conn(__u64 id, __s32 fd, bool adopted) {
+  struct cw_sock_key k = {.pid = id >> 32, .fd = fd};
+  struct cw_sock_conn c;
+  __u8 what = CW_FD_TRACED;
+  const bool tcp = sock_tuple(sock_of_fd(fd), &c);
+  if (tcp && bpf_map_lookup_elem(&own_conns, &c)) {
+    what = CW_FD_OTHER;
+    count_drop(CW_COUNT_OWN_SCRAPE);
+  } else if (adopted) {
+    struct cw_listen_key lk = {.netns = c.netns, .port = c.local_port};
+    if (!tcp || !bpf_map_lookup_elem(&sock_listen, &lk)) what = CW_FD_OTHER;
+  }
+  if (bpf_map_update_elem(&sock_fds, &k, &what, BPF_ANY) != 0) {
+    count_drop(CW_DROP_SOCK_CONN_MAP);
+    return false;
+  }
+  if (what != CW_FD_TRACED) return false;
+  struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES + sizeof(struct cw_sock_conn), 0);
+  if (!e) {
+    count_drop(CW_DROP_RING_SOCK);
+    return true;
+  }
+  c.adopted = adopted;
+  sock_fill(e, id, bpf_ktime_get_ns(), CW_SOCK_ACCEPT, fd, 0, sizeof(struct cw_sock_conn));
+  __builtin_memcpy(e->data, &c, sizeof(c));
+  bpf_ringbuf_submit(e, 0);
+  return true;
+}
+
+/* Whether fd is a traced connection of the process: an fd not looked at yet is looked at now
+ * (a connection accepted before the trace started is taken at its first read or write). */
+static __always_inline bool sock_conn(__u64 id, __s32 fd) {
+  struct cw_sock_key k = {.pid = id >> 32, .fd = fd};
+  __u8 *v = bpf_map_lookup_elem(&sock_fds, &k);
+  if (v) return *v == CW_FD_TRACED;
+  return sock_take_conn(id, fd, true);
 }
 
 /* Where a syscall's arguments are: the raw tracepoint's saved user registers (CO-RE reads), or
@@ -244,13 +383,15 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     case CW_NR_ACCEPT:
     case CW_NR_ACCEPT4:
       a.sock_op = CW_SOCK_ACCEPT;
-      a.buf = sock_arg(src, hook, 1);
       a.fd = (__s32)sock_arg(src, hook, 0);
       break;
     case CW_NR_CLOSE: {
       struct cw_sock_key k = {.pid = tgid, .fd = (__s32)sock_arg(src, hook, 0)};
-      if (bpf_map_delete_elem(&sock_fds, &k) != 0) return 0; /* not a traced connection */
-      sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
+      __u8 *v = bpf_map_lookup_elem(&sock_fds, &k);
+      if (!v) return 0;
+      const bool traced = *v == CW_FD_TRACED;
+      bpf_map_delete_elem(&sock_fds, &k);
+      if (traced) sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
       return 0;
     }
     case CW_NR_READ:
@@ -282,7 +423,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
   }
   if (a.sock_op != CW_SOCK_ACCEPT) {
     a.fd = (__s32)sock_arg(src, hook, 0);
-    if (!sock_conn(tgid, a.fd)) return 0;
+    if (!sock_conn(id, a.fd)) return 0;
     a.buf = sock_arg(src, hook, 1);
     a.iovcnt = sock_arg(src, hook, 2);
   }
@@ -398,7 +539,6 @@ static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_so
 
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
 static __always_inline int sock_exit(__u64 id, __s64 ret) {
-  __u32 tgid = id >> 32;
   __u32 tid = (__u32)id;
   struct cw_sock_args *ap = bpf_map_lookup_elem(&sock_args, &tid);
   if (!ap) return 0;
@@ -415,20 +555,7 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
     return 0;
   }
   if (a.sock_op == CW_SOCK_ACCEPT) {
-    struct cw_sock_key k = {.pid = tgid, .fd = (__s32)ret};
-    __u8 one = 1;
-    if (bpf_map_update_elem(&sock_fds, &k, &one, BPF_ANY) != 0) {
-      count_drop(CW_DROP_SOCK_CONN_MAP);
-      return 0;
-    }
-    struct cw_sock_event *e = bpf_ringbuf_reserve(&rb_sock, CW_SOCK_HDR_BYTES, 0);
-    if (!e) {
-      count_drop(CW_DROP_RING_SOCK);
-      return 0;
-    }
-    sock_fill(e, id, bpf_ktime_get_ns(), CW_SOCK_ACCEPT, (__s32)ret, 0, 0);
-    if (a.buf) bpf_probe_read_user(e->addr, sizeof(e->addr), (const void *)a.buf);
-    bpf_ringbuf_submit(e, 0);
+    sock_take_conn(id, (__s32)ret, false);
     return 0;
   }
   if (a.shape == CW_SHAPE_FLAT) {

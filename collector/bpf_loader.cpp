@@ -88,6 +88,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   rodata->targ_wake_host = o.ring_host_bytes / 4;
   bpf_map__set_max_entries(obj->skel_->maps.rb_calls, o.ring_calls_bytes);
   bpf_map__set_max_entries(obj->skel_->maps.rb_host, o.ring_host_bytes);
+  bpf_map__set_max_entries(obj->skel_->maps.rb_sock, o.ring_sock_bytes);
   if (!o.stacks) {
     bpf_map__set_max_entries(obj->skel_->maps.stacks, 1);
     bpf_map__set_max_entries(obj->skel_->maps.stack_thresholds, 1);
@@ -431,6 +432,21 @@ Result<SockHook> BpfObject::trace_server(uint32_t pid) {
   bpf_map__update_elem(skel_->maps.sock_pids, &pid, sizeof(pid), &by, sizeof(by), BPF_ANY);
   if (got == SockHook::libc) ++sock_libc_servers_;
   return got;
+}
+
+void BpfObject::add_listen_port(uint32_t netns, uint16_t port) {
+  const cw_listen_key k{netns, port, 0};
+  const uint8_t one = 1;
+  bpf_map__update_elem(skel_->maps.sock_listen, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+}
+
+void BpfObject::add_own_conn(const cw_sock_conn& key) {
+  const uint8_t one = 1;
+  bpf_map__update_elem(skel_->maps.own_conns, &key, sizeof(key), &one, sizeof(one), BPF_ANY);
+}
+
+void BpfObject::remove_own_conn(const cw_sock_conn& key) {
+  bpf_map__delete_elem(skel_->maps.own_conns, &key, sizeof(key), 0);
 }
 
 void BpfObject::untrace_server(uint32_t pid) {

@@ -32,6 +32,7 @@ struct LoaderOptions {
   bool filter_pids = false;        // only processes in the traced map (--pid)
   uint32_t ring_calls_bytes = 4u << 20;  // power of two, ≥ page size; sizing in bpf/maps.bpf.h
   uint32_t ring_host_bytes = 2u << 20;
+  uint32_t ring_sock_bytes = 16u << 20;  // sizing in bpf/sock.bpf.h
   bool host_tracepoints = true;    // sched/proc/io/net/mem
   // The process exits right after teardown (the CLI): uprobes detach in a grandchild after
   // we return, not on our exit path (docs/COLLECTOR.md, "Stop"). Off for in-process callers
@@ -84,6 +85,13 @@ class BpfObject {
   Result<SockHook> trace_server(uint32_t pid);
   // Stops tracing a server (gone, or never to be seen again): its libc probes detach.
   void untrace_server(uint32_t pid);
+  // A port a server listens on, in its network namespace: a connection first seen at a read
+  // or write (accepted before the trace) is taken when its local port is one of these.
+  void add_listen_port(uint32_t netns, uint16_t port);
+  // causeway's own connections (the /metrics scraper's) while they are open: a traced server
+  // that accepts one leaves it untraced and counts it (bpf/sock.bpf.h own_conns).
+  void add_own_conn(const cw_sock_conn& key);
+  void remove_own_conn(const cw_sock_conn& key);
   // The hook choice (CAUSEWAY_SOCK_HOOK, a uprobe trap's cost here, tracefs), made once.
   Result<SockHookChoice> sock_choice();
   // What one trap of the libc hook costs a process here, in ns above the call it interrupts:
@@ -118,8 +126,8 @@ class BpfObject {
 
   int ring_calls_fd() const;
   int ring_host_fd() const;
-  int ring_new_procs_fd() const;
-  int ring_sock_fd() const;  // pids (u32) at their first traced call: collector/early_maps.h
+  int ring_new_procs_fd() const;  // pids (u32) at their first traced call: collector/early_maps.h
+  int ring_sock_fd() const;       // socket records: collector/sock_drain.h
 
  private:
   BpfObject() = default;

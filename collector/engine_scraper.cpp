@@ -6,6 +6,8 @@
 #include <sstream>
 
 #include "collector/http_get.h"
+#include "collector/netns.h"
+#include "collector/sock_decode.h"
 
 namespace causeway::collector {
 namespace {
@@ -14,8 +16,6 @@ namespace {
 constexpr uint32_t kMaxMisses = 5;
 // One that answered and then failed this many times in a row has gone (the server exited).
 constexpr uint32_t kMaxMissesServing = 30;
-// Own connections remembered: a few intervals' worth for every server.
-constexpr size_t kOwnPeers = 256;
 constexpr size_t kMaxTargets = 64;
 
 std::string slurp(const std::string& path) {
@@ -47,7 +47,8 @@ int64_t real_ns() {
 
 }  // namespace
 
-EngineScraper::EngineScraper(int64_t interval_ns) : interval_ns_(interval_ns), thread_([this] { run(); }) {}
+EngineScraper::EngineScraper(int64_t interval_ns, OwnConnections own)
+    : interval_ns_(interval_ns), own_(std::move(own)), thread_([this] { run(); }) {}
 
 EngineScraper::~EngineScraper() { stop(); }
 
@@ -74,21 +75,22 @@ std::vector<EngineSampleRecord> EngineScraper::take() {
   return std::exchange(out_, {});
 }
 
-bool EngineScraper::own_peer(std::string_view peer) const {
-  std::lock_guard lk(mu_);
-  return std::find(own_peers_.begin(), own_peers_.end(), peer) != own_peers_.end();
-}
-
 ScraperCounters EngineScraper::counters() const {
   std::lock_guard lk(mu_);
   return counters_;
 }
 
-void EngineScraper::note_own(void* self, const Endpoint& local) {
+// On the scraping thread, from http_get: our connection is open, then about to close.
+void EngineScraper::own_open(void* self, const Endpoint& server, const Endpoint& local) {
   auto* s = static_cast<EngineScraper*>(self);
+  if (s->own_.open) s->own_.open(own_conn_key(s->scraping_netns_, server, local));
   std::lock_guard lk(s->mu_);
-  s->own_peers_.push_back(local.text());
-  if (s->own_peers_.size() > kOwnPeers) s->own_peers_.pop_front();
+  ++s->counters_.connections;
+}
+
+void EngineScraper::own_close(void* self, const Endpoint& server, const Endpoint& local) {
+  auto* s = static_cast<EngineScraper*>(self);
+  if (s->own_.close) s->own_.close(own_conn_key(s->scraping_netns_, server, local));
 }
 
 void EngineScraper::scrape(Target& t) {
@@ -100,8 +102,10 @@ void EngineScraper::scrape(Target& t) {
   HttpGetOptions o;
   // A scrape may take most of an interval, never more than a second.
   o.deadline_ns = std::clamp<int64_t>(interval_ns_ * 3 / 4, 50'000'000, 1'000'000'000);
-  o.on_local = &EngineScraper::note_own;
+  o.on_open = &EngineScraper::own_open;
+  o.on_close = &EngineScraper::own_close;
   o.ctx = this;
+  scraping_netns_ = static_cast<uint32_t>(net_namespace_of(t.pid));
   auto body = http_get(t.pid, at, "/metrics", o);
   const int64_t ts = real_ns();
   requests::PromParse parsed;

@@ -5,7 +5,7 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "bpf/events.h"
 #include "collector/endpoint.h"
 #include "requests/engine_names.h"
 #include "tracedb/records.h"
@@ -23,11 +24,21 @@ struct ScraperCounters {
   uint64_t scrapes = 0;   // answered with Prometheus text
   uint64_t failures = 0;  // refused, timed out, not a 200, over the cap
   uint64_t bad_lines = 0; // lines of an answer that were not samples
+  uint64_t connections = 0;  // connections made (each told to the kernel side while open)
+};
+
+// Where the scraper says which connections are its own while they are open: the kernel side's
+// own_conns (collector/bpf_loader.h add_own_conn / remove_own_conn), keyed by the server side's
+// 4-tuple (collector/sock_decode.h own_conn_key). A traced server that accepts one of them
+// leaves it untraced, so a scrape is never stored as a user's request, and a user's
+// connection is never taken for a scrape (only the exact tuple, only while it is open).
+struct OwnConnections {
+  std::function<void(const cw_sock_conn&)> open, close;
 };
 
 class EngineScraper {
  public:
-  explicit EngineScraper(int64_t interval_ns);
+  explicit EngineScraper(int64_t interval_ns, OwnConnections own = {});
   ~EngineScraper();
   EngineScraper(const EngineScraper&) = delete;
   EngineScraper& operator=(const EngineScraper&) = delete;
@@ -39,9 +50,6 @@ class EngineScraper {
   void stop();
   // The scrapes since the last call, one record each.
   std::vector<EngineSampleRecord> take();
-  // True when `peer` (a request's client address, Endpoint::text()) is one of the scraper's
-  // own recent connections: the traced server sees them as requests, which are not the users'.
-  bool own_peer(std::string_view peer) const;
   ScraperCounters counters() const;
 
  private:
@@ -56,7 +64,8 @@ class EngineScraper {
   };
   void run();
   void scrape(Target& t);
-  static void note_own(void* self, const Endpoint& local);
+  static void own_open(void* self, const Endpoint& server, const Endpoint& local);
+  static void own_close(void* self, const Endpoint& server, const Endpoint& local);
 
   const int64_t interval_ns_;
   mutable std::mutex mu_;
@@ -64,7 +73,8 @@ class EngineScraper {
   bool stop_ = false;
   std::map<uint32_t, Target> targets_;
   std::vector<EngineSampleRecord> out_;
-  std::deque<std::string> own_peers_;  // local addresses of our recent connections
+  const OwnConnections own_;
+  uint32_t scraping_netns_ = 0;  // the namespace of the server being scraped (this thread only)
   ScraperCounters counters_;
   std::thread thread_;  // last: started once the rest is built
 };

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "collector/netns.h"
 #include "common/unique_fd.h"
@@ -79,26 +80,58 @@ Result<std::string> http_response_body(std::string_view raw) {
   return std::string(body);
 }
 
+namespace {
+
+// The socket's own address; nullopt when it has none.
+std::optional<Endpoint> http_get_local_of(int fd) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof(local);
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return std::nullopt;
+  return endpoint_from_sockaddr(reinterpret_cast<const uint8_t*>(&local));
+}
+
+// Calls on_close when the connection ends (declared after the socket: runs before its close).
+struct HttpGetTold {
+  const HttpGetOptions& o;
+  Endpoint server, local;
+  bool told = false;
+  void tell(const Endpoint& ours) {
+    if (!o.on_open || told) return;
+    local = ours;
+    told = true;
+    o.on_open(o.ctx, server, local);
+  }
+  ~HttpGetTold() {
+    if (told && o.on_close) o.on_close(o.ctx, server, local);
+  }
+};
+
+}  // namespace
+
 Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view path, const HttpGetOptions& o) {
   const int64_t deadline = steady_ns() + o.deadline_ns;
   auto made = socket_in_namespace_of(pid, at.family);
   if (!made) return made.error();
   const UniqueFd s{*made};
+  HttpGetTold told{o, at, {}};
   sockaddr_storage a{};
   socklen_t alen = 0;
   if (at.family == AF_INET) {
     auto* v4 = reinterpret_cast<sockaddr_in*>(&a);
     v4->sin_family = AF_INET;
-    v4->sin_port = htons(at.port);
     std::memcpy(&v4->sin_addr, at.addr.data(), 4);
     alen = sizeof(sockaddr_in);
   } else {
     auto* v6 = reinterpret_cast<sockaddr_in6*>(&a);
     v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(at.port);
     std::memcpy(&v6->sin6_addr, at.addr.data(), 16);
     alen = sizeof(sockaddr_in6);
   }
+  // Port 0 at the server's address: the kernel picks our port now, not at connect.
+  if (o.on_open && ::bind(s.get(), reinterpret_cast<sockaddr*>(&a), alen) == 0)
+    if (auto ours = http_get_local_of(s.get())) told.tell(*ours);
+  if (at.family == AF_INET) reinterpret_cast<sockaddr_in*>(&a)->sin_port = htons(at.port);
+  else reinterpret_cast<sockaddr_in6*>(&a)->sin6_port = htons(at.port);
   if (::connect(s.get(), reinterpret_cast<sockaddr*>(&a), alen) != 0) {
     if (errno != EINPROGRESS) return make_error("connect", "connection refused");
     if (!wait_for(s.get(), POLLOUT, deadline)) return make_error("timeout", "connect timed out");
@@ -106,12 +139,8 @@ Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view 
     socklen_t len = sizeof(err);
     if (::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) return make_error("connect", "connection refused");
   }
-  if (o.on_local) {
-    sockaddr_storage local{};
-    socklen_t len = sizeof(local);
-    if (::getsockname(s.get(), reinterpret_cast<sockaddr*>(&local), &len) == 0)
-      if (auto e = endpoint_from_sockaddr(reinterpret_cast<const uint8_t*>(&local))) o.on_local(o.ctx, *e);
-  }
+  if (!told.told)
+    if (auto ours = http_get_local_of(s.get())) told.tell(*ours);
   const std::string req = "GET " + std::string(path) + " HTTP/1.0\r\nHost: " + at.text() +
                           "\r\nAccept: text/plain\r\nUser-Agent: causeway\r\n\r\n";
   size_t sent = 0;

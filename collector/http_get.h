@@ -17,9 +17,14 @@ namespace causeway::collector {
 struct HttpGetOptions {
   int64_t deadline_ns = 1'000'000'000;
   size_t max_bytes = 8u << 20;  // head and body together
-  // Called with the connection's local address once connected, before the request is sent:
-  // the traced server will see this connection, and the caller tells it apart.
-  void (*on_local)(void* ctx, const Endpoint& local) = nullptr;
+  // Our end is bound (to the server's own address, port 0) before it connects, so its 4-tuple
+  // is known before the server can accept it: on_open is called with the server's address and
+  // ours then, on_close with the same just before the socket is closed. The traced server
+  // sees this connection; the caller tells it apart by exactly this tuple while it is open
+  // (collector/engine_scraper.h). An address that cannot be bound to (a link-local one
+  // without its scope): connected unbound and told once connected, before the request.
+  void (*on_open)(void* ctx, const Endpoint& server, const Endpoint& local) = nullptr;
+  void (*on_close)(void* ctx, const Endpoint& server, const Endpoint& local) = nullptr;
   void* ctx = nullptr;
 };
 

@@ -111,12 +111,12 @@ std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::ve
     const std::vector<uint64_t> inodes = socket_inodes(pid);
     if (inodes.empty()) continue;
     read_namespace_of(pid);
+    const uint64_t netns = net_namespace_of(pid);
     for (uint64_t inode : inodes) {
       auto it = listening.find(inode);
       if (it == listening.end()) continue;
       if (!tree.count(pid) && std::find(ports.begin(), ports.end(), it->second.port) == ports.end()) continue;
-      out.push_back({pid, it->second.port, it->second});
-      break;
+      out.push_back({pid, it->second.port, it->second, netns});
     }
   }
   return out;

@@ -17,13 +17,15 @@ namespace causeway::collector {
 struct Server {
   uint32_t pid = 0;
   uint16_t port = 0;
-  Endpoint listen;  // the address it listens on, in its own network namespace
+  Endpoint listen;     // the address it listens on, in its own network namespace
+  uint64_t netns = 0;  // that namespace (inode)
 };
 
 // Listening addresses, by socket inode, from /proc/net/tcp or tcp6 text (pure: tested on copies).
 std::vector<std::pair<uint64_t, Endpoint>> parse_listeners(const std::string& proc_net_tcp);
 
-// traced: processes traced now; ports: --http-port. Never returns self.
+// traced: processes traced now; ports: --http-port. One entry per listening socket (a
+// process listening on two ports comes twice). Never returns self.
 std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::vector<uint16_t>& ports, uint32_t self);
 
 }  // namespace causeway::collector

@@ -47,6 +47,7 @@
 #include "collector/python_runtime.h"
 #include "collector/servers.h"
 #include "collector/sock_decode.h"
+#include "collector/sock_drain.h"
 #include "collector/stack_resolver.h"
 #include "requests/send_waits.h"
 #include "requests/to_record.h"
@@ -70,6 +71,7 @@ const char* drop_counter_name(uint32_t reason) {
     case CW_DROP_TRACED_MAP: return "dropped_traced_map";
     case CW_DROP_RING_SOCK: return "dropped_ring_sock";
     case CW_DROP_SOCK_CONN_MAP: return "dropped_sock_map";
+    case CW_COUNT_OWN_SCRAPE: return "http_own_scrapes_excluded";
   }
   return "dropped_other";
 }
@@ -97,6 +99,9 @@ constexpr uint64_t kBudgetPerConsume = 16384;
 // most an eighth of the queue, so a small queue (--writer-queue) still leaves the drain room.
 constexpr size_t kQueueReserve = 1024;
 constexpr int kPollMs = 10;
+// Socket records copied out of the kernel's ring and not yet decoded, at most: ~300k records
+// of a small request's size, seconds of a burst of thousands of connections (collector/sock_drain.h).
+constexpr size_t kSockQueueBytes = 64u << 20;
 // A BPF program takes its timestamp a few µs before it submits the record; a record stamped
 // before a drain began may land just after the drain saw the ring empty. The host-context
 // watermark stays this far behind the drain (docs/DIAGNOSIS.md "The watermark rule").
@@ -128,6 +133,8 @@ class Session {
   void on_proc(const cw_proc_event& e);
   void on_sock(const void* data, size_t size);
   void find_servers_now();
+  void trace_serving_tree(uint32_t server);
+  void take_sock_records();
   void store_requests();
   void store_engine_samples();
   enum class OnFullQueue { leave_in_ring, drain_anyway };
@@ -165,14 +172,15 @@ class Session {
   std::unordered_set<uint64_t> submitted_stacks_;
   StackPolicy stack_policy_;
   LiveStats stats_;
-  RingPtr calls_rb_, host_rb_, sock_rb_;
+  RingPtr calls_rb_, host_rb_;
+  std::unique_ptr<SockDrain> sock_drain_;  // the socket ring, emptied by a thread of its own
   requests::Tracker tracker_{requests::TrackerOptions{o_.tenant_header}};
   requests::SendWaits send_waits_;  // the served connections' full send buffers (network)
   std::set<uint32_t> servers_;  // pids whose accepted connections are traced (or that could not be)
   bool raw_warned_ = false;
   bool hook_told_ = false;  // why the request hook is what it is: said with the first server
   std::unique_ptr<EngineScraper> scraper_;  // started with the first server found
-  uint64_t own_scrapes_ = 0;                // the scraper's own requests, not stored
+  std::set<std::pair<uint64_t, uint16_t>> listen_ports_;  // (netns, port) told to the kernel side
   std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
   int64_t offset_ = 0;
   int64_t started_mono_ = 0;
@@ -230,8 +238,11 @@ Result<void> Session::start() {
   }
   calls_rb_.reset(ring_buffer__new(bpf_.ring_calls_fd(), on_sample, this, nullptr));
   host_rb_.reset(ring_buffer__new(bpf_.ring_host_fd(), on_sample, this, nullptr));
-  sock_rb_.reset(ring_buffer__new(bpf_.ring_sock_fd(), on_sample, this, nullptr));
-  if (!calls_rb_ || !host_rb_ || !sock_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
+  if (!calls_rb_ || !host_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
+  if (o_.requests) {
+    sock_drain_ = std::make_unique<SockDrain>(bpf_.ring_sock_fd(), kSockQueueBytes);
+    if (!sock_drain_->error().empty()) return make_error("bpf_ring", sock_drain_->error());
+  }
   if (o_.stacks) {
     early_maps_ = std::make_unique<EarlyMaps>(bpf_.ring_new_procs_fd());
     if (!early_maps_->error().empty())
@@ -265,6 +276,10 @@ Result<void> Session::start() {
     EntryPlan plan = plan_entry(bin->read_at(x.offset, 8));
     if (auto r = bpf_.attach_call(bin->fd_path(), x.offset + plan.skip, x.cookie); !r) return r.error();
   }
+  // The --pid tree is the traced set: each of its processes gets a `processes` row (comm,
+  // cmdline, parent), whether or not it calls CUDA, so the walk from a server to its workers
+  // through parent pids has no hole (an engine core that makes no CUDA calls).
+  for (uint32_t p : allowed_) ensure_process(p, monotonic_ns() + offset_);
   rescan(o_.pids);
   if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
   if (!o_.ready_file.empty()) {
@@ -310,16 +325,40 @@ void Session::rescan(const std::vector<uint32_t>& only) {
   find_servers_now();
 }
 
-// New serving processes start being traced at their next accept: connections accepted
-// before are not seen (docs/INFERENCE.md "Not done yet").
+// A serving process is traced like a CUDA process (sched, wake-ups, block I/O, page faults,
+// TCP: the kernel side's `traced` map), with its descendants already running (an engine core,
+// workers; later forks follow in the kernel), each recorded in `processes` whether or not it
+// calls CUDA (docs/INFERENCE.md "Which processes").
+void Session::trace_serving_tree(uint32_t server) {
+  std::set<uint32_t> tree = descendants_of({server}, list_pids());
+  tree.insert(server);
+  const int64_t now = monotonic_ns() + offset_;
+  for (uint32_t p : tree) {
+    if (!o_.pids.empty()) allowed_.insert(p);
+    bpf_.trace_pid(p);
+    ensure_process(p, now);
+  }
+}
+
 void Session::find_servers_now() {
   if (!o_.requests) return;
-  std::set<uint32_t> traced;
+  // The traced processes and the --pid tree (a server that makes no CUDA call is found by
+  // --pid alone: its tree is the traced set).
+  std::set<uint32_t> traced(allowed_.begin(), allowed_.end());
   for (const auto& [pid, k] : known_)
     if (pid_allowed(pid)) traced.insert(pid);
+  std::set<uint32_t> scraped;
   for (const Server& srv : find_servers(traced, o_.http_ports, static_cast<uint32_t>(::getpid()))) {
-    if (o_.engine_metrics_interval_ns > 0) {
-      if (!scraper_) scraper_ = std::make_unique<EngineScraper>(o_.engine_metrics_interval_ns);
+    // Every port it listens on: a connection accepted before the trace is taken at its first
+    // read or write when its local port is one of them (bpf/sock.bpf.h sock_listen).
+    if (listen_ports_.insert({srv.netns, srv.port}).second) bpf_.add_listen_port(static_cast<uint32_t>(srv.netns), srv.port);
+    if (o_.engine_metrics_interval_ns > 0 && scraped.insert(srv.pid).second) {
+      if (!scraper_) {
+        OwnConnections own;
+        own.open = [this](const cw_sock_conn& k) { bpf_.add_own_conn(k); };
+        own.close = [this](const cw_sock_conn& k) { bpf_.remove_own_conn(k); };
+        scraper_ = std::make_unique<EngineScraper>(o_.engine_metrics_interval_ns, std::move(own));
+      }
       scraper_->add(srv.pid, srv.listen);
     }
     if (servers_.count(srv.pid)) continue;
@@ -341,7 +380,7 @@ void Session::find_servers_now() {
       if (auto c = bpf_.sock_choice(); c && !c->why.empty()) say("request hook: " + c->why);
     }
     servers_.insert(srv.pid);
-    ensure_process(srv.pid, monotonic_ns() + offset_);
+    trace_serving_tree(srv.pid);
     say("tracing HTTP requests of pid " + std::to_string(srv.pid) + " (listening on port " + std::to_string(srv.port) +
         ") through the " + sock_hook_name(*hook));
   }
@@ -366,12 +405,15 @@ void Session::on_sock(const void* data, size_t size) {
   send_waits_.add(*r);
 }
 
+void Session::take_sock_records() {
+  if (!sock_drain_) return;
+  sock_drain_->take().for_each([this](const char* data, size_t size) { on_sock(data, size); });
+}
+
 void Session::store_requests() {
+  // causeway's own scrapes never get here: the kernel side leaves their connections untraced
+  // (bpf/sock.bpf.h own_conns; counted as http_own_scrapes_excluded).
   for (const requests::Request& q : tracker_.take()) {
-    if (scraper_ && scraper_->own_peer(q.peer)) {
-      ++own_scrapes_;
-      continue;
-    }
     writer_.push_meta(requests::to_record(q));
     ++sum_.requests;
   }
@@ -669,6 +711,11 @@ void Session::update_counters() {
   if (hook_told_)
     if (auto c = bpf_.sock_choice(); c && c->trap_ns)
       writer_.set_counter("http_uprobe_trap_ns", static_cast<int64_t>(*c->trap_ns));
+  if (sock_drain_) {
+    writer_.set_counter("dropped_sock_queue", static_cast<int64_t>(sock_drain_->dropped()));
+    sum_.counters["dropped_sock_queue"] = sock_drain_->dropped();
+    writer_.set_counter("sock_records_received", static_cast<int64_t>(sock_drain_->records()));
+  }
   writer_.set_counter("cgroups_resolved", static_cast<int64_t>(cgroups_.resolved()));
   writer_.set_counter("cgroups_unresolved", static_cast<int64_t>(cgroups_.unresolved()));
   int64_t slow = 0;
@@ -687,7 +734,7 @@ void Session::update_counters() {
   if (scraper_) {
     const ScraperCounters sc = scraper_->counters();
     for (auto [name, v] : {std::pair{"engine_scrapes", sc.scrapes}, {"engine_scrape_failures", sc.failures},
-                           {"engine_metrics_bad_lines", sc.bad_lines}, {"engine_scrape_requests", own_scrapes_}}) {
+                           {"engine_metrics_bad_lines", sc.bad_lines}, {"engine_scrape_connections", sc.connections}}) {
       writer_.set_counter(name, static_cast<int64_t>(v));
       sum_.counters[name] = v;
     }
@@ -825,7 +872,7 @@ void Session::loop(const std::function<bool()>& stop) {
     drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
     const int64_t host_from = monotonic_ns();
     if (drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring)) mark_host_context(host_from);
-    drain(sock_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    take_sock_records();
     store_requests();
     periodic(monotonic_ns());
   }
@@ -840,7 +887,8 @@ TraceSummary Session::finish() {
   ::usleep(20'000);
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   drain(host_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
-  drain(sock_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
+  if (sock_drain_) sock_drain_->finish();
+  take_sock_records();
   tracker_.finish();  // exchanges still open come out incomplete
   send_waits_.finish();
   store_requests();

@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 if [ -f tests/e2e/package.json ]; then
   (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# Express for the live request tests' Node server (tests/bpf/test_requests_stacks_bpf.cpp).
+if [ -f tests/servers/package.json ]; then
+  (cd tests/servers && npm ci --no-audit --no-fund --loglevel=error)
+fi
 # BPF tests attach raw tracepoints without tracefs, but `check` reports it: mount if absent.
 if [ "$(id -u)" -eq 0 ] && [ -d /sys/kernel/tracing ] && [ ! -e /sys/kernel/tracing/events ]; then
   mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true

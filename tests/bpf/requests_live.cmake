@@ -12,3 +12,12 @@ causeway_test(test_requests_hook_bpf LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_hook_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb)
 add_dependencies(test_requests_hook_bpf causeway causeway_testprogs)
+
+# Real servers of several stacks (Node Express, cpp-httplib, aiohttp): peers from the kernel
+# socket, causeway's own scrapes excluded, --pid alone and --http-port alone both trace the
+# server's scheduling, connections accepted before the trace, and 3 x 5,000 concurrent
+# connections with no socket record lost.
+causeway_test(test_requests_stacks_bpf LABEL bpf TIMEOUT 600
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_stacks_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb)
+add_dependencies(test_requests_stacks_bpf causeway causeway_testprogs)

@@ -176,7 +176,7 @@ TEST_CASE("streamed completions: exact count, per-request TTFT, ITL and E2E agai
   CHECK(q_int(t.db(), "SELECT count(DISTINCT ts_ns) FROM engine_metrics WHERE name = 'vllm:num_requests_running'") >= 2);
   CHECK(q_int(t.db(), "SELECT count(*) FROM engine_metrics WHERE name = 'vllm:num_preemptions_total'") >= 2);
   CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE path = '/metrics'") == 0);
-  CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'engine_scrape_requests'") >= 2);
+  CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'http_own_scrapes_excluded'") >= 2);
   // A quiet run: nothing waited in the engine's queue, nothing was preempted.
   CHECK(q_int(t.db(), "SELECT count(*) FROM engine_metrics WHERE name = 'vllm:num_requests_waiting' AND value > 0") == 0);
 

@@ -29,4 +29,10 @@ set_target_properties(cw_tcp PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_
 add_executable(cw_static_http ${CMAKE_CURRENT_LIST_DIR}/cw_static_http.c)
 target_link_options(cw_static_http PRIVATE -static)
 set_target_properties(cw_static_http PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
-add_custom_target(causeway_testprogs DEPENDS cw_workload cw_tcp cw_static_http cw_fake_cudart cw_fake_cuda cw_fake_nccl)
+# A real C++ HTTP library's server (cpp-httplib: a thread pool, blocking accept and reads).
+# Debian's is a compiled library whose pkg-config Cflags carry its CPPHTTPLIB_* settings.
+pkg_check_modules(TESTPROG_HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib>=0.11)
+add_executable(cw_httplib_server ${CMAKE_CURRENT_LIST_DIR}/cw_httplib_server.cpp)
+target_link_libraries(cw_httplib_server PRIVATE PkgConfig::TESTPROG_HTTPLIB Threads::Threads)
+set_target_properties(cw_httplib_server PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CW_TESTPROGS_DIR})
+add_custom_target(causeway_testprogs DEPENDS cw_workload cw_tcp cw_static_http cw_httplib_server cw_fake_cudart cw_fake_cuda cw_fake_nccl)

@@ -361,7 +361,7 @@ TEST_CASE("probe table: derived from the op table; every probe's op has a family
   CHECK(!lib_kind_of("libcublas.so.13"));
 }
 
-TEST_CASE("socket records: a write's outcome and entry time, an accept's peer") {
+TEST_CASE("socket records: a write's outcome and entry time, an accept's peer from the kernel socket") {
   cw_sock_event e;
   std::memset(&e, 0, sizeof(e));
   e.hdr.kind = CW_REC_SOCK;
@@ -396,19 +396,65 @@ TEST_CASE("socket records: a write's outcome and entry time, an accept's peer") 
   REQUIRE(r);
   CHECK(r->send == requests::SendResult::eagain);
   CHECK(r->bytes == 0);
-  // An accept's union holds the peer's sockaddr, not an entry time.
+  // An accept carries the connection's identity as the kernel socket has it (libuv's
+  // accept4(fd, NULL, NULL) leaves no sockaddr to read), not an entry time.
   std::memset(&e, 0, sizeof(e));
   e.hdr.kind = CW_REC_SOCK;
   e.sock_op = CW_SOCK_ACCEPT;
   e.fd = 8;
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(50112);
-  sa.sin_addr.s_addr = htonl(0x0a000415);
-  std::memcpy(e.addr, &sa, sizeof(sa));
-  r = decode_sock(&e, CW_SOCK_HDR_BYTES);
+  cw_sock_conn c{};
+  c.netns = 4026531840u;
+  c.family = AF_INET;
+  c.local_port = 8000;
+  c.peer_port = 50112;
+  const uint8_t peer4[4] = {10, 0, 4, 21}, local4[4] = {10, 0, 4, 1};
+  std::memcpy(c.peer_addr, peer4, 4);
+  std::memcpy(c.local_addr, local4, 4);
+  std::memcpy(e.data, &c, sizeof(c));
+  e.captured = sizeof(c);
+  r = decode_sock(&e, CW_SOCK_HDR_BYTES + sizeof(c));
   REQUIRE(r);
   CHECK(r->peer == "10.0.4.21:50112");
+  CHECK(r->data.empty());
   CHECK(r->enter_ns == 0);
+  // IPv6 peers in brackets; a record whose socket was no TCP one has no peer.
+  c.family = AF_INET6;
+  std::memset(c.peer_addr, 0, 16);
+  c.peer_addr[0] = 0xfd;
+  c.peer_addr[15] = 2;
+  std::memcpy(e.data, &c, sizeof(c));
+  r = decode_sock(&e, CW_SOCK_HDR_BYTES + sizeof(c));
+  REQUIRE(r);
+  CHECK(r->peer == "[fd00::2]:50112");
+  c.family = 0;
+  std::memcpy(e.data, &c, sizeof(c));
+  r = decode_sock(&e, CW_SOCK_HDR_BYTES + sizeof(c));
+  REQUIRE(r);
+  CHECK(r->peer.empty());
+  // Cut short: the record claims more than it has.
+  CHECK_FALSE(decode_sock(&e, CW_SOCK_HDR_BYTES + 10));
   CHECK(r->send == requests::SendResult::ok);
+}
+
+TEST_CASE("own connection keys: the server side's 4-tuple, an IPv4-mapped address keyed as IPv4") {
+  Endpoint server{AF_INET, {127, 0, 0, 1}, 8000};
+  Endpoint client{AF_INET, {127, 0, 0, 1}, 41000};
+  const cw_sock_conn k = own_conn_key(77, server, client);
+  CHECK(k.netns == 77);
+  CHECK(k.family == AF_INET);
+  CHECK(k.local_port == 8000);
+  CHECK(k.peer_port == 41000);
+  CHECK(k.local_addr[0] == 127);
+  CHECK(k.peer_addr[3] == 1);
+  CHECK(k.adopted == 0);
+  CHECK(conn_peer(k)->text() == "127.0.0.1:41000");
+  CHECK(conn_local(k)->text() == "127.0.0.1:8000");
+  // The same connection seen through a dual-stack listener's mapped addresses.
+  Endpoint mapped_server{AF_INET6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1}, 8000};
+  Endpoint mapped_client{AF_INET6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 127, 0, 0, 1}, 41000};
+  const cw_sock_conn m = own_conn_key(77, mapped_server, mapped_client);
+  CHECK(std::memcmp(&k, &m, sizeof(k)) == 0);
+  // Another port is another connection.
+  const cw_sock_conn other = own_conn_key(77, server, Endpoint{AF_INET, {127, 0, 0, 1}, 41001});
+  CHECK(std::memcmp(&k, &other, sizeof(k)) != 0);
 }

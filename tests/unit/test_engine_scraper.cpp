@@ -11,13 +11,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
+#include <mutex>
 #include <string>
+#include <vector>
 #include <thread>
 
 #include "collector/endpoint.h"
 #include "collector/engine_scraper.h"
 #include "collector/http_get.h"
+#include "collector/netns.h"
 #include "collector/servers.h"
+#include "collector/sock_decode.h"
 
 using namespace causeway;
 using namespace causeway::collector;
@@ -123,15 +128,31 @@ TEST_CASE("http_response_body: a 200's body, cut to Content-Length; anything els
 TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bounded errors") {
   const uint32_t self = static_cast<uint32_t>(::getpid());
   CannedServer good(ok(kVllmBody));
-  Endpoint seen;
+  // Told our end before connecting (the server cannot have accepted yet), and again before
+  // the close: the exact tuple the server accepted.
+  struct Seen {
+    Endpoint server, opened, closed;
+    int served_at_open = -1;
+    const CannedServer* srv = nullptr;
+  } seen;
+  seen.srv = &good;
   HttpGetOptions o;
-  o.on_local = [](void* ctx, const Endpoint& e) { *static_cast<Endpoint*>(ctx) = e; };
+  o.on_open = [](void* ctx, const Endpoint& server, const Endpoint& e) {
+    auto* x = static_cast<Seen*>(ctx);
+    x->server = server;
+    x->opened = e;
+    x->served_at_open = x->srv->served();
+  };
+  o.on_close = [](void* ctx, const Endpoint&, const Endpoint& e) { static_cast<Seen*>(ctx)->closed = e; };
   o.ctx = &seen;
   auto r = http_get(self, loopback(good.port()), "/metrics", o);
   REQUIRE(r);
   CHECK(*r == kVllmBody);
-  CHECK(seen.port == good.last_peer_port());  // told before the server saw the request
-  CHECK(seen.text() == "127.0.0.1:" + std::to_string(good.last_peer_port()));
+  CHECK(seen.served_at_open == 0);
+  CHECK(seen.server == loopback(good.port()));
+  CHECK(seen.opened.port == good.last_peer_port());
+  CHECK(seen.opened.text() == "127.0.0.1:" + std::to_string(good.last_peer_port()));
+  CHECK(seen.closed == seen.opened);
 
   CannedServer slow(ok("x 1\n"), 1500);
   HttpGetOptions quick;
@@ -159,10 +180,21 @@ TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bound
   CHECK(c.error().code == "connect");
 }
 
-TEST_CASE("EngineScraper: samples a vLLM-shaped endpoint each interval, keeps vLLM's series, knows its own peers") {
+TEST_CASE("EngineScraper: samples a vLLM-shaped endpoint each interval, keeps vLLM's series, tells its connections while open") {
   CannedServer vllm(ok(kVllmBody));
   CannedServer junk(ok("\x16\x03\x01 binary \xff\xfe garbage\n"));
-  EngineScraper s(100'000'000);
+  std::mutex mu;
+  std::vector<std::pair<bool, cw_sock_conn>> told;  // (open, key)
+  OwnConnections own;
+  own.open = [&](const cw_sock_conn& k) {
+    std::lock_guard lk(mu);
+    told.push_back({true, k});
+  };
+  own.close = [&](const cw_sock_conn& k) {
+    std::lock_guard lk(mu);
+    told.push_back({false, k});
+  };
+  EngineScraper s(100'000'000, own);
   s.add(::getpid(), loopback(vllm.port()));
   s.add(1, loopback(junk.port()));  // pid 1's command line names no engine; its answer has no samples
   std::this_thread::sleep_for(std::chrono::milliseconds(450));
@@ -184,11 +216,21 @@ TEST_CASE("EngineScraper: samples a vLLM-shaped endpoint each interval, keeps vL
   const ScraperCounters c = s.counters();
   CHECK(c.scrapes == recs.size());
   CHECK(c.failures >= 3);  // the junk endpoint, every round
-  CHECK(s.own_peer("127.0.0.1:" + std::to_string(vllm.last_peer_port())));
-  CHECK_FALSE(s.own_peer("127.0.0.1:1"));
-  CHECK_FALSE(s.own_peer("10.0.0.1:" + std::to_string(vllm.last_peer_port())));
-  CHECK_FALSE(s.own_peer("garbage"));
-  CHECK_FALSE(s.own_peer("127.0.0.1:999999"));
+  // Every connection told open then closed, with the server side's tuple in its namespace.
+  std::lock_guard lk(mu);
+  REQUIRE(told.size() == 2 * c.connections);
+  CHECK(c.connections >= recs.size());
+  bool saw_last = false;
+  for (size_t i = 0; i + 1 < told.size(); i += 2) {
+    CHECK(told[i].first);
+    CHECK_FALSE(told[i + 1].first);
+    CHECK(std::memcmp(&told[i].second, &told[i + 1].second, sizeof(cw_sock_conn)) == 0);
+    const cw_sock_conn& k = told[i].second;
+    CHECK(k.netns == net_namespace_of(static_cast<uint32_t>(::getpid())));
+    CHECK(conn_local(k)->text().rfind("127.0.0.1:", 0) == 0);
+    if (k.local_port == vllm.port() && k.peer_port == vllm.last_peer_port()) saw_last = true;
+  }
+  CHECK(saw_last);
   CHECK(vllm.served() == served);  // stopped: no scrape after stop()
 }
 
@@ -231,6 +273,7 @@ TEST_CASE("a server listening on one address only (127.0.0.2) is found there and
   REQUIRE(it != servers.end());
   CHECK(it->pid == self);
   CHECK(it->listen.text() == "127.0.0.2:" + std::to_string(vllm.port()));
+  CHECK(it->netns == net_namespace_of(self));  // the kernel side keys its listening ports by it
   EngineScraper s(100'000'000);
   s.add(self, it->listen);
   std::this_thread::sleep_for(std::chrono::milliseconds(350));
@@ -238,5 +281,5 @@ TEST_CASE("a server listening on one address only (127.0.0.2) is found there and
   auto recs = s.take();
   REQUIRE(recs.size() >= 2);
   CHECK(recs[0].url == "http://127.0.0.2:" + std::to_string(vllm.port()) + "/metrics");
-  CHECK(s.own_peer("127.0.0.1:" + std::to_string(vllm.last_peer_port())));  // the kernel picks 127.0.0.1 as source
+  CHECK(s.counters().connections >= recs.size());
 }

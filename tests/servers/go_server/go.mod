@@ -1,0 +1,3 @@
+module causeway.test/go_server
+
+go 1.19

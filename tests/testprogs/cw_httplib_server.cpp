@@ -1,0 +1,40 @@
+// A cpp-httplib server (Debian's libcpp-httplib-dev) for the live request tests
+// (tests/bpf/test_requests_stacks_bpf.cpp): a thread pool, blocking accept() and reads.
+// GET /hello answers "hello"; GET /metrics one Prometheus sample. Writes its pid to the ready
+// file once listening; SIGTERM stops it.
+// Usage: cw_httplib_server PORT READY_FILE
+#include <httplib.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+namespace {
+httplib::Server* g_server = nullptr;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: cw_httplib_server PORT READY_FILE\n");
+    return 2;
+  }
+  httplib::Server svr;
+  g_server = &svr;
+  svr.Get("/hello", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
+  svr.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("demo_requests_total 1\n", "text/plain");
+  });
+  svr.set_keep_alive_timeout(1);
+  if (!svr.bind_to_port("127.0.0.1", std::atoi(argv[1]))) {
+    std::perror("bind");
+    return 1;
+  }
+  ::signal(SIGTERM, [](int) { g_server->stop(); });
+  if (FILE* f = std::fopen(argv[2], "w")) {
+    std::fprintf(f, "%d", static_cast<int>(::getpid()));
+    std::fclose(f);
+  }
+  return svr.listen_after_bind() ? 0 : 1;
+}
