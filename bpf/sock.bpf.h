@@ -106,8 +106,10 @@ struct {
 /* Connections of causeway's own /metrics scraper, while they are open: the server side's
  * 4-tuple in its network namespace (struct cw_sock_conn with adopted 0), written by the
  * scraper after it binds its socket and before it connects, removed before it closes it
- * (collector/engine_scraper.h). A traced server that accepts one leaves it untraced and
- * counts it (CW_COUNT_OWN_SCRAPE): the exact connection, never a port seen before. */
+ * (collector/engine_scraper.h; one the server had not answered stays a while longer: it may
+ * still accept it from its backlog). A traced server that accepts one leaves it untraced,
+ * counts it (CW_COUNT_OWN_SCRAPE) and forgets the tuple: the exact connection, never a port
+ * seen before. */
 struct {
   __uint(type, BPF_MAP_TYPE_HASH);
   __uint(max_entries, 1024);
@@ -321,6 +323,7 @@ static __always_inline bool sock_take_conn(__u64 id, __s32 fd, bool adopted) {
   if (tcp && bpf_map_lookup_elem(&own_conns, &c)) {
     what = CW_FD_OTHER;
     count_drop(CW_COUNT_OWN_SCRAPE);
+    bpf_map_delete_elem(&own_conns, &c); /* matched once: the fd stays marked */
   } else if (adopted) {
     struct cw_listen_key lk = {.netns = c.netns, .port = c.local_port};
     if (!tcp || !bpf_map_lookup_elem(&sock_listen, &lk)) what = CW_FD_OTHER;

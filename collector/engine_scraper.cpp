@@ -17,6 +17,13 @@ constexpr uint32_t kMaxMisses = 5;
 // One that answered and then failed this many times in a row has gone (the server exited).
 constexpr uint32_t kMaxMissesServing = 30;
 constexpr size_t kMaxTargets = 64;
+// How long a scrape connection the server had not answered stays told as ours after we closed
+// it: a server that far behind on its backlog is not one we can tell apart any longer.
+constexpr int64_t kOwnLinger = 10'000'000'000;
+
+int64_t scraper_steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 std::string slurp(const std::string& path) {
   std::ifstream f(path);
@@ -88,9 +95,23 @@ void EngineScraper::own_open(void* self, const Endpoint& server, const Endpoint&
   ++s->counters_.connections;
 }
 
-void EngineScraper::own_close(void* self, const Endpoint& server, const Endpoint& local) {
+void EngineScraper::own_close(void* self, const Endpoint& server, const Endpoint& local, bool answered) {
   auto* s = static_cast<EngineScraper*>(self);
-  if (s->own_.close) s->own_.close(own_conn_key(s->scraping_netns_, server, local));
+  const cw_sock_conn key = own_conn_key(s->scraping_netns_, server, local);
+  if (!answered) {
+    s->lingering_.push_back({scraper_steady_ns() + kOwnLinger, key});
+    return;
+  }
+  if (s->own_.close) s->own_.close(key);
+}
+
+void EngineScraper::forget_lingering(bool all) {
+  const int64_t now = scraper_steady_ns();
+  std::erase_if(lingering_, [&](const auto& l) {
+    if (!all && l.first > now) return false;
+    if (own_.close) own_.close(l.second);
+    return true;
+  });
 }
 
 void EngineScraper::scrape(Target& t) {
@@ -142,6 +163,7 @@ void EngineScraper::run() {
   while (!stop_) {
     cv_.wait_until(lk, next, [this] { return stop_; });
     if (stop_) break;
+    forget_lingering(false);
     next += std::chrono::nanoseconds(interval_ns_);
     if (next < std::chrono::steady_clock::now()) next = std::chrono::steady_clock::now() + std::chrono::nanoseconds(interval_ns_);
     std::vector<uint32_t> pids;
@@ -158,6 +180,8 @@ void EngineScraper::run() {
       if (stop_) break;
     }
   }
+  lk.unlock();
+  forget_lingering(true);  // the trace ends: nothing is accepted any longer
 }
 
 }  // namespace causeway::collector

@@ -31,7 +31,10 @@ struct ScraperCounters {
 // own_conns (collector/bpf_loader.h add_own_conn / remove_own_conn), keyed by the server side's
 // 4-tuple (collector/sock_decode.h own_conn_key). A traced server that accepts one of them
 // leaves it untraced, so a scrape is never stored as a user's request, and a user's
-// connection is never taken for a scrape (only the exact tuple, only while it is open).
+// connection is never taken for a scrape (only the exact tuple, only while it is ours). The
+// kernel side forgets a tuple once it matched; one whose exchange did not finish (a server
+// slow to accept, the scrape timed out) stays told for kOwnLinger after our close, since the
+// server may still accept it from its backlog and answer it.
 struct OwnConnections {
   std::function<void(const cw_sock_conn&)> open, close;
 };
@@ -65,7 +68,8 @@ class EngineScraper {
   void run();
   void scrape(Target& t);
   static void own_open(void* self, const Endpoint& server, const Endpoint& local);
-  static void own_close(void* self, const Endpoint& server, const Endpoint& local);
+  static void own_close(void* self, const Endpoint& server, const Endpoint& local, bool answered);
+  void forget_lingering(bool all);
 
   const int64_t interval_ns_;
   mutable std::mutex mu_;
@@ -75,6 +79,7 @@ class EngineScraper {
   std::vector<EngineSampleRecord> out_;
   const OwnConnections own_;
   uint32_t scraping_netns_ = 0;  // the namespace of the server being scraped (this thread only)
+  std::vector<std::pair<int64_t, cw_sock_conn>> lingering_;  // (steady ns to forget at, key): this thread only
   ScraperCounters counters_;
   std::thread thread_;  // last: started once the rest is built
 };

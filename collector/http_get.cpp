@@ -95,6 +95,7 @@ struct HttpGetTold {
   const HttpGetOptions& o;
   Endpoint server, local;
   bool told = false;
+  bool answered = false;  // read to the server's close: it had accepted the connection
   void tell(const Endpoint& ours) {
     if (!o.on_open || told) return;
     local = ours;
@@ -102,7 +103,7 @@ struct HttpGetTold {
     o.on_open(o.ctx, server, local);
   }
   ~HttpGetTold() {
-    if (told && o.on_close) o.on_close(o.ctx, server, local);
+    if (told && o.on_close) o.on_close(o.ctx, server, local, answered);
   }
 };
 
@@ -164,6 +165,7 @@ Result<std::string> http_get(uint32_t pid, const Endpoint& at, std::string_view 
     if (errno != EAGAIN) return make_error("connect", "recv failed");
     if (!wait_for(s.get(), POLLIN, deadline)) return make_error("timeout", "response timed out");
   }
+  told.answered = true;
   return http_response_body(raw);
 }
 

@@ -21,10 +21,12 @@ struct HttpGetOptions {
   // is known before the server can accept it: on_open is called with the server's address and
   // ours then, on_close with the same just before the socket is closed. The traced server
   // sees this connection; the caller tells it apart by exactly this tuple while it is open
-  // (collector/engine_scraper.h). An address that cannot be bound to (a link-local one
-  // without its scope): connected unbound and told once connected, before the request.
+  // (collector/engine_scraper.h). `answered`: the server's answer was read to its close, so
+  // the server had accepted the connection; else (a timeout, a refusal) it may still accept
+  // it from its backlog after we closed. An address that cannot be bound to (a link-local
+  // one without its scope): connected unbound and told once connected, before the request.
   void (*on_open)(void* ctx, const Endpoint& server, const Endpoint& local) = nullptr;
-  void (*on_close)(void* ctx, const Endpoint& server, const Endpoint& local) = nullptr;
+  void (*on_close)(void* ctx, const Endpoint& server, const Endpoint& local, bool answered) = nullptr;
   void* ctx = nullptr;
 };
 

@@ -11,6 +11,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -34,6 +36,19 @@ void need(bool ok, const char* why) {
   if (ok) return;
   std::printf("SKIPPED: %s\n", why);
   std::exit(77);
+}
+
+// A program on PATH, as a full path (spawn() execs without a PATH search); "" when absent.
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t at = 0; at <= dirs.size();) {
+    const size_t end = std::min(dirs.find(':', at), dirs.size());
+    const std::string full = dirs.substr(at, end - at) + "/" + name;
+    if (::access(full.c_str(), X_OK) == 0) return full;
+    at = end + 1;
+  }
+  return {};
 }
 
 // A port of this test's own (other tests and helpers' servers run on the same host).
@@ -130,12 +145,13 @@ void check_trace(const std::string& db, const std::string& log, pid_t server, co
 }  // namespace
 
 TEST_CASE("Node Express (accept4 with a NULL sockaddr), found by --pid alone: every request once, its peer from the kernel socket, no scrape") {
-  need(run_process({"node", "--version"}).exit_code == 0, "node is not installed (scripts/install-deps.sh --tests)");
+  const std::string node = on_path("node");
+  need(!node.empty(), "node is not installed (scripts/install-deps.sh --tests)");
   need(::access((servers_dir() + "/node_modules/express").c_str(), F_OK) == 0,
        "express is not installed (cd tests/servers && npm ci)");
   TempDir dir;
   const int port = test_port(0);
-  Server srv({"node", servers_dir() + "/express_server.js", std::to_string(port), dir.file("server.ready")}, dir);
+  Server srv({node, servers_dir() + "/express_server.js", std::to_string(port), dir.file("server.ready")}, dir);
   Tracer t(dir, {"--pid", std::to_string(srv.pid), "--no-stack", "--engine-metrics-interval", "200ms"});
   sleep_ms(600);  // scrapes before the requests too
   run_client(dir, port, 300, 1);
@@ -170,15 +186,17 @@ TEST_CASE("cpp-httplib, found by --http-port alone: scheduled, peers right; conn
   sleep_ms(200);
   Tracer t(dir, {"--http-port", std::to_string(port), "--no-stack", "--engine-metrics-interval", "200ms"});
   touch(dir.file("go"));
-  REQUIRE(reap_early.wait() == 0);
-  run_client(dir, port, 300, 1);
+  REQUIRE_MESSAGE(reap_early.wait() == 0, read_file(dir.file("early.log")));
+  // Debian's cpp-httplib listens with a backlog of 5: bursts of 50, not of hundreds (whose
+  // dropped SYNs would wait out TCP's retry timer).
+  run_client(dir, port, 50, 4);
   sleep_ms(800);
   REQUIRE(t.stop(SIGINT) == 0);
   ClientRun sent = client_results(dir.file("client.json"));
   const ClientRun early_sent = client_results(dir.file("early.json"));
   REQUIRE(early_sent.peer_of.size() == 4);
   sent.peer_of.insert(early_sent.peer_of.begin(), early_sent.peer_of.end());
-  check_trace(t.db(), t.log(), srv.pid, sent, 304);
+  check_trace(t.db(), t.log(), srv.pid, sent, 204);
 }
 
 TEST_CASE("aiohttp, 3 x 5,000 concurrent connections, found by --http-port alone: every request stored with its peer, no scrape, no record lost") {
@@ -195,7 +213,7 @@ TEST_CASE("aiohttp, 3 x 5,000 concurrent connections, found by --http-port alone
 }
 
 TEST_CASE("Go net/http (static, no libc: the syscall tracepoints), found by --pid alone: every request once with its peer, no scrape") {
-  need(run_process({"go", "version"}).exit_code == 0, "go is not installed (Debian golang-go: scripts/install-deps.sh --tests)");
+  need(!on_path("go").empty(), "go is not installed (Debian golang-go: scripts/install-deps.sh --tests)");
   TempDir dir;
   // Built here, static (CGO_ENABLED=0): its runtime makes the socket syscalls itself. Go's
   // own build cache (~/.cache/go-build) keeps later runs quick.

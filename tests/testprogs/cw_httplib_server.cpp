@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
   svr.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("demo_requests_total 1\n", "text/plain");
   });
-  svr.set_keep_alive_timeout(1);
+  // Connections opened before a trace starts stay idle until the test says go.
+  svr.set_keep_alive_timeout(60);
+  svr.set_read_timeout(60, 0);
   if (!svr.bind_to_port("127.0.0.1", std::atoi(argv[1]))) {
     std::perror("bind");
     return 1;

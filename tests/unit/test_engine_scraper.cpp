@@ -133,6 +133,7 @@ TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bound
   struct Seen {
     Endpoint server, opened, closed;
     int served_at_open = -1;
+    bool answered = false;
     const CannedServer* srv = nullptr;
   } seen;
   seen.srv = &good;
@@ -143,7 +144,10 @@ TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bound
     x->opened = e;
     x->served_at_open = x->srv->served();
   };
-  o.on_close = [](void* ctx, const Endpoint&, const Endpoint& e) { static_cast<Seen*>(ctx)->closed = e; };
+  o.on_close = [](void* ctx, const Endpoint&, const Endpoint& e, bool answered) {
+    static_cast<Seen*>(ctx)->closed = e;
+    static_cast<Seen*>(ctx)->answered = answered;
+  };
   o.ctx = &seen;
   auto r = http_get(self, loopback(good.port()), "/metrics", o);
   REQUIRE(r);
@@ -153,6 +157,7 @@ TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bound
   CHECK(seen.opened.port == good.last_peer_port());
   CHECK(seen.opened.text() == "127.0.0.1:" + std::to_string(good.last_peer_port()));
   CHECK(seen.closed == seen.opened);
+  CHECK(seen.answered);
 
   CannedServer slow(ok("x 1\n"), 1500);
   HttpGetOptions quick;
@@ -162,6 +167,17 @@ TEST_CASE("http_get: real sockets; refused, slow and oversized answers are bound
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
   REQUIRE_FALSE(s);
   CHECK(s.error().code == "timeout");
+  // Timed out: told as not answered (the server may still accept it from its backlog).
+  Seen late;
+  late.srv = &slow;
+  HttpGetOptions quick_told = quick;
+  quick_told.on_open = o.on_open;
+  quick_told.on_close = o.on_close;
+  quick_told.ctx = &late;
+  late.answered = true;
+  REQUIRE_FALSE(http_get(self, loopback(slow.port()), "/metrics", quick_told));
+  CHECK(late.closed == late.opened);
+  CHECK_FALSE(late.answered);
 
   CannedServer huge(ok(std::string(3u << 20, 'y')));
   HttpGetOptions capped;
