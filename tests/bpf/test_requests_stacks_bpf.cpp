@@ -114,6 +114,7 @@ void check_trace(const std::string& db, const std::string& log, pid_t server, co
   CHECK(sent.not_ok == 0);
   REQUIRE(sent.peer_of.size() == expected);
   CHECK(stat_of(db, "dropped_ring_sock") == 0);
+  CHECK(stat_of(db, "dropped_sock_queue") == 0);
   CHECK(stat_of(db, "dropped_sock_map") == 0);
   const auto got = stored(db, server, "/hello");
   CHECK(got.size() == expected);
@@ -136,6 +137,10 @@ void check_trace(const std::string& db, const std::string& log, pid_t server, co
   CHECK(q_int(db, "SELECT count(*) FROM requests WHERE server_pid = " + std::to_string(server) + " AND path != '/hello'") == 0);
   CHECK(stat_of(db, "http_own_scrapes_excluded") >= 1);
   CHECK(stat_of(db, "http_own_scrapes_excluded") <= stat_of(db, "engine_scrape_connections"));
+  MESSAGE("stored " << got.size() << " requests; socket records " << stat_of(db, "sock_records_received")
+                    << ", lost in the ring " << stat_of(db, "dropped_ring_sock") << ", in the queue "
+                    << stat_of(db, "dropped_sock_queue") << "; scrapes " << stat_of(db, "engine_scrape_connections")
+                    << ", excluded " << stat_of(db, "http_own_scrapes_excluded"));
   // Scheduled like a CUDA process: its context switches are recorded, and it has its row.
   CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + std::to_string(server) + " OR next_pid = " +
                       std::to_string(server)) > 0);
