@@ -8,12 +8,15 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "bpf/events.h"
 #include "collector/decode.h"
 #include "collector/probe_table.h"
 #include "collector/sock_decode.h"
+#include "collector/sock_drain.h"
 #include "tracedb/op_catalog.h"
 
 using namespace causeway;
@@ -457,4 +460,30 @@ TEST_CASE("own connection keys: the server side's 4-tuple, an IPv4-mapped addres
   // Another port is another connection.
   const cw_sock_conn other = own_conn_key(77, server, Endpoint{AF_INET, {127, 0, 0, 1}, 41001});
   CHECK(std::memcmp(&k, &other, sizeof(k)) != 0);
+}
+
+TEST_CASE("socket records as the drain thread queues them: each length-prefixed record in order, a cut tail ignored") {
+  SockBatch b;
+  auto put = [&](const std::string& rec) {
+    const auto n = static_cast<uint32_t>(rec.size());
+    b.bytes.insert(b.bytes.end(), reinterpret_cast<const char*>(&n), reinterpret_cast<const char*>(&n) + sizeof(n));
+    b.bytes.insert(b.bytes.end(), rec.begin(), rec.end());
+  };
+  put("first");
+  put("");
+  put(std::string(300, 'x'));
+  std::vector<std::string> seen;
+  b.for_each([&](const char* d, size_t n) { seen.emplace_back(d, n); });
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0] == "first");
+  CHECK(seen[1].empty());
+  CHECK(seen[2] == std::string(300, 'x'));
+  // A length that claims more than the batch holds ends the walk (never read past the end).
+  const uint32_t too_long = 1000;
+  b.bytes.insert(b.bytes.end(), reinterpret_cast<const char*>(&too_long), reinterpret_cast<const char*>(&too_long) + 4);
+  b.bytes.push_back('y');
+  seen.clear();
+  b.for_each([&](const char* d, size_t n) { seen.emplace_back(d, n); });
+  CHECK(seen.size() == 3);
+  CHECK(SockBatch{}.bytes.empty());
 }
