@@ -163,6 +163,9 @@ TEST_CASE("Node Express (accept4 with a NULL sockaddr), found by --pid alone: ev
   sleep_ms(800);
   REQUIRE(t.stop(SIGINT) == 0);
   check_trace(t.db(), t.log(), srv.pid, client_results(dir.file("client.json")), 300);
+  // Its child, started before the trace and making no CUDA call, has its row too.
+  CHECK(q_int(t.db(), "SELECT count(*) FROM processes WHERE ppid = " + std::to_string(srv.pid) +
+                          " AND comm = 'sleep' AND cmdline LIKE 'sleep%600%'") == 1);
 }
 
 TEST_CASE("cpp-httplib, found by --http-port alone: scheduled, peers right; connections accepted before the trace are taken at their first read") {
