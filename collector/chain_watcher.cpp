@@ -27,6 +27,7 @@ struct ChainWatcher::Impl {
   StoreWriter& writer;
   int64_t interval_ns;
   std::function<void(const std::map<std::string, uint64_t>&)> on_chains;
+  std::function<void(sqlite3*, int64_t)> on_request_pass;
   LiveCorrelator live;
   DbHandle ro;
   std::map<std::string, std::string> cause_of;  // chain id -> cause
@@ -41,11 +42,12 @@ struct ChainWatcher::Impl {
   bool request_chains_stored = false;     // the last pass stored some
 
   Impl(std::string path, StoreWriter& w, int64_t sid, int64_t start, int64_t interval,
-       std::function<void(const std::map<std::string, uint64_t>&)> cb)
+       std::function<void(const std::map<std::string, uint64_t>&)> cb, std::function<void(sqlite3*, int64_t)> on_pass)
       : db_path(std::move(path)),
         writer(w),
         interval_ns(interval),
         on_chains(std::move(cb)),
+        on_request_pass(std::move(on_pass)),
         live(sid, start),
         session_id(sid),
         request_prefix(request_chain_id_prefix(sid)) {}
@@ -102,6 +104,7 @@ struct ChainWatcher::Impl {
       warned = true;
       return;
     }
+    if (on_request_pass) on_request_pass(ro.get(), session_id);
     if (r->empty() && !request_chains_stored) return;  // no requests served (yet): nothing to replace
     request_chains_stored = !r->empty();
     std::erase_if(cause_of, [&](const auto& kv) { return kv.first.rfind(request_prefix, 0) == 0; });
@@ -127,9 +130,10 @@ struct ChainWatcher::Impl {
 };
 
 ChainWatcher::ChainWatcher(std::string db_path, StoreWriter& writer, int64_t session_id, int64_t session_start_ns,
-                           int64_t interval_ns, std::function<void(const std::map<std::string, uint64_t>&)> on_chains)
+                           int64_t interval_ns, std::function<void(const std::map<std::string, uint64_t>&)> on_chains,
+                           std::function<void(sqlite3*, int64_t)> on_request_pass)
     : impl_(std::make_unique<Impl>(std::move(db_path), writer, session_id, session_start_ns, interval_ns,
-                                   std::move(on_chains))) {}
+                                   std::move(on_chains), std::move(on_request_pass))) {}
 
 ChainWatcher::~ChainWatcher() {
   {

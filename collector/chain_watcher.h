@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "common/result.h"
 #include "tracedb/store_writer.h"
 
@@ -20,10 +22,13 @@ namespace causeway::collector {
 
 class ChainWatcher {
  public:
-  // on_chains(cause -> count of chains so far) is called after each poll (metrics).
+  // on_chains(cause -> count of chains so far) is called after each poll (metrics);
+  // on_request_pass(read-only connection, session id) after each pass of the request causes
+  // (at most every 10 s, and at the end): /metrics' time lost per cause.
   ChainWatcher(std::string db_path, StoreWriter& writer, int64_t session_id, int64_t session_start_ns,
                int64_t interval_ns = 3'000'000'000,
-               std::function<void(const std::map<std::string, uint64_t>&)> on_chains = {});
+               std::function<void(const std::map<std::string, uint64_t>&)> on_chains = {},
+               std::function<void(sqlite3*, int64_t)> on_request_pass = {});
   ~ChainWatcher();
   ChainWatcher(const ChainWatcher&) = delete;
   ChainWatcher& operator=(const ChainWatcher&) = delete;

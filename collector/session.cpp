@@ -39,6 +39,7 @@
 #include "collector/system_identity.h"
 #include "common/user_output.h"
 #include "metrics/registry.h"
+#include "collector/request_metrics_feed.h"
 #include "metrics/server.h"
 #include "tracedb/op_catalog.h"
 #include "collector/proc_info.h"
@@ -112,7 +113,9 @@ constexpr int64_t kMarkStepNs = 50'000'000;
 class Session {
  public:
   Session(const TraceOptions& o, StoreWriter& w, BpfObject& b, MetricsRegistry* m)
-      : o_(o), writer_(w), metrics_(m), bpf_(b), attacher_(b) {}
+      : o_(o), writer_(w), metrics_(m), bpf_(b), attacher_(b) {
+    if (metrics_) request_metrics_ = std::make_unique<RequestMetricsFeed>(*metrics_);
+  }
 
   Result<void> start();
   void loop(const std::function<bool()>& stop);
@@ -164,6 +167,7 @@ class Session {
   const TraceOptions& o_;
   StoreWriter& writer_;
   MetricsRegistry* metrics_;  // null without --metrics
+  std::unique_ptr<RequestMetricsFeed> request_metrics_;  // with metrics_: each stored request
   BpfObject& bpf_;
   Attacher attacher_;
   Symbolizer symbolizer_;
@@ -414,7 +418,9 @@ void Session::store_requests() {
   // causeway's own scrapes never get here: the kernel side leaves their connections untraced
   // (bpf/sock.bpf.h own_conns; counted as http_own_scrapes_excluded).
   for (const requests::Request& q : tracker_.take()) {
-    writer_.push_meta(requests::to_record(q));
+    RequestRecord rec = requests::to_record(q);
+    if (request_metrics_) request_metrics_->observe(rec);
+    writer_.push_meta(std::move(rec));
     ++sum_.requests;
   }
   for (const requests::SendWait& w : send_waits_.take()) writer_.push(requests::send_wait_record(w));
@@ -984,13 +990,18 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
     (void)(*writer)->close(realtime_ns());
     return r.error();
   }
+  std::unique_ptr<RequestMetricsFeed> time_lost_feed;  // outlives the watcher that calls it
   std::unique_ptr<ChainWatcher> watcher;
   if (o.diagnose) {
     MetricsRegistry* reg = registry.get();
+    if (reg) time_lost_feed = std::make_unique<RequestMetricsFeed>(*reg);
     watcher = std::make_unique<ChainWatcher>(o.db, **writer, *sid, info.started_ns, 3'000'000'000,
                                              [reg](const std::map<std::string, uint64_t>& by_cause) {
                                                if (reg)
                                                  for (const auto& [cause, n] : by_cause) reg->set_chains(cause, n);
+                                             },
+                                             [feed = time_lost_feed.get()](sqlite3* ro, int64_t session_id) {
+                                               if (feed) feed->publish_time_lost(ro, session_id);
                                              });
     watcher->start();
   }

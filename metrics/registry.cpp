@@ -101,6 +101,7 @@ MetricsSnapshot MetricsRegistry::snapshot() const {
     o.over += a->over.load(std::memory_order_relaxed);
     for (size_t b = 0; b < o.buckets.size(); ++b) o.buckets[b] += a->buckets[b].load(std::memory_order_relaxed);
   }
+  out.requests = requests_.snapshot();
   return out;
 }
 

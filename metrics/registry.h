@@ -1,6 +1,7 @@
 // In-process metrics of a live trace: per-op call counters and latency histograms, drop
-// counters by reason, chain counts by cause. Thread-safe: the drain thread observes calls
-// while the HTTP thread renders. Rendering is in exposition.h.
+// counters by reason, chain counts by cause, and the request families (GenAI server
+// metrics). Thread-safe: the drain thread observes calls while the HTTP thread renders.
+// Rendering is in exposition.h.
 #pragma once
 
 #include <array>
@@ -11,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <utility>
+
+#include "metrics/request_families.h"
 
 namespace causeway {
 
@@ -44,6 +47,7 @@ struct MetricsSnapshot {
   std::map<std::string, uint64_t> chains;                         // cause -> chains
   // The traced host (hostname, boot id): one causeway_host_info series, empty until set.
   std::string host, boot_id;
+  RequestFamiliesSnapshot requests;  // the GenAI server metrics and request counters
   uint64_t scrapes = 0;
 };
 
@@ -75,6 +79,10 @@ class MetricsRegistry {
   // Sanitized: a label value must be valid UTF-8 or Prometheus rejects the whole scrape.
   void set_host(const std::string& host, const std::string& boot_id);
 
+  // The request families (metrics/request_families.h): fed per request and per pass of the
+  // request causes (collector/request_metrics_feed.h).
+  RequestFamilies& requests() { return requests_; }
+
   MetricsSnapshot snapshot() const;
   void count_scrape();
 
@@ -85,6 +93,7 @@ class MetricsRegistry {
   std::map<uint16_t, std::pair<std::string, std::string>> names_;
   // One slot per op id, allocated on the op's first call: 64 Ki pointers = 512 KiB.
   std::unique_ptr<std::atomic<AtomicSeries*>[]> by_id_;
+  RequestFamilies requests_;
 };
 
 }  // namespace causeway

@@ -9,6 +9,7 @@
 
 #include "diagnosis/session_scope.h"
 #include "common/sanitize.h"
+#include "metrics/genai_semconv.h"
 #include "requests/request_causes.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/sqlite_handle.h"
@@ -27,6 +28,7 @@ struct Row {
   std::vector<int64_t> gaps_ns;
   int status = 0;
   bool streamed = false;
+  bool complete = false;
   uint32_t events = 0;
   uint64_t prompt_bytes = 0;
 };
@@ -105,7 +107,7 @@ Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const Requ
   auto st = Statement::prepare(
       db,
       "SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
-      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer FROM requests WHERE session_id = ?1 AND start_ns >= ?2 AND start_ns <= ?3 "
+      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer, complete FROM requests WHERE session_id = ?1 AND start_ns >= ?2 AND start_ns <= ?3 "
       "AND (?4 IS NULL OR server_pid = ?4) AND (?5 IS NULL OR path = ?5) AND (?6 IS NULL OR tenant = ?6) "
       "ORDER BY start_ns");
   if (!st) return st.error();
@@ -144,6 +146,7 @@ Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const Requ
     r.first_out_ns = st->col_int(15);
     r.fd = static_cast<int32_t>(st->col_int(16));
     r.peer = st->col_text(17);
+    r.complete = st->col_int(18) != 0;
     rows.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return make_error("db_read", std::string("reading requests failed: ") + sqlite3_errmsg(db));
@@ -207,6 +210,61 @@ json request_causes(CauseFinder& finder, const ChainIds& chain_ids, const Row& r
   for (const CauseClaim& c : finder.explain(r.id, r.pid, from, to, excess))
     out.push_back({{"cause", c.cause}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit}, {"chain_id", chain_ids(c.cause)}});
   return out;
+}
+
+// The "semconv" object (docs/METRICS.md "The same names in requests --json"): what /metrics'
+// request families hold for these rows, under their Prometheus names, by the one per-request
+// rule of metrics/genai_semconv.h; the time lost is the asked metric's tail, as in "tail".
+json semconv_json(const std::vector<Row>& rows, Metric m, const std::map<std::string, double>& lost_ns, double excess_ns) {
+  std::vector<int64_t> ttft, tpot, duration;
+  uint64_t errors = 0, aborts = 0, disconnects = 0;
+  for (const Row& r : rows) {
+    int64_t decode_ns = 0;
+    for (int64_t g : r.gaps_ns) decode_ns += g;
+    const genai::Observation o = genai::observe_request(r.status, r.complete, r.ttft, r.e2e, decode_ns,
+                                                        genai::output_tokens_of(std::nullopt, r.streamed, r.events));
+    errors += o.outcome == genai::Outcome::error;
+    aborts += o.outcome == genai::Outcome::aborted;
+    disconnects += o.outcome == genai::Outcome::disconnected;
+    if (o.ttft_ns) ttft.push_back(*o.ttft_ns);
+    if (o.tpot_ns) tpot.push_back(*o.tpot_ns);
+    if (o.duration_ns) duration.push_back(*o.duration_ns);
+  }
+  auto histogram = [](const char* otel_name, std::vector<int64_t> v, const auto& bounds) {
+    std::sort(v.begin(), v.end());
+    int64_t sum = 0;
+    for (int64_t x : v) sum += x;
+    json h = {{"otel_name", otel_name}, {"unit", "s"}, {"count", v.size()}, {"sum", static_cast<double>(sum) / 1e9}};
+    for (auto [key, q] : {std::pair{"p50", 0.5}, std::pair{"p99", 0.99}}) {
+      if (v.empty()) {
+        h[key] = nullptr;
+        continue;
+      }
+      const double x = quantile_of(v, q);
+      h[key] = x / 1e9;
+      // The bucket a histogram_quantile() over /metrics lands in: its upper bound (null: +Inf).
+      const size_t b = genai::bucket_index(bounds, static_cast<int64_t>(x));
+      h[std::string(key) + "_le"] = b < bounds.size() ? json(bounds[b]) : json(nullptr);
+    }
+    return h;
+  };
+  json lost = json::object();
+  double explained = 0;
+  for (const auto& [cause, ns] : lost_ns) {
+    // Each cause is capped at the tail's excess, as its share_time is at 1.
+    lost[cause] = std::min(ns, excess_ns) / 1e9;
+    explained += excess_ns > 0 ? std::min(1.0, ns / excess_ns) : 0;
+  }
+  if (excess_ns > 0) lost["unexplained"] = std::max(0.0, 1.0 - explained) * excess_ns / 1e9;
+  return json{{"conventions", "OpenTelemetry GenAI semantic conventions, status Development"},
+              {genai::kTtftName, histogram(genai::kTtftOtelName, std::move(ttft), genai::kTtftBuckets)},
+              {genai::kTpotName, histogram(genai::kTpotOtelName, std::move(tpot), genai::kTpotBuckets)},
+              {genai::kDurationName, histogram(genai::kDurationOtelName, std::move(duration), genai::kDurationBuckets)},
+              {genai::kRequestsName, rows.size()},
+              {genai::kErrorsName, errors},
+              {genai::kAbortsName, aborts},
+              {genai::kDisconnectsName, disconnects},
+              {genai::kTimeLostName, {{"metric", metric_name(m)}, {"causes", std::move(lost)}}}};
 }
 
 }  // namespace
@@ -344,6 +402,8 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                {"unexplained_share", tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0},
                {"causes", std::move(causes)}};
   if (q.chain_detail) tail["excess_ms"] = ms(excess_total), tail["median_ms"] = ms(median);
+  std::map<std::string, double> lost_by_cause;
+  for (const auto& [cause, a] : by_cause) lost_by_cause[cause] = a.lost;
 
   std::vector<const Row*> order;
   for (const Row& r : rows)
@@ -369,7 +429,8 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                {"e2e_ms", summary(all.e2e)},
                {"by", std::move(by)},
                {"tail", std::move(tail)},
-               {"slowest", std::move(slowest)}};
+               {"slowest", std::move(slowest)},
+               {"semconv", semconv_json(rows, q.metric, lost_by_cause, excess_total)}};
   return json{{"session_id", scope->session_id}, {"requests", std::move(reqs)}, {"engines", engines(db, scope->session_id)}};
 }
 
