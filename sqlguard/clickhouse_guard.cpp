@@ -122,8 +122,10 @@ Result<std::string> clickhouse_select(std::string_view sql) {
                       "system tables other than the catalog (tables, columns, databases, parts, functions, settings, one, numbers) "
                       "are not read here: they show the whole server, other users' queries included");
   }
-  for (const Word& x : *w) {
-    if (x.quoted) continue;
+  for (size_t i = 0; i < w->size(); ++i) {
+    const Word& x = (*w)[i];
+    // A quoted name, or the table of `system.<table>` (system.settings), is no keyword.
+    if (x.quoted || (i >= 2 && (*w)[i - 1].upper == "." && (*w)[i - 2].upper == "SYSTEM")) continue;
     if (x.upper == ";" && x.offset < end)
       return rejected(x.offset, ";", "one statement only: remove what follows the semicolon");
     if (x.upper == "FORMAT") return rejected(x.offset, x.upper, "leave out FORMAT: results come back as JSON rows");
