@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <fstream>
 #include <memory>
 #include <sstream>
 
@@ -86,9 +87,13 @@ McpRun mcp_fleet(const std::string& user, const std::string& pw_file, const std:
   for (size_t i = 0; i < queries.size(); ++i)
     in += json{{"jsonrpc", "2.0"}, {"id", 2 + i}, {"method", "tools/call"},
                {"params", {{"name", "run_sql"}, {"arguments", {{"query", queries[i]}}}}}}.dump() + "\n";
-  std::vector<std::string> argv = {"mcp", "--fleet", ch().url(), "--database", "causeway", "--user", user, "--password-file", pw_file};
+  // stdin stays open a while after the requests: EOF would cancel the calls still running.
+  TempDir dir;
+  std::ofstream(dir.file("in.jsonl")) << in;
+  std::vector<std::string> argv = {"sh", "-c", "(cat \"$0\"; sleep 8) | \"$@\"", dir.file("in.jsonl"), causeway_bin(), "mcp", "--fleet",
+                                   ch().url(), "--database", "causeway", "--user", user, "--password-file", pw_file};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  McpRun run{run_causeway(argv, {}, in), std::vector<json>(queries.size())};
+  McpRun run{run_process(argv), std::vector<json>(queries.size())};
   std::istringstream lines(run.process.out);
   for (std::string line; std::getline(lines, line);) {
     json m = json::parse(line, nullptr, false);

@@ -90,8 +90,17 @@ msgs = [{"jsonrpc": "2.0", "id": 1, "method": "initialize",
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
          "params": {"name": "run_sql", "arguments": {"query": "SELECT count(*) AS n FROM sessions"}}}]
-out, _ = p.communicate("".join(json.dumps(m) + "\n" for m in msgs), timeout=60)
-r = [json.loads(l) for l in out.splitlines() if l.strip() and json.loads(l).get("id") == 2][0]["result"]
+p.stdin.write("".join(json.dumps(m) + "\n" for m in msgs))
+p.stdin.flush()
+# stdin stays open until the answer: EOF cancels the calls still running.
+r = None
+for line in p.stdout:
+    m = json.loads(line)
+    if m.get("id") == 2:
+        r = m["result"]
+        break
+p.stdin.close()
+p.wait(timeout=60)
 print(r.get("isError", False), r["structuredContent"].get("stale", False), r["content"][0]["text"].splitlines()[0][:60])
 PY
 }
