@@ -21,8 +21,6 @@ TlsConnection::~TlsConnection() {
 }
 
 
-bool TlsConnection::has_head() const { return buffered.find("\r\n\r\n", consumed) != std::string::npos; }
-
 HttpsGate::HttpsGate(SSL_CTX* ctx, int listen_fd, GateLimits limits, Ready ready)
     : ctx_(ctx),
       listen_fd_(listen_fd),
@@ -146,11 +144,14 @@ bool HttpsGate::step(Entry& e) {
   }
   char buf[4096];
   for (;;) {
-    if (c.has_head()) {
+    // The head's size counts whether it came whole or in pieces.
+    const size_t end = c.buffered.find("\r\n\r\n", c.consumed);
+    const size_t head_bytes = end != std::string::npos ? end + 4 - c.consumed : c.buffered.size() - c.consumed;
+    if (head_bytes > limits_.max_head_bytes) return refuse_large_head(e);
+    if (end != std::string::npos) {
       ready_(std::move(e.conn));
       return false;
     }
-    if (c.buffered.size() - c.consumed > limits_.max_head_bytes) return refuse_large_head(e);
     ERR_clear_error();
     int r = SSL_read(c.ssl, buf, sizeof buf);
     if (r <= 0) return wait_for(SSL_get_error(c.ssl, r));

@@ -36,9 +36,6 @@ struct TlsConnection {
   TlsConnection(const TlsConnection&) = delete;
   TlsConnection& operator=(const TlsConnection&) = delete;
 
-  // Whether `buffered` holds a whole request head (ends at an empty line).
-  bool has_head() const;
-
   UniqueFd fd;  // closed after the destructor frees ssl
   SSL* ssl;
   std::string peer;  // the client's address, without the port
