@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "fleet/endpoint.h"
 #include "fleet/fleet_options.h"
 #include "mcp/fleet_tools.h"
 #include "mcp/protocol.h"
@@ -26,6 +27,7 @@ struct McpArgs {
   size_t max_body = 1 << 20;
   size_t connections = 8;
   fleet::FleetFlags fleet;
+  bool allow_broad_reader = false;
 };
 
 Runner setup(CLI::App& app) {
@@ -45,6 +47,8 @@ Runner setup(CLI::App& app) {
   app.add_option("--connections", a->connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
   fleet::add_fleet_flags(app, a->fleet, "--fleet",
                          "serve the ClickHouse fleet store at this URL (every shipped host, as a read-only user) instead of --db");
+  app.add_flag("--allow-broad-reader", a->allow_broad_reader,
+               "with --fleet: start even when the user can read other databases or write (run_sql would reach them)");
   app.footer(
       "Serves the trace DB read-only to MCP clients (Claude Code, Cursor, ollmcp).\n"
       "Examples:\n"
@@ -66,6 +70,25 @@ Runner setup(CLI::App& app) {
       // The same tools and schemas, answered from the fleet store (docs/MCP.md "Fleet mode").
       auto e = a->fleet.endpoint();
       if (!e) return report_error("mcp", e.error(), false);
+      // run_sql hands the login to every token holder and to the model: it must reach the fleet
+      // database only, read-only (docs/FLEET.md "What a reader can see").
+      if (!a->allow_broad_reader) {
+        auto reach = fleet::probe_reader_reach(*e);
+        if (!reach) {
+          Error err = reach.error();
+          err.message = "cannot check what " + e->user + " can reach on the fleet store: " + err.message;
+          return report_error("mcp", err, false);
+        }
+        if (reach->broad())
+          return report_error(
+              "mcp",
+              make_error("fleet_reader_too_broad",
+                         reach->describe(*e) + "; through run_sql every MCP token holder, and the model, would reach that too. "
+                         "Serve the fleet as a reader limited to " + e->database + " with a readonly=1 profile "
+                         "(examples/clickhouse/users.xml: allow_databases, profile causeway_reader), or pass "
+                         "--allow-broad-reader to accept this."),
+              false);
+      }
       config.fleet = true;
       config.db_path.clear();
       mcp::serve_from_fleet(tools, *e);

@@ -12,6 +12,7 @@
 #include "common/units.h"
 #include "sqlguard/guard.h"
 #include "sqlguard/schema_description.h"
+#include "tracedb/stale_read.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
 namespace causeway::cli::cmd_query {
@@ -108,19 +109,28 @@ int run(const Options& o) {
   sqlguard::QueryLimits limits;
   limits.max_rows = o.limit;
   limits.deadline_ms = std::max<int64_t>(1, *timeout / 1'000'000);
-  auto r = sqlguard::run_guarded_query(o.db, sql, limits);
+  auto conn = sqlguard::GuardedConnection::open(o.db);
+  if (!conn) return report_error("query", conn.error(), json);
+  auto r = conn->run(sql, limits);
   if (!r) return report_error("query", r.error(), json);
-  if (json)
-    print_json(sqlguard::to_json(*r));
-  else
+  // A stale read (data only in a -wal this reader cannot use) was said on stderr at open;
+  // --json says it too, in the document (docs/INTERFACES.md "Stale reads").
+  if (json) {
+    auto doc = sqlguard::to_json(*r);
+    note_stale_read(doc, conn->handle());
+    print_json(std::move(doc));
+  } else {
     print_table(*r, o.limit);
+  }
   return kExitOk;
 }
 
 Runner setup(CLI::App& app) {
   auto o = std::make_shared<Options>();
   add_db_option(app, o->db);
-  app.add_flag("--json", o->json, "print {\"columns\", \"column_types\", \"rows\", \"truncated\", \"elapsed_ms\"} as one JSON document");
+  app.add_flag("--json", o->json,
+               "print {\"columns\", \"column_types\", \"rows\", \"truncated\", \"elapsed_ms\"} as one JSON document "
+               "(plus \"stale\": true and \"warnings\" when the DB's newest commits were out of reach)");
   app.add_option("--limit", o->limit, "at most N rows (1-10000); more are cut and reported as truncated")
       ->capture_default_str()
       ->check(CLI::Range(size_t{1}, sqlguard::kMaxRowsHardCap));

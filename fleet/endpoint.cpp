@@ -1,6 +1,7 @@
 #include "fleet/endpoint.h"
 
 #include "common/user_input.h"
+#include "fleet/clickhouse.h"
 
 namespace causeway::fleet {
 
@@ -44,6 +45,32 @@ Result<Endpoint> make_endpoint(std::string url, std::string database, std::strin
     e.password = trim(*text);
   }
   return e;
+}
+
+Result<ReaderReach> probe_reader_reach(const Endpoint& e) {
+  ClickHouse ch(e);
+  ReaderReach reach;
+  // e.database passed valid_identifier: safe to splice.
+  auto dbs = ch.select("SELECT name FROM system.databases WHERE name NOT IN ('system', 'INFORMATION_SCHEMA', "
+                       "'information_schema', '" + e.database + "') ORDER BY name");
+  if (!dbs) return dbs.error();
+  for (const auto& row : *dbs)
+    if (!row.empty()) reach.other_databases.push_back(row[0]);
+  auto readonly = ch.select("SELECT value FROM system.settings WHERE name = 'readonly'");
+  if (!readonly) return readonly.error();
+  reach.can_write = readonly->empty() || readonly->front().empty() || readonly->front()[0] == "0";
+  return reach;
+}
+
+std::string ReaderReach::describe(const Endpoint& e) const {
+  std::string out = "the user " + e.user;
+  if (!other_databases.empty()) {
+    out += " can read databases other than " + e.database + ": ";
+    for (size_t i = 0; i < other_databases.size() && i < 10; ++i) out += (i ? ", " : "") + other_databases[i];
+    if (other_databases.size() > 10) out += " and " + std::to_string(other_databases.size() - 10) + " more";
+  }
+  if (can_write) out += std::string(other_databases.empty() ? "" : ", and") + " can write (its profile has readonly=0)";
+  return out;
 }
 
 }  // namespace causeway::fleet

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 
@@ -25,5 +26,19 @@ Result<Endpoint> make_endpoint(std::string url, std::string database, std::strin
 // A database or user name ClickHouse takes unquoted: [A-Za-z_][A-Za-z0-9_]*. The database is
 // spliced into every statement, so nothing else is accepted.
 bool valid_identifier(const std::string& s);
+
+// What a reader's login reaches beyond the fleet database, asked of the server itself:
+// the databases it can see besides that one (system.databases lists only those a user may
+// read: allow_databases, or SQL grants on newer servers; the built-in system and
+// information_schema ones are not counted) and whether it can write (its profile's readonly
+// setting is 0). Read-only probes: two SELECTs, nothing is written. docs/FLEET.md "What a
+// reader can see".
+struct ReaderReach {
+  std::vector<std::string> other_databases;
+  bool can_write = false;
+  bool broad() const { return can_write || !other_databases.empty(); }
+  std::string describe(const Endpoint& e) const;  // "user X can read databases a, b and can write"
+};
+Result<ReaderReach> probe_reader_reach(const Endpoint& e);
 
 }  // namespace causeway::fleet

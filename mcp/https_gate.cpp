@@ -1,7 +1,5 @@
 #include "mcp/https_gate.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
 #include <openssl/err.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -14,65 +12,14 @@
 #include <cerrno>
 #include <cstring>
 
+#include "common/tcp_listen.h"
+
 namespace causeway::mcp {
 
 TlsConnection::~TlsConnection() {
   if (ssl) SSL_free(ssl);
 }
 
-namespace {
-
-// "10.0.0.2" / "fe80::1"; an IPv4-mapped address reads as IPv4, so one client is one key.
-std::string address_text(const sockaddr_storage& a) {
-  char buf[INET6_ADDRSTRLEN] = {};
-  if (a.ss_family == AF_INET)
-    return inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, buf, sizeof buf) ? buf : "";
-  if (a.ss_family != AF_INET6) return "";
-  const auto& v6 = reinterpret_cast<const sockaddr_in6&>(a).sin6_addr;
-  if (IN6_IS_ADDR_V4MAPPED(&v6)) return inet_ntop(AF_INET, &v6.s6_addr[12], buf, sizeof buf) ? buf : "";
-  return inet_ntop(AF_INET6, &v6, buf, sizeof buf) ? buf : "";
-}
-
-}  // namespace
-
-bool TlsConnection::has_head() const { return buffered.find("\r\n\r\n", consumed) != std::string::npos; }
-
-Result<std::pair<int, int>> listen_socket(const std::string& host, int port, int backlog) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-  addrinfo* found = nullptr;
-  const std::string service = std::to_string(port);
-  if (int rc = getaddrinfo(host.empty() ? nullptr : host.c_str(), service.c_str(), &hints, &found); rc != 0)
-    return make_error("listen", "Cannot listen on " + host + ":" + service + ": " + gai_strerror(rc) + ".");
-  std::unique_ptr<addrinfo, void (*)(addrinfo*)> list(found, freeaddrinfo);
-  std::string why = "no address";
-  for (addrinfo* a = found; a; a = a->ai_next) {
-    UniqueFd fd(::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol));
-    if (!fd) {
-      why = strerror(errno);
-      continue;
-    }
-    // SO_REUSEADDR lets a restarted server bind while old connections sit in TIME_WAIT; it does
-    // not let two listeners share the port on Linux. SO_REUSEPORT (cpp-httplib's default)
-    // would, and is deliberately not set.
-    int one = 1;
-    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd.get(), backlog) == 0) {
-      sockaddr_storage bound{};
-      socklen_t len = sizeof bound;
-      getsockname(fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
-      int p = bound.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port)
-                                          : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-      return std::make_pair(fd.release(), p);
-    }
-    why = strerror(errno);
-  }
-  std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  return make_error("listen", "Cannot listen on " + shown + ":" + service + ": " + why +
-                                  (why == strerror(EADDRINUSE) ? " (another server, perhaps another causeway mcp, holds this port)." : "."));
-}
 
 HttpsGate::HttpsGate(SSL_CTX* ctx, int listen_fd, GateLimits limits, Ready ready)
     : ctx_(ctx),
@@ -144,17 +91,15 @@ void HttpsGate::add(std::unique_ptr<TlsConnection> c, Phase phase) {
 
 void HttpsGate::accept_new() {
   for (int i = 0; i < 64; ++i) {
-    sockaddr_storage from{};
-    socklen_t from_len = sizeof from;
-    UniqueFd fd(::accept4(listen_fd_.get(), reinterpret_cast<sockaddr*>(&from), &from_len, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd) {
-      if (errno == EINTR || errno == ECONNABORTED) continue;
+    Accepted a = accept_client(listen_fd_.get());
+    if (!a.fd) {
       // Out of descriptors: make room by dropping the oldest stranger; the rest wait in the
       // listen backlog.
-      if (errno == EMFILE || errno == ENFILE) evict_oldest(false);
+      if (a.out_of_fds) evict_oldest(false);
       return;
     }
-    std::string peer = address_text(from);
+    UniqueFd fd = std::move(a.fd);
+    std::string peer = std::move(a.peer);
     if (!handshakes_.allow(peer)) continue;
     int one = 1;
     // Responses go out in pieces (head, body); Nagle would hold the second for the client's
@@ -190,14 +135,7 @@ bool HttpsGate::step(Entry& e) {
     else return false;
     return true;
   };
-  if (e.phase == Phase::kDrain) {
-    char sink[4096];
-    for (;;) {
-      ssize_t n = ::recv(c.fd.get(), sink, sizeof sink, MSG_DONTWAIT);
-      if (n > 0 && (e.drained += n) <= limits_.drain_bytes) continue;
-      return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
-    }
-  }
+  if (e.phase == Phase::kDrain) return drain_client(c.fd.get(), e.drained, limits_.drain_bytes);
   if (e.phase == Phase::kHandshake) {
     ERR_clear_error();
     int r = SSL_do_handshake(c.ssl);
@@ -206,16 +144,42 @@ bool HttpsGate::step(Entry& e) {
   }
   char buf[4096];
   for (;;) {
-    if (c.has_head()) {
+    // The head's size counts whether it came whole or in pieces.
+    const size_t end = c.buffered.find("\r\n\r\n", c.consumed);
+    const size_t head_bytes = end != std::string::npos ? end + 4 - c.consumed : c.buffered.size() - c.consumed;
+    if (head_bytes > limits_.max_head_bytes) return refuse_large_head(e);
+    if (end != std::string::npos) {
       ready_(std::move(e.conn));
       return false;
     }
-    if (c.buffered.size() - c.consumed > limits_.max_head_bytes) return false;
     ERR_clear_error();
     int r = SSL_read(c.ssl, buf, sizeof buf);
     if (r <= 0) return wait_for(SSL_get_error(c.ssl, r));
     c.buffered.append(buf, static_cast<size_t>(r));
   }
+}
+
+bool HttpsGate::refuse_large_head(Entry& e) {
+  // An answer, not a reset: the client learns why (RFC 6585 §5), then what it still sends is
+  // read and dropped (drain) so the close does not turn into a TCP reset that loses the answer.
+  static const std::string answer =
+      "HTTP/1.1 431 Request Header Fields Too Large\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(kLargeHeadBody.size()) + "\r\n\r\n" + std::string(kLargeHeadBody);
+  TlsConnection& c = *e.conn;
+  size_t sent = 0;
+  while (sent < answer.size()) {
+    ERR_clear_error();
+    int r = SSL_write(c.ssl, answer.data() + sent, static_cast<int>(answer.size() - sent));
+    if (r <= 0) return false;  // the socket cannot take 200 bytes: the client reads nothing anyway
+    sent += static_cast<size_t>(r);
+  }
+  SSL_shutdown(c.ssl);
+  ::shutdown(c.fd.get(), SHUT_WR);
+  e.phase = Phase::kDrain;
+  e.events = POLLIN;
+  e.drained = 0;
+  c.deadline = SteadyClock::now() + limits_.drain_timeout;
+  return true;
 }
 
 void HttpsGate::run(const std::function<bool()>& stop) {

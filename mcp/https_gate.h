@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -35,9 +36,6 @@ struct TlsConnection {
   TlsConnection(const TlsConnection&) = delete;
   TlsConnection& operator=(const TlsConnection&) = delete;
 
-  // Whether `buffered` holds a whole request head (ends at an empty line).
-  bool has_head() const;
-
   UniqueFd fd;  // closed after the destructor frees ssl
   SSL* ssl;
   std::string peer;  // the client's address, without the port
@@ -47,6 +45,11 @@ struct TlsConnection {
   size_t requests = 0;
   SteadyClock::time_point deadline;  // set by the gate for the phase it is in
 };
+
+// The body of the 431 the gate answers to a request head over GateLimits::max_head_bytes: a
+// JSON-RPC error like every other refusal of the transport.
+inline constexpr std::string_view kLargeHeadBody =
+    R"({"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request header fields too large: the request line and headers must fit in 16 KiB"}})";
 
 struct GateLimits {
   // From accept (or from the end of the previous response on a kept-alive connection) to a
@@ -70,12 +73,6 @@ struct GateLimits {
   std::chrono::milliseconds drain_timeout{2000};
   size_t drain_bytes = 16 << 20;
 };
-
-// A listening TCP socket for host:port, non-blocking, SO_REUSEADDR only: without
-// SO_REUSEPORT a second server on the same port fails here instead of sharing the port
-// (the kernel would split clients between the two). host "" or "0.0.0.0"/"::" = any address.
-// Returns the fd and the bound port (port 0 = an ephemeral one).
-Result<std::pair<int, int>> listen_socket(const std::string& host, int port, int backlog);
 
 class HttpsGate {
  public:
@@ -107,6 +104,8 @@ class HttpsGate {
   void take_returned();
   // Advances one connection; false = it left the table (handed on or closed).
   bool step(Entry& e);
+  // A request head over max_head_bytes: answered 431, then drained and closed.
+  bool refuse_large_head(Entry& e);
   void add(std::unique_ptr<TlsConnection> c, Phase phase);
   void evict_oldest(bool authenticated);
   void evict_oldest_of(const std::string& peer);

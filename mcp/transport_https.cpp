@@ -17,6 +17,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "common/tcp_listen.h"
 #include "common/untrusted_json.h"
 #include "mcp/audit_log.h"
 #include "mcp/auth.h"

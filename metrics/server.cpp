@@ -1,16 +1,15 @@
 #include "metrics/server.h"
 
-#include <httplib.h>
-
-#include <chrono>
 #include <thread>
 
+#include "common/tcp_listen.h"
 #include "metrics/exposition.h"
+#include "metrics/scrape_gate.h"
 
 namespace causeway {
 
 struct MetricsServer::Impl {
-  httplib::Server http;
+  std::unique_ptr<ScrapeGate> gate;
   std::thread thread;
   std::string host;
   int port = 0;
@@ -52,35 +51,32 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& h
   if (!hp) return hp.error();
   auto impl = std::make_unique<Impl>();
   impl->host = hp->first;
-  impl->http.Get("/metrics", [&registry](const httplib::Request&, httplib::Response& res) {
-    registry.count_scrape();
-    res.set_content(render_prometheus(registry.snapshot()), kPrometheusContentType);
-  });
-  impl->http.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("causeway metrics: see /metrics\n", "text/plain");
-  });
-  // Scrapes are tiny; a few worker threads are plenty and bound the cost of a scrape storm.
-  impl->http.new_task_queue = [] { return new httplib::ThreadPool(2); };
-  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second trace
-  // bind the same port silently and split the scrapes between the two.
-  impl->http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  if (hp->second == 0) {
-    impl->port = impl->http.bind_to_any_port(impl->host);
-    if (impl->port <= 0) return make_error("metrics_bind", "cannot listen on " + host_port + " for /metrics");
-  } else {
-    if (!impl->http.bind_to_port(impl->host, hp->second))
-      return make_error("metrics_bind", "cannot listen on " + host_port +
-                                            " for /metrics (port in use or address not local?); pick another with --metrics HOST:PORT");
-    impl->port = hp->second;
+  // No SO_REUSEPORT (common/tcp_listen.h): a second trace on the same port fails here instead
+  // of splitting the scrapes with the first.
+  auto bound = listen_socket(impl->host, hp->second, 128);
+  if (!bound) {
+    const std::string why = bound.error().message;
+    return make_error("metrics_bind", "cannot listen on " + host_port + " for /metrics (" + why +
+                                          "); pick another with --metrics HOST:PORT");
   }
-  Impl* raw = impl.get();
-  impl->thread = std::thread([raw] { raw->http.listen_after_bind(); });
-  // Return only once the accept loop runs: a stop() before that would be lost and the
-  // destructor's join would wait forever.
-  for (int i = 0; i < 5000 && !impl->http.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  impl->port = bound->second;
+  impl->gate = std::make_unique<ScrapeGate>(bound->first, ScrapeLimits{}, [&registry](const ScrapeRequest& req) {
+    ScrapeAnswer a;
+    if (req.path == "/metrics") {
+      registry.count_scrape();
+      a.content_type = kPrometheusContentType;
+      a.body = render_prometheus(registry.snapshot());
+    } else if (req.path == "/") {
+      a.body = "causeway metrics: see /metrics\n";
+    } else {
+      a.status = 404;
+      a.body = "Not found: causeway serves /metrics\n";
+    }
+    return a;
+  });
+  // The socket listens already: a scrape that comes before the thread runs waits in the backlog.
+  ScrapeGate* gate = impl->gate.get();
+  impl->thread = std::thread([gate] { gate->run(); });
   return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(impl)));
 }
 
@@ -93,7 +89,8 @@ std::string MetricsServer::url() const {
 
 void MetricsServer::stop() {
   if (!impl_) return;
-  impl_->http.stop();
+  // Returns within one turn of the gate's loop: it never blocks on a client.
+  impl_->gate->stop();
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 

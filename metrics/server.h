@@ -1,6 +1,8 @@
 // A tiny plain-HTTP server for GET /metrics (Prometheus scrape target). Plain HTTP on
 // purpose: it serves counters, never trace contents, and is meant for 127.0.0.1 or a
-// trusted network; the MCP server is the TLS-protected one.
+// trusted network; the MCP server is the TLS-protected one. Connections are served by one
+// thread with deadlines (metrics/scrape_gate.h): slow clients cannot hold it, and stop()
+// does not wait for them.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@ class MetricsServer {
   // Binds before returning, so a taken port is an error here, not later. Fails with
   // "usage" (malformed address) or "metrics_bind".
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& host_port, MetricsRegistry& registry);
-  ~MetricsServer();  // stops the server and joins its thread
+  ~MetricsServer();  // stops the server and joins its thread (promptly: no client is waited for)
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
 

@@ -4,11 +4,14 @@
 # passwords given. Starts it in the background (again, on the same folder, after a kill) and
 # waits until its HTTP port answers; prints the server's pid.
 #
-#   scripts/clickhouse_private.sh DIR HTTP_PORT TCP_PORT WRITER_PASSWORD READER_PASSWORD
+#   scripts/clickhouse_private.sh DIR HTTP_PORT TCP_PORT WRITER_PASSWORD READER_PASSWORD [READER_DATABASES]
+#
+# READER_DATABASES: absent, the reader is the example's (the `causeway` database only); "any"
+# drops its <allow_databases> (a shared test server where each test reads its own database).
 #
 # Exit 77 when clickhouse-server is not installed and cannot be (the tests skip then).
 set -euo pipefail
-dir=$1 http=$2 tcp=$3 wpw=$4 rpw=$5
+dir=$1 http=$2 tcp=$3 wpw=$4 rpw=$5 reader_databases=${6:-}
 here=$(cd "$(dirname "$0")/.." && pwd)
 
 server=$(command -v clickhouse-server || true)
@@ -44,7 +47,10 @@ cat > "$dir/config.xml" <<XML
 </yandex>
 XML
 sha() { printf %s "$1" | sha256sum | cut -d' ' -f1; }
-sed -e "s/WRITER_SHA256/$(sha "$wpw")/" -e "s/READER_SHA256/$(sha "$rpw")/" "$here/examples/clickhouse/users.xml" > "$dir/users.xml"
+any_database=()
+[[ $reader_databases == any ]] && any_database=(-e '/<allow_databases>/,/<\/allow_databases>/d')
+sed -e "s/WRITER_SHA256/$(sha "$wpw")/" -e "s/READER_SHA256/$(sha "$rpw")/" "${any_database[@]}" \
+  "$here/examples/clickhouse/users.xml" > "$dir/users.xml"
 
 "$server" --config-file="$dir/config.xml" < /dev/null > "$dir/stdout.log" 2>&1 &
 pid=$!

@@ -12,8 +12,9 @@ namespace causeway::sqlguard {
 namespace {
 
 struct Word {
-  std::string upper;  // a bare word, upper-cased; ";" for a semicolon
+  std::string upper;  // a bare word, upper-cased; ";" or "." for those; a quoted name's text
   size_t offset = 0;
+  bool quoted = false;  // a `name` or "name": never a keyword
 };
 
 Error rejected(size_t offset, const std::string& token, const std::string& why) {
@@ -62,6 +63,13 @@ Result<std::vector<Word>> words(std::string_view s, size_t& end) {
     if (c == '\'' || c == '"' || c == '`') {
       const size_t j = skip_quoted(s, i, static_cast<char>(c));
       if (j == std::string_view::npos) return rejected(i, std::string(1, static_cast<char>(c)), "a quote that never ends");
+      // A quoted name is kept (upper-cased, quotes off) for the database.table check; escapes
+      // are left in, so an escaped name never matches a plain one it might stand for.
+      if (c != '\'') {
+        std::string w(s.substr(i + 1, j - i - 2));
+        std::transform(w.begin(), w.end(), w.begin(), [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+        out.push_back({std::move(w), i, true});
+      }
       i = end = j;
       continue;
     }
@@ -75,10 +83,25 @@ Result<std::vector<Word>> words(std::string_view s, size_t& end) {
       continue;
     }
     if (c == ';') out.push_back({";", i});
-    else end = i + 1;
+    else {
+      if (c == '.') out.push_back({".", i});
+      end = i + 1;
+    }
     ++i;
   }
   return out;
+}
+
+// The system tables a fleet reader may name: the catalog of its own database (ClickHouse
+// filters these to the databases the user may read) and constant tables. Not processes,
+// query_log and the other logs (every user's query text), users, clusters, macros,
+// dictionaries, replicas, mutations, merges: ClickHouse shows those to every user
+// (docs/FLEET.md "What a reader can see").
+bool system_table_allowed(const std::string& upper) {
+  static const std::vector<std::string> allowed = {"ONE", "NUMBERS", "NUMBERS_MT", "ZEROS", "ZEROS_MT", "DATABASES", "TABLES",
+                                                   "COLUMNS", "PARTS", "PARTS_COLUMNS", "FUNCTIONS", "AGGREGATE_FUNCTION_COMBINATORS",
+                                                   "DATA_TYPE_FAMILIES", "TABLE_ENGINES", "FORMATS", "TIME_ZONES", "SETTINGS"};
+  return std::find(allowed.begin(), allowed.end(), upper) != allowed.end();
 }
 
 }  // namespace
@@ -91,7 +114,18 @@ Result<std::string> clickhouse_select(std::string_view sql) {
   if (w->empty() || (w->front().upper != "SELECT" && w->front().upper != "WITH"))
     return rejected(w->empty() ? 0 : w->front().offset, w->empty() ? "" : w->front().upper,
                     "only one SELECT (or WITH ... SELECT) statement is run here; the fleet store is read-only");
-  for (const Word& x : *w) {
+  for (size_t i = 0; i + 2 < w->size(); ++i) {
+    const Word &db = (*w)[i], &dot = (*w)[i + 1], &table = (*w)[i + 2];
+    if (db.upper == "SYSTEM" && dot.upper == "." && !dot.quoted && table.upper != "." && table.upper != ";" &&
+        !system_table_allowed(table.upper))
+      return rejected(table.offset, "system." + table.upper,
+                      "system tables other than the catalog (tables, columns, databases, parts, functions, settings, one, numbers) "
+                      "are not read here: they show the whole server, other users' queries included");
+  }
+  for (size_t i = 0; i < w->size(); ++i) {
+    const Word& x = (*w)[i];
+    // A quoted name, or the table of `system.<table>` (system.settings), is no keyword.
+    if (x.quoted || (i >= 2 && (*w)[i - 1].upper == "." && (*w)[i - 2].upper == "SYSTEM")) continue;
     if (x.upper == ";" && x.offset < end)
       return rejected(x.offset, ";", "one statement only: remove what follows the semicolon");
     if (x.upper == "FORMAT") return rejected(x.offset, x.upper, "leave out FORMAT: results come back as JSON rows");

@@ -2,6 +2,7 @@
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"
+#include "tracedb/stale_read.h"
 
 namespace causeway::mcp::tools {
 
@@ -51,8 +52,12 @@ static Result<ToolOutput> run_sql(const json& args, ToolContext& ctx) {
   if (!r) return r.error();
   json d = std::move(r.value());
   fit_page(d, "rows", ctx.config.limits.structured_bytes(), *offset, d["truncated"].get<bool>());
+  // The rows may miss the newest commits (docs/INTERFACES.md "Stale reads"): said in
+  // structuredContent ("stale", "warnings") and first in the text, which the model reads.
+  note_stale_read(d, db->get());
 
   std::string text = render_rows(d, ctx.config.limits.max_text_bytes);
+  if (d.value("stale", false)) text = "warning: " + d["warnings"][0].get<std::string>() + "\n" + text;
   return ToolOutput{std::move(d), std::move(text)};
 }
 

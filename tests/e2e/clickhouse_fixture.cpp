@@ -31,7 +31,7 @@ bool port_free(int port) {
 
 }  // namespace
 
-ClickHouseServer::ClickHouseServer() {
+ClickHouseServer::ClickHouseServer(ReaderReach reach) : reach_(reach) {
   std::ofstream(writer_pw_file()) << kWriterPw << "\n";
   std::ofstream(reader_pw_file()) << kReaderPw << "\n";
   for (int p = 20000 + (::getpid() * 7) % 30000, tries = 0; tries < 200; p = 20000 + (p + 97 - 20000) % 30000, ++tries)
@@ -49,7 +49,7 @@ ClickHouseServer::ClickHouseServer() {
 
 bool ClickHouseServer::start() {
   auto r = run_process({source_dir() + "/scripts/clickhouse_private.sh", dir_.file("server"), std::to_string(http_),
-                        std::to_string(tcp_), kWriterPw, kReaderPw},
+                        std::to_string(tcp_), kWriterPw, kReaderPw, reach_ == ReaderReach::kAnyDatabase ? "any" : ""},
                        {}, "", 900);
   if (r.exit_code == 77) {
     skip_ = true;

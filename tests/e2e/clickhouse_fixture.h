@@ -11,9 +11,13 @@
 
 namespace causeway::test {
 
+// What the reader may read: any database (a shared test server, each test its own database),
+// or exactly what examples/clickhouse/users.xml gives it (the `causeway` database).
+enum class ReaderReach { kAnyDatabase, kAsInExample };
+
 class ClickHouseServer {
  public:
-  ClickHouseServer();
+  explicit ClickHouseServer(ReaderReach reach = ReaderReach::kAnyDatabase);
   ~ClickHouseServer();
 
   // "" when running; else why not (skip_code() says whether that is a skip).
@@ -38,6 +42,7 @@ class ClickHouseServer {
   TempDir dir_;
   int http_ = 0, tcp_ = 0;
   pid_t pid_ = 0;
+  ReaderReach reach_;
   std::string problem_;
   bool skip_ = false;
 };

@@ -21,8 +21,11 @@ async function connect(args) {
 }
 
 const local = await connect(['mcp', '--db', path.join(dir, 'none.db'), '--demo-dir', path.join(dir, 'demo')]);
+// The shared test server's reader may read every test's database (scripts/clickhouse_private.sh
+// "any"), which mcp --fleet refuses unless told: tests/e2e/test_fleet_reader_reach.cpp checks
+// the example's narrow reader and the refusal.
 const fleet = await connect(['mcp', '--fleet', env('FLEET_URL'), '--database', env('FLEET_DATABASE'),
-  '--user', 'causeway_reader', '--password-file', env('FLEET_READER_PW')]);
+  '--user', 'causeway_reader', '--password-file', env('FLEET_READER_PW'), '--allow-broad-reader']);
 
 // 1. The same tools, with the same schemas, as the local server.
 const localTools = (await local.listTools()).tools;

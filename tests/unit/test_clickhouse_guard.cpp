@@ -46,3 +46,25 @@ TEST_CASE("writes, settings, output formats and second statements are refused, n
   refused("SELECT 1 /* never ends");
   refused(std::string("SELECT 1\0", 9));
 }
+
+TEST_CASE("system tables: the catalog and constants pass, processes, query_log and the rest of the server do not") {
+  // ClickHouse shows system.processes (every user's running query text) and the logs to any
+  // user, allow_databases or not (docs/FLEET.md "What a reader can see").
+  accepted("SELECT name FROM system.tables WHERE database = currentDatabase()");
+  accepted("SELECT name, type FROM `system`.`columns` WHERE table = 'events'");
+  accepted("SELECT number FROM system.numbers LIMIT 3");
+  accepted("SELECT name FROM system . databases");
+  accepted("SELECT value FROM system.settings WHERE name = 'max_execution_time'");
+  accepted("SELECT host FROM events WHERE comm = 'system.processes'");  // a string is data
+  accepted("SELECT system, processes FROM t");                          // plain names, no database
+  CHECK(refused("SELECT user, query FROM system.processes").find("system.PROCESSES") != std::string::npos);
+  refused("SELECT query FROM `system`.`processes`");
+  refused("SELECT query FROM \"system\".\"query_log\"");
+  refused("SELECT * FROM system /* comment */ . /* more */ processes");
+  refused("SELECT * FROM SYSTEM.Processes");
+  refused("SELECT name FROM system.users");
+  refused("SELECT * FROM system.clusters");
+  refused("SELECT * FROM system.dictionaries");
+  refused("WITH x AS (SELECT * FROM system.query_thread_log) SELECT * FROM x");
+  refused("SELECT * FROM events WHERE host IN (SELECT user FROM system.processes)");
+}
