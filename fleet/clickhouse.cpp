@@ -143,8 +143,8 @@ class StoreCallWatch {
   std::thread thread_;
 };
 
-StoreClock::time_point store_call_deadline(const Endpoint& e, const CallStop* stop) {
-  auto d = StoreClock::now() + e.call_timeout;
+StoreClock::time_point store_call_deadline(const Endpoint& e, const CallStop* stop, StoreClock::time_point start) {
+  auto d = start + e.call_timeout;
   if (stop) {
     const int64_t until = stop->until_ns.load(std::memory_order_acquire);
     if (until != INT64_MAX) d = std::min(d, StoreClock::time_point(std::chrono::nanoseconds(until)));
@@ -213,9 +213,10 @@ Result<std::string> ClickHouse::post(const Call& call) {
 
   if (stop_ && stop_->stop.load(std::memory_order_acquire))
     return make_error("fleet_stopped", stop_->reason.empty() ? "the calls to the fleet store were stopped" : stop_->reason);
-  const auto deadline = store_call_deadline(e_, stop_.get());
-  const bool run_bound = deadline < StoreClock::now() + e_.call_timeout;  // the run's time left, not --timeout
-  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - StoreClock::now());
+  const auto start = StoreClock::now();
+  const auto deadline = store_call_deadline(e_, stop_.get(), start);
+  const bool run_bound = stop_ && deadline < start + e_.call_timeout;  // the run's time left, not --timeout
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - start);
   if (left.count() <= 0) {
     if (stop_ && stop_->stop.load(std::memory_order_acquire)) return make_error("fleet_stopped", stop_->reason);
     return make_error("fleet_timeout", "no time left for another call to the fleet store at " + e_.url +
