@@ -53,10 +53,15 @@ void report_loss(const collector::TraceSummary& sum, const std::string& db) {
   if (!l.record_error.empty()) std::cerr << "causeway trace: " << l.record_error << std::endl;
 }
 
-// The last ship round, after the trace ended: what the store has now. A failure leaves the
-// trace's exit status alone (the local DB holds everything) and says how to catch up.
-void report_ship(fleet::LiveShipper& shipper, const std::string& url) {
-  auto s = shipper.finish();
+// The last ship round, after the trace ended: what the store has now. It has the ship's
+// --timeout as a whole, so a store that stalls or trickles cannot hold the trace's exit
+// (docs/FLEET.md "Limits and deadlines"). A failure leaves the trace's exit status alone (the
+// local DB holds everything) and says how to catch up.
+void report_ship(fleet::LiveShipper& shipper, const std::string& url, std::chrono::milliseconds budget) {
+  const std::string catch_up = "run `causeway ship --to " + url + "` to send the rest";
+  std::cerr << "causeway trace: the last ship round to " << url << " has " << format_duration_ns(budget.count() * 1'000'000)
+            << " (--timeout); what it cannot send stays in the trace DB: " << catch_up << std::endl;
+  auto s = shipper.finish(budget);
   const std::string rounds = std::to_string(shipper.rounds_ok()) + " round(s) while tracing, " +
                              std::to_string(shipper.rounds_failed()) + " failed";
   if (s) {
@@ -66,7 +71,7 @@ void report_ship(fleet::LiveShipper& shipper, const std::string& url) {
               << " new rows; the store holds the whole session" << std::endl;
   } else {
     std::cerr << "causeway trace: warning: shipping to " << url << " failed (" << rounds << "): " << s.error().message
-              << "; the trace DB keeps everything: run `causeway ship --to " << url << "` to catch up" << std::endl;
+              << "; the trace DB keeps everything: " << catch_up << std::endl;
   }
 }
 
@@ -156,9 +161,11 @@ Runner setup(CLI::App& app) {
     if (!as) return report_error("trace", as.error(), false);
     std::cerr << "causeway trace: writing " << a->db << (*as ? " (owned by " + (*as)->name + ")" : "") << std::endl;
     std::optional<fleet::LiveShipper> shipper;
+    std::chrono::milliseconds ship_budget{0};
     if (!a->ship.url.empty()) {
       auto e = a->ship.endpoint();
       if (!e) return report_error("trace", e.error(), false);
+      ship_budget = e->call_timeout;
       auto every = parse_duration_ns(a->ship_interval);
       if (!every || *every < 100'000'000)
         return report_error("trace", make_error("usage", "--ship-interval: a duration of at least 100ms (e.g. 10s)"), false);
@@ -173,7 +180,7 @@ Runner setup(CLI::App& app) {
               << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains, " << sum->requests << " HTTP requests → "
               << a->db << std::endl;
     for (const auto& w : sum->warnings) std::cerr << "causeway trace: warning: " << w << std::endl;
-    if (shipper) report_ship(*shipper, a->ship.url);
+    if (shipper) report_ship(*shipper, a->ship.url, ship_budget);
     if (sum->loss.failed) {
       report_loss(*sum, a->db);
       return kExitFailure;

@@ -3,6 +3,8 @@
 // not show in `ps`). docs/FLEET.md "A fleet: ClickHouse".
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,14 @@ struct Endpoint {
   std::string user = "default";
   std::string password;
   std::string ca_file;              // https: the CA that signed the server's certificate
+  // How long one call to the store may take as a whole, connect to last byte (--timeout), and
+  // the most a reader's answer may hold (--max-answer); `ship`'s own reads have smaller limits
+  // of their own (fleet/clickhouse.h). docs/FLEET.md "Limits and deadlines".
+  std::chrono::milliseconds call_timeout{kDefaultCallTimeout};
+  size_t max_answer_bytes = kDefaultMaxAnswerBytes;
+
+  static constexpr std::chrono::milliseconds kDefaultCallTimeout{60'000};
+  static constexpr size_t kDefaultMaxAnswerBytes = size_t{16} << 20;
 };
 
 // Fills `password` from `password_file` (trimmed like --token-file: surrounding whitespace and

@@ -28,7 +28,7 @@ bool involves(const nlohmann::json& c, uint32_t pid) {
 
 Result<nlohmann::json> fleet_hosts(ClickHouse& ch) {
   auto rows = ch.select("SELECT host, boot_id, session_id, session_start, system FROM " + ch.table("sessions") +
-                        " FINAL ORDER BY host, session_start");
+                        " FINAL ORDER BY host, session_start", {ColumnKind::Text, ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Text});
   if (!rows) return rows.error();
   nlohmann::json hosts = nlohmann::json::array();
   for (const auto& r : *rows) {
@@ -57,7 +57,7 @@ Result<nlohmann::json> fleet_chains(ClickHouse& ch, const FleetChainQuery& q) {
   auto schema = own([](ClickHouse& c) { return check_fleet_schema(c); });
   auto window = own([since = q.since_ns](ClickHouse& c) { return fleet_window(c, since); });
   auto chain_rows =
-      own([](ClickHouse& c) { return c.select("SELECT host, to_ns, doc FROM " + c.table("chains") + " FINAL ORDER BY host, id"); });
+      own([](ClickHouse& c) { return c.select("SELECT host, to_ns, doc FROM " + c.table("chains") + " FINAL ORDER BY host, id", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Text}); });
   auto hosts = own([](ClickHouse& c) { return fleet_hosts(c); });
   std::future<Result<StragglerRows>> early;
   if (!q.since_ns) early = own([](ClickHouse& c) { return straggler_rows(c, std::nullopt); });

@@ -46,7 +46,7 @@ class HostLanes final : public LaneSource {
   }
 
   Result<std::vector<SchedRow>> sched(int64_t from, int64_t to, size_t limit) override {
-    auto rows = ch_.select(sched_select() + between(from, to) + " ORDER BY ts_ns LIMIT " + std::to_string(limit));
+    auto rows = ch_.select(sched_select() + between(from, to) + " ORDER BY ts_ns LIMIT " + std::to_string(limit), {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
     if (!rows) return rows.error();
     return sched_rows(*rows);
   }
@@ -54,7 +54,7 @@ class HostLanes final : public LaneSource {
   Result<std::optional<SchedRow>> prior_switch(uint32_t tid, int64_t before, int64_t since) override {
     auto rows = ch_.select(sched_select() + " AND ts_ns < " + std::to_string(before) + " AND ts_ns >= " + std::to_string(since) +
                            " AND (prev_tid = " + std::to_string(tid) + " OR next_tid = " + std::to_string(tid) +
-                           ") ORDER BY ts_ns DESC LIMIT 1");
+                           ") ORDER BY ts_ns DESC LIMIT 1", {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
     if (!rows) return rows.error();
     auto v = sched_rows(*rows);
     return v.empty() ? std::optional<SchedRow>{} : std::optional<SchedRow>{v.front()};
@@ -62,7 +62,7 @@ class HostLanes final : public LaneSource {
 
   Result<std::vector<int64_t>> wakeups(uint32_t tid, int64_t from, int64_t to, size_t limit) override {
     auto rows = ch_.select("SELECT ts_ns FROM " + ch_.table("wakeups") + " WHERE " + where_host_ + " AND tid = " +
-                           std::to_string(tid) + between(from, to) + " ORDER BY ts_ns LIMIT " + std::to_string(limit));
+                           std::to_string(tid) + between(from, to) + " ORDER BY ts_ns LIMIT " + std::to_string(limit), {ColumnKind::Int});
     if (!rows) return rows.error();
     std::vector<int64_t> out;
     for (const auto& r : *rows)
@@ -74,7 +74,7 @@ class HostLanes final : public LaneSource {
     if (auto r = load_ops(); !r) return r.error();
     auto rows = ch_.select("SELECT ts_ns, dur_ns, pid, tid, op_id FROM " + ch_.table("events") + " WHERE " + where_host_ +
                            " AND pid IN (" + std::to_string(pid_a) + ", " + std::to_string(pid_b) + ")" + between(from, to) +
-                           " ORDER BY ts_ns LIMIT " + std::to_string(limit));
+                           " ORDER BY ts_ns LIMIT " + std::to_string(limit), {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
     if (!rows) return rows.error();
     std::vector<CallRow> out;
     for (const auto& r : *rows) {
@@ -93,7 +93,7 @@ class HostLanes final : public LaneSource {
     for (const auto& id : ids) in += (in.empty() ? "" : ", ") + sql_quote(id);
     auto rows = ch_.select("SELECT request_id, server_pid, start_ns, " + std::string(kRequestSpanColumns) + " FROM " + ch_.table("requests") +
                            " WHERE " + where_host_ + " AND request_id IN (" + in + ") ORDER BY start_ns LIMIT " +
-                           std::to_string(ids.size()));
+                           std::to_string(ids.size()), {ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
     if (!rows) return rows.error();
     for (const auto& r : *rows) {
       if (r.size() < 5) continue;
@@ -136,7 +136,7 @@ class HostLanes final : public LaneSource {
 
   Result<void> load_ops() {
     if (!ops_.empty()) return {};
-    auto rows = ch_.select("SELECT id, any(name), any(source) FROM " + ch_.table("ops") + " WHERE " + where_host_ + " GROUP BY id");
+    auto rows = ch_.select("SELECT id, any(name), any(source) FROM " + ch_.table("ops") + " WHERE " + where_host_ + " GROUP BY id", {ColumnKind::Int, ColumnKind::Text, ColumnKind::Text});
     if (!rows) return rows.error();
     for (const auto& r : *rows)
       if (r.size() >= 3) ops_[to_i64(r[0])] = {r[1], r[2]};
@@ -146,17 +146,17 @@ class HostLanes final : public LaneSource {
   void load_names() {
     names_loaded_ = true;
     // A name missing is drawn as "pid N": a failed read here costs labels, not the report.
-    if (auto rows = ch_.select("SELECT tid, any(comm) FROM " + ch_.table("threads") + " FINAL WHERE " + where_host_ + " GROUP BY tid"))
+    if (auto rows = ch_.select("SELECT tid, any(comm) FROM " + ch_.table("threads") + " FINAL WHERE " + where_host_ + " GROUP BY tid", {ColumnKind::Int, ColumnKind::Text}))
       for (const auto& r : *rows)
         if (r.size() >= 2) threads_[u32(r[0])] = r[1];
-    if (auto rows = ch_.select("SELECT pid, any(comm) FROM " + ch_.table("processes") + " FINAL WHERE " + where_host_ + " GROUP BY pid"))
+    if (auto rows = ch_.select("SELECT pid, any(comm) FROM " + ch_.table("processes") + " FINAL WHERE " + where_host_ + " GROUP BY pid", {ColumnKind::Int, ColumnKind::Text}))
       for (const auto& r : *rows)
         if (r.size() >= 2) processes_[u32(r[0])] = r[1];
   }
 
   Result<std::optional<ClaimedCall>> one_call(const std::string& sql) {
     if (auto r = load_ops(); !r) return r.error();
-    auto rows = ch_.select(sql);
+    auto rows = ch_.select(sql, {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
     if (!rows) return rows.error();
     if (rows->empty() || rows->front().size() < 7) return std::optional<ClaimedCall>{};
     const auto& r = rows->front();
@@ -278,7 +278,7 @@ class FleetSource final : public ReportSource {
                     std::to_string(r["window"].value("to_ns", int64_t{0}));
     if (scope_.pid) f += " AND server_pid = " + std::to_string(*scope_.pid);
     auto ex = ch_.select("SELECT sum(ttft_ns) - count() * " + std::to_string(ns(r["ttft_ms"]["p50"])) + " FROM " +
-                         ch_.table("requests") + " WHERE " + f + " AND ttft_ns >= " + std::to_string(ns(tail["threshold_ms"])));
+                         ch_.table("requests") + " WHERE " + f + " AND ttft_ns >= " + std::to_string(ns(tail["threshold_ms"])), {ColumnKind::Int});
     if (!ex) return ex.error();
     const double excess_s = ex->empty() || ex->front().empty() ? 0 : to_f64(ex->front()[0]) / 1e9;
     if (!(excess_s > 0)) return {};
@@ -317,7 +317,7 @@ Result<std::vector<OpHistogram>> FleetSource::histograms(const StatsResult& stat
   std::string pairs;
   for (const auto& d : drawn) pairs += (pairs.empty() ? "(" : ", (") + sql_quote(d.host) + ", " + std::to_string(d.op.pid) + ")";
   const std::string window = " AND ts_ns BETWEEN " + std::to_string(stats.from_ns) + " AND " + std::to_string(stats.to_ns);
-  auto ops = ch_.select("SELECT host, id, any(name), any(source) FROM " + ch_.table("ops") + " GROUP BY host, id");
+  auto ops = ch_.select("SELECT host, id, any(name), any(source) FROM " + ch_.table("ops") + " GROUP BY host, id", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Text, ColumnKind::Text});
   if (!ops) return ops.error();
   std::map<std::pair<std::string, int64_t>, std::pair<std::string, std::string>> op_of;
   for (const auto& r : *ops)
@@ -333,7 +333,7 @@ Result<std::vector<OpHistogram>> FleetSource::histograms(const StatsResult& stat
                             "bitShiftRight(greatest(dur_ns, 0), greatest(oct - 7, 0)) AS sub, min(dur_ns), count() FROM " +
                             ch_.table("events") + " WHERE (host, pid) IN (" + pairs + ")" + window +
                             " AND op_id IN (SELECT id FROM " + ch_.table("ops") + " WHERE kind = 'call') "
-                            "GROUP BY host, pid, op_id, oct, sub");
+                            "GROUP BY host, pid, op_id, oct, sub", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
   if (!buckets) return buckets.error();
   for (const auto& r : *buckets)
     if (r.size() >= 7)
@@ -363,7 +363,7 @@ Result<std::vector<OpHistogram>> FleetSource::histograms(const StatsResult& stat
   }
   if (!claim_where.empty()) {
     auto claims = ch_.select("SELECT host, pid, op_id, cause, dur_ns, lost_ns, chain_id FROM " + ch_.table("call_causes") +
-                             " FINAL WHERE gap = 0" + window + " AND (" + claim_where + ") LIMIT " + std::to_string(kMaxClaims));
+                             " FINAL WHERE gap = 0" + window + " AND (" + claim_where + ") LIMIT " + std::to_string(kMaxClaims), {ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Text});
     if (!claims) return claims.error();
     std::map<Drawn*, std::map<std::string, TailCause>> by;
     for (const auto& r : *claims) {

@@ -32,6 +32,13 @@ std::string metric_columns() {
          ", " + summary_columns("arraySort(groupArray(e2e_ns))");
 }
 
+// host, server_pid, path, tenant, count(), then metric_columns().
+std::vector<ColumnKind> requests_by_shape() {
+  std::vector<ColumnKind> s{ColumnKind::Text, ColumnKind::Int, ColumnKind::Text, ColumnKind::Text};
+  s.insert(s.end(), 16, ColumnKind::Int);
+  return s;
+}
+
 double ms(int64_t ns) { return std::round(static_cast<double>(ns) / 1e3) / 1e3; }
 
 json summary(const std::vector<std::string>& r, size_t at) {
@@ -61,16 +68,18 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
   auto w = fleet_window(ch, q.since_ns);
   if (!w) return w.error();
   const std::string t = ch.table("requests"), f = where(q, *w);
+  // Counts, then three summaries of five numbers each (metric_columns()).
   auto all = ch.select("SELECT count(), countIf(streamed != 0), countIf(status >= 400), " + metric_columns() + " FROM " + t +
-                       " WHERE " + f);
+                       " WHERE " + f, std::vector<ColumnKind>(18, ColumnKind::Int));
   if (!all) return all.error();
-  if (all->empty() || all->front().size() < 18) return make_error("fleet_refused", "unexpected answer from ClickHouse");
+  if (all->size() != 1) return make_error("fleet_bad_answer", "the fleet store answered " + std::to_string(all->size()) +
+                                                               " rows to a query of one (not ClickHouse?)");
   const auto& a = all->front();
   auto by_rows = ch.select("SELECT host, server_pid, path, tenant, count(), " + metric_columns() + " FROM " + t + " WHERE " + f +
-                           " GROUP BY host, server_pid, path, tenant ORDER BY count() DESC, host, server_pid, path, tenant");
+                           " GROUP BY host, server_pid, path, tenant ORDER BY count() DESC, host, server_pid, path, tenant", requests_by_shape());
   if (!by_rows) return by_rows.error();
   auto comm_rows = ch.select("SELECT host, pid, any(comm) FROM " + ch.table("processes") + " FINAL WHERE (host, pid) IN "
-                             "(SELECT DISTINCT host, server_pid FROM " + t + " WHERE " + f + ") GROUP BY host, pid");
+                             "(SELECT DISTINCT host, server_pid FROM " + t + " WHERE " + f + ") GROUP BY host, pid", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Text});
   if (!comm_rows) return comm_rows.error();
   std::map<std::pair<std::string, int64_t>, std::string> comms;
   for (const auto& r : *comm_rows)
@@ -96,11 +105,11 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
   if (n_units > 0) {
     auto k = ch.select("SELECT s[toUInt64(greatest(1, ceil(" + qs + " * length(s))))] FROM (SELECT arraySort(" +
                        (unit.empty() ? "groupArrayArray(" + std::string(kItlNs) + ")" : "groupArray(" + unit + ")") +
-                       ") AS s FROM " + t + " WHERE " + f + ")");
+                       ") AS s FROM " + t + " WHERE " + f + ")", {ColumnKind::Int});
     if (!k) return k.error();
     threshold = k->empty() ? 0 : to_i64(k->front()[0]);
   }
-  auto tail_n = ch.select(tail_sql + std::to_string(threshold));
+  auto tail_n = ch.select(tail_sql + std::to_string(threshold), {ColumnKind::Int});
   if (!tail_n) return tail_n.error();
   json tail = {{"metric", metric}, {"quantile", q.quantile}, {"threshold_ms", n_units ? json(ms(threshold)) : json(nullptr)},
                {"units", n_units && !tail_n->empty() ? to_i64(tail_n->front()[0]) : 0}, {"unexplained_share", nullptr},
@@ -110,7 +119,7 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
   const std::string order = q.metric == requests::Metric::itl ? "itl_max_ns" : unit;
   auto slow = ch.select("SELECT host, request_id, method, path, tenant, start_ns, ttft_ns, itl_max_ns, e2e_ns, events, "
                         "prompt_bytes, status, server_pid FROM " + t + " WHERE " + f + " AND " + order + " IS NOT NULL ORDER BY " +
-                        order + " DESC, host, start_ns LIMIT " + std::to_string(q.slowest));
+                        order + " DESC, host, start_ns LIMIT " + std::to_string(q.slowest), {ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
   if (!slow) return slow.error();
   json slowest = json::array();
   for (const auto& r : *slow) {
@@ -122,7 +131,7 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
   }
   auto eng = ch.select("SELECT e.host, e.pid, e.engine, e.url, m.samples FROM (SELECT host, pid, engine, url FROM " +
                        ch.table("engines") + " FINAL) AS e ANY LEFT JOIN (SELECT host, pid, uniqExact(ts_ns) AS samples FROM " +
-                       ch.table("engine_metrics") + " GROUP BY host, pid) AS m USING (host, pid) ORDER BY e.host, e.pid");
+                       ch.table("engine_metrics") + " GROUP BY host, pid) AS m USING (host, pid) ORDER BY e.host, e.pid", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Text, ColumnKind::Text, ColumnKind::Int});
   if (!eng) return eng.error();
   json engines = json::array();
   for (const auto& r : *eng)

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "fleet/fleet_query.h"
 #include "fleet/tables.h"
 #include "fleet/tsv.h"
 
@@ -31,7 +32,7 @@ std::string create_statement(const ClickHouse& ch, const TableSpec& t) {
 // collectives.handle and traced_seq): they are added, the rows already stored reading as the
 // type's default (0, ""), so the one ship that upgrades the store needs no copy of any table.
 Result<void> add_missing_columns(ClickHouse& ch) {
-  auto rows = ch.select("SELECT table, name FROM system.columns WHERE database = " + sql_quote(ch.endpoint().database));
+  auto rows = ch.select("SELECT table, name FROM system.columns WHERE database = " + sql_quote(ch.endpoint().database), {ColumnKind::Text, ColumnKind::Text}, kBookkeepingAnswer);
   if (!rows) return rows.error();
   std::set<std::pair<std::string, std::string>> have;
   for (const auto& r : *rows)
@@ -47,10 +48,12 @@ Result<void> add_missing_columns(ClickHouse& ch) {
 }
 
 Result<int> stored_version(ClickHouse& ch) {
-  auto rows = ch.select("SELECT max(version) FROM " + ch.table("schema_version"));
+  auto rows = ch.select("SELECT max(version) FROM " + ch.table("schema_version"), {ColumnKind::Int}, kWatermarkAnswer);
   if (!rows) return rows.error();
   if (rows->empty() || rows->front().empty()) return 0;
-  return std::atoi(rows->front()[0].c_str());
+  const int64_t v = to_i64(rows->front()[0]);
+  if (v < 0 || v > 1'000'000) return make_error("fleet_bad_answer", "the fleet store's schema version reads " + std::to_string(v) + ": not ClickHouse?");
+  return static_cast<int>(v);
 }
 
 Error too_new(int v) {

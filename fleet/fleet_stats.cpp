@@ -27,7 +27,7 @@ struct OpName {
 };
 
 Result<std::map<int64_t, OpName>> op_names(ClickHouse& ch) {
-  auto rows = ch.select("SELECT id, any(source), any(name) FROM " + ch.table("ops") + " GROUP BY id");
+  auto rows = ch.select("SELECT id, any(source), any(name) FROM " + ch.table("ops") + " GROUP BY id", {ColumnKind::Int, ColumnKind::Text, ColumnKind::Text});
   if (!rows) return rows.error();
   std::map<int64_t, OpName> out;
   for (const auto& r : *rows)
@@ -36,7 +36,7 @@ Result<std::map<int64_t, OpName>> op_names(ClickHouse& ch) {
 }
 
 Result<std::map<std::pair<std::string, int64_t>, std::string>> comms(ClickHouse& ch) {
-  auto rows = ch.select("SELECT host, pid, any(comm) FROM " + ch.table("processes") + " FINAL GROUP BY host, pid");
+  auto rows = ch.select("SELECT host, pid, any(comm) FROM " + ch.table("processes") + " FINAL GROUP BY host, pid", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Text});
   if (!rows) return rows.error();
   std::map<std::pair<std::string, int64_t>, std::string> out;
   for (const auto& r : *rows)
@@ -57,7 +57,7 @@ Result<FleetStats> fleet_stats(ClickHouse& ch, const StatsQuery& q) {
   // Exact quantiles: the fleet store has every call, so no histogram is needed here.
   auto rows = ch.select("SELECT host, pid, op_id, count(), countIf(ret != 0), sum(dur_ns), max(dur_ns), min(dur_ns), "
                         "quantilesExact(0.5, 0.95, 0.99)(dur_ns) AS q, q[1], q[2], q[3] FROM " + ch.table("events") +
-                        " WHERE " + filters(ch, q, *w, "call") + " GROUP BY host, pid, op_id ORDER BY sum(dur_ns) DESC, host, pid, op_id");
+                        " WHERE " + filters(ch, q, *w, "call") + " GROUP BY host, pid, op_id ORDER BY sum(dur_ns) DESC, host, pid, op_id", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Array, ColumnKind::Float, ColumnKind::Float, ColumnKind::Float});
   if (!rows) return rows.error();
   FleetStats s;
   s.all.from_ns = w->from_ns;
@@ -89,10 +89,10 @@ Result<FleetStats> fleet_stats(ClickHouse& ch, const StatsQuery& q) {
   }
   // Point events per host, and the context switches (sched) as the local command counts them.
   auto ev = ch.select("SELECT host, op_id, count() FROM " + ch.table("events") + " WHERE " + filters(ch, q, *w, "event") +
-                      " GROUP BY host, op_id ORDER BY host, count() DESC");
+                      " GROUP BY host, op_id ORDER BY host, count() DESC", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Int});
   if (!ev) return ev.error();
   auto sched = ch.select("SELECT host, count() FROM " + ch.table("sched") + " WHERE ts_ns BETWEEN " + std::to_string(w->from_ns) +
-                         " AND " + std::to_string(w->to_ns) + " GROUP BY host ORDER BY host");
+                         " AND " + std::to_string(w->to_ns) + " GROUP BY host ORDER BY host", {ColumnKind::Text, ColumnKind::Int});
   if (!sched) return sched.error();
   for (const auto& r : *sched)
     if (r.size() >= 2 && !q.source && !q.op && !q.pid) {
@@ -106,7 +106,7 @@ Result<FleetStats> fleet_stats(ClickHouse& ch, const StatsQuery& q) {
     s.event_hosts.push_back(r[0]);
   }
   auto dropped = ch.select("SELECT sumIf(value, name = 'dropped_ring'), sumIf(value, name = 'dropped_writer') FROM " +
-                           ch.table("collector_stats") + " FINAL");
+                           ch.table("collector_stats") + " FINAL", {ColumnKind::Int, ColumnKind::Int});
   if (!dropped) return dropped.error();
   if (!dropped->empty() && dropped->front().size() >= 2) {
     s.all.dropped_ring = static_cast<uint64_t>(to_i64(dropped->front()[0]));

@@ -43,7 +43,7 @@ std::string groups_sql(ClickHouse& ch, const std::optional<FleetWindow>& w) {
 
 // kHostId -> host, for every shipped session's host (ship sends `sessions` before any table).
 Result<std::map<std::string, std::string>> host_names(ClickHouse& ch) {
-  auto rows = ch.select("SELECT DISTINCT toString(" + std::string(kHostId) + "), host FROM " + ch.table("sessions"));
+  auto rows = ch.select("SELECT DISTINCT toString(" + std::string(kHostId) + "), host FROM " + ch.table("sessions"), {ColumnKind::Text, ColumnKind::Text});
   if (!rows) return rows.error();
   std::map<std::string, std::string> out;
   for (const auto& r : *rows)
@@ -65,7 +65,7 @@ Result<std::map<HostPid, std::string>> comms(ClickHouse& ch, const std::string& 
   std::map<HostPid, std::string> out;
   if (pairs.empty()) return out;
   auto r = ch.select("SELECT host, pid, any(comm) FROM " + ch.table("processes") + " FINAL WHERE (host, pid) IN (" + pairs +
-                     ") GROUP BY host, pid");
+                     ") GROUP BY host, pid", {ColumnKind::Text, ColumnKind::Int, ColumnKind::Text});
   if (!r) return r.error();
   for (const auto& row : *r)
     if (row.size() >= 3) out[{row[0], to_i64(row[1])}] = sanitize_untrusted(row[2], 64);
@@ -88,7 +88,7 @@ Result<StragglerRows> straggler_rows(ClickHouse& ch, const std::optional<FleetWi
   auto rows = ch.select("SELECT comm, op_id, late_host, late_pid, late_rank, h, p, countIf(" + late + "), sumIf(last_ts - t, " + late +
                    "), quantilesExactIf(0.5, 0.99)(lateness, " + late + " AND h = late_host AND p = late_pid), minIf(last_ts, " +
                    late + "), maxIf(last_ts, " + late + "), any(nranks), count() FROM (" + groups_sql(ch, filter) +
-                   ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p");
+                   ") ARRAY JOIN hs AS h, ps AS p, tss AS t GROUP BY comm, op_id, late_host, late_pid, late_rank, h, p", {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Array, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
   auto hosts = names.get();
   if (!rows) return rows.error();
   if (!hosts) return hosts.error();
@@ -134,7 +134,7 @@ Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& row
   if (!names) return names.error();
   std::map<int64_t, std::string> ops;
   if (!op_ids.empty()) {
-    auto r = ch.select("SELECT id, any(name) FROM " + ch.table("ops") + " WHERE id IN (" + op_ids + ") GROUP BY id");
+    auto r = ch.select("SELECT id, any(name) FROM " + ch.table("ops") + " WHERE id IN (" + op_ids + ") GROUP BY id", {ColumnKind::Int, ColumnKind::Text});
     if (!r) return r.error();
     for (const auto& row : *r)
       if (row.size() >= 2) ops[to_i64(row[0])] = sanitize_untrusted(row[1], 80);

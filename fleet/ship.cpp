@@ -2,7 +2,6 @@
 
 #include <chrono>
 
-#include "fleet/clickhouse.h"
 #include "fleet/fleet_schema.h"
 #include "fleet/ship_table.h"
 #include "tracedb/open.h"
@@ -22,17 +21,18 @@ Result<std::vector<SessionKey>> session_keys(sqlite3* db) {
 
 }  // namespace
 
-Result<ShipSummary> ship_db(const Endpoint& endpoint, const std::string& db_path, size_t batch_rows) {
+Result<ShipSummary> ship_db(const Endpoint& endpoint, const std::string& db_path, size_t batch_rows,
+                            std::shared_ptr<const CallStop> stop) {
   auto db = open_read_only(db_path);
   if (!db) return db.error();
   auto keys = session_keys(db->get());
   if (!keys) return keys.error();
-  ClickHouse ch(endpoint);
+  ClickHouse ch(endpoint, stop);
   if (auto r = ensure_fleet_schema(ch); !r) return r.error();
   // Versions only grow: wall-clock ns at start, +1 per write.
   uint64_t ver = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  ClickHouse sender(endpoint);
+  ClickHouse sender(endpoint, stop);
   ShipContext c{ch, sender, db->get(), std::max<size_t>(1, batch_rows), ver};
   ShipSummary out;
   for (const TableSpec& t : table_specs()) out.rows[t.name] = 0;

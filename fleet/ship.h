@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "fleet/clickhouse.h"
 #include "fleet/endpoint.h"
 
 namespace causeway::fleet {
@@ -21,7 +22,9 @@ inline constexpr size_t kDefaultBatchRows = 100000;
 
 // Opens db_path read-only, creates the store's tables if missing, and sends what the store
 // lacks. Any failure stops at once with the connection's error; what was confirmed stays, and
-// the next run resumes from there.
-Result<ShipSummary> ship_db(const Endpoint& endpoint, const std::string& db_path, size_t batch_rows = kDefaultBatchRows);
+// the next run resumes from there. `stop` (trace --ship) ends every call at once when set, and
+// none runs past its `until_ns`.
+Result<ShipSummary> ship_db(const Endpoint& endpoint, const std::string& db_path, size_t batch_rows = kDefaultBatchRows,
+                            std::shared_ptr<const CallStop> stop = nullptr);
 
 }  // namespace causeway::fleet

@@ -92,9 +92,17 @@ Result<void> commit_progress(ShipContext& c, const SessionKey& key, const std::s
   return c.ch.insert_tsv("ship_progress", row);
 }
 
-Result<std::vector<std::vector<std::string>>> progress(ShipContext& c, const SessionKey& key, const std::string& table) {
-  return c.ch.select("SELECT argMax(upto, ver), argMax(digest, ver) FROM " + c.ch.table("ship_progress") + " WHERE " +
-                     key.where() + " AND tbl = " + sql_quote(table) + " HAVING count() > 0");
+// The last confirmed watermark or digest of a (session, table): no row (never shipped) or one.
+// Two rows, or an upto that is not a rowid, is not an answer to this query: an error, never
+// "nothing shipped yet" (that would send the session again).
+Result<StoreRows> progress(ShipContext& c, const SessionKey& key, const std::string& table) {
+  auto rows = c.ch.select("SELECT argMax(upto, ver), argMax(digest, ver) FROM " + c.ch.table("ship_progress") + " WHERE " +
+                     key.where() + " AND tbl = " + sql_quote(table) + " HAVING count() > 0", {ColumnKind::Int, ColumnKind::Text}, kWatermarkAnswer);
+  if (!rows) return rows.error();
+  if (rows->size() > 1 || (!rows->empty() && to_i64(rows->front()[0]) < 0))
+    return make_error("fleet_bad_answer", "the fleet store's watermark for " + table + " is not one row of a rowid (" +
+                                              std::to_string(rows->size()) + " rows): not ClickHouse? nothing was sent");
+  return rows;
 }
 
 Result<Statement> prepare(ShipContext& c, const TableSpec& t) {
@@ -175,12 +183,14 @@ Result<int64_t> ship_snapshot(ShipContext& c, const SessionKey& key, const Table
 // arrived (the server died after the insert, the link broke, ship was killed). Asked one
 // batch range at a time, so the answer is bounded by the batch size.
 Result<std::unordered_set<int64_t>> held_ids(ShipContext& c, const SessionKey& key, const TableSpec& t, int64_t from, int64_t to) {
+  // At most one id per row of the batch: 20 digits and a newline each, and the header.
+  const AnswerLimit ids_limit{static_cast<size_t>(to - from + 1) * 21 + 4096, "a batch's stored ids"};
   auto rows = c.ch.select("SELECT src_id FROM " + c.ch.table(t.name) + " WHERE " + key.where() + " AND src_id BETWEEN " +
-                          std::to_string(from) + " AND " + std::to_string(to));
+                          std::to_string(from) + " AND " + std::to_string(to), {ColumnKind::Int}, ids_limit);
   if (!rows) return rows.error();
   std::unordered_set<int64_t> ids;
   for (const auto& r : *rows)
-    if (!r.empty() && !r[0].empty()) ids.insert(std::atoll(r[0].c_str()));
+    ids.insert(to_i64(r[0]));
   return ids;
 }
 
@@ -245,14 +255,14 @@ class CollectiveRanks {
     const std::string launcher = " AND rank_source NOT IN ('', 'init')";
     auto streams = c_.ch.select("SELECT pid, handle, any(comm), any(seq - traced_seq), min(src_id) AS first FROM " +
                                 c_.ch.table("collectives") + " WHERE " + key_.where() + launcher +
-                                " GROUP BY pid, handle ORDER BY pid, first");
+                                " GROUP BY pid, handle ORDER BY pid, first", {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int}, kBookkeepingAnswer);
     if (!streams) return streams.error();
     for (const auto& r : *streams)
       if (r.size() >= 4 && to_i64(r[1]) == 0) return false;
     for (const auto& r : *streams)
       if (r.size() >= 4) ranks_.restore_stream(static_cast<uint32_t>(to_i64(r[0])), to_i64(r[1]), to_i64(r[2]), to_i64(r[3]));
     auto history = c_.ch.select("SELECT comm, seq, min(ts_ns + dur_ns) FROM " + c_.ch.table("collectives") + " WHERE " +
-                                key_.where() + launcher + " GROUP BY comm, seq ORDER BY comm, seq DESC LIMIT 4096 BY comm");
+                                key_.where() + launcher + " GROUP BY comm, seq ORDER BY comm, seq DESC LIMIT 4096 BY comm", {ColumnKind::Int, ColumnKind::Int, ColumnKind::Int}, kNumberingAnswer);
     if (!history) return history.error();
     for (const auto& r : *history)
       if (r.size() >= 3) ranks_.restore_history(to_i64(r[0]), to_i64(r[1]), to_i64(r[2]));
@@ -322,7 +332,7 @@ class CollectiveRanks {
                               " GROUP BY seq ORDER BY seq LIMIT 4096";
       const auto give_up = std::chrono::steady_clock::now() + kWaitForNumbering;
       while (true) {
-        auto rows = c_.ch.select(sql);
+        auto rows = c_.ch.select(sql, {ColumnKind::Int, ColumnKind::Int}, kBookkeepingAnswer);
         if (!rows) return rows.error();
         for (const auto& r : *rows)
           if (r.size() >= 2) ranks_.restore_history(comm, to_i64(r[0]), to_i64(r[1]));
@@ -376,14 +386,15 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   if (!sort_key) return sort_key.error();
   auto p = progress(c, key, t.name);
   if (!p) return p.error();
-  int64_t wm = p->empty() ? 0 : std::atoll(p->front()[0].c_str());
+  int64_t wm = p->empty() ? 0 : to_i64(p->front()[0]);
   // The highest id the store holds above the watermark: up to there, rows may be there already.
   auto top = c.ch.select("SELECT max(src_id), count() FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
-                         " AND src_id > " + std::to_string(wm));
+                         " AND src_id > " + std::to_string(wm), {ColumnKind::Int, ColumnKind::Int}, kWatermarkAnswer);
   if (!top) return top.error();
-  const int64_t held_max = !top->empty() && top->front().size() == 2 && std::atoll(top->front()[1].c_str()) > 0
-                               ? std::atoll(top->front()[0].c_str())
-                               : wm;
+  if (top->size() != 1)
+    return make_error("fleet_bad_answer", "the fleet store answered " + std::to_string(top->size()) + " rows for the highest " +
+                                              t.name + " id it holds, where an aggregate has one: not ClickHouse? nothing was sent");
+  const int64_t held_max = to_i64(top->front()[1]) > 0 ? std::max(wm, to_i64(top->front()[0])) : wm;
 
   auto st = prepare(c, t);
   if (!st) return st.error();

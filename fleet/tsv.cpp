@@ -39,27 +39,6 @@ std::string tsv_unescape(std::string_view s) {
   return out;
 }
 
-std::vector<std::vector<std::string>> tsv_rows(std::string_view body) {
-  std::vector<std::vector<std::string>> rows;
-  size_t pos = 0;
-  while (pos < body.size()) {
-    size_t end = body.find('\n', pos);
-    if (end == std::string_view::npos) end = body.size();
-    std::string_view line = body.substr(pos, end - pos);
-    std::vector<std::string> fields;
-    size_t f = 0;
-    while (true) {
-      size_t tab = line.find('\t', f);
-      fields.push_back(tsv_unescape(line.substr(f, tab == std::string_view::npos ? std::string_view::npos : tab - f)));
-      if (tab == std::string_view::npos) break;
-      f = tab + 1;
-    }
-    rows.push_back(std::move(fields));
-    pos = end + 1;
-  }
-  return rows;
-}
-
 std::string sql_quote(std::string_view s) {
   std::string out = "'";
   for (char c : s) {

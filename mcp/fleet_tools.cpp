@@ -106,17 +106,28 @@ Result<ToolOutput> run_sql(fleet::ClickHouse& ch, const json& args, const Limits
   const std::string sql = "SELECT * FROM (\n" + *stmt + "\n) LIMIT " + std::to_string(*offset) + ", " +
                           std::to_string(max_rows + 1) + "\nFORMAT JSONCompact";
   const auto t0 = std::chrono::steady_clock::now();
-  auto body = ch.execute_in_database(sql);
+  auto body = ch.query_in_database(sql);
   if (!body) {
     Error e = body.error();
     if (e.code == "fleet_refused") e.code = "sql_error";
     return e;
   }
   const double elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  // The store's answer is checked for the shape asked before any of it is used
+  // (docs/SECURITY.md "A hostile fleet store"): meta names and types every column, and every
+  // row of data has one value per column.
   json r = json::parse(*body, nullptr, false);
-  if (r.is_discarded() || !r.contains("meta") || !r.contains("data"))
+  if (r.is_discarded() || !r.is_object() || !r.contains("meta") || !r.contains("data") || !r["meta"].is_array() ||
+      !r["data"].is_array())
     return make_error("sql_error", "ClickHouse answered something other than JSON rows (text that is not valid UTF-8? wrap such "
                                    "columns in hex())");
+  for (const auto& m : r["meta"])
+    if (!m.is_object() || !m.contains("name") || !m["name"].is_string() || !m.contains("type") || !m["type"].is_string())
+      return make_error("fleet_bad_answer", "the fleet store's answer names a column without a name and type: not ClickHouse?");
+  for (const auto& row : r["data"])
+    if (!row.is_array() || row.size() != r["meta"].size())
+      return make_error("fleet_bad_answer", "the fleet store's answer has a row of " + std::to_string(row.is_array() ? row.size() : 0) +
+                                                " values for " + std::to_string(r["meta"].size()) + " columns: not ClickHouse?");
   json d = {{"columns", json::array()}, {"column_types", json::array()}, {"rows", json::array()}, {"truncated", false},
             {"elapsed_ms", elapsed_ms}};
   for (const auto& m : r["meta"]) {

@@ -64,7 +64,7 @@ TEST_CASE("trace --ship: rounds while tracing, the last at the stop; the store e
   int64_t during = 0;
   for (int i = 0; i < 100 && during == 0; ++i) {
     sleep_ms(100);
-    auto n = ch.writer("live_ship").select("SELECT count() FROM live_ship.events");
+    auto n = ch.writer("live_ship").select("SELECT count() FROM live_ship.events", {fleet::ColumnKind::Int});
     if (n && !n->empty()) during = std::atoll(n->front()[0].c_str());
   }
   CHECK(during > 0);
@@ -122,7 +122,7 @@ TEST_CASE("trace --ship of two hosts attached at different points of an NCCL job
   int64_t during = 0;  // both hosts' collectives in the store while the job still runs
   for (int i = 0; i < 100 && during < 2; ++i) {
     sleep_ms(100);
-    auto n = ch.writer("live_nccl").select("SELECT uniqExact(host) FROM live_nccl.collectives");
+    auto n = ch.writer("live_nccl").select("SELECT uniqExact(host) FROM live_nccl.collectives", {fleet::ColumnKind::Int});
     if (n && !n->empty()) during = std::atoll(n->front()[0].c_str());
   }
   CHECK(during == 2);

@@ -88,7 +88,7 @@ fleet::ClickHouse ClickHouseServer::writer(const std::string& database) const {
 
 int64_t ClickHouseServer::number(const std::string& sql) const {
   auto ch = writer("default");
-  auto r = ch.select(sql);
+  auto r = ch.select(sql, {fleet::ColumnKind::Float});
   if (!r) throw std::runtime_error(r.error().message);
   return r->empty() || r->front().empty() ? -1 : fleet::to_i64(r->front()[0]);
 }

@@ -454,7 +454,7 @@ TEST_CASE("the server killed mid-ship: exit 1 within seconds; after a restart ev
   bool started = false;
   for (int i = 0; i < 600 && !started; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    auto n = ch().writer(db).select("SELECT count() FROM fleet_killed.events");
+    auto n = ch().writer(db).select("SELECT count() FROM fleet_killed.events", {fleet::ColumnKind::Int});
     started = n && !n->empty() && fleet::to_i64(n->front()[0]) > 0;
   }
   const auto killed = Clock::now();

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "fleet/endpoint.h"
+#include "fleet/store_answer.h"
 #include "fleet/tsv.h"
 #include "tests/support/test_support.h"
 
@@ -27,12 +28,13 @@ TEST_CASE("TabSeparated: every byte string round-trips, rows and fields split wh
   tsv_escape_append(row, "a\tb");
   row += '\t';
   tsv_escape_append(row, "line1\nline2\\");
-  row += "\t\\N\n7\tx\t\n";
-  auto rows = tsv_rows(row);
-  REQUIRE(rows.size() == 2);
-  CHECK(rows[0] == std::vector<std::string>{"a\tb", "line1\nline2\\", "\\N"});
-  CHECK(rows[1] == std::vector<std::string>{"7", "x", ""});
-  CHECK(tsv_rows("").empty());
+  row += "\t\\N\nx\t7\t\n";
+  const std::vector<ColumnKind> text3(3, ColumnKind::Text);
+  auto rows = parse_typed_answer("a\tb\tc\nString\tString\tNullable(String)\n" + row, text3, "q");
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 2);
+  CHECK((*rows)[0] == std::vector<std::string>{"a\tb", "line1\nline2\\", "\\N"});
+  CHECK((*rows)[1] == std::vector<std::string>{"x", "7", ""});
 }
 
 TEST_CASE("sql_quote: a quote or backslash in a host name cannot end the literal") {
