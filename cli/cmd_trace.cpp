@@ -57,7 +57,9 @@ void report_loss(const collector::TraceSummary& sum, const std::string& db) {
 // --timeout as a whole, so a store that stalls or trickles cannot hold the trace's exit
 // (docs/FLEET.md "Limits and deadlines"). A failure leaves the trace's exit status alone (the
 // local DB holds everything) and says how to catch up.
-void report_ship(fleet::LiveShipper& shipper, const std::string& url, std::chrono::milliseconds budget) {
+// Returns false when the store did not take the whole session: the trace DB is complete either
+// way, but a user (or a script) who asked for --ship must not read success (docs/FLEET.md).
+bool report_ship(fleet::LiveShipper& shipper, const std::string& url, std::chrono::milliseconds budget) {
   const std::string catch_up = "run `causeway ship --to " + url + "` to send the rest";
   std::cerr << "causeway trace: the last ship round to " << url << " has " << format_duration_ns(budget.count() * 1'000'000)
             << " (--timeout); what it cannot send stays in the trace DB: " << catch_up << std::endl;
@@ -69,10 +71,11 @@ void report_ship(fleet::LiveShipper& shipper, const std::string& url, std::chron
     for (const auto& [t, n] : s->rows) total += n;
     std::cerr << "causeway trace: shipped to " << url << ": " << rounds << "; the last sent " << total
               << " new rows; the store holds the whole session" << std::endl;
-  } else {
-    std::cerr << "causeway trace: warning: shipping to " << url << " failed (" << rounds << "): " << s.error().message
-              << "; the trace DB keeps everything: " << catch_up << std::endl;
+    return true;
   }
+  std::cerr << "causeway trace: error: shipping to " << url << " failed (" << rounds << "): " << s.error().message
+            << "; the trace DB is complete and keeps everything: " << catch_up << std::endl;
+  return false;
 }
 
 Runner setup(CLI::App& app) {
@@ -180,12 +183,12 @@ Runner setup(CLI::App& app) {
               << sum->dropped_ring << ", writer " << sum->dropped_writer << "; " << sum->chains << " causal chains, " << sum->requests << " HTTP requests → "
               << a->db << std::endl;
     for (const auto& w : sum->warnings) std::cerr << "causeway trace: warning: " << w << std::endl;
-    if (shipper) report_ship(*shipper, a->ship.url, ship_budget);
+    const bool shipped = !shipper || report_ship(*shipper, a->ship.url, ship_budget);
     if (sum->loss.failed) {
       report_loss(*sum, a->db);
       return kExitFailure;
     }
-    return kExitOk;
+    return shipped ? kExitOk : kExitFailure;
   };
 }
 

@@ -80,7 +80,7 @@ TEST_CASE("trace --ship: rounds while tracing, the last at the stop; the store e
   CHECK(ch.number("SELECT count() FROM live_ship.sessions FINAL") == 1);
 }
 
-TEST_CASE("trace --ship to a dead store: tracing goes on and exits 0; causeway ship catches up") {
+TEST_CASE("trace --ship to a dead store: tracing goes on, exits 1 with its DB complete; causeway ship catches up") {
   ClickHouseServer& ch = server();
   TempDir dir;
   Child w(workload(dir, 500));
@@ -89,9 +89,9 @@ TEST_CASE("trace --ship to a dead store: tracing goes on and exits 0; causeway s
   Tracer t(dir, args);
   touch(dir.file("go"));
   REQUIRE(w.wait() == 0);
-  REQUIRE(t.stop(2) == 0);
+  REQUIRE(t.stop(2) == 1);  // the store never took the session: an error, the DB is complete
   INFO(t.log());
-  CHECK(t.log().find("warning: shipping to " + ch.closed_url() + " failed") != std::string::npos);
+  CHECK(t.log().find("error: shipping to " + ch.closed_url() + " failed") != std::string::npos);
   CHECK(t.log().find("causeway ship --to") != std::string::npos);
   CHECK(q_int(t.db(), "SELECT count(*) FROM events WHERE op_id = 116") == 500);
   auto r = run_causeway({"ship", "--json", "--to", ch.url(), "--db", t.db(), "--database", "dead_ship", "--user", "causeway_writer",
