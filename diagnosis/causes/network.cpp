@@ -11,6 +11,7 @@
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "bpf/events.h"
+#include "common/argmax.h"
 #include "tracedb/op_args.h"
 
 namespace causeway {
