@@ -10,9 +10,10 @@
 #   S.requests.json requests --json         (requests-* scenarios)
 #   S.mcp.jsonl     the MCP tools get_causal_chains and get_request_latency over stdio (results only)
 #   S.perfetto.sha256  the digest of export --format perfetto
-# Per TRACES_DIR/*.db T (copied first; the original is never opened):
-#   T.explain.json, T.stats.json, and T.merged.explain.json (explain on `merge -o M T`: the
-#   correlator re-run by merge).
+# Per TRACES_DIR/*.db T (copied and migrated first; the original is never opened):
+#   T.explain.json, T.stats.json, and T.merged.explain.json / T.merged.stats.json (on
+#   `merge -o M T`: the correlator re-run by merge).
+# SCENARIOS="incident requests-prefill" dumps only those scenarios ("none": only the traces).
 # A command's stderr and exit status go to NAME.err / NAME.rc only when it fails, so a failure
 # shows in the diff too. Needs bash, coreutils and python3 (for the MCP transcript).
 set -u
@@ -53,18 +54,20 @@ mcp_dump() {
   } | timeout 120 "$bin" mcp --db "$db" 2> "$work/mcp.err" |
     python3 -c '
 import json, sys
-for line in sys.stdin:
-    line = line.strip()
-    if not line:
-        continue
-    msg = json.loads(line)
-    if msg.get("id") in (2, 3):
-        print(json.dumps(msg, sort_keys=True, ensure_ascii=False))
+# The server answers concurrent calls as each finishes: ordered by id here.
+replies = [json.loads(line) for line in sys.stdin if line.strip()]
+for msg in sorted((m for m in replies if m.get("id") in (2, 3)), key=lambda m: m["id"]):
+    print(json.dumps(msg, sort_keys=True, ensure_ascii=False))
 ' > "$out/$name.mcp.jsonl"
 }
 
-scenarios=$("$bin" demo --list | awk 'NF { print $1 }')
-[ -n "$scenarios" ] || { echo "dump_outputs: $bin demo --list listed nothing" >&2; exit 1; }
+if [ -n "${SCENARIOS:-}" ]; then
+  scenarios=$SCENARIOS
+  [ "$scenarios" != none ] || scenarios=""
+else
+  scenarios=$("$bin" demo --list | awk 'NF { print $1 }')
+  [ -n "$scenarios" ] || { echo "dump_outputs: $bin demo --list listed nothing" >&2; exit 1; }
+fi
 for s in $scenarios; do
   db="$s.db"
   run "$s.demo.txt" "$bin" demo "$s" --db "$db"
@@ -85,6 +88,9 @@ if [ -n "$traces" ]; then
     [ -f "$src" ] || continue
     t=$(basename "$src" .db)
     cp "$src" "$t.db"
+    # An older schema is migrated in the copy (readers refuse it otherwise).
+    run "$t.migrate.txt" "$bin" migrate --db "$t.db"
+    rm -f "$out/$t.migrate.txt"
     run "$t.explain.json" "$bin" explain --json --db "$t.db"
     run "$t.stats.json" "$bin" stats --json --db "$t.db"
     run "$t.merge.txt" "$bin" merge -o "$t.merged.db" "$t.db"
