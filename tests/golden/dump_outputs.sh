@@ -46,19 +46,34 @@ run() {
 # it carries the binary's version).
 mcp_dump() {
   local db=$1 name=$2
-  {
-    echo '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"dump","version":"1"}}}'
-    echo '{"jsonrpc":"2.0","method":"notifications/initialized"}'
-    echo '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_causal_chains","arguments":{}}}'
-    echo '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_request_latency","arguments":{}}}'
-  } | timeout 120 "$bin" mcp --db "$db" 2> "$work/mcp.err" |
-    python3 -c '
-import json, sys
-# The server answers concurrent calls as each finishes: ordered by id here.
-replies = [json.loads(line) for line in sys.stdin if line.strip()]
-for msg in sorted((m for m in replies if m.get("id") in (2, 3)), key=lambda m: m["id"]):
-    print(json.dumps(msg, sort_keys=True, ensure_ascii=False))
-' > "$out/$name.mcp.jsonl"
+  # stdin stays open until both answers are in: the server exits on EOF, and a tool call
+  # still running then would go unanswered.
+  timeout 120 python3 - "$bin" "$db" > "$out/$name.mcp.jsonl" 2> "$work/mcp.err" <<'PY'
+import json, subprocess, sys
+p = subprocess.Popen([sys.argv[1], "mcp", "--db", sys.argv[2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                     stderr=subprocess.DEVNULL, text=True)
+def send(m):
+    p.stdin.write(json.dumps(m) + "\n")
+    p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+      "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "dump", "version": "1"}}})
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_causal_chains", "arguments": {}}})
+send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_request_latency", "arguments": {}}})
+got = {}
+for line in p.stdout:
+    if not line.strip():
+        continue
+    m = json.loads(line)
+    if m.get("id") in (2, 3):
+        got[m["id"]] = m  # answered as each call finishes: printed by id
+    if len(got) == 2:
+        break
+p.stdin.close()
+p.wait()
+for i in sorted(got):
+    print(json.dumps(got[i], sort_keys=True, ensure_ascii=False))
+PY
 }
 
 if [ -n "${SCENARIOS:-}" ]; then
