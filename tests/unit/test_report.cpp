@@ -190,7 +190,7 @@ TEST_CASE("request latency: histograms from per-request values, the analysed tai
   const std::string html = render_request_latency(r, s);
   CHECK(html.find("<figure class=\"requests\">") == 0);
   CHECK(count_of(html, "class=\"bar\"") >= 10);  // bins of the three histograms
-  CHECK(html.find("class=\"c0\"><title>cpu_contention 80% of the tail's time — TTFT") != std::string::npos);
+  CHECK(html.find("class=\"c0\"><title>cpu_contention 80% of the tail&#39;s time — TTFT") != std::string::npos);
   CHECK(html.find("class=\"tail\"") != std::string::npos);  // the other metrics' tails, not analysed
   CHECK(html.find("gaps") != std::string::npos);
 }
