@@ -202,8 +202,10 @@ def request_figure(chromium, netns, html_path, tmp):
         target = dt.call("Target.createTarget", {"url": "file://" + os.path.abspath(html_path)})["targetId"]
         session = dt.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
         for _ in range(200):
-            state = dt.call("Runtime.evaluate", {"expression": "document.readyState", "returnByValue": True}, session)
-            if state["result"].get("value") == "complete":
+            # The new target starts at about:blank (already "complete"): wait for the file itself.
+            state = dt.call("Runtime.evaluate", {"expression": "location.protocol + document.readyState", "returnByValue": True},
+                            session)
+            if state["result"].get("value") == "file:complete":
                 break
             time.sleep(0.05)
         got = dt.call("Runtime.evaluate", {"expression": REQUEST_FIGURE_JS, "returnByValue": True}, session)
