@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "collector/check.h"
 #include "fleet/endpoint.h"
 #include "fleet/fleet_options.h"
 #include "mcp/fleet_tools.h"
@@ -62,7 +63,8 @@ Runner setup(CLI::App& app) {
     signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
     mcp::ServerConfig config;
     config.db_path = a->db;
-    config.self_exe = "/proc/self/exe";
+    // get_check runs the collector's checks in this process (mcp itself never links libbpf).
+    config.host_check = [](const std::string& db) { return nlohmann::json(collector::checks_to_json(collector::run_checks(db))); };
     config.db_connections = a->connections;
     config.scratch_dir = a->demo_dir;
     mcp::ToolRegistry tools = mcp::builtin_tools();

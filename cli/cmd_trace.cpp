@@ -134,6 +134,9 @@ Runner setup(CLI::App& app) {
     o.requests = !a->no_requests;
     o.http_ports = a->http_ports;
     o.tenant_header = a->tenant_header;
+    if (a->no_requests && !a->http_ports.empty())
+      return report_error("trace", make_error("usage", "--http-port traces HTTP requests, which --no-requests turns off: give one or the other"),
+                          false);
     if (o.tenant_header.empty() || o.tenant_header.find_first_of(" :\r\n") != std::string::npos)
       return report_error("trace", make_error("usage", "--tenant-header: a header name, e.g. x-tenant"), false);
     auto every = parse_duration_ns(a->engine_metrics_interval);

@@ -1,5 +1,5 @@
 // The correlator: turns a session's calls, sched switches, wakeups and host events into
-// causal chains that name the culprit (docs/ARCHITECTURE.md §5, docs/DIAGNOSIS.md).
+// causal chains that name the culprit (docs/ARCHITECTURE.md §7, docs/DIAGNOSIS.md).
 //
 // It reads committed data through a read-only connection in time chunks (the ts indexes;
 // never a whole table in memory), keeps a sliding robust baseline per (process, op), and

@@ -1,5 +1,6 @@
 #include "exporters/perfetto_export.h"
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -16,6 +17,7 @@
 #include "common/untrusted_json.h"
 #include "exporters/trace_event_writer.h"
 #include "tracedb/event_columns.h"
+#include "tracedb/op_args.h"
 #include "tracedb/open.h"
 
 namespace causeway {
@@ -40,6 +42,11 @@ struct OpDesc {
   bool is_call = false;
   std::vector<std::string> args;  // a0..a5 names ("" = unused)
   bool collective = false;
+};
+
+// One event's generic args a0..a5, read through the typed views of tracedb/op_args.h.
+struct PerfettoArgRow {
+  std::array<int64_t, 6> a{};
 };
 
 std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
@@ -231,24 +238,24 @@ class Exporter {
     return it->second;
   }
 
-  void collective(const OpDesc& d, uint32_t pid, uint32_t tid, int64_t ts, int64_t dur, const std::array<int64_t, 6>& a) {
-    const std::pair<int64_t, int64_t> key{a[1], a[4]};
+  void collective(const OpDesc& d, uint32_t pid, uint32_t tid, int64_t ts, int64_t dur, const CollArgs& c) {
+    const std::pair<int64_t, int64_t> key{c.comm, c.seq};
     if (coll_seen_.size() < kMaxOpenCollectives * 4 && coll_seen_.insert(key).second) ++sum_.collectives;
-    if (ranked_pids_.insert(pid).second && a[2] >= 0) {
+    if (ranked_pids_.insert(pid).second && c.rank >= 0) {
       // Ranks in order down the timeline, labelled, so one collective lines up across them.
-      w_->process_sort_index(pid, a[2]);
-      w_->process_labels(pid, "rank " + std::to_string(a[2]) + " of " + std::to_string(a[3]));
+      w_->process_sort_index(pid, c.rank);
+      w_->process_labels(pid, "rank " + std::to_string(c.rank) + " of " + std::to_string(c.nranks));
     }
     if (o_.pid) return;  // one rank alone has nothing to align with
     const int64_t mid = ts + dur / 2;
     auto it = open_coll_.find(key);
     if (it == open_coll_.end()) {
       if (open_coll_.size() >= kMaxOpenCollectives) open_coll_.erase(open_coll_.begin());
-      open_coll_[key] = {pid, tid, mid, 1, static_cast<int>(a[3])};
+      open_coll_[key] = {pid, tid, mid, 1, c.nranks};
       return;
     }
     OpenCollective& oc = it->second;
-    w_->flow(next_id_++, d.name + " #" + std::to_string(a[4]), "nccl_collective", oc.pid, oc.tid, oc.mid_ns, pid, tid, mid);
+    w_->flow(next_id_++, d.name + " #" + std::to_string(c.seq), "nccl_collective", oc.pid, oc.tid, oc.mid_ns, pid, tid, mid);
     ++sum_.flows;
     if (++oc.seen >= oc.nranks && oc.nranks > 0) open_coll_.erase(it);
   }
@@ -277,7 +284,8 @@ class Exporter {
       const auto tid = static_cast<uint32_t>(st->col_int(col(EventCol::tid)));
       const auto op = static_cast<uint16_t>(st->col_int(col(EventCol::op_id)));
       const int64_t ret = st->col_int(col(EventCol::ret));
-      std::array<int64_t, 6> a{};
+      PerfettoArgRow row;
+      std::array<int64_t, 6>& a = row.a;
       std::array<bool, 6> has{};
       for (int i = 0; i < 6; ++i) {
         has[i] = !st->col_null(arg_col(i));
@@ -302,10 +310,11 @@ class Exporter {
         w_->slice(pid, track, ts, dur, "off-CPU", "sched", dump(args), "grey");
         ++sum_.off_cpu_slices;
       } else if (d.is_call) {
-        std::string name = d.collective ? d.name + " #" + std::to_string(a[4]) : d.name;
+        const CollArgs c = coll_args(row);
+        std::string name = d.collective ? d.name + " #" + std::to_string(c.seq) : d.name;
         w_->slice(pid, tid, ts, dur, name, d.source, dump(call_args(d, a, has, ret, stack)));
         ++sum_.call_slices;
-        if (d.collective) collective(d, pid, tid, ts, dur, a);
+        if (d.collective) collective(d, pid, tid, ts, dur, c);
       } else {
         w_->instant(pid, tid, ts, d.name, d.source, dump(call_args(d, a, has, ret, stack)));
         ++sum_.instants;

@@ -71,7 +71,9 @@ Result<ReportSummary> write_report(ReportSource& src, const ReportOptions& o) {
   auto doc = src.requests();
   if (!doc) return doc.error();
   if (*doc) {
-    requests_html = render_requests_section(**doc);
+    auto samples = src.request_samples();
+    if (!samples) return samples.error();
+    requests_html = render_requests_section(**doc, *samples);
     sum.requests = true;
     body += " · <a href=\"#requests\">Inference requests</a>";
   }

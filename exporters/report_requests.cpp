@@ -14,8 +14,6 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr double kReqW = 1160, kReqLabelW = 90, kReqRight = 20, kReqRowH = 34;
-
 double num(const json& j, const char* k) {
   return j.is_object() && j.contains(k) && j[k].is_number() ? j[k].get<double>() : std::nan("");
 }
@@ -24,74 +22,10 @@ std::string str(const json& j, const char* k, size_t max = 120) {
   return j.is_object() && j.contains(k) && j[k].is_string() ? html_text(j[k].get<std::string>(), max) : std::string();
 }
 
-std::string ms(double v) {
-  if (!std::isfinite(v)) return "–";
-  char b[32];
-  std::snprintf(b, sizeof b, v < 10 ? "%.2f ms" : v < 1000 ? "%.1f ms" : "%.2f s", v < 1000 ? v : v / 1000);
-  return b;
-}
+std::string ms(double v) { return latency_ms_text(v); }
 
 std::string count(const json& j, const char* k) {
   return j.is_object() && j.contains(k) && j[k].is_number() ? std::to_string(j[k].get<int64_t>()) : std::string("–");
-}
-
-// One row per metric: p50, p90, p99 and max on a shared log axis in ms; the band from p99 to
-// max (the tail) split by the causes' share of the tail's time when the tail is that metric's.
-std::string percentile_chart(const json& r) {
-  const std::pair<const char*, const char*> metrics[] = {{"ttft", "ttft_ms"}, {"itl", "itl_ms"}, {"e2e", "e2e_ms"}};
-  double lo = INFINITY, hi = 0;
-  for (auto& [name, key] : metrics)
-    if (r.contains(key))
-      for (const char* q : {"p50", "p90", "p99", "max"}) {
-        double v = num(r[key], q);
-        if (std::isfinite(v) && v > 0) lo = std::min(lo, v), hi = std::max(hi, v);
-      }
-  if (!(hi > 0)) return "<p class=\"note\">No latency percentiles in the requests data.</p>";
-  lo = std::pow(10.0, std::floor(std::log10(lo)));
-  hi = std::pow(10.0, std::ceil(std::log10(hi * 1.0001)));
-  const double pw = kReqW - kReqLabelW - kReqRight;
-  auto x_of = [&](double v) { return kReqLabelW + pw * std::log10(std::clamp(v, lo, hi) / lo) / std::log10(hi / lo); };
-  const json tail = r.contains("tail") && r["tail"].is_object() ? r["tail"] : json::object();
-  const std::string tail_metric = tail.contains("metric") && tail["metric"].is_string() ? tail["metric"].get<std::string>() : "ttft";
-  Svg svg(kReqW, 24 + 3 * kReqRowH, "request latency percentiles (ms, log scale)", "requests");
-  for (double d = lo; d <= hi * 1.0001; d *= 10) {
-    svg.line(x_of(d), 16, x_of(d), 24 + 3 * kReqRowH, "grid");
-    svg.text(x_of(d), 12, ms(d), "ax", Anchor::middle);
-  }
-  double y = 24;
-  for (auto& [name, key] : metrics) {
-    svg.begin_group("metric", "metric", name);
-    svg.text(kReqLabelW - 8, y + 18, std::string(name == std::string("ttft") ? "TTFT" : name == std::string("itl") ? "ITL" : "E2E"),
-             "lane", Anchor::end);
-    const json m = r.contains(key) && r[key].is_object() ? r[key] : json::object();
-    const double p50 = num(m, "p50"), p90 = num(m, "p90"), p99 = num(m, "p99"), mx = num(m, "max");
-    if (std::isfinite(p50) && std::isfinite(p99)) {
-      svg.rect(x_of(p50), y + 6, std::max(x_of(p99) - x_of(p50), 1.0), kReqRowH - 12, "bar",
-               std::string(name) + " p50 " + ms(p50) + " → p99 " + ms(p99));
-      // The tail band: each cause's share of the tail's time, the rest unexplained.
-      if (std::isfinite(mx) && mx > p99) {
-        double x = x_of(p99), w = x_of(mx) - x_of(p99);
-        if (tail_metric == name && tail.contains("causes") && tail["causes"].is_array()) {
-          for (const auto& c : tail["causes"]) {
-            double share = std::clamp(num(c, "share_time"), 0.0, 1.0);
-            if (!std::isfinite(share) || share <= 0) continue;
-            const std::string cause = c.contains("cause") && c["cause"].is_string() ? c["cause"].get<std::string>() : "?";
-            svg.rect(x, y + 6, w * share, kReqRowH - 12, cause_class(cause), cause + " " + percent_text(share) + " of the tail's time");
-            x += w * share;
-          }
-        }
-        svg.rect(x, y + 6, std::max(x_of(mx) - x, 0.0), kReqRowH - 12, "unexplained", std::string(name) + " tail up to max " + ms(mx));
-      }
-    }
-    for (auto& [q, v] : {std::pair{"p50", p50}, {"p90", p90}, {"p99", p99}, {"max", mx}}) {
-      if (!std::isfinite(v)) continue;
-      svg.line(x_of(v), y + 2, x_of(v), y + kReqRowH - 2, std::string(q) == "p50" ? "p50" : "p99");
-      svg.text(x_of(v) + 2, y + kReqRowH - 1, std::string(q) + " " + ms(v), "ax");
-    }
-    svg.end_group();
-    y += kReqRowH;
-  }
-  return "<figure class=\"requests\">" + svg.finish() + "</figure>";
 }
 
 std::string culprit_cell(const json& c) {
@@ -130,14 +64,14 @@ std::string causes_cell(const json& causes) {
 
 }  // namespace
 
-std::string render_requests_section(const json& doc) {
+std::string render_requests_section(const json& doc, const RequestSamples& samples) {
   std::string out = "<section class=\"requests\" id=\"requests\"><h2>Inference requests</h2>";
   if (!doc.is_object() || !doc.contains("requests") || !doc["requests"].is_object())
     return out + "<p class=\"note\">The requests data has no <code>requests</code> object.</p></section>";
   const json& r = doc["requests"];
   out += "<p>" + count(r, "count") + " requests, " + count(r, "streamed") + " streamed, " + count(r, "errors") +
          " errors (status ≥ 400).</p>";
-  out += percentile_chart(r);
+  out += render_request_latency(r, samples);
   if (r.contains("tail") && r["tail"].is_object()) {
     const json& t = r["tail"];
     out += "<h3>Tail: " + str(t, "metric", 8) + " ≥ p" + html_escape(std::to_string(static_cast<int>(std::lround(num(t, "quantile") * 100)))) +

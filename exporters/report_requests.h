@@ -1,7 +1,8 @@
 // The report's inference-requests section (docs/REPORT.md "Requests"), drawn from the document
-// `causeway requests --json` returns (docs/INTERFACES.md "Inference requests"): TTFT, ITL and
-// E2E percentiles on a log axis with the tail band split by cause, the tail's causes, the
-// per-(server, path, tenant) table and the slowest requests. Every string in the document came
+// `causeway requests --json` returns (docs/INTERFACES.md "Inference requests") and the window's
+// per-request latencies: TTFT, ITL and E2E histograms with the tail coloured by cause
+// (exporters/report_request_latency.h), the tail's causes, the per-(server, path, tenant)
+// table and the slowest requests. Every string in the document came
 // from traffic a client chose and is sanitized and escaped here.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "exporters/report_request_latency.h"
 
 namespace causeway {
 
@@ -28,6 +30,7 @@ struct RequestsScope {
 using RequestsProvider = std::function<Result<std::optional<nlohmann::json>>(sqlite3* db, const RequestsScope&)>;
 
 // The <section> (HTML); a document of another shape draws what it can and says what is missing.
-std::string render_requests_section(const nlohmann::json& doc);
+// Without samples the latencies are drawn from the document's percentiles alone.
+std::string render_requests_section(const nlohmann::json& doc, const RequestSamples& samples = {});
 
 }  // namespace causeway

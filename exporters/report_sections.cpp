@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "diagnosis/chain_text.h"
+#include "common/argmax.h"
 #include "common/units.h"
 #include "exporters/report_html.h"
 
@@ -171,9 +172,8 @@ namespace {
 // The straggler row: the host an nccl_straggler chain's culprit is on, else the most named.
 void mark_straggler(std::vector<HostRow>& rows, std::optional<size_t> straggler) {
   if (!straggler) {
-    size_t best = 0;
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (rows[i].chains > best) best = rows[i].chains, straggler = i;
+    const HostRow* most = argmax_by(rows, [](const HostRow& r) { return r.chains; }, [](const HostRow& r) { return r.chains > 0; });
+    if (most) straggler = static_cast<size_t>(most - rows.data());
   }
   if (straggler && *straggler < rows.size()) rows[*straggler].straggler = true;
 }

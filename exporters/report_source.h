@@ -19,6 +19,7 @@
 #include "diagnosis/stats.h"
 #include "diagnosis/thread_timeline.h"  // SchedRow
 #include "exporters/report_histogram.h"
+#include "exporters/report_request_latency.h"
 #include "exporters/report_sections.h"
 
 namespace causeway {
@@ -89,6 +90,9 @@ class ReportSource {
   virtual Result<std::vector<HostRow>> hosts(const StatsResult& stats, const nlohmann::json& chains) = 0;
   // The `requests --json` document; nothing when no requests were served (or shipped).
   virtual Result<std::optional<nlohmann::json>> requests() = 0;
+  // The window's per-request latencies for the requests histograms; empty where the source
+  // has only the document's percentiles (the section then draws those).
+  virtual Result<RequestSamples> request_samples() { return RequestSamples{}; }
   // The rows of the host a chain is drawn on; null when that host's rows are not here.
   virtual Result<LaneSource*> lanes_for(const nlohmann::json& chain) = 0;
   // The drawn histograms (at most scope.max_ops, largest total time first), and the tail's

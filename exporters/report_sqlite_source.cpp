@@ -9,6 +9,7 @@
 #include "diagnosis/system_info.h"
 #include "diagnosis/tail_breakdown.h"
 #include "diagnosis/event_window.h"
+#include "common/untrusted_json.h"
 #include "tracedb/event_row.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
@@ -274,6 +275,34 @@ class SqliteSource final : public ReportSource {
   Result<std::optional<json>> requests() override {
     if (!o_.requests) return std::optional<json>{};
     return o_.requests(db_.get(), RequestsScope{sc_.session_id, o_.scope.since_ns, o_.scope.pid});
+  }
+
+  // The requests of the window `requests --json` reads (start in the session's window, the
+  // --pid server), as millisecond values.
+  Result<RequestSamples> request_samples() override {
+    RequestSamples out;
+    auto has = query_int(db_.get(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'requests'");
+    if (!has || !*has || **has == 0) return out;
+    auto st = Statement::prepare(db_.get(), "SELECT ttft_ns, e2e_ns, itl_us FROM requests WHERE session_id = ?1 AND start_ns >= ?2 "
+                                            "AND start_ns <= ?3 AND (?4 IS NULL OR server_pid = ?4)");
+    if (!st) return st.error();
+    st->bind(1, sc_.session_id);
+    st->bind(2, sc_.from_ns);
+    st->bind(3, sc_.live ? INT64_MAX : std::max(sc_.to_ns, sc_.from_ns));
+    if (o_.scope.pid) st->bind(4, int64_t{*o_.scope.pid});
+    else st->bind_null(4);
+    int rc;
+    while ((rc = st->step()) == SQLITE_ROW) {
+      if (!st->col_null(0)) out.ttft_ms.push_back(static_cast<double>(st->col_int(0)) / 1e6);
+      if (!st->col_null(1)) out.e2e_ms.push_back(static_cast<double>(st->col_int(1)) / 1e6);
+      if (st->col_null(2)) continue;
+      const json gaps = parse_untrusted_json_or_null(st->col_text(2));
+      if (gaps.is_array())
+        for (const auto& g : gaps)
+          if (g.is_number()) out.itl_ms.push_back(g.get<double>() / 1e3);
+    }
+    if (rc != SQLITE_DONE) return make_error("db_read", "reading requests failed: " + sqlite_error_text(db_.get()));
+    return out;
   }
 
   Result<LaneSource*> lanes_for(const json&) override { return static_cast<LaneSource*>(&lanes_); }

@@ -1,6 +1,7 @@
 #include "fleet/tables.h"
 
 #include "tracedb/event_columns.h"
+#include "tracedb/op_args.h"
 
 namespace causeway::fleet {
 
@@ -28,6 +29,19 @@ std::pair<std::string, std::vector<Column>> event_columns() {
     out.push_back({c.name == col_name(EventCol::id) ? "src_id" : std::string(c.name), c.nullable ? "Nullable(Int64)" : "Int64"});
   }
   return {select, out};
+}
+
+// The events column that holds field `name` of the collective layout (tracedb/op_args.h).
+std::string collective_column(std::string_view name) {
+  const int slot = arg_slot(arg_layout::coll, name);
+  return std::string(col_name(static_cast<EventCol>(arg_col(slot))));
+}
+
+// The collective entries' columns: the call, then its communicator, seq, rank and nranks.
+std::string collective_select() {
+  std::string s = "SELECT id, ts_ns, dur_ns, pid, tid, op_id";
+  for (std::string_view field : {"comm_hash", "seq", "rank", "nranks"}) s += ", " + collective_column(field);
+  return s;
 }
 
 std::vector<TableSpec> build() {
@@ -84,12 +98,12 @@ std::vector<TableSpec> build() {
       // Before `events`, so a host's numbering of its ranks is in the store seconds after its
       // ship starts (another host's ship may be waiting for it: fleet/ship_table.cpp).
       // The collective entries of `events` again, ordered for the straggler query and with the
-      // communicator and rank resolved where init was not traced (comm, seq, rank, nranks are
-      // events' a1, a4, a2, a3: docs/TRACEDB.md "Op argument layouts"), seq aligned across the
-      // ranks and hosts of the job; handle and traced_seq keep a1 and a4 as traced, so the next
-      // ship reads back how each rank was numbered (docs/FLEET.md "Ranks without init").
+      // communicator and rank resolved where init was not traced (comm, seq, rank, nranks: the
+      // collective layout's slots, tracedb/op_args.h, docs/TRACEDB.md "Op argument layouts"), seq
+      // aligned across the ranks and hosts of the job; handle and traced_seq keep comm and seq as
+      // traced, so the next ship reads back how each rank was numbered (docs/FLEET.md "Ranks without init").
       {"collectives", Append,
-       "SELECT id, ts_ns, dur_ns, pid, tid, op_id, a1, a4, a2, a3 FROM events WHERE session_id = ?1 AND id > ?2 "
+       collective_select() + " FROM events WHERE session_id = ?1 AND id > ?2 "
        "AND op_id IN (SELECT id FROM ops WHERE family = 'collective') ORDER BY id LIMIT ?3",
        cols({"src_id Int64", "ts_ns Int64", "dur_ns Int64", "pid Int64", "tid Int64", "op_id Int64", "comm Int64", "seq Int64",
              "rank Int64", "nranks Int64", "rank_source String", "handle Int64", "traced_seq Int64"}),

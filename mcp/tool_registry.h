@@ -11,6 +11,7 @@
 
 #include "common/result.h"
 #include "mcp/cancel.h"
+#include "mcp/check_probe.h"
 #include "mcp/db_pool.h"
 
 namespace causeway::mcp {
@@ -34,7 +35,9 @@ struct Limits {
 
 struct ServerConfig {
   std::string db_path;
-  std::string self_exe;      // binary to run `check --json` with; "" = in-process checks only
+  // The collector's checks for get_check, handed in by the binary (cli/cmd_mcp.cpp; mcp never
+  // links libbpf); empty: only the checks that need no BPF (mcp/check_probe.h).
+  HostCheck host_check;
   std::string scratch_dir;   // where run_demo writes its separate DB; "" = a temp folder
   size_t db_connections = 8; // read-only connections shared by concurrent requests
   Limits limits;

@@ -6,17 +6,23 @@
 # and the rest still run.
 #
 #   scripts/gpu-check.sh [--fake] [--pkg DIR | --build DIR] [--out DIR] [--seconds S]
-#                        [--phases a,b,...] [--budget S] [--python PY] [--keep]
+#                        [--phases a,b,...] [--budget S] [--python PY] [--keep] [--which]
 #
 #   --fake      the fake libcudart (tests/testprogs) through ctypes instead of PyTorch + a GPU,
 #               so CI runs the same script; needs root and BPF like any trace (else exit 77)
 #   --pkg DIR   causeway from scripts/package.sh's folder (DIR/causeway, DIR/testprogs)
 #   --build DIR causeway from a build folder (DIR/causeway, DIR/testprogs)
-#               default: dist/causeway-pkg if present, else build, else causeway on PATH
+#               default: the checkout's ${BUILD_DIR:-build} when it holds causeway (with
+#               --fake: and its testprogs), else dist/causeway-pkg, else causeway on PATH
 #   --out DIR   where the results go: default $OUT when set, else ./gpu-check-out
 #   --seconds S each incident's traced run (default 4; 3 with --fake)
+#   --phases L  the incidents to run, comma-separated (default: cpu_hog,dataloader,launch_bound,
+#               graph_replay,graph_recapture,inference)
 #   --budget S  the whole run's deadline (default 450 s); later steps are skipped past it
+#   --python PY the python3 that runs the workload (default: one with torch; /usr/bin/python3 with --fake)
 #   --keep      keep the expanded results folder (its path is printed)
+#   --which     print the causeway and testprogs folder it would use, and exit
+#   -h, --help  this text
 #
 # The results folder gets at most 5 files: verdict.json, summary.log, check.json,
 # results.tar.gz (every log, JSON and report, nvidia-smi -q, timings) and dbs.tar (the
@@ -25,7 +31,12 @@
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=gpu pkg="" build="" out="${OUT:-}" seconds="" phases="" budget=450 py="${PYTHON:-}" keep=0
-usage() { sed -n '7,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+# usage STATUS: the header's usage lines; on stdout for --help (exit 0), on stderr for a mistake.
+usage() {
+  if [ "$1" = 0 ]; then sed -n '8,26p' "$0" | sed 's/^# \{0,1\}//'; else sed -n '8,26p' "$0" | sed 's/^# \{0,1\}//' >&2; fi
+  exit "$1"
+}
+which_only=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --fake) mode=fake ;;
@@ -37,8 +48,9 @@ while [ $# -gt 0 ]; do
     --budget) budget=${2:?}; shift ;;
     --python) py=${2:?}; shift ;;
     --keep) keep=1 ;;
-    -h|--help) usage ;;
-    *) echo "gpu-check: unknown argument $1" >&2; usage ;;
+    --which) which_only=1 ;;
+    -h|--help) usage 0 ;;
+    *) echo "gpu-check: unknown argument $1" >&2; usage 2 ;;
   esac
   shift
 done
@@ -49,16 +61,32 @@ deadline=$((t_start + budget))
 [ -n "$out" ] || out="$PWD/gpu-check-out"
 
 # The causeway to run and the fake libraries beside it.
+# The checkout's build comes first: right after scripts/run-demo.sh and scripts/run-tests.sh
+# it holds both causeway and (for --fake) the fake libraries, where the installed causeway on
+# PATH has no testprogs beside it.
+checkout_build="$root/${BUILD_DIR:-build}"
+case "${BUILD_DIR:-}" in /*) checkout_build=$BUILD_DIR ;; esac
+usable_dir() {  # usable_dir DIR: DIR/causeway runs (and, with --fake, DIR/testprogs has the fakes)
+  [ -x "$1/causeway" ] || return 1
+  [ $mode = gpu ] || [ -f "$1/testprogs/libcudart.so.13" ]
+}
 if [ -z "$pkg" ] && [ -z "$build" ]; then
-  if [ -x "$root/dist/causeway-pkg/causeway" ]; then pkg="$root/dist/causeway-pkg"
-  elif [ -x "$root/build/causeway" ]; then build="$root/build"; fi
+  if usable_dir "$checkout_build"; then build=$checkout_build
+  elif usable_dir "$root/dist/causeway-pkg"; then pkg="$root/dist/causeway-pkg"
+  elif [ -x "$checkout_build/causeway" ]; then build=$checkout_build; fi
 fi
 if [ -n "$pkg" ]; then cw=$(cd "$pkg" && pwd)/causeway testprogs=$(cd "$pkg" && pwd)/testprogs
 elif [ -n "$build" ]; then cw=$(cd "$build" && pwd)/causeway testprogs=$(cd "$build" && pwd)/testprogs
-else cw=$(command -v causeway || true) testprogs=""; fi
+else cw=$(command -v causeway || true) testprogs="$checkout_build/testprogs"; fi
 if [ -z "$cw" ] || [ ! -x "$cw" ]; then
-  echo "gpu-check: no causeway binary (run scripts/package.sh, or pass --pkg DIR / --build DIR)" >&2
+  echo "gpu-check: no causeway binary: build one (scripts/build.sh, or ninja -C build causeway causeway_testprogs)," \
+    "or pass --pkg DIR / --build DIR" >&2
   exit 1
+fi
+if [ $which_only = 1 ]; then
+  echo "causeway: $cw"
+  echo "testprogs: $testprogs"
+  exit 0
 fi
 # The fake libcudart is called from Debian's CPython in CI; on a GPU host, the python3 with torch.
 if [ -z "$py" ]; then
@@ -77,7 +105,7 @@ if [ $mode = fake ]; then
   [ "$(id -u)" = 0 ] || why="not root (tracing needs root)"
   [ -r /sys/kernel/btf/vmlinux ] || why="no kernel BTF (/sys/kernel/btf/vmlinux)"
   [ -n "$py" ] || why="no python3"
-  [ -f "$testprogs/libcudart.so.13" ] || why="no fake libcudart at $testprogs/libcudart.so.13 (build causeway_testprogs)"
+  [ -f "$testprogs/libcudart.so.13" ] || why="no fake libcudart at $testprogs/libcudart.so.13 (ninja -C ${build:-build} causeway_testprogs)"
   if [ -n "$why" ]; then echo "SKIP: gpu-check --fake: $why" >&2; exit 77; fi
 fi
 

@@ -21,14 +21,26 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=${2:?}; shift ;;
     --out) out=${2:?}; shift ;;
+    -h|--help) echo "usage: scripts/package.sh [--build DIR] [--out DIR]   (default: build → dist/causeway-pkg; needs DIR/causeway and DIR/testprogs)"; exit 0 ;;
     *) echo "usage: scripts/package.sh [--build DIR] [--out DIR]" >&2; exit 2 ;;
   esac
   shift
 done
+# Everything the package needs is checked before anything is written, and every missing piece
+# is named at once with the command that builds it.
 bin="$build/causeway"
-[ -x "$bin" ] || { echo "package: no $bin: build first (scripts/build.sh)" >&2; exit 1; }
+missing=""
+[ -x "$bin" ] || missing="$missing $bin"
 for t in libcudart.so.13 libcuda.so.1 libnccl.so.2 cw_workload; do
-  [ -e "$build/testprogs/$t" ] || { echo "package: no $build/testprogs/$t: ninja -C $build causeway_testprogs" >&2; exit 1; }
+  [ -e "$build/testprogs/$t" ] || missing="$missing $build/testprogs/$t"
+done
+if [ -n "$missing" ]; then
+  echo "package: nothing packed: missing$missing" >&2
+  echo "package: build them first: scripts/build.sh (or: ninja -C $build causeway causeway_testprogs), then rerun" >&2
+  exit 1
+fi
+for tool in objcopy ldd; do
+  command -v "$tool" >/dev/null || { echo "package: nothing packed: no $tool on PATH (apt-get install binutils libc-bin)" >&2; exit 1; }
 done
 rm -rf "$out"
 mkdir -p "$out/bin" "$out/lib/glibc" "$out/testprogs"

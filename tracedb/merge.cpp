@@ -151,12 +151,20 @@ Result<SourceSession> latest_session(sqlite3* db, const std::string& path) {
   return s;
 }
 
-Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path, const SourceSession& ss,
-                       const std::string& sha, int64_t merged_rolled_sec, MergeInputSummary& sum) {
-  const int64_t pbase = k * kMergedPidStride, cbase = k * kMergedCpuStride;
-  const std::string S = std::to_string(ss.id), SID = std::to_string(sid);
+// One table of an input copied into the output: column overrides, the tail of the SELECT,
+// an ON CONFLICT clause, and another destination ("": main.<table>).
+struct MergeCopy {
+  const char* table;
+  std::map<std::string, std::string> over;
+  std::string tail;
+  std::string conflict;
+  std::string dest;
+};
+
+// Maps the input's op and stack ids to the output's (temp.opmap, temp.stackmap).
+Result<void> map_ops_and_stacks(sqlite3* db) {
   // Ops of imports may have other ids here: map by (source, name).
-  std::string sql =
+  const std::string sql =
       // Ids below 10000 are fixed by bpf/events.h and the correlator relies on them: keep ids.
       "INSERT OR IGNORE INTO main.ops (id, source, name, kind, arg_names) SELECT id, source, name, kind, arg_names FROM src.ops;"
       "INSERT INTO main.ops (source, name, kind, arg_names) SELECT s.source, s.name, s.kind, s.arg_names FROM src.ops s "
@@ -167,18 +175,18 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
       "INSERT OR IGNORE INTO main.stacks (hash, frames) SELECT hash, frames FROM src.stacks;"
       "DROP TABLE IF EXISTS temp.stackmap; CREATE TEMP TABLE stackmap (sid INTEGER PRIMARY KEY, mid INTEGER NOT NULL);"
       "INSERT INTO temp.stackmap SELECT s.id, m.id FROM src.stacks s JOIN main.stacks m ON m.hash = s.hash;";
-  if (auto r = exec_sql(db, sql); !r) return r;
-  const std::string where = "WHERE s.session_id = " + S;
-  struct Copy {
-    const char* table;
-    std::map<std::string, std::string> over;
-    std::string tail;
-    std::string conflict;
-    std::string dest;  // "": main.<table>
-  };
+  return exec_sql(db, sql);
+}
+
+// What each table of host k's session copies, and how: pids, tids, cpus and cgroup ids moved
+// into host k's range, ops and stacks mapped, events staged (merge_trace_dbs orders them).
+std::vector<MergeCopy> merge_copies(int64_t sid, int k, const SourceSession& ss, int64_t merged_rolled_sec) {
+  const int64_t pbase = k * kMergedPidStride, cbase = k * kMergedCpuStride;
+  const std::string SID = std::to_string(sid);
+  const std::string where = "WHERE s.session_id = " + std::to_string(ss.id);
   // cgroup ids are inode numbers of each host's own cgroup tree: two hosts reuse them.
   const int64_t gbase = static_cast<int64_t>(k) * kMergedCgroupStride;
-  std::vector<Copy> copies = {
+  return {
       {"processes",
        {{"session_id", SID}, {"pid", shift("pid", pbase)}, {"ppid", shift("ppid", pbase)}, {"cgroup_id", shift("cgroup_id", gbase)}},
        where, ""},
@@ -227,14 +235,11 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
        {{"session_id", SID}},
        where, "ON CONFLICT (session_id, name) DO UPDATE SET value = value + excluded.value"},
   };
-  for (const Copy& c : copies)
-    if (auto r = copy_table(db, c.table, c.over, c.tail, c.conflict, c.dest); !r)
-      return make_error("db_write", std::string("copying ") + c.table + " of " + path + ": " + r.error().message);
-  auto n = query_int(db, "SELECT count(*) FROM src.events WHERE session_id = " + S);
-  if (!n) return n.error();
-  sum.events = n->value_or(0);
-  auto last = query_int(db, "SELECT coalesce(max(max_end_ns), 0) FROM src.event_blocks WHERE session_id = " + S);
-  sum.last_ns = last ? last->value_or(0) : 0;
+}
+
+// The merged_hosts row of host k: where its rows came from and where its ids moved.
+Result<void> record_merged_host(sqlite3* db, int64_t sid, int k, const std::string& path, const SourceSession& ss,
+                                const std::string& sha) {
   auto ins = Statement::prepare(db,
                                 "INSERT INTO main.merged_hosts (session_id, host_index, host, boot_id, clock_offset_ns, system, "
                                 "source_file, source_sha256, source_session_id, source_started_ns, pid_base, cpu_base) "
@@ -251,26 +256,32 @@ Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path,
   ins->bind(8, sha);
   ins->bind(9, ss.id);
   ins->bind(10, ss.started_ns);
+  const int64_t pbase = k * kMergedPidStride, cbase = k * kMergedCpuStride;
   ins->bind(11, pbase);
   ins->bind(12, cbase);
   if (ins->step() != SQLITE_DONE) return make_error("db_write", sqlite_error_text(db));
   return {};
 }
 
-}  // namespace
+Result<void> merge_one(sqlite3* db, int64_t sid, int k, const std::string& path, const SourceSession& ss,
+                       const std::string& sha, int64_t merged_rolled_sec, MergeInputSummary& sum) {
+  if (auto r = map_ops_and_stacks(db); !r) return r;
+  for (const MergeCopy& c : merge_copies(sid, k, ss, merged_rolled_sec))
+    if (auto r = copy_table(db, c.table, c.over, c.tail, c.conflict, c.dest); !r)
+      return make_error("db_write", std::string("copying ") + c.table + " of " + path + ": " + r.error().message);
+  const std::string S = std::to_string(ss.id);
+  auto n = query_int(db, "SELECT count(*) FROM src.events WHERE session_id = " + S);
+  if (!n) return n.error();
+  sum.events = n->value_or(0);
+  auto last = query_int(db, "SELECT coalesce(max(max_end_ns), 0) FROM src.event_blocks WHERE session_id = " + S);
+  sum.last_ns = last ? last->value_or(0) : 0;
+  return record_merged_host(db, sid, k, path, ss, sha);
+}
 
-Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vector<std::string>& inputs) {
-  if (inputs.empty()) return make_error("merge_usage", "no input DB given");
-  // Root merging into a user's folder works there as that user, inputs read included
-  // (docs/SECURITY.md): the output's folder is theirs to redirect.
-  auto as = write_identity_for(out_path);
-  if (!as) return as.error();
-  auto scope = AsFsUser::enter(*as);
-  if (!scope) return scope.error();
+// Each input exists, is a causeway DB this binary can read, and is given once (by content).
+Result<std::vector<MergeInputSummary>> check_merge_inputs(const std::vector<std::string>& inputs) {
+  std::vector<MergeInputSummary> out;
   std::error_code ec;
-  if (fs::exists(out_path, ec))
-    return make_error("merge_usage", out_path + " exists: merge writes a new DB and never overwrites one");
-  MergeSummary out;
   std::map<std::string, std::string> seen_sha;
   for (const std::string& in : inputs) {
     if (!fs::is_regular_file(in, ec)) return make_error("db_missing", in + ": no such trace DB");
@@ -287,10 +298,15 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
     s.path = in;
     s.sha256 = *sha;
     s.schema_version = *version;
-    out.inputs.push_back(s);
+    out.push_back(s);
   }
+  return out;
+}
 
-  const std::string tmp = out_path + ".tmp";
+// A new DB file at `tmp` with the current schema, written without a journal (a fresh file,
+// renamed into place only when complete).
+Result<DbHandle> create_merge_output(const std::string& tmp) {
+  std::error_code ec;
   fs::remove(tmp, ec);
   sqlite3* raw = nullptr;
   if (sqlite3_open_v2(tmp.c_str(), &raw, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
@@ -299,29 +315,24 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
     return make_error("db_write", "cannot create " + tmp + ": " + e);
   }
   DbHandle db(raw);
-  struct Cleanup {
-    const std::string& path;
-    bool keep = false;
-    ~Cleanup() {
-      std::error_code e;
-      if (!keep) fs::remove(path, e);
-    }
-  } cleanup{tmp};
   if (auto r = migrate(db.get()); !r) return r.error();
-  // A fresh file renamed into place only when complete: no journal needed for the copy.
   if (auto r = exec_sql(db.get(), "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA foreign_keys = OFF"); !r)
     return r.error();
+  return db;
+}
 
-  // Pass 1: the sessions, to refuse duplicates and agree on the rolled-up horizon.
+// Pass 1: each input's latest session, refusing merged DBs and the same session twice; fills
+// the inputs' host, session and clock fields and the notes on migrated inputs.
+Result<std::vector<SourceSession>> read_merge_sessions(sqlite3* db, MergeSummary& out) {
   std::vector<SourceSession> sessions;
   std::map<std::string, std::string> seen_session;
   for (MergeInputSummary& s : out.inputs) {
-    if (auto r = attach_source(db.get(), s.path); !r) return r.error();
-    auto ss = latest_session(db.get(), s.path);
+    if (auto r = attach_source(db, s.path); !r) return r.error();
+    auto ss = latest_session(db, s.path);
     Result<std::optional<int64_t>> already = std::optional<int64_t>(0);
-    if (ss && !columns(db.get(), "src", "merged_hosts").empty())
-      already = query_int(db.get(), "SELECT count(*) FROM src.merged_hosts WHERE session_id = " + std::to_string(ss->id));
-    (void)exec_sql(db.get(), "DETACH DATABASE src");
+    if (ss && !columns(db, "src", "merged_hosts").empty())
+      already = query_int(db, "SELECT count(*) FROM src.merged_hosts WHERE session_id = " + std::to_string(ss->id));
+    (void)exec_sql(db, "DETACH DATABASE src");
     if (!ss) return ss.error();
     if (already && already->value_or(0) > 0)
       return make_error("merge_usage", s.path + " is itself a merged DB: merge the hosts' own DBs (its merged_hosts "
@@ -340,6 +351,12 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
                           std::to_string(latest_schema_version()) + " (columns it lacks are NULL)");
     sessions.push_back(*ss);
   }
+  return sessions;
+}
+
+// The merged session row: every host's span, rolled up to the second all of them reached.
+// Returns that second (rollups past it are rebuilt from events).
+Result<int64_t> insert_merged_session(sqlite3* db, const std::vector<SourceSession>& sessions, MergeSummary& out) {
   int64_t rolled = INT64_MAX, started = INT64_MAX, stopped = 0;
   std::string hosts;
   for (const SourceSession& ss : sessions) {
@@ -349,8 +366,7 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
     hosts += (hosts.empty() ? "" : ",") + ss.host;
   }
   const int64_t rolled_sec = rolled / 1'000'000'000;
-
-  auto ins = Statement::prepare(db.get(),
+  auto ins = Statement::prepare(db,
                                 "INSERT INTO sessions (source_kind, label, host, tool_version, started_ns, stopped_ns, "
                                 "rolled_up_to_ns, system) VALUES ('import', ?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!ins) return ins.error();
@@ -370,47 +386,91 @@ Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vec
                               {"driver_reason", "merged session: see systems (one per host)"},
                               {"merged", true}}
                    .dump());
-  if (ins->step() != SQLITE_DONE) return make_error("db_write", sqlite_error_text(db.get()));
-  out.session_id = sqlite3_last_insert_rowid(db.get());
+  if (ins->step() != SQLITE_DONE) return make_error("db_write", sqlite_error_text(db));
+  out.session_id = sqlite3_last_insert_rowid(db);
+  return rolled_sec;
+}
 
-  // Events of all hosts are staged, then written in time order: readers walk events by id
-  // (the zone map assumes ids nearly follow time), so one host's rows may not all come first.
-  if (auto r = exec_sql(db.get(), "CREATE TEMP TABLE ev_stage AS SELECT * FROM main.events WHERE 0"); !r) return r.error();
+// Pass 2: every input's rows, events into temp.ev_stage.
+Result<void> copy_merge_inputs(sqlite3* db, const std::vector<SourceSession>& sessions, int64_t rolled_sec, MergeSummary& out) {
+  if (auto r = exec_sql(db, "CREATE TEMP TABLE ev_stage AS SELECT * FROM main.events WHERE 0"); !r) return r.error();
   for (size_t i = 0; i < out.inputs.size(); ++i) {
     MergeInputSummary& s = out.inputs[i];
     const int k = static_cast<int>(i) + 1;
     s.pid_base = k * kMergedPidStride;
     // ATTACH and DETACH are refused inside a transaction: one transaction per input (the
     // output is a temporary file until the end, so a failure leaves nothing behind).
-    if (auto r = attach_source(db.get(), s.path); !r) return r.error();
-    if (auto r = exec_sql(db.get(), "BEGIN"); !r) return r.error();
-    auto r = merge_one(db.get(), out.session_id, k, s.path, sessions[i], s.sha256, rolled_sec, s);
+    if (auto r = attach_source(db, s.path); !r) return r.error();
+    if (auto r = exec_sql(db, "BEGIN"); !r) return r.error();
+    auto r = merge_one(db, out.session_id, k, s.path, sessions[i], s.sha256, rolled_sec, s);
     if (!r) return r.error();
-    if (auto c = exec_sql(db.get(), "COMMIT"); !c) return c.error();
-    if (auto d = exec_sql(db.get(), "DETACH DATABASE src"); !d) return d.error();
+    if (auto c = exec_sql(db, "COMMIT"); !c) return c.error();
+    if (auto d = exec_sql(db, "DETACH DATABASE src"); !d) return d.error();
     out.events += s.events;
   }
+  return {};
+}
 
-  {
-    auto cols = columns(db.get(), "main", "events");
-    std::string list;
-    for (const std::string& c : cols)
-      if (c != "id") list += (list.empty() ? "" : ", ") + c;
-    const std::string SID = std::to_string(out.session_id);
-    std::string sql = "BEGIN; INSERT INTO main.events (" + list + ") SELECT " + list +
-                      " FROM temp.ev_stage ORDER BY ts_ns; DROP TABLE temp.ev_stage;"
-                      "INSERT INTO main.event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
-                      "SELECT " + SID + ", min(id), max(id), min(ts_ns), max(ts_ns), max(ts_ns + dur_ns) FROM main.events "
-                      "GROUP BY (id - 1) / 4096; COMMIT;";
-    if (auto r = exec_sql(db.get(), sql); !r) return make_error("db_write", "writing the merged events: " + r.error().message);
-  }
+// The staged events of all hosts written in time order, with their zone map (event_blocks).
+Result<void> write_staged_events(sqlite3* db, int64_t session_id) {
+  auto cols = columns(db, "main", "events");
+  std::string list;
+  for (const std::string& c : cols)
+    if (c != "id") list += (list.empty() ? "" : ", ") + c;
+  const std::string SID = std::to_string(session_id);
+  std::string sql = "BEGIN; INSERT INTO main.events (" + list + ") SELECT " + list +
+                    " FROM temp.ev_stage ORDER BY ts_ns; DROP TABLE temp.ev_stage;"
+                    "INSERT INTO main.event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
+                    "SELECT " + SID + ", min(id), max(id), min(ts_ns), max(ts_ns), max(ts_ns + dur_ns) FROM main.events "
+                    "GROUP BY (id - 1) / 4096; COMMIT;";
+  if (auto r = exec_sql(db, sql); !r) return make_error("db_write", "writing the merged events: " + r.error().message);
+  return {};
+}
+
+}  // namespace
+
+Result<MergeSummary> merge_trace_dbs(const std::string& out_path, const std::vector<std::string>& inputs) {
+  if (inputs.empty()) return make_error("merge_usage", "no input DB given");
+  // Root merging into a user's folder works there as that user, inputs read included
+  // (docs/SECURITY.md): the output's folder is theirs to redirect.
+  auto as = write_identity_for(out_path);
+  if (!as) return as.error();
+  auto scope = AsFsUser::enter(*as);
+  if (!scope) return scope.error();
+  std::error_code ec;
+  if (fs::exists(out_path, ec))
+    return make_error("merge_usage", out_path + " exists: merge writes a new DB and never overwrites one");
+  MergeSummary out;
+  auto checked = check_merge_inputs(inputs);
+  if (!checked) return checked.error();
+  out.inputs = std::move(*checked);
+
+  const std::string tmp = out_path + ".tmp";
+  struct Cleanup {
+    const std::string& path;
+    bool keep = false;
+    ~Cleanup() {
+      std::error_code e;
+      if (!keep) fs::remove(path, e);
+    }
+  } cleanup{tmp};
+  auto db = create_merge_output(tmp);
+  if (!db) return db.error();
+  auto sessions = read_merge_sessions(db->get(), out);
+  if (!sessions) return sessions.error();
+  auto rolled_sec = insert_merged_session(db->get(), *sessions, out);
+  if (!rolled_sec) return rolled_sec.error();
+  // Events of all hosts are staged, then written in time order: readers walk events by id
+  // (the zone map assumes ids nearly follow time), so one host's rows may not all come first.
+  if (auto r = copy_merge_inputs(db->get(), *sessions, *rolled_sec, out); !r) return r.error();
+  if (auto r = write_staged_events(db->get(), out.session_id); !r) return r.error();
   // Clocks: every host wrote CLOCK_REALTIME, so the timelines line up as far as the hosts'
   // clocks agree; nothing here can measure that, so it is assumed and said.
   out.notes.push_back(
       "timestamps kept as each host's CLOCK_REALTIME (Unix ns); assumed skew between hosts: 0 — valid to the hosts' "
       "NTP/PTP error (typically 0.1-10 ms with NTP, < 1 us with PTP); cross-host lateness smaller than that is not "
       "evidence");
-  db.reset();
+  db->reset();
   fs::rename(tmp, out_path, ec);
   if (ec) return make_error("db_write", "cannot rename " + tmp + " to " + out_path + ": " + ec.message());
   cleanup.keep = true;

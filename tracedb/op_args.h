@@ -29,6 +29,7 @@ inline constexpr std::string_view block = "bytes,dev,sector,is_write";
 inline constexpr std::string_view tcp = "saddr,sport,daddr,dport,state,sock_owner";
 inline constexpr std::string_view tcp6 = "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sport|dport<<16|state<<32,sock_owner";
 inline constexpr std::string_view page_alloc = "pages,max_order";
+inline constexpr std::string_view oom_kill = "victim_pid,total_pages";
 inline constexpr std::string_view send_wait = "fd,eagain,short_writes,blocking";
 }  // namespace arg_layout
 
@@ -117,10 +118,12 @@ GraphArgs graph_args(const R& r) {
           CW_ARG(r, "stream", capture_begin, capture_end, graph_launch)};
 }
 
-// Block I/O requests.
+// Block I/O requests. dev is the kernel's dev_t (major << 20 | minor).
 struct BlockArgs {
   int64_t bytes = 0, dev = 0, sector = 0;
   bool is_write = false;
+  int64_t dev_major() const { return dev >> 20; }
+  int64_t dev_minor() const { return dev & 0xFFFFF; }
 };
 template <typename R>
 BlockArgs block_args(const R& r) {
@@ -137,22 +140,35 @@ PageAllocArgs page_alloc_args(const R& r) {
   return {CW_ARG(r, "pages", arg_layout::page_alloc), CW_ARG(r, "max_order", arg_layout::page_alloc)};
 }
 
-// TCP retransmits: IPv4 addresses whole, IPv6 as two halves; ports unpacked.
+// OOM kills: the process the kernel ended.
+struct OomKillArgs {
+  int64_t victim_pid = 0, total_pages = 0;
+};
+template <typename R>
+OomKillArgs oom_kill_args(const R& r) {
+  return {CW_ARG(r, "victim_pid", arg_layout::oom_kill), CW_ARG(r, "total_pages", arg_layout::oom_kill)};
+}
+
+// TCP retransmits: IPv4 addresses whole, IPv6 as two halves; ports unpacked. sock_owner: the
+// collector matched the pid to the socket's owner (else it is the task running at the
+// retransmit, which the kernel sends from a timer).
 struct TcpArgs {
   int64_t saddr_hi = 0, saddr = 0, daddr_hi = 0, daddr = 0;  // *_hi: IPv6 only
   int64_t sport = 0, dport = 0;
+  bool sock_owner = false;
 };
 template <typename R>
 TcpArgs tcp_args(const R& r) {
   using namespace arg_layout;
-  return {0, CW_ARG(r, "saddr", tcp), 0, CW_ARG(r, "daddr", tcp), CW_ARG(r, "sport", tcp), CW_ARG(r, "dport", tcp)};
+  return {0, CW_ARG(r, "saddr", tcp), 0, CW_ARG(r, "daddr", tcp), CW_ARG(r, "sport", tcp), CW_ARG(r, "dport", tcp),
+          CW_ARG(r, "sock_owner", tcp) != 0};
 }
 template <typename R>
 TcpArgs tcp6_args(const R& r) {
   using namespace arg_layout;
   const int64_t ports = CW_ARG(r, "sport|dport<<16|state<<32", tcp6);
   return {CW_ARG(r, "saddr_hi", tcp6), CW_ARG(r, "saddr_lo", tcp6), CW_ARG(r, "daddr_hi", tcp6), CW_ARG(r, "daddr_lo", tcp6),
-          ports & 0xffff, (ports >> 16) & 0xffff};
+          ports & 0xffff, (ports >> 16) & 0xffff, CW_ARG(r, "sock_owner", tcp6) != 0};
 }
 
 #undef CW_ARG

@@ -176,7 +176,7 @@ constexpr OpInfo kCatalog[] = {
     // A served connection's response waiting on a full send buffer (requests/send_waits.h).
     {CW_OP_SOCK_SEND_WAIT, CW_SRC_NET, "sock_send_wait", true, send_wait, F::host},
     {CW_OP_PAGE_ALLOC, CW_SRC_MEM, "page_alloc", false, page_alloc, F::host},
-    {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, "victim_pid,total_pages", F::host},
+    {CW_OP_OOM_KILL, CW_SRC_MEM, "oom_kill", false, arg_layout::oom_kill, F::host},
 };
 
 constexpr bool is_probed_source(uint8_t source) {

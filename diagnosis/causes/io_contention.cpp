@@ -79,8 +79,9 @@ void add_io_sample(ChunkContext& cx, ChainAcc& c, const Slow& w, const std::vect
   size_t shown = 0;
   for (const Ev* r : reqs) {
     if (++shown > 6) break;
-    items.push_back({r->ts, "io", "block request " + format_bytes(r->a[0]) + " on dev " + std::to_string(r->a[1] >> 20) +
-                                      ":" + std::to_string(r->a[1] & 0xFFFFF) + " issued by " + cx.s.comm_of(r->pid) +
+    const BlockArgs b = block_args(*r);
+    items.push_back({r->ts, "io", "block request " + format_bytes(b.bytes) + " on dev " + std::to_string(b.dev_major()) +
+                                      ":" + std::to_string(b.dev_minor()) + " issued by " + cx.s.comm_of(r->pid) +
                                       " (pid " + std::to_string(r->pid) + ", thread " + std::to_string(r->tid) + "), " +
                                       format_duration_ns(r->dur)});
   }

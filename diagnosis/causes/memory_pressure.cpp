@@ -4,6 +4,7 @@
 
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
+#include "common/argmax.h"
 #include "common/units.h"
 #include "tracedb/op_args.h"
 
@@ -11,11 +12,12 @@ namespace causeway {
 namespace {
 
 // The other process that allocated the most pages during the stalls.
+// (The most off-CPU time picks first; one that allocated strictly more pages takes its place.)
 const PartyAcc* top_allocator(const ChainAcc& a) {
   const PartyAcc* p = top_party(a.culprits, a.pid, false);
-  for (auto& [k, q] : a.culprits)
-    if (q.pid != a.pid && (!p || q.amount > p->amount)) p = &q;
-  return p;
+  const auto* most = argmax_by(a.culprits, [](const auto& kv) { return kv.second.amount; },
+                               [&](const auto& kv) { return kv.second.pid != a.pid; });
+  return most && (!p || most->second.amount > p->amount) ? &most->second : p;
 }
 
 }  // namespace
@@ -80,20 +82,15 @@ bool MemoryPressure::detect(ChunkContext& cx, const Slow& w) {
       if (iv.state == OffCpuState::uninterruptible)
         items.push_back({iv.from_ns, "host", "thread " + std::to_string(e.tid) + " stalls in D state (reclaim) for " +
                                                  format_duration_ns(iv.runnable_from() - iv.from_ns)});
-    uint32_t top = 0;
-    int64_t topn = -1;
-    for (auto& [pid, n] : pages)
-      if (pid != e.pid && n > topn) {
-        topn = n;
-        top = pid;
-      }
-    if (topn > 0)
-      items.push_back({w.from, "mem", cx.s.comm_of(top) + " (pid " + std::to_string(top) + ") allocates " +
-                                          std::to_string(topn) + " pages during the call"});
+    const auto* top = argmax_by(pages, [](const auto& kv) { return kv.second; }, [&](const auto& kv) { return kv.first != e.pid; });
+    if (top && top->second > 0)
+      items.push_back({w.from, "mem", cx.s.comm_of(top->first) + " (pid " + std::to_string(top->first) + ") allocates " +
+                                          std::to_string(top->second) + " pages during the call"});
     for (const Ev* o : ooms) {
-      ev.oom_kill_ns[static_cast<uint32_t>(o->a[0])] = o->ts;
-      items.push_back({o->ts, "mem", "OOM killer ends " + cx.s.comm_of(static_cast<uint32_t>(o->a[0])) + " (pid " +
-                                         std::to_string(o->a[0]) + ")"});
+      const int64_t victim = oom_kill_args(*o).victim_pid;
+      ev.oom_kill_ns[static_cast<uint32_t>(victim)] = o->ts;
+      items.push_back({o->ts, "mem", "OOM killer ends " + cx.s.comm_of(static_cast<uint32_t>(victim)) + " (pid " +
+                                         std::to_string(victim) + ")"});
     }
     add_sample(c, w.excess, std::move(items));
     return true;

@@ -11,6 +11,7 @@
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "bpf/events.h"
+#include "common/argmax.h"
 #include "tracedb/op_args.h"
 
 namespace causeway {
@@ -19,18 +20,17 @@ namespace {
 using Endpoint = Network::Endpoint;
 
 // The local and remote ends of a retransmit event (tracedb/op_catalog.cpp arg layouts).
+TcpArgs tcp_of(const Ev& r) { return r.op == CW_OP_TCP_RETRANSMIT6 ? tcp6_args(r) : tcp_args(r); }
+
 std::pair<Endpoint, Endpoint> ends_of(const Ev& r) {
   const bool v6 = r.op == CW_OP_TCP_RETRANSMIT6;
-  const TcpArgs t = v6 ? tcp6_args(r) : tcp_args(r);
+  const TcpArgs t = tcp_of(r);
   return {{v6, t.saddr_hi, t.saddr, t.sport}, {v6, t.daddr_hi, t.daddr, t.dport}};
 }
 
 // The peer with the most retransmits, or null.
 const std::pair<const Endpoint, Network::Evidence::Peer>* top_peer(const Network::Evidence& e) {
-  const std::pair<const Endpoint, Network::Evidence::Peer>* p = nullptr;
-  for (const auto& kv : e.peers)
-    if (!p || kv.second.retransmits > p->second.retransmits) p = &kv;
-  return p;
+  return argmax_by(e.peers, [](const auto& kv) { return kv.second.retransmits; });
 }
 
 }  // namespace
@@ -116,7 +116,7 @@ bool Network::detect(ChunkContext& cx, const Slow& w) {
     if (seen.insert(peer).second) ++p.calls;
     ++p.retransmits;
     ++ev.retransmits;
-    const bool owner = r->a[5] != 0;  // sock_owner: pid is the socket's, not the running task's
+    const bool owner = tcp_of(*r).sock_owner;  // pid is the socket's, not the running task's
     if (owner) ++ev.by_owner;
     items.push_back({r->ts, "net", "TCP retransmit " + endpoint_text(local) + " -> " + endpoint_text(peer) + " on a socket of " +
                                        cx.s.comm_of(r->pid) + " (pid " + std::to_string(r->pid) + ")" +

@@ -5,7 +5,7 @@
 namespace causeway::mcp::tools {
 
 static Result<ToolOutput> get_check(const json&, ToolContext& ctx) {
-  json doc = probe_readiness(ctx.config.self_exe, ctx.config.db_path);
+  json doc = probe_readiness(ctx.config.host_check, ctx.pool);
   TextBuilder t(ctx.config.limits.max_text_bytes);
   t.line(std::string("ready: ") + (doc["ready"].get<bool>() ? "yes" : "NO") + " (from " + doc["source"].get<std::string>() + ")");
   const json& db = doc["db"];

@@ -6,6 +6,10 @@ a browser could fetch, load it in headless Chromium inside a network namespace w
 interface (`unshare -n`: a request could not leave even if the page tried), and check the DOM
 Chromium built: one section per chain (`explain --json`), one histogram per op (`stats --json`),
 the culprit's name in its chain's swimlanes, and for `incident` tar preempting python3 on CPU 3.
+Where the page has the requests section (the `requests-*` scenarios), the laid-out page is
+asked, over Chromium's DevTools protocol (--remote-debugging-pipe), for the box of every label
+of the latency histograms: no two may overlap, each metric has its histogram bars, and the
+analysed metric's tail is coloured by the causes `requests --json` names.
 A DB whose comm and op names are markup is loaded too: no element comes from them.
 
 Exits 77 (CTest: skipped) with the reason when Chromium or a network namespace is missing.
@@ -14,11 +18,13 @@ CAUSEWAY_REPORT_SCREENSHOTS=DIR keeps one 1200 px wide PNG per scenario there (d
 import json
 import os
 import re
+import select
 import shutil
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import time
 from html.parser import HTMLParser
 
 BIN = os.environ.get("CAUSEWAY_BIN", "causeway")
@@ -113,6 +119,131 @@ def load_in_browser(chromium, netns, html_path, tmp, png=None):
     return dom
 
 
+# The requests figure's labels and bars as Chromium laid them out (page coordinates, px).
+REQUEST_FIGURE_JS = r"""(() => {
+  const fig = document.querySelector('figure.requests');
+  if (!fig) return null;
+  const box = t => { const r = t.getBoundingClientRect();
+                     return {text: t.textContent, x0: r.left, x1: r.right, y0: r.top, y1: r.bottom}; };
+  return {
+    labels: [...fig.querySelectorAll('svg text')].map(box),
+    metrics: [...fig.querySelectorAll('g.metric')].map(g => ({
+      metric: g.dataset.metric,
+      classes: [...g.querySelectorAll('rect')].map(r => r.getAttribute('class')),
+    })),
+  };
+})()"""
+
+
+class DevTools:
+    """Chromium driven over --remote-debugging-pipe (fd 3 in, fd 4 out, NUL-separated JSON)."""
+
+    def __init__(self, argv):
+        self.to_browser_r, self.to_browser_w = os.pipe()
+        self.from_browser_r, self.from_browser_w = os.pipe()
+
+        def child_fds():
+            a, b = os.dup(self.to_browser_r), os.dup(self.from_browser_w)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
+
+        self.proc = subprocess.Popen(argv + ["--remote-debugging-pipe", "about:blank"], preexec_fn=child_fds,
+                                     close_fds=False, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        os.close(self.to_browser_r)
+        os.close(self.from_browser_w)
+        self.buf = b""
+        self.next_id = 0
+
+    def call(self, method, params=None, session=None, timeout=60):
+        self.next_id += 1
+        msg = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            msg["sessionId"] = session
+        os.write(self.to_browser_w, json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        while True:
+            while b"\0" in self.buf:
+                raw, self.buf = self.buf.split(b"\0", 1)
+                reply = json.loads(raw)
+                if reply.get("id") == self.next_id:
+                    assert "error" not in reply, f"{method}: {reply['error']}"
+                    return reply["result"]
+            left = deadline - time.monotonic()
+            assert left > 0, f"{method}: no answer from chromium in {timeout} s"
+            ready, _, _ = select.select([self.from_browser_r], [], [], left)
+            if ready:
+                chunk = os.read(self.from_browser_r, 1 << 16)
+                assert chunk, f"{method}: chromium closed the pipe"
+                self.buf += chunk
+
+    def close(self):
+        try:
+            self.call("Browser.close", timeout=10)
+        except AssertionError:
+            pass
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        os.close(self.to_browser_w)
+        os.close(self.from_browser_r)
+
+
+def request_figure(chromium, netns, html_path, tmp):
+    """REQUEST_FIGURE_JS's answer on the page laid out 1200 px wide, or None without the figure."""
+    profile = tempfile.mkdtemp(dir=tmp)
+    dt = DevTools(netns + [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                           "--disable-extensions", "--user-data-dir=" + profile, "--hide-scrollbars",
+                           "--window-size=1200,1800"])
+    try:
+        target = dt.call("Target.createTarget", {"url": "file://" + os.path.abspath(html_path)})["targetId"]
+        session = dt.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+        for _ in range(200):
+            # The new target starts at about:blank (already "complete"): wait for the file itself.
+            state = dt.call("Runtime.evaluate", {"expression": "location.protocol + document.readyState", "returnByValue": True},
+                            session)
+            if state["result"].get("value") == "file:complete":
+                break
+            time.sleep(0.05)
+        got = dt.call("Runtime.evaluate", {"expression": REQUEST_FIGURE_JS, "returnByValue": True}, session)
+        return got["result"].get("value")
+    finally:
+        dt.close()
+
+
+def overlapping_labels(labels):
+    """Pairs of labels whose boxes share more than a pixel each way."""
+    bad = []
+    for i, a in enumerate(labels):
+        for b in labels[i + 1:]:
+            if min(a["x1"], b["x1"]) - max(a["x0"], b["x0"]) > 1 and min(a["y1"], b["y1"]) - max(a["y0"], b["y0"]) > 1:
+                bad.append((a["text"], b["text"]))
+    return bad
+
+
+def check_request_figure(chromium, netns, tmp, name, db, html):
+    fig = request_figure(chromium, netns, html, tmp)
+    assert fig is not None, f"{name}: the page has a requests section but no latency figure"
+    assert len(fig["labels"]) >= 12, f"{name}: {len(fig['labels'])} labels in the requests figure"
+    bad = overlapping_labels(fig["labels"])
+    assert not bad, f"{name}: overlapping labels in the requests figure: {bad}"
+    doc = json.loads(run([BIN, "requests", "--db", db, "--json"]))["requests"]
+    tail = doc.get("tail") or {}
+    causes = [c["cause"] for c in tail.get("causes") or [] if c.get("share_time", 0) > 0]
+    by_metric = {m["metric"]: m["classes"] for m in fig["metrics"]}
+    assert sorted(by_metric) == ["e2e", "itl", "ttft"], by_metric.keys()
+    for metric, classes in by_metric.items():
+        if doc.get(metric + "_ms"):
+            assert "bar" in classes, f"{name}: no histogram bars for {metric}"
+    if causes:
+        coloured = [c for c in by_metric[tail["metric"]] if re.fullmatch(r"c\d+", c or "")]
+        assert coloured, f"{name}: the {tail['metric']} tail is not coloured by its causes {causes}"
+    return len(fig["labels"])
+
+
 def check_scenario(chromium, netns, tmp, name, shots):
     db, html = os.path.join(tmp, name + ".db"), os.path.join(tmp, name + ".html")
     run([BIN, "demo", name, "--db", db])
@@ -149,7 +280,10 @@ def check_scenario(chromium, netns, tmp, name, shots):
         assert re.search(r"\btar\b", first["lanes"]["cpu"]), first["lanes"]["cpu"]
         assert "python3" in first["lanes"].get("victim", ""), first["lanes"]
         assert "preempted by tar" in first["lanes"]["victim"], first["lanes"]["victim"]
-    print(f"ok {name}: {len(dom.chains)} chains, {dom.op_figures} histograms, {os.path.getsize(html)} bytes")
+    labels = ""
+    if 'id="requests"' in text:
+        labels = f", {check_request_figure(chromium, netns, tmp, name, db, html)} request labels apart"
+    print(f"ok {name}: {len(dom.chains)} chains, {dom.op_figures} histograms{labels}, {os.path.getsize(html)} bytes")
 
 
 def check_hostile(chromium, netns, tmp):

@@ -61,6 +61,11 @@ TEST_CASE("version, help with examples on every subcommand, and usage errors exi
   auto bad = run_causeway({"stats", "--since", "5parsecs", "--db", "/nonexistent/x.db"});
   CHECK(bad.exit_code == 2);
   CHECK(bad.err.find("5parsecs") != std::string::npos);
+  // Contradicting flags are refused before anything starts, not resolved silently (issue #38).
+  auto both = run_causeway({"trace", "--no-requests", "--http-port", "8000", "--db", "/nonexistent/x.db"});
+  CHECK(both.exit_code == 2);
+  CHECK(both.err.find("--http-port") != std::string::npos);
+  CHECK(both.err.find("--no-requests") != std::string::npos);
 }
 
 TEST_CASE("a missing DB is a clear runtime error, as text or as one JSON document") {

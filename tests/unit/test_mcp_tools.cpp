@@ -352,6 +352,35 @@ TEST_CASE("tools: get_check reports the DB being served, not the default one") {
   CHECK(m["result"]["structuredContent"]["db"]["readable"] == false);
 }
 
+TEST_CASE("tools: get_check runs the host check in the server process, on the served DB") {
+  TempDir dir;
+  std::string db = write_mcp_fixture(dir.path());
+  mcp::ServerConfig c;
+  c.db_path = db;
+  c.scratch_dir = dir.file("demo");
+  std::vector<std::string> asked;  // the DB paths the check was run on, in this process
+  c.host_check = [&asked](const std::string& path) {
+    asked.push_back(path);
+    return nlohmann::json{{"ready", false},
+                          {"checks", {{{"name", "bpf_load"}, {"status", "FAIL"}, {"detail", "no BTF"}, {"remedy", "boot a BTF kernel"}},
+                                      {{"name", "db"}, {"status", "PASS"}, {"detail", "trace writes " + path}, {"remedy", ""}}}}};
+  };
+  mcp::Server s(c, mcp::builtin_tools());
+  json r = call_tool(s, "get_check", json::object())["result"];
+  REQUIRE(asked.size() == 1);
+  CHECK(asked[0] == db);
+  const json& sc = r["structuredContent"];
+  CHECK(sc["source"] == "causeway check");
+  CHECK(sc["ready"] == false);
+  REQUIRE(sc["checks"].size() == 2);
+  CHECK(sc["checks"][0]["ok"] == false);
+  CHECK(sc["checks"][0]["remedy"] == "boot a BTF kernel");
+  CHECK(sc["checks"][1]["ok"] == true);
+  CHECK(sc["db"]["readable"] == true);  // read through the pool
+  CHECK(sc["db"]["sessions"].get<int64_t>() >= 1);
+  CHECK(r["content"][0]["text"].get<std::string>().find("FAIL bpf_load: no BTF") != std::string::npos);
+}
+
 TEST_CASE("tools: get_causal_chains filters by cause/pid/min_severity, pages with a cursor, shows the user call site") {
   TempDir dir;
   DemoOptions o;

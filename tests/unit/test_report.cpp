@@ -177,6 +177,39 @@ TEST_CASE("requests section from a document of the documented `requests --json` 
   CHECK(render_requests_section(json::object()).find("no <code>requests</code> object") != std::string::npos);
 }
 
+TEST_CASE("request latency: histograms from per-request values, the analysed tail coloured by cause") {
+  const json r = json::parse(R"({"ttft_ms": {"p50": 40, "p90": 44, "p99": 47, "max": 49},
+    "itl_ms": {"p50": 18, "p90": 25, "p99": 70, "max": 300}, "e2e_ms": {"p50": 900, "p90": 1500, "p99": 4000, "max": 9000},
+    "tail": {"metric": "ttft", "quantile": 0.99, "threshold_ms": 47,
+             "causes": [{"cause": "cpu_contention", "share_time": 0.8, "requests": 9}]}})");
+  RequestSamples s;
+  for (int i = 0; i < 200; ++i) s.ttft_ms.push_back(40 + i % 10);
+  s.ttft_ms.push_back(49);
+  for (int i = 0; i < 500; ++i) s.itl_ms.push_back(18 + i % 60);
+  for (int i = 0; i < 200; ++i) s.e2e_ms.push_back(900 + 40 * i);
+  const std::string html = render_request_latency(r, s);
+  CHECK(html.find("<figure class=\"requests\">") == 0);
+  CHECK(count_of(html, "class=\"bar\"") >= 10);  // bins of the three histograms
+  CHECK(html.find("class=\"c0\"><title>cpu_contention 80% of the tail&#39;s time — TTFT") != std::string::npos);
+  CHECK(html.find("class=\"tail\"") != std::string::npos);  // the other metrics' tails, not analysed
+  CHECK(html.find("gaps") != std::string::npos);
+}
+
+TEST_CASE("request latency: marker labels close together go to separate rows, none overlapping") {
+  // p90, p99 and max of TTFT 44, 47, 49 ms sit a few pixels apart on a decades-wide axis.
+  const std::vector<std::pair<double, size_t>> labels = {{500, 11}, {520, 11}, {530, 11}, {536, 11}, {1150, 10}};
+  const auto slots = place_labels(labels, 1160);
+  REQUIRE(slots.size() == labels.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    for (size_t j = i + 1; j < slots.size(); ++j)
+      if (slots[i].row == slots[j].row) CHECK((slots[i].x1 <= slots[j].x0 || slots[j].x1 <= slots[i].x0));
+  CHECK(slots[0].row == 0);
+  CHECK(slots[1].row == 1);
+  CHECK(slots[3].row == 3);
+  CHECK(slots[4].end_anchor);  // at the right edge it reads leftwards, inside the picture
+  CHECK(slots[4].x1 <= 1160);
+}
+
 TEST_CASE("the report includes the requests section only when the provider returns a document") {
   Demo d("incident");
   ReportSummary s;

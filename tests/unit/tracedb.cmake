@@ -5,7 +5,7 @@ causeway_test(test_tracedb LABEL unit
 causeway_test(test_common LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_common_units.cpp ${CMAKE_CURRENT_LIST_DIR}/test_common_sanitize.cpp
           ${CMAKE_CURRENT_LIST_DIR}/test_common_untrusted_json.cpp
-          ${CMAKE_CURRENT_LIST_DIR}/test_common_json_exact.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/test_common_json_exact.cpp ${CMAKE_CURRENT_LIST_DIR}/test_common_argmax.cpp
   LIBS causeway_common)
 causeway_test(test_stats LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_stats.cpp LIBS causeway_diagnosis causeway_synth)

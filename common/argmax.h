@@ -1,0 +1,30 @@
+// "Which entry is the biggest": the element of a range (a map's key/value pairs, a vector's
+// rows) with the largest score among those a filter keeps. Ties go to the first in iteration
+// order, as the hand-written `if (x > best) best = x` loops this replaces did, so a rewritten
+// caller picks the same entry.
+#pragma once
+
+#include <iterator>
+
+namespace causeway {
+
+struct KeepEvery {
+  template <typename T>
+  constexpr bool operator()(const T&) const {
+    return true;
+  }
+};
+
+// A pointer to the element of `range` with the largest `score(element)` among those
+// `keep(element)` accepts (the first of equals), or nullptr when it accepts none.
+template <typename Range, typename Score, typename Keep = KeepEvery>
+auto argmax_by(const Range& range, Score score, Keep keep = {}) -> decltype(&*std::begin(range)) {
+  decltype(&*std::begin(range)) best = nullptr;
+  for (const auto& x : range) {
+    if (!keep(x)) continue;
+    if (!best || score(*best) < score(x)) best = &x;
+  }
+  return best;
+}
+
+}  // namespace causeway

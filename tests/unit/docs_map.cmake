@@ -1,0 +1,14 @@
+# The map stays true (issue #38): every path and code name docs/ARCHITECTURE.md cites exists
+# (tests/unit/check_architecture_doc.py), and every SELECT over `events` / `v_calls` in the
+# code names only columns of tracedb/event_columns.h / schemas/trace.sql
+# (tests/unit/check_event_selects.py).
+find_package(Python3 COMPONENTS Interpreter QUIET)
+foreach(check architecture_doc event_selects)
+  if(Python3_Interpreter_FOUND)
+    add_test(NAME docs_${check} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_${check}.py ${PROJECT_SOURCE_DIR})
+    set_tests_properties(docs_${check} PROPERTIES LABELS unit TIMEOUT 120)
+  else()
+    add_test(NAME docs_${check} COMMAND ${CMAKE_COMMAND} -E echo "skipped: no python3 (scripts/install-deps.sh --tests)")
+    set_tests_properties(docs_${check} PROPERTIES LABELS unit SKIP_REGULAR_EXPRESSION "skipped:")
+  endif()
+endforeach()

@@ -1,0 +1,4 @@
+# The shipped scripts' first-use edges (issue #38): gpu-check.sh --help and its default binary,
+# package.sh's up-front check (tests/unit/test_scripts_first_use.sh, on copies of the scripts).
+add_test(NAME scripts_first_use COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/test_scripts_first_use.sh ${PROJECT_SOURCE_DIR})
+set_tests_properties(scripts_first_use PROPERTIES LABELS unit TIMEOUT 60)
