@@ -53,6 +53,7 @@
 #include "requests/tracker.h"
 #include "collector/symbolizer.h"
 #include "tracedb/store_writer.h"
+#include "diagnosis/tracer_pid.h"
 
 namespace causeway::collector {
 

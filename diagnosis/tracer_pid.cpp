@@ -1,7 +1,6 @@
 #include "diagnosis/tracer_pid.h"
 
 
-#include "tracedb/records.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {

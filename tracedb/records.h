@@ -175,10 +175,6 @@ struct HostContextMark {
   int64_t host_context_ns = 0;
 };
 inline constexpr std::string_view kHostContextCounter = "host_context_ns";
-// The tracer's own pid, stored by the collector as the collector_stats row `tracer_pid`: its
-// threads run on the traced CPUs too, and a cause never names the tracer as the culprit
-// (docs/DIAGNOSIS.md "The tracer is never a culprit").
-inline constexpr std::string_view kTracerPidCounter = "tracer_pid";
 
 // Rare, never dropped: identity and results rather than the event stream. Requests come at
 // most thousands a second, far below the event lanes, and each one is a result to keep.

@@ -17,7 +17,7 @@
 #include "bpf/events.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/diagnosis_live_session.h"
-#include "tracedb/records.h"
+#include "diagnosis/tracer_pid.h"
 
 using namespace causeway;
 using causeway::test::Live;

@@ -10,7 +10,7 @@
 #include "tests/unit/request_db.h"
 #include "tests/unit/request_rows.h"
 #include "tracedb/op_catalog.h"
-#include "tracedb/records.h"
+#include "diagnosis/tracer_pid.h"
 #include "tracedb/store_writer.h"
 
 using namespace causeway;
