@@ -6,7 +6,7 @@
 #include "cli/command.h"
 #include "common/sanitize.h"
 #include "cli/json_out.h"
-#include "requests/request_chains.h"
+#include "diagnosis/request_chains.h"
 #include "tracedb/merge.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.

@@ -7,7 +7,7 @@
 #include "exporters/report.h"
 #include "fleet/fleet_options.h"
 #include "fleet/fleet_report.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "tracedb/sqlite_handle.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
@@ -26,7 +26,7 @@ struct ReportArgs {
 };
 
 // The inference-requests section's data: `causeway requests --json`'s document for the
-// session (requests/latency.h, the same builder as the CLI and MCP), or nothing when the
+// session (diagnosis/request_latency.h, the same builder as the CLI and MCP), or nothing when the
 // session served no requests (or its DB predates the requests table).
 RequestsProvider requests_provider() {
   return [](sqlite3* db, const RequestsScope& scope) -> Result<std::optional<nlohmann::json>> {

@@ -5,7 +5,7 @@
 #include "fleet/fleet_options.h"
 #include "fleet/fleet_requests.h"
 #include "common/units.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "tracedb/open.h"
 
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.

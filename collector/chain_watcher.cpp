@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "diagnosis/correlator.h"
-#include "requests/request_chains.h"
+#include "diagnosis/request_chains.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/open.h"
 
@@ -91,7 +91,7 @@ struct ChainWatcher::Impl {
     request_pass(final);
   }
 
-  // The session's request chains (requests/request_chains.h), replacing the last pass's.
+  // The session's request chains (diagnosis/request_chains.h), replacing the last pass's.
   void request_pass(bool final) {
     const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::steady_clock::now().time_since_epoch())

@@ -55,6 +55,7 @@
 #include "requests/tracker.h"
 #include "collector/symbolizer.h"
 #include "tracedb/store_writer.h"
+#include "diagnosis/tracer_pid.h"
 
 namespace causeway::collector {
 
@@ -702,6 +703,7 @@ void Session::update_counters() {
   ring = drops[CW_DROP_RING_CALL] + drops[CW_DROP_RING_HOST];
   sum_.dropped_ring = ring;
   writer_.set_counter("dropped_ring", static_cast<int64_t>(ring));
+  writer_.set_counter(std::string(kTracerPidCounter), static_cast<int64_t>(::getpid()));
   writer_.set_counter("calls_received", static_cast<int64_t>(sum_.calls));
   writer_.set_counter("stack_read_failures", static_cast<int64_t>(stack_read_failures_));
   writer_.set_counter("python_unsupported", static_cast<int64_t>(python_unsupported_));

@@ -13,11 +13,34 @@ std::string percent_text(double v) {
   return b;
 }
 
+namespace {
+
+// prefill_interference's culprit is the long requests themselves: named first, with their
+// prompt sizes and tenants (ids and tenants are the clients': untrusted).
+std::string long_requests_text(const nlohmann::json& longs) {
+  std::string s = "long request" + std::string(longs.size() == 1 ? " " : "s ");
+  size_t shown = 0;
+  for (const auto& l : longs) {
+    if (!l.is_object() || !l.contains("id") || !l["id"].is_string() || shown++ >= 5) continue;
+    s += (shown > 1 ? ", " : "") + sanitize_untrusted(l["id"].get<std::string>(), 64);
+    if (l.contains("prompt_bytes") && l["prompt_bytes"].is_number())
+      s += " (" + std::to_string(l["prompt_bytes"].get<int64_t>()) + " prompt bytes" +
+           (l.contains("tenant") && l["tenant"].is_string() ? ", tenant " + sanitize_untrusted(l["tenant"].get<std::string>(), 48) : "") +
+           ")";
+  }
+  if (longs.size() > 5) s += ", … " + std::to_string(longs.size() - 5) + " more";
+  return s + "; prefilled by ";
+}
+
+}  // namespace
+
 std::string culprit_line(const nlohmann::json& c) {
   if (!c.is_object()) return "";
   std::string s;
-  if (c.contains("peer") && c["peer"].is_string()) s = "peer " + sanitize_untrusted(c["peer"].get<std::string>(), 80);
-  else if (c.contains("comm") && c["comm"].is_string()) s = sanitize_untrusted(c["comm"].get<std::string>(), 64);
+  if (c.contains("long_requests") && c["long_requests"].is_array() && !c["long_requests"].empty())
+    s = long_requests_text(c["long_requests"]);
+  if (c.contains("peer") && c["peer"].is_string()) s += "peer " + sanitize_untrusted(c["peer"].get<std::string>(), 80);
+  else if (c.contains("comm") && c["comm"].is_string()) s += sanitize_untrusted(c["comm"].get<std::string>(), 64);
   if (c.contains("pid") && c["pid"].is_number()) s += " (pid " + std::to_string(c["pid"].get<int64_t>());
   if (c.contains("tid") && c["tid"].is_number()) s += ", tid " + std::to_string(c["tid"].get<int64_t>());
   if (c.contains("rank") && c["rank"].is_number()) s += ", rank " + std::to_string(c["rank"].get<int64_t>());
@@ -42,6 +65,9 @@ std::string culprit_line(const nlohmann::json& c) {
     s += "; cgroup " + sanitize_untrusted(c["cgroup"].get<std::string>(), 200);
   if (c.contains("container") && c["container"].is_string()) s += ", container " + sanitize_untrusted(c["container"].get<std::string>(), 80);
   if (c.contains("pod") && c["pod"].is_string()) s += ", pod " + sanitize_untrusted(c["pod"].get<std::string>(), 120);
+  if (c.contains("tracer_overhead_ms") && c["tracer_overhead_ms"].is_number())
+    s += "; tracer overhead: " + std::to_string(static_cast<int64_t>(c["tracer_overhead_ms"].get<double>() + 0.5)) +
+         " ms on the same CPUs (never a culprit)";
   if (c.contains("preempted_by") && c["preempted_by"].is_object()) {
     const nlohmann::json& p = c["preempted_by"];
     s += "; itself preempted by " + (p.contains("comm") && p["comm"].is_string() ? sanitize_untrusted(p["comm"].get<std::string>(), 64) : std::string()) +

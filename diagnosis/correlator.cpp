@@ -10,6 +10,7 @@
 #include "diagnosis/event_window.h"
 #include "diagnosis/chunk_context.h"
 #include "diagnosis/correlator_internal.h"
+#include "diagnosis/tracer_pid.h"
 #include "diagnosis/data_workers.h"
 #include "diagnosis/session_scope.h"
 #include "diagnosis/sibling_wakers.h"
@@ -68,6 +69,7 @@ Result<void> load_names(State& s, sqlite3* db) {
   p->bind(1, s.session_id);
   while (p->step() == SQLITE_ROW)
     s.procs[static_cast<uint32_t>(p->col_int(0))] = ProcInfo{p->col_text(1), p->col_null(2) ? -1 : p->col_int(2)};
+  s.tracer_pid = read_tracer_pid(db, s.session_id);
   if (auto r = s.ranks.load(db, s.session_id); !r) return r.error();
   auto t = Statement::prepare(db, "SELECT tid, pid, comm FROM threads WHERE session_id = ?1");
   if (!t) return t.error();

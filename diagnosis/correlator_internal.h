@@ -14,6 +14,7 @@
 #include <any>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -123,6 +124,8 @@ struct CorrelatorState {
   std::unordered_set<uint64_t> seen_kinds;           // (pid, op[, kernel]) seen during start-up
 
   std::map<std::string, ChainAcc> chains;
+  // The tracer's own pid (diagnosis/tracer_pid.h): never a cpu_contention culprit.
+  std::optional<uint32_t> tracer_pid;
   RankInference ranks;  // launcher ranks of processes whose ncclCommInitRank was not traced
   std::vector<CallCauseRecord> claims;  // slow calls claimed since the last Correlator::take_call_causes()
   bool sched_seen = false;        // the session has scheduler data: time between calls can be split on/off CPU

@@ -5,6 +5,7 @@
 #include <set>
 #include <span>
 #include <string_view>
+#include <tuple>
 
 #include "diagnosis/engine_title.h"
 #include "tracedb/sqlite_handle.h"
@@ -86,6 +87,70 @@ void RankInference::add_processes(std::span<const ProcessFacts> procs) {
     for (int32_t i = 0; i < world; ++i)
       procs_[pids[static_cast<size_t>(i)]] =
           Launcher{i, world, std::string(kStructuralRank), "structural:" + std::to_string(key.first) + ":" + key.second};
+  }
+}
+
+namespace {
+
+// Two collectives "return together" when their returns are this close: a collective cannot
+// finish on one rank before every rank entered, so the ranks of one communicator leave it
+// within the transfer's tail, whoever entered late.
+constexpr int64_t kTogetherNs = 1'000'000;
+// Membership needs this many calls in common and this share of the fewer calls of the two.
+constexpr size_t kTogetherMinCalls = 8;
+constexpr double kTogetherMinShare = 0.8;
+
+using ReturnKey = std::tuple<uint16_t, int64_t, int64_t>;  // (op, count, datatype)
+
+// How many of a's calls have a call of b of the same kind returning within kTogetherNs.
+size_t returned_together(const std::map<ReturnKey, std::vector<int64_t>>& a, const std::map<ReturnKey, std::vector<int64_t>>& b) {
+  size_t n = 0;
+  for (const auto& [key, ends] : a) {
+    auto other = b.find(key);
+    if (other == b.end()) continue;
+    const std::vector<int64_t>& theirs = other->second;  // sorted
+    for (int64_t t : ends) {
+      auto it = std::lower_bound(theirs.begin(), theirs.end(), t - kTogetherNs);
+      if (it != theirs.end() && *it <= t + kTogetherNs) ++n;
+    }
+  }
+  return n;
+}
+
+}  // namespace
+
+void RankInference::add_from_returns(std::span<const CollectiveReturn> calls) {
+  std::map<uint32_t, std::map<ReturnKey, std::vector<int64_t>>> by_pid;
+  std::map<uint32_t, size_t> calls_of;
+  for (const CollectiveReturn& c : calls)
+    if (!procs_.count(c.pid)) by_pid[c.pid][{c.op, c.count, c.datatype}].push_back(c.end_ns), ++calls_of[c.pid];
+  if (by_pid.size() < 2) return;
+  for (auto& [pid, kinds] : by_pid)
+    for (auto& [key, ends] : kinds) std::sort(ends.begin(), ends.end());
+  // Union-find over the pids that return together.
+  std::vector<uint32_t> pids;
+  for (auto& [pid, kinds] : by_pid) pids.push_back(pid);
+  std::vector<size_t> root(pids.size());
+  for (size_t i = 0; i < root.size(); ++i) root[i] = i;
+  auto find = [&](size_t i) {
+    while (root[i] != i) i = root[i] = root[root[i]];
+    return i;
+  };
+  for (size_t i = 0; i < pids.size(); ++i)
+    for (size_t j = i + 1; j < pids.size(); ++j) {
+      const size_t fewer = std::min(calls_of[pids[i]], calls_of[pids[j]]);
+      const size_t n = returned_together(by_pid[pids[i]], by_pid[pids[j]]);
+      if (n >= kTogetherMinCalls && static_cast<double>(n) >= kTogetherMinShare * static_cast<double>(fewer))
+        root[find(j)] = find(i);
+    }
+  std::map<size_t, std::vector<uint32_t>> groups;
+  for (size_t i = 0; i < pids.size(); ++i) groups[find(i)].push_back(pids[i]);
+  for (auto& [r, members] : groups) {
+    if (members.size() < 2) continue;
+    const auto world = static_cast<int32_t>(members.size());
+    for (int32_t i = 0; i < world; ++i)
+      procs_[members[static_cast<size_t>(i)]] =
+          Launcher{i, world, std::string(kTimingRank), "timing:" + std::to_string(members.front())};
   }
 }
 

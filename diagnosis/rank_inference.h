@@ -9,6 +9,10 @@
 //   3. structure alone: siblings of one parent with one comm, none with a rank of its own,
 //      ordered by pid. That order is not a rank: source() says "structural" and the culprit
 //      says so instead of naming a rank number.
+//   4. the collectives themselves (add_from_returns): processes still without a rank whose
+//      collectives of one op, element count and datatype return together, call after call, are
+//      one communicator, whatever their names, parents or handles. Members are ordered by pid;
+//      that is not a rank either: source() says "collective_timing".
 // Ranks of one job (same job id and world size) are put in one communicator: the n-th
 // communicator a process uses is the job's n-th, and the n-th collective every rank made on
 // it since the trace began is the same collective (the per-handle sequence the BPF side counts).
@@ -37,6 +41,20 @@ struct ProcessFacts {
 
 // The source() of a rank numbered by structure alone (no rank of its own).
 inline constexpr std::string_view kStructuralRank = "structural";
+// The source() of a communicator found from its collectives' return times (no rank number).
+inline constexpr std::string_view kTimingRank = "collective_timing";
+// Whether a source gives a real rank number (structure and timing give only a place by pid).
+inline bool rank_number_known(std::string_view source) { return source != kStructuralRank && source != kTimingRank; }
+
+// One traced collective as communicator membership reads it (step 4 of the header comment).
+struct CollectiveReturn {
+  uint32_t pid = 0;
+  uint16_t op = 0;
+  int64_t count = 0;     // a0: elements
+  int64_t datatype = 0;  // a5 & 255
+  int64_t end_ns = 0;    // when the call returned
+};
+
 // The source() of a rank read from the engine's process title.
 inline constexpr std::string_view kTitleRank = "process_title";
 
@@ -49,6 +67,10 @@ class RankInference {
   // Ranks from the engine's process title, then from structure, for processes that have no
   // launcher rank (see the header comment for the order).
   void add_processes(std::span<const ProcessFacts> procs);
+
+  // Step 4: communicators of the processes that still have no rank, from their collectives
+  // (any order). Call after load(); pids that already have a source are left alone.
+  void add_from_returns(std::span<const CollectiveReturn> calls);
 
   // For an entry with rank -1 whose process has a launcher rank: sets rank, nranks and the
   // job communicator's id (comm). Returns whether it did. end_ns: when the call returned.
@@ -80,8 +102,11 @@ class RankInference {
   // Where the rank of pid came from: the launcher variable, kTitleRank or kStructuralRank;
   // "" unless resolve() numbered one of its collectives (a traced init gave its rank).
   std::string source(uint32_t pid) const;
-  // Whether pid's number is only its place among its siblings (kStructuralRank).
-  bool structural(uint32_t pid) const { return source(pid) == kStructuralRank; }
+  // Whether pid's number is only its place by pid (kStructuralRank, kTimingRank).
+  bool structural(uint32_t pid) const {
+    const std::string s = source(pid);
+    return !s.empty() && !rank_number_known(s);
+  }
   // How text names pid's rank: "rank 1", or "worker 2 of 2 by pid order" when structural.
   std::string label(uint32_t pid, int32_t rank) const;
 

@@ -19,7 +19,7 @@ constexpr const char* kItlNs =
     "arrayMap(x -> toInt64(toFloat64OrZero(x) * 1000), arrayFilter(x -> x != '', splitByChar(',', "
     "replaceRegexpAll(itl_us, '[\\\\[\\\\] ]', ''))))";
 
-// n, p50, p90, p99, max of a sorted array, nearest-rank like requests/latency.cpp.
+// n, p50, p90, p99, max of a sorted array, nearest-rank like diagnosis/request_latency.cpp.
 std::string summary_columns(const std::string& sorted) {
   std::string s = "length(" + sorted + ")";
   for (const char* q : {"0.5", "0.9", "0.99"})

@@ -1,7 +1,7 @@
 // `requests --fleet`: request latency of every host's serving processes, computed in
 // ClickHouse in the shape of `requests --json` (by[] and slowest[] with `host`). Percentiles
 // are nearest-rank, as the local command's. The tail's causes are found per host from its
-// scheduler data (requests/request_causes.h), which stays on the host: here `tail` counts the
+// scheduler data (diagnosis/request_causes.h), which stays on the host: here `tail` counts the
 // tail and says where to ask (docs/FLEET.md "Fleet readers").
 #pragma once
 
@@ -9,7 +9,7 @@
 
 #include "common/result.h"
 #include "fleet/clickhouse.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 
 namespace causeway::fleet {
 

@@ -1,6 +1,6 @@
 // When a connection's response waited on the socket: from socket records (bpf/sock.bpf.h) to
 // spans of a full send buffer or a write that slept for room, per (server pid, fd), for the
-// request-level `network` cause (requests/cause_network.h, docs/INFERENCE.md "network").
+// request-level `network` cause (diagnosis/causes/request_network.h, docs/INFERENCE.md "network").
 // Pure code: records in, spans out; the collector stores them as `sock_send_wait` events.
 #pragma once
 

@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "requests/request_chains.h"
+#include "diagnosis/request_chains.h"
 #include "synth/scenario.h"
 #include "tracedb/store_writer.h"
 

@@ -10,6 +10,9 @@
 namespace causeway {
 namespace {
 
+// Below this the tracer's share of a victim's CPU is scheduling noise, not worth a line.
+constexpr int64_t kTracerOverheadReportNs = 1'000'000;
+
 struct Cpus {
   std::string list;
   int32_t top = -1;
@@ -51,6 +54,9 @@ Finding CpuContention::explain(const ChainView& v, const Evidence& e) {
     f.evidence.push_back(format_duration_ns(e.inferred_ns) + " of it in " + std::to_string(e.inferred_calls) +
                          " calls read from the CPU's switch records: the thread's own were lost (ring full), other tasks "
                          "ran on its CPU while it seemed on-CPU");
+  if (e.tracer_ns >= kTracerOverheadReportNs)
+    f.evidence.push_back("tracer overhead: " + format_duration_ns(e.tracer_ns) +
+                         " of it ran the tracer's own threads (not counted as a culprit)");
   std::vector<const PartyAcc*> ps;
   for (auto& [k, q] : a.culprits) ps.push_back(&q);
   std::sort(ps.begin(), ps.end(), [](auto x, auto y) { return x->ns > y->ns; });
@@ -77,7 +83,10 @@ void CpuContention::detect(ChunkContext& cx, const Slow& w) {
   auto [c, ev] = chain_for<CpuContention>(cx.s, e.pid, e.op, w.gap);
   runnable_culprits(cx.tl, e.tid, w.from, w.to, who, &c.cpus, &ivs);
   note_call(cx.s, c, w, w.excess, w.off.runnable_ns);
-  for (const RunShare& r : who) add_party(c.culprits, r.pid, 0, r.ns);
+  // The tracer shares the CPUs it traces: its time is overhead to report, never a culprit.
+  for (const RunShare& r : who)
+    if (cx.s.tracer_pid && r.pid == *cx.s.tracer_pid) ev.tracer_ns += r.ns;
+    else add_party(c.culprits, r.pid, 0, r.ns);
   ev.preemptions += static_cast<int64_t>(ivs.size());
   int64_t inferred = 0;
   for (auto& [iv, ns] : ivs)

@@ -22,6 +22,8 @@ struct CpuContention {
     // records do: other tasks ran there while it seemed on-CPU.
     int64_t inferred_ns = 0;
     int64_t inferred_calls = 0;
+    // What the tracer's own threads ran on the victim's CPU meanwhile: reported, never blamed.
+    int64_t tracer_ns = 0;
   };
   static Finding explain(const ChainView& v, const Evidence& e);
   static std::string fix(const ChainView& v, const Evidence& e);

@@ -1,7 +1,7 @@
 #include "mcp/text_render.h"
 #include "mcp/tools/common.h"
 #include "mcp/tools/tools.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 
 namespace causeway::mcp::tools {
 

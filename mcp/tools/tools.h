@@ -7,7 +7,7 @@
 
 #include "diagnosis/stats.h"
 #include "mcp/tool_registry.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 
 namespace causeway::mcp::tools {
 // Compact text of a chains list (shared by get_causal_chains and run_demo); `more` is the

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"

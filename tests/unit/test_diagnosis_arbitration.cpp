@@ -17,6 +17,7 @@
 #include "bpf/events.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/diagnosis_live_session.h"
+#include "diagnosis/tracer_pid.h"
 
 using namespace causeway;
 using causeway::test::Live;
@@ -148,4 +149,38 @@ TEST_CASE("sustained contention (a hog and a spinner on the thread's CPU): preem
   CHECK((*chains[0].culprit_pid == kHog || *chains[0].culprit_pid == kSpin));
   check_no_high(chains, "gpu_wait");
   check_no_high(chains, "unknown");
+}
+
+// Issue 37: the tracer's threads share the CPUs they trace. Here they hold the thread's CPU
+// longer than the hog does in every slow call; the session names the tracer's pid
+// (collector_stats `tracer_pid`), so the culprit is the hog and the tracer's time is evidence.
+TEST_CASE("cpu_contention: the tracer is never the culprit, even when it held the CPU longest; its time is said") {
+  TempDir dir;
+  Live l(dir.file("l.db"));
+  const uint32_t kW = 3600, kHog = 3601, kTracer = 3602;
+  l.proc(kW, "cw_workload");
+  l.proc(kHog, "cw_hog");
+  l.proc(kTracer, "causeway");
+  l.w->set_counter(std::string(kTracerPidCounter), kTracer);
+  int64_t t = l.t0 + kMs;
+  for (int i = 0; i < 3000; ++i) {
+    const bool slow = i % 10 == 9;
+    const int64_t spin = kMs;
+    l.call(kW, kW, CW_OP_CUDA_STREAM_SYNC, t, spin + (slow ? 5 * kMs : 0));
+    if (slow) {  // 3 ms of tracer, then 2 ms of hog, inside the call
+      l.sw(t + spin / 2, kW, kW, 0, kTracer, kTracer);
+      l.sw(t + spin / 2 + 3 * kMs, kTracer, kTracer, 0, kHog, kHog);
+      l.sw(t + spin / 2 + 5 * kMs, kHog, kHog, 0, kW, kW);
+    }
+    t += spin + (slow ? 5 * kMs : 0) + 20'000;
+  }
+  auto chains = l.finish(dir.file("l.db"));
+  INFO(describe(chains));
+  REQUIRE(!chains.empty());
+  CHECK(chains[0].cause == "cpu_contention");
+  REQUIRE(chains[0].culprit_pid.has_value());
+  CHECK(*chains[0].culprit_pid == kHog);
+  CHECK(chains[0].culprit_comm == "cw_hog");
+  CHECK(chains[0].doc.find("tracer overhead: ") != std::string::npos);
+  for (const auto& c : chains) CHECK(c.culprit_comm != "causeway");
 }

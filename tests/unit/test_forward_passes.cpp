@@ -1,9 +1,9 @@
-// Forward passes of a one-GPU engine from its threads' CUDA calls (requests/forward_passes.h,
+// Forward passes of a one-GPU engine from its threads' CUDA calls (diagnosis/forward_passes.h,
 // docs/INFERENCE.md "Forward passes (steps)") on synthetic call sequences; prefill_interference
 // measured on them from a real trace DB: tests/unit/test_request_engine_causes.cpp.
 #include <doctest/doctest.h>
 
-#include "requests/forward_passes.h"
+#include "diagnosis/forward_passes.h"
 #include "tracedb/op_catalog.h"
 
 using namespace causeway;

@@ -14,7 +14,7 @@
 #include "exporters/report.h"
 #include "exporters/report_html.h"
 #include "exporters/report_requests.h"
-#include "requests/request_chains.h"
+#include "diagnosis/request_chains.h"
 #include "synth/scenarios.h"
 #include "tests/support/report_checks.h"
 #include "tests/support/test_support.h"

@@ -3,7 +3,7 @@
 // file, then asked through request_latency_json.
 #include <doctest/doctest.h>
 
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "requests/to_record.h"
 #include "tests/unit/request_db.h"
 #include "tests/unit/request_rows.h"
@@ -11,6 +11,7 @@
 #include "tracedb/open.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/store_writer.h"
+#include "diagnosis/rank_inference.h"
 
 using namespace causeway;
 using namespace causeway::requests;
@@ -135,14 +136,23 @@ namespace {
 // each its own communicator handle and rank -1; `launcher` adds the RANK / WORLD_SIZE /
 // MASTER_* the collector read from their environment. Rank 1's probes then went live while it
 // was inside a collective: its traced sequence is one behind rank 0's. naming: how the
-// workers show (comm "VllmWorker-R"; vLLM's multiproc executor's title; one comm, no title).
-enum class Naming { distinct_comms, vllm_title, untitled };
+// workers show (comm "VllmWorker-R"; vLLM's multiproc executor's title; one comm, no title;
+// "Worker_TP0" / "Worker_TP1", not vLLM's title; names that share nothing, rank 1 one level
+// deeper under a launcher shim 104).
+enum class Naming { distinct_comms, vllm_title, untitled, worker_tp, unrelated };
 void tp_workers(StoreWriter& w, bool before_trace, bool launcher, Naming naming = Naming::distinct_comms) {
   w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
+  if (naming == Naming::unrelated) w.push_meta(ProcessRecord{.pid = 104, .ppid = 101, .comm = "sh"});
   for (uint32_t rank : {0u, 1u}) {
     ProcessRecord p{.pid = 102 + rank, .ppid = 101, .comm = "VllmWorker-" + std::to_string(rank)};
     if (naming == Naming::vllm_title) p.comm = "VLLM::Worker_TP", p.cmdline = "VLLM::Worker_TP" + std::to_string(rank);
     if (naming == Naming::untitled) p.comm = "python3", p.cmdline = "/usr/bin/python3 -c from multiprocessing.spawn import spawn_main";
+    if (naming == Naming::worker_tp) p.comm = "Worker_TP" + std::to_string(rank), p.cmdline = "python3 worker.py";
+    if (naming == Naming::unrelated) {
+      p.comm = rank == 0 ? "alpha" : "zeta-svc";
+      p.cmdline = rank == 0 ? "/opt/a/bin/alpha" : "/srv/z/zeta --serve";
+      if (rank == 1) p.ppid = 104;
+    }
     if (launcher)
       p.launcher_rank = LauncherRank{static_cast<int32_t>(rank), 2, static_cast<int32_t>(rank), "RANK", "master:127.0.0.1:29500"};
     w.push_meta(p);
@@ -168,7 +178,8 @@ void tp_workers(StoreWriter& w, bool before_trace, bool launcher, Naming naming 
 }
 
 // The tail names rank 1 (pid 103) for the 430 of each gap's 480 ms above the median; its
-// rank came from `source`, and is not given when that is only the workers' order.
+// rank came from `source`, and is not given when that is only the workers' order (structure,
+// or a communicator found from the collectives' timing).
 void check_late_rank(const json& d, const std::string& source, const std::string& comm = "VllmWorker-1") {
   const json& tail = d["requests"]["tail"];
   CAPTURE(tail.dump());
@@ -178,7 +189,7 @@ void check_late_rank(const json& d, const std::string& source, const std::string
   CHECK((*n)["culprit"]["pid"] == 103);
   CHECK((*n)["culprit"]["comm"] == comm);
   CHECK((*n)["culprit"]["rank_source"] == source);
-  if (source == "structural") CHECK_FALSE((*n)["culprit"].contains("rank"));
+  if (source == "structural" || source == "collective_timing") CHECK_FALSE((*n)["culprit"].contains("rank"));
   else CHECK((*n)["culprit"]["rank"] == 1);
   CHECK((*n)["culprit"]["nranks"] == 2);
   CHECK((*n)["share_time"].get<double>() == doctest::Approx(430.0 / 480).epsilon(0.02));
@@ -208,11 +219,44 @@ TEST_CASE("nccl_straggler: untitled workers of one engine with one comm: the lat
   check_late_rank(db.ask(Metric::itl, 0.99), "structural", "python3");
 }
 
-TEST_CASE("nccl_straggler: a communicator formed before the trace with no rank and workers of different comms groups nothing") {
+// No traced init, no launcher variable, no title, no same-name siblings, handles that differ:
+// the communicator comes from the collectives themselves (their returns, call after call), the
+// late rank from the entry times; its rank number is not known and not given. (Before issue
+// 37 these grouped nothing and the straggler went unnamed.)
+TEST_CASE("nccl_straggler: workers of different comms, no rank from any source: the communicator from the collectives' timing") {
   Db db([](StoreWriter& w) { tp_workers(w, true, false); });
-  json d = db.ask(Metric::itl, 0.99);
-  CAPTURE(d["requests"]["tail"].dump());
-  CHECK(cause(d["requests"]["tail"], "nccl_straggler") == nullptr);
+  check_late_rank(db.ask(Metric::itl, 0.99), "collective_timing");
+}
+
+TEST_CASE("nccl_straggler: workers named Worker_TP0 / Worker_TP1 (not vLLM's title), no init traced, handles that differ") {
+  Db db([](StoreWriter& w) { tp_workers(w, true, false, Naming::worker_tp); });
+  check_late_rank(db.ask(Metric::itl, 0.99), "collective_timing", "Worker_TP1");
+}
+
+TEST_CASE("nccl_straggler: workers whose names share nothing, one a level deeper under the engine: still one communicator") {
+  Db db([](StoreWriter& w) { tp_workers(w, true, false, Naming::unrelated); });
+  check_late_rank(db.ask(Metric::itl, 0.99), "collective_timing", "zeta-svc");
+}
+
+TEST_CASE("communicators from collectives: processes whose collectives do not return together are not one") {
+  RankInference ranks;
+  std::vector<CollectiveReturn> calls;
+  for (int64_t i = 0; i < 50; ++i) {
+    calls.push_back({1, 7, 4096, 7, i * 20 * kMs});
+    calls.push_back({2, 7, 4096, 7, i * 20 * kMs + 50'000});     // returns with 1: one communicator
+    calls.push_back({3, 7, 4096, 7, i * 20 * kMs + 9 * kMs});    // its own schedule
+    calls.push_back({4, 7, 1024, 7, i * 20 * kMs});              // another count: another collective
+  }
+  ranks.add_from_returns(calls);
+  CollectiveEntry e{.comm = 0x1, .seq = 0, .pid = 1, .tid = 1, .rank = -1};
+  CHECK(ranks.resolve(e, 0));
+  CHECK(e.nranks == 2);
+  CHECK(ranks.source(1) == "collective_timing");
+  CHECK(ranks.structural(1));
+  for (uint32_t alone : {3u, 4u}) {
+    CollectiveEntry x{.comm = 0x2, .seq = 0, .pid = alone, .tid = alone, .rank = -1};
+    CHECK_FALSE(ranks.resolve(x, 0));
+  }
 }
 
 namespace {

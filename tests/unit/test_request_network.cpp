@@ -4,8 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "bpf/events.h"
-#include "requests/latency.h"
-#include "requests/request_chains.h"
+#include "diagnosis/request_latency.h"
+#include "diagnosis/request_chains.h"
 #include "requests/send_waits.h"
 #include "requests/to_record.h"
 #include "requests/tracker.h"

@@ -3,8 +3,8 @@
 // its culprit; the quiet server has no request cause of note.
 #include <doctest/doctest.h>
 
-#include "requests/latency.h"
-#include "requests/request_chains.h"
+#include "diagnosis/request_latency.h"
+#include "diagnosis/request_chains.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/test_mcp_helpers.h"

@@ -1,8 +1,8 @@
-// requests/latency: the JSON of `causeway requests --json` / get_request_latency, from
+// diagnosis/request_latency: the JSON of `causeway requests --json` / get_request_latency, from
 // requests stored by the real writer in a real SQLite file.
 #include <doctest/doctest.h>
 
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "requests/to_record.h"
 #include "tests/unit/request_rows.h"
 #include "tests/support/test_support.h"

@@ -1,6 +1,6 @@
 // Request-level causal chains (docs/INFERENCE.md "Request chains"): each cause that slowed
 // the tail of TTFT or of the token gaps becomes a chain naming the requests it slowed, with
-// a severity. Computed from requests/latency.h and stored in the chains table with the
+// a severity. Computed from diagnosis/request_latency.h and stored in the chains table with the
 // call-level chains (ids "s<session>-req-<metric>-<cause>", tracedb/chain_store.h), so
 // `causeway explain` / MCP get_causal_chains return them (request-level first) and the
 // causes of `causeway requests` point at them by chain_id.

@@ -1,11 +1,12 @@
-#include "requests/request_chains.h"
+#include "diagnosis/request_chains.h"
 
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "common/sanitize.h"
-#include "requests/latency.h"
+#include "diagnosis/causes/request_registry.h"
+#include "diagnosis/request_latency.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
@@ -23,38 +24,10 @@ std::string fmt(double v) {
   return buf;
 }
 
+// Each cause's own module says what to do (diagnosis/causes/request_registry.h).
 const char* recommendation(const std::string& cause, const json& k) {
-  if (cause == "network" && k.value("retransmits", int64_t{0}) > 0)
-    return "The responses backed up in the send buffer while TCP retransmitted to the client: the link drops "
-           "packets, or the client's receive buffer overflowed. Check the path to the peer (NIC error counters with "
-           "ethtool -S, MTU, a congested or lossy proxy) and the client's read loop; the engine itself was not slow.";
-  if (cause == "network")
-    return "The client does not read its stream as fast as the server writes it (its receive window closed and the "
-           "server's send buffer filled): fix or time out the slow reader (a write timeout in the server or its proxy), "
-           "and keep it from holding a batch slot; the engine itself was not slow.";
-  if (cause == "cpu_contention")
-    return "Keep other work off the engine's CPUs: pin the engine core and its workers (taskset / cpuset) or move "
-           "the culprit to other cores or a lower priority.";
-  if (cause == "prefill_interference")
-    return "Bound the prefill a decode step waits for: enable chunked prefill (vLLM --enable-chunked-prefill with a "
-           "smaller --max-num-batched-tokens), or route long prompts to their own replica.";
-  if (cause == "queueing")
-    return "The engine is at capacity: add replicas, raise the batch limit if memory allows (vLLM --max-num-seqs), "
-           "or shed load before the queue grows.";
-  if (cause == "io_contention")
-    return "The engine's threads waited on the disk while serving: move the culprit's I/O off the engine's disk or "
-           "throttle it (ionice -c3, a cgroup io.max), and keep model weights and caches off a busy disk.";
-  if (cause == "memory_pressure")
-    return "The engine's threads stalled in memory reclaim: give the host memory headroom (limit the culprit's memory "
-           "with a cgroup memory.max, or lower the engine's own CPU-memory use such as --swap-space).";
-  if (cause == "nccl_straggler")
-    return "One tensor-parallel rank starts the forward pass late and every other rank waits for it in the all-reduce: "
-           "look at what that rank's process does before its collective (its own CPU, another process on its core, I/O), "
-           "and pin the workers to their own cores.";
-  if (cause == "kv_cache_pressure")
-    return "Give the KV cache more room: raise --gpu-memory-utilization, lower --max-num-seqs or --max-model-len, "
-           "or quantize the KV cache (--kv-cache-dtype fp8).";
-  return "";
+  const auto id = RequestCauses::find(cause);
+  return id ? RequestCauses::recommendation(*id, k) : "";
 }
 
 const char* what(const std::string& metric) { return metric == "itl" ? "token gaps" : "time to first token"; }
@@ -82,7 +55,7 @@ std::string engine_said(const json& k) {
   return "";
 }
 
-// How prefill_interference was seen (requests/request_causes.cpp): from the engine's forward
+// How prefill_interference was seen (diagnosis/request_causes.cpp): from the engine's forward
 // passes, or, when they cannot be delimited, from the long requests' prompt bytes alone.
 std::string prefill_evidence(const json& k) {
   if (k.value("basis", "") == "forward_pass")

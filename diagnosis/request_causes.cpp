@@ -1,15 +1,18 @@
-#include "requests/request_causes.h"
+#include "diagnosis/request_causes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
-#include "requests/cause_d_state.h"
-#include "requests/cause_kv_cache.h"
-#include "requests/cause_nccl.h"
-#include "requests/cause_network.h"
-#include "requests/cause_queueing.h"
+#include "diagnosis/causes/request_registry.h"
+#include "diagnosis/causes/request_d_state.h"
+#include "diagnosis/causes/request_kv_cache.h"
+#include "diagnosis/causes/request_nccl.h"
+#include "diagnosis/causes/request_network.h"
+#include "diagnosis/causes/request_queueing.h"
+#include "diagnosis/tracer_pid.h"
 #include "tracedb/sqlite_handle.h"
-#include "requests/cause_util.h"
+#include "diagnosis/causes/request_cause_util.h"
 
 namespace causeway::requests {
 namespace {
@@ -39,6 +42,7 @@ CauseFinder::CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpa
     st->bind(1, session_id_);
     while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
   }
+  tracer_pid_ = read_tracer_pid(db_, session_id_);
   if (auto st = Statement::prepare(db_, "SELECT pid, comm FROM processes WHERE session_id = ?1 AND comm != ''")) {
     st->bind(1, session_id_);
     while (st->step() == SQLITE_ROW) comms_[static_cast<uint32_t>(st->col_int(0))] = st->col_text(1);
@@ -47,14 +51,18 @@ CauseFinder::CauseFinder(sqlite3* db, int64_t session_id, std::vector<RequestSpa
 
 CauseFinder::~CauseFinder() = default;
 
-// The server and its descendants (two levels: vLLM's API server → engine core → workers).
+// The server and all its recorded descendants, at any depth (vLLM: API server → engine core
+// → workers; a launcher or a wrapper shell adds levels), by the parent pids of the
+// session's processes rows. A link needs the middle process's own row: the collector records
+// every descendant of a traced server, not only those that made traced calls.
 const std::vector<uint32_t>& CauseFinder::engine_pids(uint32_t server_pid) {
   auto it = engines_.find(server_pid);
   if (it != engines_.end()) return it->second;
   std::vector<uint32_t> pids{server_pid};
   auto st = Statement::prepare(db_,
-                               "SELECT pid FROM processes WHERE session_id = ?1 AND (ppid = ?2 OR ppid IN "
-                               "(SELECT pid FROM processes WHERE session_id = ?1 AND ppid = ?2))");
+                               "WITH RECURSIVE tree(pid) AS (SELECT ?2 UNION SELECT p.pid FROM processes p JOIN tree t "
+                               "ON p.ppid = t.pid WHERE p.session_id = ?1 AND p.pid != ?2) SELECT pid FROM tree WHERE pid != ?2 "
+                               "ORDER BY pid");
   if (st) {
     st->bind(1, session_id_);
     st->bind(2, int64_t{server_pid});
@@ -63,8 +71,30 @@ const std::vector<uint32_t>& CauseFinder::engine_pids(uint32_t server_pid) {
   return engines_[server_pid] = pids;
 }
 
+// Who held `cpu` over (from, to], by pid, from the switch records there: each record's
+// prev_pid held the CPU since the record before it (or since `from`).
+void CauseFinder::cpu_holders(int32_t cpu, int64_t from, int64_t to, std::map<uint32_t, double>& by_pid) {
+  auto st = Statement::prepare(db_,
+                               "SELECT ts_ns, prev_pid FROM sched WHERE session_id = ?1 AND cpu = ?2 AND ts_ns > ?3 AND "
+                               "ts_ns <= ?4 ORDER BY ts_ns");
+  if (!st) return;
+  st->bind(1, session_id_);
+  st->bind(2, int64_t{cpu});
+  st->bind(3, from);
+  st->bind(4, to);
+  int64_t since = from;
+  while (st->step() == SQLITE_ROW) {
+    const int64_t ts = st->col_int(0);
+    by_pid[static_cast<uint32_t>(st->col_int(1))] += static_cast<double>(ts - since);
+    since = ts;
+  }
+}
+
 // Runnable but not running: each switch-in of an engine thread ends a wait that began at its
-// last wake-up or preemption; whoever ran on that CPU just before took that time.
+// last wake-up or preemption. The time is stolen by whoever held that CPU meanwhile, ranked
+// by time held (not by who ran last, nor by how often); the engine's own threads and an idle
+// CPU steal nothing, and the tracer's threads are overhead, reported but never the culprit
+// (docs/DIAGNOSIS.md "The tracer is never a culprit").
 void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out) {
   const auto& pids = engine_pids(server_pid);
   std::string in;
@@ -73,7 +103,7 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
   auto st = Statement::prepare(
       db_,
       "SELECT s.ts_ns, s.prev_pid, (SELECT max(ts_ns) FROM wakeups w WHERE w.session_id = ?1 AND w.ts_ns >= s.ts_ns - ?4 "
-      "AND w.ts_ns < s.ts_ns AND w.tid = s.next_tid), o.ts_ns, o.prev_state FROM sched s LEFT JOIN sched o ON o.id = "
+      "AND w.ts_ns < s.ts_ns AND w.tid = s.next_tid), o.ts_ns, o.prev_state, s.cpu FROM sched s LEFT JOIN sched o ON o.id = "
       "(SELECT x.id FROM sched x WHERE x.session_id = ?1 AND x.ts_ns >= s.ts_ns - ?4 AND x.ts_ns < s.ts_ns AND x.prev_tid = "
       "s.next_tid ORDER BY x.ts_ns DESC LIMIT 1) WHERE s.session_id = ?1 AND s.ts_ns > ?2 AND s.ts_ns <= ?3 + ?4 "
       "AND s.next_pid IN (" + in + ") AND s.prev_pid NOT IN (" + in + ")");
@@ -82,10 +112,10 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
   st->bind(2, from);
   st->bind(3, to);
   st->bind(4, kLookbackNs);
-  std::map<uint32_t, double> by_culprit;
+  std::map<uint32_t, double> held;
   while (st->step() == SQLITE_ROW) {
     const int64_t t_in = st->col_int(0);
-    const auto culprit = static_cast<uint32_t>(st->col_int(1));
+    const auto last = static_cast<uint32_t>(st->col_int(1));
     const int64_t woken = st->col_null(2) ? 0 : st->col_int(2);
     const int64_t out_ts = st->col_null(3) ? 0 : st->col_int(3);
     // Runnable since its wake-up, or since it was preempted; a thread whose last switch-out
@@ -93,8 +123,16 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
     int64_t ready = 0;
     if (woken && woken > out_ts) ready = woken;
     else if (out_ts && st->col_int(4) == 0) ready = out_ts;
-    if (!ready || culprit == 0) continue;  // idle before: a wake-up latency, not contention
-    by_culprit[culprit] += overlap_ns(ready, t_in, from, to);
+    if (!ready || last == 0) continue;  // idle before: a wake-up latency, not contention
+    const int64_t lo = std::max(ready, from), hi = std::min(t_in, to);
+    if (hi > lo) cpu_holders(static_cast<int32_t>(st->col_int(5)), lo, hi, held);
+  }
+  std::map<uint32_t, double> by_culprit;
+  double tracer_ns = 0;
+  for (const auto& [pid, ns] : held) {
+    if (pid == 0 || std::find(pids.begin(), pids.end(), pid) != pids.end()) continue;
+    if (tracer_pid_ && pid == *tracer_pid_) tracer_ns += ns;
+    else by_culprit[pid] += ns;
   }
   if (by_culprit.empty()) return;
   auto top = std::max_element(by_culprit.begin(), by_culprit.end(), [](auto& a, auto& b) { return a.second < b.second; });
@@ -102,9 +140,10 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
   for (const auto& [pid, ns] : by_culprit) total += ns;
   if (total < kMinLostNs) return;
   auto c = comms_.find(top->first);
-  out.push_back({"cpu_contention", total,
-                 {{"pid", top->first}, {"comm", c == comms_.end() ? "" : c->second},
-                  {"share", total > 0 ? top->second / total : 0}}});
+  nlohmann::json culprit = {{"pid", top->first}, {"comm", c == comms_.end() ? "" : c->second},
+                            {"share", total > 0 ? top->second / total : 0}};
+  if (tracer_ns >= kMinLostNs) culprit["tracer_overhead_ms"] = std::round(tracer_ns / 1e3) / 1e3;
+  out.push_back({RequestCause::cpu_contention, total, std::move(culprit)});
 }
 
 // The engine's forward passes over its server's serving time (the slow parts lie in it).
@@ -139,9 +178,14 @@ void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t fr
   const auto& pids = engine_pids(server_pid);
   const EnginePasses& ep = passes(server_pid);
   std::vector<std::pair<int64_t, int64_t>> spans;
-  nlohmann::json ids = nlohmann::json::array();
+  // The culprit is the long requests themselves: ids, and for each its prompt and tenant
+  // (another tenant's, often: evidence is never filtered by the question's tenant).
+  nlohmann::json ids = nlohmann::json::array(), long_requests = nlohmann::json::array();
   auto name = [&](const RequestSpan& s) {
-    if (ids.size() < 10 && std::find(ids.begin(), ids.end(), s.id) == ids.end()) ids.push_back(s.id);
+    if (ids.size() < 10 && std::find(ids.begin(), ids.end(), s.id) == ids.end()) {
+      ids.push_back(s.id);
+      long_requests.push_back({{"id", s.id}, {"prompt_bytes", s.prompt_bytes}, {"tenant", s.tenant}});
+    }
   };
   if (ep.scan.passes.empty()) {
     for (const RequestSpan* s : longs) {
@@ -151,8 +195,11 @@ void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t fr
     }
     const double lost = covered_ns(std::move(spans), from, to);
     if (lost < kMinLostNs) return;
-    out.push_back({"prefill_interference", lost,
-                   {{"requests", ids}, {"pid", pids.size() > 1 ? pids[1] : pids[0]}, {"basis", "prompt_bytes"}}});
+    out.push_back({RequestCause::prefill_interference, lost,
+                   {{"requests", ids},
+                    {"long_requests", long_requests},
+                    {"pid", pids.size() > 1 ? pids[1] : pids[0]},
+                    {"basis", "prompt_bytes"}}});
     return;
   }
   const int64_t median = ep.median_ns;
@@ -178,8 +225,9 @@ void CauseFinder::prefill(const std::string& id, uint32_t server_pid, int64_t fr
   }
   const double lost = covered_ns(std::move(spans), from, to);
   if (lost < kMinLostNs) return;
-  out.push_back({"prefill_interference", lost,
+  out.push_back({RequestCause::prefill_interference, lost,
                  {{"requests", ids},
+                  {"long_requests", long_requests},
                   {"pid", pass_pid},
                   {"basis", "forward_pass"},
                   {"pass_ms", static_cast<double>(longest) / 1e6},
@@ -209,6 +257,28 @@ std::optional<CauseClaim> CauseFinder::network(const std::string& id, uint32_t s
   return std::nullopt;
 }
 
+// One arbitration per gap (docs/INFERENCE.md "Claims on one gap"): the causes that claim the
+// same slow part share its excess, never more. The more specific evidence takes its time
+// first: the request's own connection (network), then work the engine did instead of this
+// request (another request's long prefill pass, a late rank's collective), then the engine's
+// own state (queue, KV cache), then the host states of its threads (runnable, D), which within
+// a tier go by time, as diagnosis/'s per-call arbitration gives a call to the state with the
+// most time. A host stall inside a pass the engine spent on other work does not lengthen the
+// gap: the pass does. A claim left under kMinLostNs is dropped.
+void arbitrate_claims(std::vector<CauseClaim>& claims, double excess_ns) {
+  std::stable_sort(claims.begin(), claims.end(), [](const CauseClaim& a, const CauseClaim& b) {
+    const auto ta = RequestCauses::tier(a.cause), tb = RequestCauses::tier(b.cause);
+    return ta != tb ? ta < tb : a.lost_ns > b.lost_ns;
+  });
+  double left = std::max(0.0, excess_ns);
+  for (CauseClaim& c : claims) {
+    c.lost_ns = std::min(c.lost_ns, left);
+    left -= c.lost_ns;
+  }
+  std::erase_if(claims, [](const CauseClaim& c) { return c.lost_ns < kMinLostNs; });
+  std::stable_sort(claims.begin(), claims.end(), [](const CauseClaim& a, const CauseClaim& b) { return a.lost_ns > b.lost_ns; });
+}
+
 std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t server_pid, int64_t from, int64_t to,
                                              double excess_ns) {
   std::vector<CauseClaim> out;
@@ -221,14 +291,8 @@ std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t ser
     out.push_back(std::move(*c));
   prefill(id, server_pid, from, to, out);
   engine_state(id, server_pid, from, to, out);
-  // The network wait is measured on the request's own connection: its response could not
-  // leave, whatever the engine did meanwhile. It is taken first; the other causes share the
-  // excess it leaves (each capped on its own), so no time counts for both.
-  const double net_ns = net ? std::min(net->lost_ns, excess_ns) : 0;
-  for (auto& c : out) c.lost_ns = std::min(c.lost_ns, excess_ns - net_ns);
-  if (net) std::erase_if(out, [](const CauseClaim& c) { return c.lost_ns < kMinLostNs; });
-  if (net) out.push_back(std::move(*net)), out.back().lost_ns = net_ns;
-  std::sort(out.begin(), out.end(), [](const CauseClaim& a, const CauseClaim& b) { return a.lost_ns > b.lost_ns; });
+  if (net) out.push_back(std::move(*net));
+  arbitrate_claims(out, excess_ns);
   return out;
 }
 

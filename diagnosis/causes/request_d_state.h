@@ -5,6 +5,8 @@
 // in flight during the waits, else page-allocation bursts or an OOM kill near them.
 #pragma once
 
+#include "diagnosis/causes/request_cause.h"
+
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -12,9 +14,24 @@
 #include <string>
 #include <vector>
 
-#include "requests/request_causes.h"
 
 namespace causeway::requests {
+
+// io_contention: the engine's threads waited in D with block I/O in flight.
+struct IoContentionRequestCause {
+  static constexpr RequestCause id = RequestCause::io_contention;
+  static constexpr std::string_view name = "io_contention";
+  static constexpr ClaimTier tier = ClaimTier::host_state;
+  static const char* recommendation(const nlohmann::json& culprit);
+};
+
+// memory_pressure: the engine's threads stalled in D in memory reclaim.
+struct MemoryPressureRequestCause {
+  static constexpr RequestCause id = RequestCause::memory_pressure;
+  static constexpr std::string_view name = "memory_pressure";
+  static constexpr ClaimTier tier = ClaimTier::host_state;
+  static const char* recommendation(const nlohmann::json& culprit);
+};
 
 // [from, to]: a request's slow part; pids: the engine's processes. At most one claim each of
 // io_contention (the D time under block I/O in flight; culprit {"pid", "comm",

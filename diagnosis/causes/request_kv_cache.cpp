@@ -1,4 +1,4 @@
-#include "requests/cause_kv_cache.h"
+#include "diagnosis/causes/request_kv_cache.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,8 +31,13 @@ std::optional<CauseClaim> kv_cache_claim(const EngineSeries& s, uint32_t engine_
   });
   const double lost = covered_ns(std::move(pressed), from, to);
   if (lost <= 0) return std::nullopt;
-  return CauseClaim{"kv_cache_pressure", lost,
+  return CauseClaim{RequestCause::kv_cache_pressure, lost,
                     {{"pid", engine_pid}, {"kv_cache_usage", std::round(usage_max * 1000) / 1000}, {"preemptions", preempted}}};
+}
+
+const char* KvCacheRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+  return "Give the KV cache more room: raise --gpu-memory-utilization, lower --max-num-seqs or --max-model-len, "
+         "or quantize the KV cache (--kv-cache-dtype fp8).";
 }
 
 }  // namespace causeway::requests

@@ -1,11 +1,11 @@
-#include "requests/forward_passes.h"
+#include "diagnosis/forward_passes.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "diagnosis/event_window.h"
-#include "requests/cause_util.h"
+#include "diagnosis/causes/request_cause_util.h"
 #include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"

@@ -1,4 +1,4 @@
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,8 +9,9 @@
 
 #include "diagnosis/session_scope.h"
 #include "common/sanitize.h"
+#include "diagnosis/causes/request_registry.h"
+#include "diagnosis/request_causes.h"
 #include "metrics/genai_semconv.h"
-#include "requests/request_causes.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -102,24 +103,18 @@ bool has_table(sqlite3* db, const char* name) {
   return st->step() == SQLITE_ROW;
 }
 
-Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const RequestQuery& q) {
+// Every request the session recorded: the evidence the causes are searched in, whatever the
+// query judges (docs/INFERENCE.md "Causes keyed to requests": another tenant's long prompt
+// stalls this tenant's streams though a --tenant filter hides its row).
+Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
   std::vector<Row> rows;
   auto st = Statement::prepare(
       db,
       "SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
-      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer, complete FROM requests WHERE session_id = ?1 AND start_ns >= ?2 AND start_ns <= ?3 "
-      "AND (?4 IS NULL OR server_pid = ?4) AND (?5 IS NULL OR path = ?5) AND (?6 IS NULL OR tenant = ?6) "
-      "ORDER BY start_ns");
+      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer, complete FROM requests "
+      "WHERE session_id = ?1 ORDER BY start_ns");
   if (!st) return st.error();
-  st->bind(1, scope.session_id);
-  st->bind(2, scope.from_ns);
-  st->bind(3, scope.live ? INT64_MAX : std::max(scope.to_ns, scope.from_ns));
-  if (q.pid) st->bind(4, int64_t{*q.pid});
-  else st->bind_null(4);
-  if (q.path) st->bind(5, std::string_view(*q.path));
-  else st->bind_null(5);
-  if (q.tenant) st->bind(6, std::string_view(*q.tenant));
-  else st->bind_null(6);
+  st->bind(1, session_id);
   int rc;
   while ((rc = st->step()) == SQLITE_ROW) {
     Row r;
@@ -153,6 +148,13 @@ Result<std::vector<Row>> load(sqlite3* db, const SessionScope& scope, const Requ
   return rows;
 }
 
+// The requests the query judges and reports: its window (--since), server, path and tenant.
+bool judged(const Row& r, const SessionScope& scope, const RequestQuery& q) {
+  const int64_t to = scope.live ? INT64_MAX : std::max(scope.to_ns, scope.from_ns);
+  return r.start_ns >= scope.from_ns && r.start_ns <= to && (!q.pid || r.pid == *q.pid) && (!q.path || r.path == *q.path) &&
+         (!q.tenant || r.tenant == *q.tenant);
+}
+
 std::map<uint32_t, std::string> comms(sqlite3* db, int64_t session_id) {
   std::map<uint32_t, std::string> out;
   auto st = Statement::prepare(db, "SELECT pid, comm FROM processes WHERE session_id = ?1");
@@ -176,7 +178,7 @@ json engines(sqlite3* db, int64_t session_id) {
   return out;
 }
 
-// The stored request-level chains of the session (requests/request_chains.h): a cause of
+// The stored request-level chains of the session (diagnosis/request_chains.h): a cause of
 // the asked metric's tail points at the chain of that cause and metric; E2E, which has no
 // chains of its own, at the TTFT chain of the cause, else the ITL one. None stored: null.
 class ChainIds {
@@ -208,7 +210,8 @@ json request_causes(CauseFinder& finder, const ChainIds& chain_ids, const Row& r
   auto [from, to] = slow_part(r, m);
   const double excess = std::max(0.0, static_cast<double>(to - from) - median);
   for (const CauseClaim& c : finder.explain(r.id, r.pid, from, to, excess))
-    out.push_back({{"cause", c.cause}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit}, {"chain_id", chain_ids(c.cause)}});
+    out.push_back({{"cause", RequestCauses::name(c.cause)}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit},
+                   {"chain_id", chain_ids(std::string(RequestCauses::name(c.cause)))}});
   return out;
 }
 
@@ -293,12 +296,14 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   if (!(q.quantile > 0 && q.quantile < 1)) return make_error("invalid_argument", "quantile must be in (0, 1), e.g. 0.99");
   auto scope = resolve_scope(db, q.session_id, q.since_ns);
   if (!scope) return scope.error();
-  std::vector<Row> rows;
+  std::vector<Row> evidence, rows;
   if (has_table(db, "requests")) {
-    auto r = load(db, *scope, q);
+    auto r = load(db, scope->session_id);
     if (!r) return r.error();
-    rows = std::move(*r);
+    evidence = std::move(*r);
   }
+  for (const Row& r : evidence)
+    if (judged(r, *scope, q)) rows.push_back(r);
   const auto names = comms(db, scope->session_id);
   Values all;
   uint64_t streamed = 0, errors = 0;
@@ -321,7 +326,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   }
 
   // The tail: units at or above the quantile (requests; token gaps for itl), each explained
-  // by what the engine did during its slow part (requests/request_causes.h); share_time is a
+  // by what the engine did during its slow part (diagnosis/request_causes.h); share_time is a
   // cause's share of the tail's time above the median.
   std::vector<int64_t> units_v = q.metric == Metric::ttft ? all.ttft : q.metric == Metric::itl ? all.itl : all.e2e;
   std::sort(units_v.begin(), units_v.end());
@@ -344,8 +349,8 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
   std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.to - a.from > b.to - b.from; });
   if (units.size() > kMaxExplainedUnits) units.resize(kMaxExplainedUnits);
   std::vector<RequestSpan> spans;
-  for (const Row& r : rows)
-    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer});
+  for (const Row& r : evidence)
+    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant});
   CauseFinder finder(db, scope->session_id, std::move(spans));
   const ChainIds chain_ids(db, scope->session_id, q.metric);
   struct Agg {
@@ -363,7 +368,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     const double excess = std::max(0.0, static_cast<double>(u.to - u.from) - median);
     excess_total += excess;
     for (const CauseClaim& c : finder.explain(u.row->id, u.row->pid, u.from, u.to, excess)) {
-      Agg& a = by_cause[c.cause];
+      Agg& a = by_cause[std::string(RequestCauses::name(c.cause))];
       a.lost += c.lost_ns;
       a.requests.insert(u.row->id);
       if (q.chain_detail) {
@@ -467,9 +472,11 @@ std::string request_latency_text(const json& doc) {
       << c["requests"].get<uint64_t>() << " requests";
     const json& k = c["culprit"];
     if (k.contains("comm")) o << ", culprit pid " << k["pid"].get<int64_t>() << " (" << sanitize_untrusted(k["comm"].get<std::string>(), 32) << ")";
-    if (k.contains("requests")) {
+    if (k.contains("long_requests")) {
       o << ", long requests";
-      for (const auto& id : k["requests"]) o << " " << sanitize_untrusted(id.get<std::string>(), 64);
+      for (const auto& l : k["long_requests"])
+        o << " " << sanitize_untrusted(l["id"].get<std::string>(), 64) << " (" << l["prompt_bytes"].get<uint64_t>()
+          << " prompt bytes, tenant " << sanitize_untrusted(l["tenant"].get<std::string>(), 48) << ")";
       if (k.contains("pass_ms"))
         o << " (a " << k["pass_ms"].get<double>() << " ms forward pass, median " << k["median_pass_ms"].get<double>() << " ms)";
     }

@@ -1,4 +1,4 @@
-#include "requests/cause_queueing.h"
+#include "diagnosis/causes/request_queueing.h"
 
 #include <algorithm>
 
@@ -15,7 +15,12 @@ std::optional<CauseClaim> queueing_claim(const EngineSeries& s, uint32_t engine_
   });
   const double lost = covered_ns(std::move(waited), from, to);
   if (lost <= 0) return std::nullopt;
-  return CauseClaim{"queueing", lost, {{"pid", engine_pid}, {"waiting_max", waiting_max}}};
+  return CauseClaim{RequestCause::queueing, lost, {{"pid", engine_pid}, {"waiting_max", waiting_max}}};
+}
+
+const char* QueueingRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+  return "The engine is at capacity: add replicas, raise the batch limit if memory allows (vLLM --max-num-seqs), "
+         "or shed load before the queue grows.";
 }
 
 }  // namespace causeway::requests

@@ -1,4 +1,4 @@
-#include "requests/cause_network.h"
+#include "diagnosis/causes/request_network.h"
 
 #include <array>
 #include <utility>
@@ -7,7 +7,7 @@
 #include "bpf/events.h"
 #include "diagnosis/causes/network.h"
 #include "diagnosis/event_window.h"
-#include "requests/engine_series.h"
+#include "diagnosis/engine_series.h"
 #include "tracedb/op_args.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -119,7 +119,17 @@ std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connecti
                             {"eagain", eagain},
                             {"short_writes", short_writes},
                             {"blocked_writes", blocked}};
-  return CauseClaim{"network", lost, std::move(culprit)};
+  return CauseClaim{RequestCause::network, lost, std::move(culprit)};
+}
+
+const char* NetworkRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+  if (culprit.value("retransmits", int64_t{0}) > 0)
+    return "The responses backed up in the send buffer while TCP retransmitted to the client: the link drops "
+           "packets, or the client's receive buffer overflowed. Check the path to the peer (NIC error counters with "
+           "ethtool -S, MTU, a congested or lossy proxy) and the client's read loop; the engine itself was not slow.";
+  return "The client does not read its stream as fast as the server writes it (its receive window closed and the "
+         "server's send buffer filled): fix or time out the slow reader (a write timeout in the server or its proxy), "
+         "and keep it from holding a batch slot; the engine itself was not slow.";
 }
 
 }  // namespace causeway::requests

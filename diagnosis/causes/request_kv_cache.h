@@ -4,12 +4,21 @@
 // requests"). Read from the engine's own KV-usage gauge and preemption counter.
 #pragma once
 
+#include "diagnosis/causes/request_cause.h"
+
 #include <optional>
 
-#include "requests/engine_series.h"
-#include "requests/request_causes.h"
+#include "diagnosis/engine_series.h"
 
 namespace causeway::requests {
+
+// kv_cache_pressure: the engine preempted running requests for KV cache room.
+struct KvCacheRequestCause {
+  static constexpr RequestCause id = RequestCause::kv_cache_pressure;
+  static constexpr std::string_view name = "kv_cache_pressure";
+  static constexpr ClaimTier tier = ClaimTier::engine_state;
+  static const char* recommendation(const nlohmann::json& culprit);
+};
 
 // A cache this full is under pressure (vLLM preempts when a step's blocks do not fit).
 inline constexpr double kKvFull = 0.9;

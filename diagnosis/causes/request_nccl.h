@@ -4,6 +4,8 @@
 // collectives, matched across ranks as the correlator matches them (diagnosis/collectives.h).
 #pragma once
 
+#include "diagnosis/causes/request_cause.h"
+
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -14,9 +16,16 @@
 
 #include "diagnosis/collectives.h"
 #include "diagnosis/rank_inference.h"
-#include "requests/request_causes.h"
 
 namespace causeway::requests {
+
+// nccl_straggler: a tensor-parallel rank entered the pass's collective late.
+struct NcclStragglerRequestCause {
+  static constexpr RequestCause id = RequestCause::nccl_straggler;
+  static constexpr std::string_view name = "nccl_straggler";
+  static constexpr ClaimTier tier = ClaimTier::engine_work;
+  static const char* recommendation(const nlohmann::json& culprit);
+};
 
 // [from, to]: the slow part of a request; pids: the engine's processes (the server and its
 // children). A claim when collectives of those processes had a straggler (the last rank

@@ -13,8 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "requests/engine_series.h"
-#include "requests/forward_passes.h"
+#include "diagnosis/causes/request_cause.h"
+#include "diagnosis/engine_series.h"
+#include "diagnosis/forward_passes.h"
 
 namespace causeway::requests {
 
@@ -28,16 +29,15 @@ struct RequestSpan {
   int64_t start_ns = 0, last_ns = 0;  // first read, last byte written
   int32_t fd = -1;   // the request's connection (network)
   std::string peer;  // the client's address:port ("" when unknown)
+  std::string tenant;
 };
 
-struct CauseClaim {
-  std::string cause;  // cpu_contention | io_contention | memory_pressure | network | nccl_straggler |
-                      // prefill_interference | queueing | kv_cache_pressure
-  double lost_ns = 0;
-  nlohmann::json culprit;
-};
 
 class NcclStragglers;
+
+// One arbitration per gap (docs/INFERENCE.md "Claims on one gap"): claims on one slow part
+// share its excess by tier, then time; none below the noise floor is kept. Largest first.
+void arbitrate_claims(std::vector<CauseClaim>& claims, double excess_ns);
 
 class CauseFinder {
  public:
@@ -51,6 +51,7 @@ class CauseFinder {
  private:
   const std::vector<uint32_t>& engine_pids(uint32_t server_pid);
   void cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
+  void cpu_holders(int32_t cpu, int64_t from, int64_t to, std::map<uint32_t, double>& by_pid);
   void prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
   // The engine's forward passes over the server's serving time, read at the first need.
   struct EnginePasses {
@@ -70,6 +71,7 @@ class CauseFinder {
   uint64_t long_prompt_bytes_ = 0;  // a prompt this long is a long prefill
   std::map<uint32_t, std::vector<uint32_t>> engines_;
   std::map<uint32_t, std::string> comms_;
+  std::optional<uint32_t> tracer_pid_;  // never a culprit (diagnosis/tracer_pid.h)
   std::optional<std::map<uint32_t, EngineSeries>> series_;  // loaded at the first question
   std::map<uint32_t, EnginePasses> passes_;
   std::unique_ptr<NcclStragglers> nccl_;

@@ -1,12 +1,12 @@
-#include "requests/cause_d_state.h"
+#include "diagnosis/causes/request_d_state.h"
 
 #include <algorithm>
 
 #include "diagnosis/event_window.h"
 #include "bpf/events.h"
-#include "requests/engine_series.h"
+#include "diagnosis/engine_series.h"
 #include "tracedb/sqlite_handle.h"
-#include "requests/cause_util.h"
+#include "diagnosis/causes/request_cause_util.h"
 
 namespace causeway::requests {
 namespace {
@@ -103,7 +103,7 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
     if (own)
       for (const auto& kv : io_by_pid)
         if (!top || kv.second > top->second) top = &kv;
-    out.push_back({"io_contention", io_ns,
+    out.push_back({RequestCause::io_contention, io_ns,
                    {{"pid", top->first},
                     {"comm", comm_of(comms, top->first)},
                     {"overlap_share", std::min(1.0, top->second / d_ns)},
@@ -129,8 +129,18 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
   for (const auto& [pid, n] : pages)
     if (n > top_pages) top = pid, top_pages = n;
   if (top_pages < 0 && !ooms.empty()) top = ooms.front().pid, top_pages = 0;
-  out.push_back({"memory_pressure", rest, {{"pid", top}, {"comm", comm_of(comms, top)}, {"pages", top_pages}}});
+  out.push_back({RequestCause::memory_pressure, rest, {{"pid", top}, {"comm", comm_of(comms, top)}, {"pages", top_pages}}});
   return out;
+}
+
+const char* IoContentionRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+  return "The engine's threads waited on the disk while serving: move the culprit's I/O off the engine's disk or "
+         "throttle it (ionice -c3, a cgroup io.max), and keep model weights and caches off a busy disk.";
+}
+
+const char* MemoryPressureRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+  return "The engine's threads stalled in memory reclaim: give the host memory headroom (limit the culprit's memory "
+         "with a cgroup memory.max, or lower the engine's own CPU-memory use such as --swap-space).";
 }
 
 }  // namespace causeway::requests

@@ -1,14 +1,14 @@
-#include "requests/cause_nccl.h"
+#include "diagnosis/causes/request_nccl.h"
 
 #include <algorithm>
 
 #include "diagnosis/collectives.h"
 #include "diagnosis/event_window.h"
 #include "diagnosis/rank_inference.h"
-#include "requests/engine_series.h"
+#include "diagnosis/engine_series.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
-#include "requests/cause_util.h"
+#include "diagnosis/causes/request_cause_util.h"
 
 namespace causeway::requests {
 namespace {
@@ -62,20 +62,32 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
   Resolved& r = resolved_[pids];
   std::vector<CollectiveEntry>& out = r.entries;
   RankInference ranks;
-  if (!ranks.load(db_, session_id_) || !ranks.has_ranks()) return r;
-  auto st = Statement::prepare(db_, std::string(kColumns) + "AND op_id IN (" + collective_ops() + ") AND pid IN (" +
-                                        sql_id_list(pids) + ") ORDER BY id");
+  if (!ranks.load(db_, session_id_)) return r;
+  auto st = Statement::prepare(db_,
+                               "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns, dur_ns, coalesce(a0, 0), coalesce(a5, 0) & 255 "
+                               "FROM events WHERE session_id = ?1 AND op_id IN (" +
+                                   collective_ops() + ") AND pid IN (" + sql_id_list(pids) + ") ORDER BY id");
   if (!st) return r;
   st->bind(1, session_id_);
+  // Read once: the communicators of ranks that no source names come from the calls themselves.
+  std::vector<std::pair<CollectiveEntry, int64_t>> rows;  // entry, return time
+  std::vector<CollectiveReturn> returns;
+  while (st->step() == SQLITE_ROW) {
+    rows.emplace_back(read_entry(*st), st->col_int(7) + st->col_int(8));
+    if (rows.back().first.rank < 0)
+      returns.push_back({rows.back().first.pid, rows.back().first.op, st->col_int(9), st->col_int(10), rows.back().second});
+  }
+  ranks.add_from_returns(returns);
+  if (!ranks.has_ranks()) return r;
   std::vector<CollectiveEntry> batch;
   auto flush = [&] {
     ranks.align(batch);
     out.insert(out.end(), batch.begin(), batch.end());
     batch.clear();
   };
-  while (st->step() == SQLITE_ROW) {
-    batch.push_back(read_entry(*st));
-    ranks.resolve(batch.back(), batch.back().ts_ns + st->col_int(8));
+  for (auto& [entry, end_ns] : rows) {
+    batch.push_back(entry);
+    ranks.resolve(batch.back(), end_ns);
     if (batch.size() >= kAlignBatch) flush();
   }
   flush();
@@ -130,8 +142,14 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
                             {"nranks", e.nranks},
                             {"share", total > 0 ? top->second / total : 0}};
   if (!source.empty()) culprit["rank_source"] = source;
-  if (e.rank >= 0 && source != kStructuralRank) culprit["rank"] = e.rank;
-  return CauseClaim{"nccl_straggler", lost, std::move(culprit)};
+  if (e.rank >= 0 && rank_number_known(source)) culprit["rank"] = e.rank;
+  return CauseClaim{RequestCause::nccl_straggler, lost, std::move(culprit)};
+}
+
+const char* NcclStragglerRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+  return "One tensor-parallel rank starts the forward pass late and every other rank waits for it in the all-reduce: "
+         "look at what that rank's process does before its collective (its own CPU, another process on its core, I/O), "
+         "and pin the workers to their own cores.";
 }
 
 }  // namespace causeway::requests

@@ -1,4 +1,4 @@
-#include "requests/engine_series.h"
+#include "diagnosis/engine_series.h"
 
 #include <algorithm>
 #include <string>

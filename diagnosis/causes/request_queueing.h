@@ -3,12 +3,21 @@
 // (docs/INFERENCE.md "Causes keyed to requests").
 #pragma once
 
+#include "diagnosis/causes/request_cause.h"
+
 #include <optional>
 
-#include "requests/engine_series.h"
-#include "requests/request_causes.h"
+#include "diagnosis/engine_series.h"
 
 namespace causeway::requests {
+
+// queueing: the request waited in the engine's queue before its first token.
+struct QueueingRequestCause {
+  static constexpr RequestCause id = RequestCause::queueing;
+  static constexpr std::string_view name = "queueing";
+  static constexpr ClaimTier tier = ClaimTier::engine_state;
+  static const char* recommendation(const nlohmann::json& culprit);
+};
 
 // [from, to]: the part of a request's slow part before its first token (a request that has
 // streamed a token is running, not queued). A claim when the engine reported requests

@@ -7,15 +7,24 @@
 // address and port) tell a lossy link from a client that does not read.
 #pragma once
 
+#include "diagnosis/causes/request_cause.h"
+
 #include <sqlite3.h>
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "requests/request_causes.h"
 
 namespace causeway::requests {
+
+// network: the request's own connection waited on the socket.
+struct NetworkRequestCause {
+  static constexpr RequestCause id = RequestCause::network;
+  static constexpr std::string_view name = "network";
+  static constexpr ClaimTier tier = ClaimTier::own_connection;
+  static const char* recommendation(const nlohmann::json& culprit);
+};
 
 struct Connection {
   uint32_t server_pid = 0;

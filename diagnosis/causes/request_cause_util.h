@@ -1,4 +1,4 @@
-// Small pieces the request causes share (requests/request_causes.cpp and cause_*.cpp).
+// Small pieces the request causes share (diagnosis/request_causes.cpp and cause_*.cpp).
 #pragma once
 
 #include <algorithm>

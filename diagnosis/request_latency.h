@@ -31,7 +31,7 @@ struct RequestQuery {
   double quantile = 0.99;
   size_t slowest = 10;
   std::optional<int64_t> session_id;   // default: the latest session
-  // For request chains (requests/request_chains.h), not in the interface's JSON: each tail
+  // For request chains (diagnosis/request_chains.h), not in the interface's JSON: each tail
   // cause also lists the ids of the requests it slowed ("request_ids", most lost first, 20
   // at most), the server that lost the most to it ("server_pid"), the span of the units it
   // claimed ("from_ns", "to_ns"), and the tail its time above the median ("excess_ms") and
