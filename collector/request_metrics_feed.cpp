@@ -4,7 +4,7 @@
 
 #include "collector/proc_info.h"
 #include "metrics/genai_semconv.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 
 namespace causeway::collector {
 

@@ -13,7 +13,7 @@
 #include "metrics/exposition.h"
 #include "metrics/genai_semconv.h"
 #include "metrics/registry.h"
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "requests/to_record.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
