@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "requests/llm_payload.h"
+
 namespace causeway::requests {
 // Named (not anonymous): Tracker::Connection holds these.
 namespace tracker_detail {
@@ -18,6 +20,10 @@ constexpr size_t kMaxChunkLine = 1024;
 struct Exchange {
   Request req;
   bool placeholder = false;
+  // The first kMaxPayloadBytes of each body (model and usage, requests/llm_payload.h); the
+  // response's only when not streamed (events are read one by one).
+  std::string request_body, response_body;
+  bool request_cut = false, response_cut = false;  // bytes of the body went unseen or past the cap
 };
 using ExchangePtr = std::shared_ptr<Exchange>;
 
@@ -81,6 +87,7 @@ struct Tracker::Connection {
   Side in, out;
   Pieces in_pieces, out_pieces;
   bool out_unseen = false;            // the response being written had streamed bytes not copied
+  int64_t hangup_ns = 0;              // the client left (SockOp::hangup); 0: not seen
   ExchangePtr reading;                // the request being read
   ExchangePtr writing;                // the exchange whose response is being written (null: unmatched)
   bool writing_streamed = false;
@@ -130,18 +137,21 @@ class Framer {
   // The connection closed: a response running until close is complete; anything else open
   // was cut off.
   void close(int64_t ts, bool trace_end) {
+    const RequestEnd cut = trace_end                       ? RequestEnd::trace_end
+                           : c_.hangup_ns || !o_.hangups_reported ? RequestEnd::disconnected
+                                                                  : RequestEnd::aborted;
     if (c_.writing) {
       if (c_.out.frame == Frame::until_close) {
         finish_response(c_.writing->placeholder ? ts : c_.writing->req.last_byte_ns);
       } else {
         if (!trace_end && !c_.writing->placeholder) ++n_.disconnected;
-        emit(c_.writing);
+        emit(c_.writing, cut);
         c_.writing.reset();
       }
     }
     for (ExchangePtr& e : c_.waiting) {
       if (!trace_end && !e->placeholder) ++n_.disconnected;
-      emit(e);
+      emit(e, cut);
     }
     c_.waiting.clear();
   }
@@ -277,7 +287,17 @@ class Framer {
   }
 
   void finish_request(int64_t ts) {
-    if (c_.reading) c_.reading->req.end_ns = ts;
+    if (c_.reading) {
+      Exchange& e = *c_.reading;
+      e.req.end_ns = ts;
+      if (!e.request_body.empty()) {
+        RequestFields f = read_request_fields(e.request_body, e.request_cut);
+        e.req.model = std::move(f.model);
+        e.req.max_tokens = f.max_tokens;
+      }
+      e.request_body.clear();
+      e.request_body.shrink_to_fit();
+    }
     c_.reading.reset();
     c_.in.head_ts = 0;
     c_.in.frame = Frame::head;
@@ -316,8 +336,25 @@ class Framer {
     return r;
   }
 
-  void body_in(uint64_t n) {
-    if (c_.reading) c_.reading->req.prompt_bytes += n;
+  void body_in(std::string_view b) {
+    if (!c_.reading) return;
+    c_.reading->req.prompt_bytes += b.size();
+    keep_body(c_.reading->request_body, c_.reading->request_cut, b);
+  }
+
+  // Body bytes out of sight: counted; the fields after them are not read.
+  void body_in_unseen(uint64_t n) {
+    if (!c_.reading) return;
+    c_.reading->req.prompt_bytes += n;
+    c_.reading->request_cut = true;
+  }
+
+  // The first kMaxPayloadBytes of a body, up to the first bytes out of sight.
+  static void keep_body(std::string& kept, bool& cut, std::string_view b) {
+    if (cut) return;
+    const size_t room = kMaxPayloadBytes - std::min(kMaxPayloadBytes, kept.size());
+    if (b.size() > room) cut = true;
+    kept.append(b.substr(0, room));
   }
 
   void run_in(int64_t ts) {
@@ -348,7 +385,7 @@ class Framer {
         case Frame::chunk_size:
         case Frame::chunk_crlf:
         case Frame::trailers:
-          if (!body_step(s, [&](std::string_view b) { body_in(b.size()); }, [&] { finish_request(ts); },
+          if (!body_step(s, [&](std::string_view b) { body_in(b); }, [&] { finish_request(ts); },
                          [&] { desync_in(); }))
             return;
           break;
@@ -363,7 +400,7 @@ class Framer {
   void gap_in(uint64_t unseen, int64_t ts) {
     Side& s = c_.in;
     while (unseen > 0) {
-      if (gap_step(s, unseen, [&](uint64_t n) { body_in(n); }, [&] { finish_request(ts); })) continue;
+      if (gap_step(s, unseen, [&](uint64_t n) { body_in_unseen(n); }, [&] { finish_request(ts); })) continue;
       if (s.frame == Frame::desync) return;
       if (s.frame == Frame::head) {
         // A head longer than one syscall's copy: its fields are out of sight.
@@ -378,12 +415,45 @@ class Framer {
     }
   }
 
-  void emit(const ExchangePtr& e) {
+  void emit(const ExchangePtr& e, RequestEnd end) {
     if (e->placeholder || e->req.start_ns == 0) return;
+    if (e == c_.writing) settle_response(*e);
+    e->req.end = end;
     if (e->req.end_ns == 0) e->req.end_ns = e->req.start_ns;
     ++n_.requests;
     done_.push_back(std::move(e->req));
     e->placeholder = true;  // emitted once
+  }
+
+  // One SSE event's fields: the server's token counts (the last event saying them wins:
+  // vLLM's continuous usage stats repeat them in every event), the model when the request
+  // named none, and whether it carries generated text.
+  static void take_fields(Request& q, const ResponseFields& f, int64_t ts) {
+    if (f.prompt_tokens) q.input_tokens = f.prompt_tokens;
+    if (f.completion_tokens) q.output_tokens = f.completion_tokens;
+    if (q.model.empty()) q.model = f.model;
+    if (f.content_choices == 0 || ts == 0) return;
+    ++q.content_events;
+    if (!q.first_content_ns) q.first_content_ns = ts;
+    q.last_content_ns = ts;
+  }
+
+  void take_events(Request& q, const std::vector<SseEvent>& events) {
+    for (const SseEvent& ev : events) take_fields(q, read_response_fields(ev.data), ev.ts_ns);
+  }
+
+  // The response ends (or is cut): the fields of what its body showed.
+  void settle_response(Exchange& e) {
+    if (e.placeholder) return;
+    if (c_.writing_streamed) {
+      std::vector<SseEvent> events;
+      c_.sse.flush(events);
+      take_events(e.req, events);
+    } else if (!e.response_body.empty()) {
+      take_fields(e.req, read_response_fields(e.response_body, e.response_cut), 0);
+    }
+    e.response_body.clear();
+    e.response_body.shrink_to_fit();
   }
 
   void finish_response(int64_t ts) {
@@ -392,7 +462,7 @@ class Framer {
         c_.writing->req.complete = true;
         c_.writing->req.last_byte_ns = ts;
       }
-      emit(c_.writing);
+      emit(c_.writing, RequestEnd::complete);
     }
     c_.writing.reset();
     c_.writing_streamed = false;
@@ -403,7 +473,7 @@ class Framer {
 
   void desync_out() {
     ++n_.desync;
-    if (c_.writing) emit(c_.writing);  // status and first byte are known; complete stays false
+    if (c_.writing) emit(c_.writing, RequestEnd::lost);  // status and first byte are known; complete stays false
     c_.writing.reset();
     c_.out = Side{};
     c_.out.frame = Frame::desync;
@@ -415,11 +485,15 @@ class Framer {
     q.response_bytes += bytes.size();
     if (c_.writing_streamed) {
       std::vector<int64_t> tokens;
+      std::vector<SseEvent> events;
       // A write's first bytes, or a chunk's (servers write an event per chunk), may begin
       // an event: where the scanner looks again after bytes went unseen.
-      c_.sse.feed(bytes, fresh_ || c_.out.chunk_start, ts, tokens);
+      c_.sse.feed(bytes, fresh_ || c_.out.chunk_start, ts, tokens, events);
       for (int64_t t : tokens)
         if (q.token_ns.size() < o_.max_tokens) q.token_ns.push_back(t);
+      take_events(q, events);
+    } else {
+      keep_body(c_.writing->response_body, c_.writing->response_cut, bytes);
     }
     fresh_ = false;
   }
@@ -498,7 +572,10 @@ class Framer {
     Side& s = c_.out;
     while (unseen > 0) {
       auto take = [&](uint64_t n) {
-        if (c_.writing && !c_.writing->placeholder) c_.writing->req.response_bytes += n;
+        if (c_.writing && !c_.writing->placeholder) {
+          c_.writing->req.response_bytes += n;
+          c_.writing->response_cut = true;
+        }
         if (c_.writing_streamed && !c_.out_unseen) ++n_.sse_unseen;
         c_.out_unseen = true;
         c_.sse.gap();
@@ -539,6 +616,10 @@ void Tracker::close(uint64_t key) {
 void Tracker::add(const SockRecord& r) {
   if (r.op == SockOp::write && r.send == SendResult::eagain) return;  // moved nothing (requests/send_waits.h)
   const uint64_t key = conn_key(r.pid, r.fd);
+  if (r.op == SockOp::hangup) {
+    if (auto it = conns_.find(key); it != conns_.end() && !it->second->hangup_ns) it->second->hangup_ns = r.ts_ns;
+    return;
+  }
   if (r.op == SockOp::close) {
     auto it = conns_.find(key);
     if (it == conns_.end()) return;

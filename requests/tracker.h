@@ -21,6 +21,10 @@ struct TrackerOptions {
   std::string tenant_header = "x-tenant";  // lower-cased by the tracker
   size_t max_connections = 65536;          // beyond: the oldest-seen connection is dropped, counted as desync
   size_t max_tokens = 1 << 16;             // token times kept per request
+  // The capture hands over SockOp::hangup records (the client left). Without them a close
+  // before the response was complete cannot say who gave up: it counts as disconnected (the
+  // common case: a client cancelling a stream); with them, no hangup first means aborted.
+  bool hangups_reported = false;
 };
 
 class Tracker {
