@@ -9,10 +9,15 @@
 namespace causeway::collector {
 
 std::optional<uint64_t> output_token_count(const RequestRecord& r) {
-  return genai::output_tokens_of(std::nullopt, r.streamed, r.events);
+  std::optional<uint64_t> counted;
+  if (r.output_tokens && *r.output_tokens >= 0) counted = static_cast<uint64_t>(*r.output_tokens);
+  return genai::output_tokens_of(counted, r.streamed, r.events);
 }
 
-std::optional<std::string> request_model(const RequestRecord&) { return std::nullopt; }
+std::optional<std::string> request_model(const RequestRecord& r) {
+  if (r.model.empty()) return std::nullopt;
+  return r.model;
+}
 
 RequestFacts request_facts(const RequestRecord& r, const std::string& comm) {
   RequestFacts f;
@@ -22,7 +27,8 @@ RequestFacts request_facts(const RequestRecord& r, const std::string& comm) {
   f.tenant = r.tenant;
   f.model = request_model(r);
   f.status = r.status;
-  f.complete = r.complete;
+  f.end_reason = r.end_reason;
+  f.tpot_ns = r.tpot_ns;
   f.ttft_ns = r.ttft_ns;
   f.e2e_ns = r.e2e_ns;
   // First token → last token: the sum of the gaps, from the stored µs values, so that the

@@ -47,4 +47,21 @@ std::string sanitize_untrusted(std::string_view raw, size_t max_bytes) {
   return out;
 }
 
+std::string repair_utf8(std::string_view raw) {
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size();) {
+    uint32_t cp = 0;
+    const size_t len = decode_utf8(raw, i, cp);
+    if (len == 0) {
+      out += "\xEF\xBF\xBD";  // U+FFFD
+      ++i;
+    } else {
+      out.append(raw.substr(i, len));
+      i += len;
+    }
+  }
+  return out;
+}
+
 }  // namespace causeway

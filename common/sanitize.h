@@ -15,4 +15,10 @@ namespace causeway {
 // (on a code-point boundary) and appends "…" when cut.
 std::string sanitize_untrusted(std::string_view raw, size_t max_bytes = 256);
 
+// Only the encoding repaired: every invalid UTF-8 sequence (malformed, truncated, overlong,
+// surrogate) becomes U+FFFD, one per bad byte; everything else, controls included, is kept
+// (JSON escapes them). For strings read back from the trace DB, stored as they came, before
+// they enter a JSON document (docs/SECURITY.md "Bytes from requests").
+std::string repair_utf8(std::string_view raw);
+
 }  // namespace causeway

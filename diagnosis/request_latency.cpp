@@ -32,6 +32,13 @@ struct Row {
   bool complete = false;
   uint32_t events = 0;
   uint64_t prompt_bytes = 0;
+  // Migration 8 (docs/INFERENCE.md "Model and tokens", "Errors"); defaults on older DBs.
+  bool tls = false;
+  std::optional<std::string> model;
+  std::optional<int64_t> input_tokens, output_tokens, tpot;
+  std::string end_reason = "complete";
+  bool aborted() const { return end_reason == "aborted"; }
+  bool disconnected() const { return end_reason == "disconnected"; }
 };
 
 // Nearest-rank quantile of sorted values.
@@ -52,8 +59,13 @@ json summary(std::vector<int64_t> v) {
 }
 
 struct Values {
-  std::vector<int64_t> ttft, itl, e2e;
+  std::vector<int64_t> ttft, itl, e2e, tpot;
+  uint64_t errors = 0, aborted = 0, disconnected = 0;
   void add(const Row& r) {
+    errors += r.status >= 400;
+    aborted += r.aborted();
+    disconnected += r.disconnected();
+    if (r.tpot) tpot.push_back(*r.tpot);
     if (r.ttft) ttft.push_back(*r.ttft);
     if (r.e2e) e2e.push_back(*r.e2e);
     itl.insert(itl.end(), r.gaps_ns.begin(), r.gaps_ns.end());
@@ -103,25 +115,42 @@ bool has_table(sqlite3* db, const char* name) {
   return st->step() == SQLITE_ROW;
 }
 
+bool has_column(sqlite3* db, const char* table, const char* column) {
+  auto st = Statement::prepare(db, "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2");
+  if (!st) return false;
+  st->bind(1, std::string_view(table));
+  st->bind(2, std::string_view(column));
+  return st->step() == SQLITE_ROW;
+}
+
+// Strings from requests are stored as the client sent them; they leave here as valid UTF-8
+// (docs/SECURITY.md "Bytes from requests"), so every answer built on the rows can dump them.
+std::string request_text(const Statement& st, int col) { return repair_utf8(st.col_text(col)); }
+
 // Every request the session recorded: the evidence the causes are searched in, whatever the
 // query judges (docs/INFERENCE.md "Causes keyed to requests": another tenant's long prompt
 // stalls this tenant's streams though a --tenant filter hides its row).
 Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
   std::vector<Row> rows;
+  // A DB from before migration 8 (readers never migrate): its requests have no model or
+  // tokens, and an incomplete one was a disconnect.
+  const char* v8 = has_column(db, "requests", "end_reason")
+                       ? "tls, model, input_tokens, output_tokens, tpot_ns, end_reason"
+                       : "0, NULL, NULL, NULL, NULL, CASE WHEN complete THEN 'complete' ELSE 'disconnected' END";
   auto st = Statement::prepare(
       db,
-      "SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
-      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer, complete FROM requests "
-      "WHERE session_id = ?1 ORDER BY start_ns");
+      std::string("SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
+      "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer, complete, ") + v8 +
+      " FROM requests WHERE session_id = ?1 ORDER BY start_ns");
   if (!st) return st.error();
   st->bind(1, session_id);
   int rc;
   while ((rc = st->step()) == SQLITE_ROW) {
     Row r;
-    r.id = st->col_text(0);
-    r.method = st->col_text(1);
-    r.path = st->col_text(2);
-    r.tenant = st->col_text(3);
+    r.id = request_text(*st, 0);
+    r.method = request_text(*st, 1);
+    r.path = request_text(*st, 2);
+    r.tenant = request_text(*st, 3);
     r.pid = static_cast<uint32_t>(st->col_int(4));
     r.start_ns = st->col_int(5);
     if (!st->col_null(6)) r.ttft = st->col_int(6);
@@ -140,8 +169,14 @@ Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
     r.end_ns = st->col_int(14);
     r.first_out_ns = st->col_int(15);
     r.fd = static_cast<int32_t>(st->col_int(16));
-    r.peer = st->col_text(17);
+    r.peer = request_text(*st, 17);
     r.complete = st->col_int(18) != 0;
+    r.tls = st->col_int(19) != 0;
+    if (!st->col_null(20)) r.model = request_text(*st, 20);
+    if (!st->col_null(21)) r.input_tokens = st->col_int(21);
+    if (!st->col_null(22)) r.output_tokens = st->col_int(22);
+    if (!st->col_null(23)) r.tpot = st->col_int(23);
+    r.end_reason = request_text(*st, 24);
     rows.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return make_error("db_read", std::string("reading requests failed: ") + sqlite3_errmsg(db));
@@ -224,8 +259,11 @@ json semconv_json(const std::vector<Row>& rows, Metric m, const std::map<std::st
   for (const Row& r : rows) {
     int64_t decode_ns = 0;
     for (int64_t g : r.gaps_ns) decode_ns += g;
-    const genai::Observation o = genai::observe_request(r.status, r.complete, r.ttft, r.e2e, decode_ns,
-                                                        genai::output_tokens_of(std::nullopt, r.streamed, r.events));
+    const genai::Observation o = genai::observe_request(
+        r.status, r.end_reason, r.ttft, r.e2e, decode_ns,
+        genai::output_tokens_of(r.output_tokens ? std::optional<uint64_t>(static_cast<uint64_t>(*r.output_tokens)) : std::nullopt,
+                                r.streamed, r.events),
+        r.tpot);
     errors += o.outcome == genai::Outcome::error;
     aborts += o.outcome == genai::Outcome::aborted;
     disconnects += o.outcome == genai::Outcome::disconnected;
@@ -270,6 +308,34 @@ json semconv_json(const std::vector<Row>& rows, Metric m, const std::map<std::st
               {genai::kTimeLostName, {{"metric", metric_name(m)}, {"causes", std::move(lost)}}}};
 }
 
+// The per-request fields of docs/INTERFACES.md "Inference requests (round 4)" beside the
+// round-3 ones; `end` says how the exchange ended (complete, aborted, disconnected, lost,
+// trace_end).
+void add_request_fields(json& o, const Row& r) {
+  auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+  o["peer"] = r.peer;
+  o["tls"] = r.tls;
+  o["model"] = opt(r.model);
+  o["input_tokens"] = opt(r.input_tokens);
+  o["output_tokens"] = opt(r.output_tokens);
+  o["tpot_ms"] = r.tpot ? json(ms(static_cast<double>(*r.tpot))) : json(nullptr);
+  o["end"] = r.end_reason;
+}
+
+// Requests that failed (status >= 400, aborted or disconnected), in time order, `limit` at most.
+json failed_requests(const std::vector<Row>& rows, size_t limit) {
+  json out = json::array();
+  for (const Row& r : rows) {
+    if (out.size() >= limit) break;
+    if (r.status < 400 && !r.aborted() && !r.disconnected()) continue;
+    out.push_back({{"request_id", r.id}, {"method", r.method}, {"path", r.path}, {"tenant", r.tenant},
+                   {"start_ns", r.start_ns}, {"status", r.status}, {"server_pid", r.pid},
+                   {"e2e_ms", r.e2e ? json(ms(static_cast<double>(*r.e2e))) : json(nullptr)}});
+    add_request_fields(out.back(), r);
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Metric> metric_from(std::string_view name) {
@@ -306,12 +372,11 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     if (judged(r, *scope, q)) rows.push_back(r);
   const auto names = comms(db, scope->session_id);
   Values all;
-  uint64_t streamed = 0, errors = 0;
+  uint64_t streamed = 0;
   std::map<std::tuple<uint32_t, std::string, std::string>, std::pair<uint64_t, Values>> groups;
   for (const Row& r : rows) {
     all.add(r);
     streamed += r.streamed;
-    errors += r.status >= 400;
     auto& g = groups[{r.pid, r.path, r.tenant}];
     ++g.first;
     g.second.add(r);
@@ -321,8 +386,9 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     const auto& [pid, path, tenant] = key;
     auto it = names.find(pid);
     by.push_back({{"server_pid", pid}, {"comm", it == names.end() ? "" : it->second}, {"path", path}, {"tenant", tenant},
-                  {"count", g.first}, {"ttft_ms", summary(g.second.ttft)}, {"itl_ms", summary(g.second.itl)},
-                  {"e2e_ms", summary(g.second.e2e)}});
+                  {"count", g.first}, {"errors", g.second.errors}, {"aborted", g.second.aborted},
+                  {"disconnected", g.second.disconnected}, {"ttft_ms", summary(g.second.ttft)},
+                  {"itl_ms", summary(g.second.itl)}, {"tpot_ms", summary(g.second.tpot)}, {"e2e_ms", summary(g.second.e2e)}});
   }
 
   // The tail: units at or above the quantile (requests; token gaps for itl), each explained
@@ -424,20 +490,49 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                        {"start_ns", r->start_ns}, {"ttft_ms", opt_ms(r->ttft)}, {"itl_max_ms", opt_ms(r->itl_max)},
                        {"e2e_ms", opt_ms(r->e2e)}, {"events", r->events}, {"prompt_bytes", r->prompt_bytes},
                        {"status", r->status}, {"server_pid", r->pid}, {"causes", request_causes(finder, chain_ids, *r, q.metric, median)}});
+    add_request_fields(slowest.back(), *r);
   }
   json reqs = {{"count", rows.size()},
                {"streamed", streamed},
-               {"errors", errors},
+               {"errors", all.errors},
+               {"aborted", all.aborted},
+               {"disconnected", all.disconnected},
                {"window", {{"from_ns", scope->from_ns}, {"to_ns", scope->to_ns}}},
                {"ttft_ms", summary(all.ttft)},
                {"itl_ms", summary(all.itl)},
                {"e2e_ms", summary(all.e2e)},
+               {"tpot_ms", summary(all.tpot)},
                {"by", std::move(by)},
                {"tail", std::move(tail)},
                {"slowest", std::move(slowest)},
-               {"semconv", semconv_json(rows, q.metric, lost_by_cause, excess_total)}};
+               {"semconv", semconv_json(rows, q.metric, lost_by_cause, excess_total)},
+               {"failed", failed_requests(rows, q.slowest)}};
   return json{{"session_id", scope->session_id}, {"requests", std::move(reqs)}, {"engines", engines(db, scope->session_id)}};
 }
+
+namespace {
+
+// ", 2 errors, 1 aborted" for a by[] row; "" when none failed.
+std::string failures_text(const json& b) {
+  std::string out;
+  for (const char* k : {"errors", "aborted", "disconnected"})
+    if (b.value(k, uint64_t{0})) out += ", " + std::to_string(b[k].get<uint64_t>()) + " " + k;
+  return out;
+}
+
+// ", model llama-3-8b, 512 in / 128 out tokens, TPOT 21.5 ms" for a slowest[] row, with
+// what is known.
+std::string tokens_text(const json& s) {
+  std::ostringstream t;
+  if (s.contains("model") && s["model"].is_string()) t << ", model " << sanitize_untrusted(s["model"].get<std::string>(), 64);
+  if (s.contains("input_tokens") && !s["input_tokens"].is_null()) t << ", " << s["input_tokens"].get<int64_t>() << " in";
+  if (s.contains("output_tokens") && !s["output_tokens"].is_null()) t << ", " << s["output_tokens"].get<int64_t>() << " out tokens";
+  if (s.contains("tpot_ms") && !s["tpot_ms"].is_null()) t << ", TPOT " << s["tpot_ms"].get<double>() << " ms";
+  if (s.contains("end") && s["end"] != "complete") t << ", " << s["end"].get<std::string>();
+  return t.str();
+}
+
+}  // namespace
 
 std::string request_latency_text(const json& doc) {
   std::ostringstream o;
@@ -450,19 +545,22 @@ std::string request_latency_text(const json& doc) {
     return t.str();
   };
   o << r["count"].get<uint64_t>() << " requests (" << r["streamed"].get<uint64_t>() << " streamed, "
-    << r["errors"].get<uint64_t>() << " errors)\n";
+    << r["errors"].get<uint64_t>() << " errors, " << r.value("aborted", uint64_t{0}) << " aborted, "
+    << r.value("disconnected", uint64_t{0}) << " disconnected)\n";
   if (r["count"].get<uint64_t>() == 0) {
     o << "no HTTP requests were seen: trace a serving process (a TCP listener in the traced process tree, or "
          "--http-port PORT)\n";
     return o.str();
   }
-  o << "  TTFT " << pct(r["ttft_ms"]) << "\n  ITL  " << pct(r["itl_ms"]) << "\n  E2E  " << pct(r["e2e_ms"]) << "\n";
+  o << "  TTFT " << pct(r["ttft_ms"]) << "\n  ITL  " << pct(r["itl_ms"]) << "\n";
+  if (r.contains("tpot_ms")) o << "  TPOT " << pct(r["tpot_ms"]) << " (from the server's token counts)\n";
+  o << "  E2E  " << pct(r["e2e_ms"]) << "\n";
   o << "by server, path, tenant:\n";
   for (const auto& b : r["by"])
     o << "  pid " << b["server_pid"].get<int64_t>() << " (" << sanitize_untrusted(b["comm"].get<std::string>(), 32) << ") "
       << sanitize_untrusted(b["path"].get<std::string>(), 80) << " tenant "
-      << sanitize_untrusted(b["tenant"].get<std::string>(), 48) << ": " << b["count"].get<uint64_t>() << " requests, TTFT "
-      << pct(b["ttft_ms"]) << "\n";
+      << sanitize_untrusted(b["tenant"].get<std::string>(), 48) << ": " << b["count"].get<uint64_t>() << " requests"
+      << failures_text(b) << ", TTFT " << pct(b["ttft_ms"]) << "\n";
   const json& t = r["tail"];
   o << "tail (" << t["metric"].get<std::string>() << " >= p" << t["quantile"].get<double>() * 100 << "): "
     << t["units"].get<uint64_t>() << (t["metric"] == "itl" ? " gaps" : " requests") << ", unexplained share "
@@ -499,12 +597,19 @@ std::string request_latency_text(const json& doc) {
       t << x.get<double>();
       return t.str();
     };
-    o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << s["method"].get<std::string>() << " "
+    o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << sanitize_untrusted(s["method"].get<std::string>(), 16) << " "
       << sanitize_untrusted(s["path"].get<std::string>(), 80) << " status " << s["status"].get<int>() << ": TTFT "
       << v(s["ttft_ms"]) << " ms, ITL max " << v(s["itl_max_ms"]) << " ms, E2E " << v(s["e2e_ms"]) << " ms, "
-      << s["events"].get<uint64_t>() << " events";
+      << s["events"].get<uint64_t>() << " events" << tokens_text(s);
     for (const auto& c : s["causes"]) o << "; " << c["cause"].get<std::string>() << " " << c["lost_ms"].get<double>() << " ms";
     o << "\n";
+  }
+  if (r.contains("failed") && !r["failed"].empty()) {
+    o << "failed (status >= 400, aborted by the server, client disconnected):\n";
+    for (const auto& s : r["failed"])
+      o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << sanitize_untrusted(s["method"].get<std::string>(), 16) << " "
+        << sanitize_untrusted(s["path"].get<std::string>(), 80) << " tenant " << sanitize_untrusted(s["tenant"].get<std::string>(), 48)
+        << ": status " << s["status"].get<int>() << ", " << s["end"].get<std::string>() << "\n";
   }
   return o.str();
 }

@@ -46,13 +46,18 @@ enum class Outcome : uint8_t {
   ok,            // a status below 400 and the whole response written
   error,         // status >= 400: error_type is the status code, as the conventions advise
   disconnected,  // a response began (status < 400) but was not completed: the client went away
-  aborted,       // no response head at all: the connection closed (or the trace ended) first
+  aborted,       // the server closed the connection before the response was complete
+  incomplete,    // the framing was lost or the trace ended first: how it ended is not known
 };
 
-inline Outcome outcome_of(int status, bool complete) {
+// From the stored end_reason (docs/INFERENCE.md "Errors"), so the counters here and the
+// `aborted` / `disconnected` of `causeway requests` are the same numbers; an error status wins.
+inline Outcome outcome_of(int status, std::string_view end_reason) {
   if (status >= 400) return Outcome::error;
-  if (status == 0) return Outcome::aborted;
-  return complete ? Outcome::ok : Outcome::disconnected;
+  if (end_reason == "aborted") return Outcome::aborted;
+  if (end_reason == "disconnected") return Outcome::disconnected;
+  if (end_reason == "complete") return Outcome::ok;
+  return Outcome::incomplete;
 }
 
 // The error_type label ("" for a success).
@@ -62,6 +67,7 @@ inline std::string error_type_of(int status, Outcome o) {
     case Outcome::error: return std::to_string(status);
     case Outcome::disconnected: return "disconnected";
     case Outcome::aborted: return "aborted";
+    case Outcome::incomplete: return "incomplete";
   }
   return "";
 }
@@ -100,14 +106,22 @@ struct Observation {
 
 // decode_ns: first output token → last output token (the sum of the token gaps);
 // output_tokens: output_tokens_of().
-inline Observation observe_request(int status, bool complete, std::optional<int64_t> ttft_ns,
+// stored_tpot_ns: the TPOT `causeway requests` reports (the writes carrying generated text),
+// used as it is when the row has one.
+inline Observation observe_request(int status, std::string_view end_reason, std::optional<int64_t> ttft_ns,
                                    std::optional<int64_t> e2e_ns, int64_t decode_ns,
-                                   std::optional<uint64_t> output_tokens) {
+                                   std::optional<uint64_t> output_tokens,
+                                   std::optional<int64_t> stored_tpot_ns = std::nullopt) {
   Observation o;
-  o.outcome = outcome_of(status, complete);
+  o.outcome = outcome_of(status, end_reason);
+  if (o.outcome == Outcome::incomplete) return o;
   o.duration_ns = e2e_ns;
   if (o.outcome != Outcome::ok) return o;
   o.ttft_ns = ttft_ns;
+  if (stored_tpot_ns) {
+    o.tpot_ns = stored_tpot_ns;
+    return o;
+  }
   // (duration - time to the first token) / (tokens after the first): the decode time per token.
   if (output_tokens && *output_tokens >= 2 && decode_ns >= 0)
     o.tpot_ns = decode_ns / static_cast<int64_t>(*output_tokens - 1);

@@ -38,7 +38,7 @@ RequestLabels RequestFamilies::labels_of(const RequestFacts& r) {
 
 void RequestFamilies::observe(const RequestFacts& r) {
   const genai::Observation o =
-      genai::observe_request(r.status, r.complete, r.ttft_ns, r.e2e_ns, r.decode_ns, r.output_tokens);
+      genai::observe_request(r.status, r.end_reason, r.ttft_ns, r.e2e_ns, r.decode_ns, r.output_tokens, r.tpot_ns);
   std::lock_guard lock(mu_);
   RequestSeries& s = s_.series[labels_of(r)];
   ++s.requests;
@@ -47,6 +47,7 @@ void RequestFamilies::observe(const RequestFacts& r) {
     case genai::Outcome::error: ++s.errors[std::to_string(r.status)]; break;
     case genai::Outcome::disconnected: ++s.disconnects; break;
     case genai::Outcome::aborted: ++s.aborts; break;
+    case genai::Outcome::incomplete: break;
   }
   if (o.ttft_ns) add_to_histogram(s.ttft, genai::kTtftBuckets, *o.ttft_ns);
   if (o.tpot_ns) add_to_histogram(s.tpot, genai::kTpotBuckets, *o.tpot_ns);

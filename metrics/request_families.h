@@ -23,7 +23,8 @@ struct RequestFacts {
   std::string comm, path, tenant;
   std::optional<std::string> model;  // gen_ai.request.model when the request named one
   int status = 0;
-  bool complete = false;
+  std::string end_reason = "complete";  // requests.end_reason (docs/INFERENCE.md "Errors")
+  std::optional<int64_t> tpot_ns;       // requests.tpot_ns, when the server's token count gave one
   std::optional<int64_t> ttft_ns, e2e_ns;
   int64_t decode_ns = 0;                     // first output token → last
   std::optional<uint64_t> output_tokens;

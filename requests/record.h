@@ -4,13 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace causeway::requests {
 
-enum class SockOp : uint8_t { accept, read, write, close };
+// hangup: the client is gone (a read returned 0, a write failed with EPIPE or ECONNRESET),
+// which tells a client that left mid-response from a server that gave up on its own.
+enum class SockOp : uint8_t { accept, read, write, close, hangup };
 
 // How a write went (bpf/events.h enum cw_sock_send): a full send buffer shows as EAGAIN or a
 // short write (requests/send_waits.h).
@@ -37,6 +40,13 @@ struct SockRecord {
   uint64_t total = 0;                // reads and writes: all the syscall moved (0: offset + bytes)
 };
 
+// How an exchange ended (docs/INFERENCE.md "Errors"). aborted: the server closed the
+// connection before the response was complete and the client had not left; disconnected:
+// the client left first; lost: the response's framing was lost (what followed is unknown);
+// trace_end: still open when the trace stopped.
+enum class RequestEnd : uint8_t { complete, aborted, disconnected, lost, trace_end };
+const char* request_end_name(RequestEnd e);
+
 // One HTTP/1.1 request and its response, as seen on the server's socket (docs/INFERENCE.md
 // "What is measured").
 struct Request {
@@ -54,7 +64,16 @@ struct Request {
   uint64_t response_bytes = 0; // response body bytes
   bool streamed = false;       // Content-Type: text/event-stream
   bool complete = false;       // the whole response was written (false: disconnected / trace ended)
+  RequestEnd end = RequestEnd::complete;  // set by the tracker when it hands the request out
+  bool tls = false;            // read through a TLS library (plaintext), not from the socket
   std::vector<int64_t> token_ns;  // writes carrying each SSE `data:` event ([DONE] excluded)
+  // From the bodies (requests/llm_payload.h): the request's "model" (else the response's),
+  // its output cap, the server's token counts (usage), and the SSE events carrying
+  // generated text (choices' delta content / text) with the writes of the first and last.
+  std::string model;
+  std::optional<uint64_t> max_tokens, input_tokens, output_tokens;
+  uint32_t content_events = 0;
+  int64_t first_content_ns = 0, last_content_ns = 0;
 };
 
 // What could not be turned into requests, and why (stored in collector_stats as request_*).
@@ -68,7 +87,7 @@ struct Counters {
   uint64_t headers_truncated = 0;  // a head longer than the kernel side's copy of one syscall
   uint64_t desync = 0;             // framing lost (a gap in a chunk header, a bad head)
   uint64_t sse_unseen = 0;         // streamed bodies with bytes not copied: their events there uncounted
-  uint64_t disconnected = 0;       // closed before the response was complete
+  uint64_t disconnected = 0;       // closed before the response was complete (aborted or disconnected)
   uint64_t unmatched_responses = 0;
 };
 

@@ -546,3 +546,26 @@ INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('engine_metrics', '', '', 'Samples of each detected inference engine''s Prometheus /metrics during the trace'),
  ('engine_metrics', 'value', '', 'The sample value (counters are cumulative, as exposed)'),
  ('engines', '', '', 'Inference engines detected among the serving processes, and the /metrics endpoint sampled');
+
+-- @migration 8
+-- Requests: model and tokens from the bodies, how each exchange ended (docs/INFERENCE.md
+-- "Model and tokens", "Errors"). Strings are stored as the client sent them (bytes, possibly
+-- not UTF-8); readers repair the encoding before JSON (docs/SECURITY.md "Bytes from requests").
+ALTER TABLE requests ADD COLUMN tls INTEGER NOT NULL DEFAULT 0;        -- 1: read through a TLS library (plaintext)
+ALTER TABLE requests ADD COLUMN model TEXT;                              -- the request body's "model" (else the response's); untrusted text
+ALTER TABLE requests ADD COLUMN max_tokens INTEGER;                      -- the request's output cap (max_tokens, max_completion_tokens, max_new_tokens)
+ALTER TABLE requests ADD COLUMN input_tokens INTEGER;                    -- the server's usage.prompt_tokens; NULL when it did not say
+ALTER TABLE requests ADD COLUMN output_tokens INTEGER;                   -- usage.completion_tokens (TGI: details.generated_tokens); NULL when not said
+ALTER TABLE requests ADD COLUMN tpot_ns INTEGER;                         -- time per output token after the first; NULL without output_tokens
+ALTER TABLE requests ADD COLUMN content_events INTEGER NOT NULL DEFAULT 0;  -- SSE events carrying generated text
+ALTER TABLE requests ADD COLUMN end_reason TEXT NOT NULL DEFAULT 'complete'; -- complete | aborted | disconnected | lost | trace_end
+-- Rows written before: an incomplete response was counted as a disconnect.
+UPDATE requests SET end_reason = 'disconnected' WHERE complete = 0;
+
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('requests', 'model', '', 'The model the request body named ("model"), else the one the response named; NULL when neither did'),
+ ('requests', 'input_tokens', 'tokens', 'Prompt tokens as the server counted them (usage.prompt_tokens); NULL when the server did not say'),
+ ('requests', 'output_tokens', 'tokens', 'Generated tokens as the server counted them (usage.completion_tokens, TGI details.generated_tokens); NULL when not said'),
+ ('requests', 'tpot_ns', 'ns', 'Time per output token after the first: (last - first write carrying generated text) / (output_tokens - 1); streamed only'),
+ ('requests', 'content_events', '', 'SSE data: events carrying generated text (choices[].delta.content or choices[].text non-empty, TGI token.text); an event may carry several tokens'),
+ ('requests', 'end_reason', '', 'complete; aborted (the server closed before the response was complete); disconnected (the client left first); lost (framing lost); trace_end');

@@ -212,8 +212,15 @@ void serve(ScenarioContext& c, Incidents inc) {
     r.last_byte_ns = t + 200 * kUs;
     out.push_back(std::move(r));
   }
-  for (const auto& r : out)
+  // What an OpenAI-style server with include_usage says: the model, ~4 prompt bytes a token,
+  // one token an event (docs/INFERENCE.md "Model and tokens").
+  for (auto& r : out) {
+    r.model = "meta-llama/Llama-3.1-8B-Instruct";
+    r.input_tokens = r.prompt_bytes / 4;
+    r.output_tokens = r.token_ns.size();
+    r.content_events = static_cast<uint32_t>(r.token_ns.size());
     if (r.last_byte_ns < end) b.request(requests::to_record(r));
+  }
 
   if (inc.tp) {
     tp_passes(c, inc.stalls, end);

@@ -150,6 +150,12 @@ struct RequestRecord {
   uint64_t prompt_bytes = 0, response_bytes = 0;
   bool streamed = false, complete = false;
   uint32_t events = 0;
+  // Migration 8 (docs/INFERENCE.md "Model and tokens", "Errors").
+  bool tls = false;
+  std::string model;                                     // "" = not named
+  std::optional<int64_t> max_tokens, input_tokens, output_tokens, tpot_ns;
+  uint32_t content_events = 0;                           // SSE events carrying generated text
+  std::string end_reason = "complete";                   // complete | aborted | disconnected | lost | trace_end
 };
 
 // Samples of one scrape of an inference engine's /metrics: rows of engine_metrics.

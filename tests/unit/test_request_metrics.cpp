@@ -52,7 +52,7 @@ RequestFacts ok_stream(const std::string& path, int64_t ttft_ms, uint64_t tokens
   f.path = path;
   f.tenant = "acme";
   f.status = 200;
-  f.complete = true;
+  f.end_reason = "complete";
   f.ttft_ns = ttft_ms * 1'000'000;
   f.decode_ns = static_cast<int64_t>(tokens - 1) * gap_ms * 1'000'000;
   f.e2e_ns = *f.ttft_ns + f.decode_ns + 2'000'000;
@@ -78,14 +78,17 @@ TEST_CASE("the conventions' advised buckets, Prometheus names, operation names a
   CHECK(std::string(genai::operation_of("/v1/completions")) == "text_completion");
   CHECK(std::string(genai::operation_of("/v1/embeddings")) == "embeddings");
   CHECK(std::string(genai::operation_of("/admin")) == "unknown");
-  CHECK(genai::outcome_of(200, true) == genai::Outcome::ok);
-  CHECK(genai::outcome_of(503, true) == genai::Outcome::error);
-  CHECK(genai::outcome_of(200, false) == genai::Outcome::disconnected);
-  CHECK(genai::outcome_of(0, false) == genai::Outcome::aborted);
+  CHECK(genai::outcome_of(200, "complete") == genai::Outcome::ok);
+  CHECK(genai::outcome_of(503, "complete") == genai::Outcome::error);
+  CHECK(genai::outcome_of(503, "aborted") == genai::Outcome::error);
+  CHECK(genai::outcome_of(200, "disconnected") == genai::Outcome::disconnected);
+  CHECK(genai::outcome_of(0, "aborted") == genai::Outcome::aborted);
+  CHECK(genai::outcome_of(200, "trace_end") == genai::Outcome::incomplete);
+  CHECK(genai::outcome_of(200, "lost") == genai::Outcome::incomplete);
   // TPOT: decode time over the tokens after the first; one token has no TPOT.
-  auto o = genai::observe_request(200, true, 50'000'000, 200'000'000, 90'000'000, 10);
+  auto o = genai::observe_request(200, "complete", 50'000'000, 200'000'000, 90'000'000, 10);
   CHECK(*o.tpot_ns == 10'000'000);
-  CHECK_FALSE(genai::observe_request(200, true, 1, 2, 0, 1).tpot_ns);
+  CHECK_FALSE(genai::observe_request(200, "complete", 1, 2, 0, 1).tpot_ns);
   // Tokens: the counted number when there is one, else a stream's events, else none.
   CHECK(*genai::output_tokens_of(std::nullopt, true, 12) == 12);
   CHECK(*genai::output_tokens_of(40, true, 12) == 40);
@@ -100,7 +103,7 @@ TEST_CASE("GenAI histograms and request counters: exact buckets, sums and outcom
   err.status = 500;
   reg.requests().observe(err);
   RequestFacts gone = ok_stream("/v1/chat/completions", 40, 4, 10);
-  gone.complete = false;  // the client went away mid-stream
+  gone.end_reason = "disconnected";  // the client went away mid-stream
   reg.requests().observe(gone);
   RequestFacts aborted;
   aborted.server_pid = 4242;
@@ -208,7 +211,7 @@ TEST_CASE("the trace's adapter: a stored request's facts, tokens from its SSE ev
   CHECK(f.decode_ns == 80'000'000);  // 4 gaps of 20 ms
   CHECK(*f.output_tokens == 5);
   CHECK_FALSE(f.model);
-  CHECK(genai::observe_request(f.status, f.complete, f.ttft_ns, f.e2e_ns, f.decode_ns, f.output_tokens).tpot_ns ==
+  CHECK(genai::observe_request(f.status, f.end_reason, f.ttft_ns, f.e2e_ns, f.decode_ns, f.output_tokens).tpot_ns ==
         20'000'000);
 }
 
