@@ -23,6 +23,7 @@ RequestRecord to_record(const Request& r) {
   o.response_bytes = r.response_bytes;
   o.streamed = r.streamed;
   o.complete = r.complete;
+  o.tls = r.tls;
   o.events = static_cast<uint32_t>(r.token_ns.size());
   // TTFT: streamed responses count from the first data: event (the response head written
   // before it does not count); others from their first byte.

@@ -86,6 +86,7 @@ struct Tracker::Connection {
   bool writing_streamed = false;
   SseScanner sse;
   std::deque<ExchangePtr> waiting;    // requests without a response head yet, in order
+  bool plaintext = false;             // TLS read through libssl: only its plaintext records are parsed
 };
 
 namespace {
@@ -291,6 +292,7 @@ class Framer {
     q.method = h.method;
     q.path = h.target.substr(0, h.target.find('?'));
     q.peer = c_.peer;
+    q.tls = c_.plaintext;
     q.start_ns = c_.in.head_ts ? c_.in.head_ts : ts;
     ++c_.seq;
     if (auto id = h.field("x-request-id"); id && !id->empty()) {
@@ -565,7 +567,20 @@ void Tracker::add(const SockRecord& r) {
     it = conns_.emplace(key, std::move(c)).first;
   }
   if (r.op == SockOp::accept) return;
-  Framer f(*it->second, counters_, done_, o_);
+  // TLS read through libssl (docs/INFERENCE.md "TLS"): from its first plaintext record on, a
+  // connection is parsed from the plaintext and its own (cipher) bytes are skipped; the
+  // handshake already sniffed as TLS no longer counts as unread TLS.
+  Connection& conn = *it->second;
+  if (r.tls && !conn.plaintext) {
+    if (conn.proto == Protocol::tls && counters_.tls) --counters_.tls;
+    conn.proto = Protocol::unknown_yet;
+    conn.ignored = false;
+    conn.in = conn.out = Side{};
+    conn.in_pieces = conn.out_pieces = Pieces{};
+    conn.plaintext = true;
+  }
+  if (conn.plaintext != r.tls) return;
+  Framer f(conn, counters_, done_, o_);
   if (r.op == SockOp::read) f.read(r);
   else f.write(r);
 }

@@ -546,3 +546,10 @@ INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('engine_metrics', '', '', 'Samples of each detected inference engine''s Prometheus /metrics during the trace'),
  ('engine_metrics', 'value', '', 'The sample value (counters are cumulative, as exposed)'),
  ('engines', '', '', 'Inference engines detected among the serving processes, and the /metrics endpoint sampled');
+
+-- @migration 8
+-- TLS read through libssl (docs/INFERENCE.md "TLS"): which requests came as plaintext from
+-- the server's SSL_read/SSL_write rather than from its socket's own bytes.
+ALTER TABLE requests ADD COLUMN tls INTEGER NOT NULL DEFAULT 0;
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('requests', 'tls', '', '1 when the connection was TLS and the request was read as plaintext through the server''s libssl (SSL_read/SSL_write uprobes)');

@@ -150,6 +150,7 @@ struct RequestRecord {
   uint64_t prompt_bytes = 0, response_bytes = 0;
   bool streamed = false, complete = false;
   uint32_t events = 0;
+  bool tls = false;  // read as TLS plaintext through libssl (schema migration 8)
 };
 
 // Samples of one scrape of an inference engine's /metrics: rows of engine_metrics.

@@ -94,6 +94,7 @@ int write_request(Statement& s, int64_t sid, const RequestRecord& q) {
   s.bind(22, int64_t{q.streamed});
   s.bind(23, int64_t{q.events});
   s.bind(24, int64_t{q.complete});
+  s.bind(25, int64_t{q.tls});
   return finish_meta(s);
 }
 
@@ -207,7 +208,7 @@ Result<void> StoreWriter::prepare_statements() {
       {&ins_request_,
        "INSERT INTO requests (session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, start_ns, "
        "end_ns, first_byte_ns, first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, prompt_bytes, "
-       "response_bytes, streamed, events, complete) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+       "response_bytes, streamed, events, complete, tls) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&ins_engine_sample_,
        "INSERT INTO engine_metrics (session_id, ts_ns, pid, engine, name, labels, value) VALUES (?,?,?,?,?,?,?)"},
       // The engine may be named only once its metrics were read: the latest name wins.
