@@ -45,10 +45,11 @@ void make_certificate(const TempDir& dir) {
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
 }
 
-json run_client(int port, bool tls, int connections, int rounds) {
+json run_client(int port, bool tls, int connections, int rounds, bool warm = false) {
   std::vector<std::string> argv = {kPython, source_dir() + "/tests/testprogs/tls_client.py", "--port", std::to_string(port),
                                    "--connections", std::to_string(connections), "--rounds", std::to_string(rounds)};
   if (tls) argv.push_back("--tls");
+  if (warm) argv.push_back("--warm");
   auto r = run_process(argv);
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   return json::parse(r.out);
@@ -64,7 +65,7 @@ std::string rows_of(const std::string& db, pid_t server, int tls) {
   return q_text(db, "SELECT group_concat(g, ' | ') FROM (SELECT path || ' ' || status || ' ' || response_bytes || ' ' || "
                     "events || ' ' || complete || ' x' || count(*) AS g FROM requests WHERE server_pid = " +
                         std::to_string(server) + " AND tls = " + std::to_string(tls) +
-                        " GROUP BY path, status, response_bytes, events, complete ORDER BY path, status, response_bytes)");
+                        " AND path != '/warm' GROUP BY path, status, response_bytes, events, complete ORDER BY path, status, response_bytes)");
 }
 
 void same_rows_through_tls(const std::string& mode) {
@@ -80,7 +81,13 @@ void same_rows_through_tls(const std::string& mode) {
   wait_for_file(dir.file("server.ready"), 30000);
   run_client(tls_port, true, 1, 1);  // warm: the first TLS connection pays for imports
 
-  Tracer t(dir, {"--pid", std::to_string(server), "--no-stack"});
+  Tracer t(dir, {"--http-port", std::to_string(plain_port), "--http-port", std::to_string(tls_port), "--pid",
+                 std::to_string(server), "--no-stack"});
+  // A listener blocked in accept() since before the trace returns its next connection
+  // unseen (the call's entry was not traced: docs/INFERENCE.md "Not done yet"): one
+  // throwaway connection to each port first (GET /warm, not counted below).
+  run_client(plain_port, false, 1, 1, true);
+  run_client(tls_port, true, 1, 1, true);
   const json plain = run_client(plain_port, false, 4, 3);
   const json tls = run_client(tls_port, true, 4, 3);
   sleep_ms(300);
@@ -91,10 +98,12 @@ void same_rows_through_tls(const std::string& mode) {
   // 4 connections × 3 rounds of a plain response (300 bytes) and a stream (5 events).
   const std::string plain_rows = rows_of(t.db(), server, 0);
   const std::string tls_rows = rows_of(t.db(), server, 1);
+  CAPTURE(plain_rows);
+  CAPTURE(tls_rows);
   CHECK(plain_rows.rfind("/plain 200 300 0 1 x12 | /stream 200 ", 0) == 0);
   CHECK(plain_rows.find(" 5 1 x12") != std::string::npos);
   CHECK(tls_rows == plain_rows);
-  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE server_pid = " + std::to_string(server)) == 48);
+  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE path != '/warm' AND server_pid = " + std::to_string(server)) == 48);
   CHECK(stat_of(t.db(), "http_tls_connections") == 0);  // every TLS connection read
   CHECK(stat_of(t.db(), "http_tls_servers") == 1);
   CHECK(stat_of(t.db(), "http_tls_links") >= 4);  // SSL_read and SSL_write, entry and return
@@ -117,18 +126,21 @@ TEST_CASE("Node https (OpenSSL linked into node): TLS connections counted, not p
   }
   TempDir dir;
   make_certificate(dir);
-  const int port = 30000 + static_cast<int>(::getpid() % 15000) * 2;
-  pid_t server = spawn({"node", source_dir() + "/tests/testprogs/tls_node_server.js", std::to_string(port),
+  const int port = 30000 + static_cast<int>(::getpid() % 7000) * 2 + 16001;
+  pid_t server = spawn({"/usr/bin/env", "node", source_dir() + "/tests/testprogs/tls_node_server.js", std::to_string(port),
                         dir.file("cert.pem"), dir.file("key.pem"), dir.file("server.ready")},
                        dir.file("server.log"));
   const TlsReap reap{server};
+  CAPTURE(dir.file("server.log"));
   wait_for_file(dir.file("server.ready"), 30000);
-  Tracer t(dir, {"--pid", std::to_string(server), "--no-stack"});
+  Tracer t(dir, {"--http-port", std::to_string(port), "--pid", std::to_string(server), "--no-stack"});
   run_client(port, true, 3, 1);
   sleep_ms(300);
   REQUIRE(t.stop(SIGINT) == 0);
   CAPTURE(t.log());
-  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE server_pid = " + std::to_string(server)) == 0);
+  CAPTURE(q_text(t.db(), "SELECT group_concat(path || ' ' || status || ' ' || tls || ' ' || peer, ' | ') FROM requests"));
+  // causeway's own /metrics scrapes (plain HTTP to a TLS port) are not the client's requests.
+  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE path != '/metrics' AND server_pid = " + std::to_string(server)) == 0);
   CHECK(stat_of(t.db(), "http_tls_connections") == 3);
   CHECK(stat_of(t.db(), "http_tls_servers") == 0);
 }

@@ -19,6 +19,7 @@ def main():
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--events", type=int, default=5)
+    ap.add_argument("--warm", action="store_true", help="one GET /warm (404) on one connection, nothing else")
     a = ap.parse_args()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
@@ -27,6 +28,12 @@ def main():
     for _ in range(a.connections):
         c = (http.client.HTTPSConnection("127.0.0.1", a.port, context=ctx, timeout=20) if a.tls
              else http.client.HTTPConnection("127.0.0.1", a.port, timeout=20))
+        if a.warm:
+            c.request("GET", "/warm")
+            c.getresponse().read()
+            c.close()
+            print(json.dumps({"requests": 1, "events": 0}))
+            return
         for _ in range(a.rounds):
             for target in ("/plain?n=300", "/stream?events=%d" % a.events):
                 c.request("GET", target)
