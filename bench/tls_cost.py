@@ -89,7 +89,8 @@ def main():
             db = os.path.join(tmp, "trace.db")
             log = open(os.path.join(tmp, "trace.log"), "w")
             tracer = subprocess.Popen([causeway, "trace", "--db", db, "--quiet", "--ready-file", os.path.join(tmp, "t.ready"),
-                                       "--no-stack", "--pid", str(server.pid)], stdout=log, stderr=log)
+                                       "--no-stack", "--http-port", str(a.port), "--pid", str(server.pid)],
+                                      stdout=log, stderr=log)
             wait_file(os.path.join(tmp, "t.ready"), tracer, "causeway trace")
             try:
                 traced = run_load(a.port, a.rate, a.seconds, a.connections, a.events)

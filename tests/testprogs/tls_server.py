@@ -94,6 +94,7 @@ async def serve_conn(reader, writer):
 def listen(port):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it: no Nagle wait between writes
     s.bind(("127.0.0.1", port))
     s.listen(128)
     return s
