@@ -61,13 +61,20 @@ def serve(port, ready_file):
     web.run_app(app, host="127.0.0.1", port=port, print=None, access_log=None)
 
 
-def client_worker(port, rate, seconds, start_at, out_q, wid):
+def completion_request(wid, i):
+    return ("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            "Content-Length: %d\r\nX-Request-Id: w%d-%d\r\n\r\n" % (len(BODY), wid, i)).encode() + BODY
+
+
+def client_worker(port, rate, seconds, start_at, out_q, wid, wrap=None, request=completion_request):
     """One keep-alive connection, requests at fixed times (open loop): a late request is sent
-    at once and its latency still counts from its send."""
+    at once and its latency still counts from its send. wrap: the socket → what to talk
+    through (bench/tls_cost.py: a TLS client socket); request(wid, i): the bytes of one
+    request, answered by a chunked response."""
     sock = socket.create_connection(("127.0.0.1", port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    head = ("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            "Content-Length: %d\r\n" % len(BODY))
+    if wrap:
+        sock = wrap(sock)
     lat = []
     n = int(rate * seconds)
     interval = 1.0 / rate
@@ -76,7 +83,7 @@ def client_worker(port, rate, seconds, start_at, out_q, wid):
         wait = due - time.monotonic()
         if wait > 0:
             time.sleep(wait)
-        req = (head + "X-Request-Id: w%d-%d\r\n\r\n" % (wid, i)).encode() + BODY
+        req = request(wid, i)
         t0 = time.monotonic_ns()
         sock.sendall(req)
         buf = b""
@@ -90,11 +97,13 @@ def client_worker(port, rate, seconds, start_at, out_q, wid):
     out_q.put(lat)
 
 
-def run_load(port, rate, seconds, connections):
+def run_load(port, rate, seconds, connections, worker=client_worker):
+    """worker(port, rate, seconds, start_at, out_q, wid): one connection's open loop
+    (client_worker here; bench/tls_cost.py's over TLS)."""
     q = multiprocessing.Queue()
     start_at = time.monotonic() + 0.5
     # Workers offset by one gap each: together they send evenly, not in bursts of --connections.
-    procs = [multiprocessing.Process(target=client_worker,
+    procs = [multiprocessing.Process(target=worker,
                                      args=(port, rate / connections, seconds, start_at + w / rate, q, w))
              for w in range(connections)]
     for p in procs:

@@ -7,5 +7,6 @@
 #include "proc.bpf.h"
 #include "sched.bpf.h"
 #include "sock.bpf.h"
+#include "ssl.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

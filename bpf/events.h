@@ -228,6 +228,7 @@ enum cw_nccl_role {
 /* hdr.flags bits */
 #define CW_F_NO_STACK 0x1
 #define CW_F_SOCK_OWNER 0x2 /* TCP retransmit: pid/tid/cgroup_id are the socket's owner (bpf/net.bpf.h), not current */
+#define CW_F_SOCK_TLS 0x4   /* socket record: TLS plaintext from libssl (bpf/ssl.bpf.h), not the socket's bytes */
 
 /* CW_REC_CALL, sent on return: 160 bytes. hdr.ts_ns is the call's start. */
 struct cw_call_event {

@@ -171,6 +171,7 @@ struct cw_sock_io {
   __u64 offset;
   __u64 total; /* what the syscall moved */
   __u8 send;   /* enum cw_sock_send */
+  __u8 flags;  /* hdr.flags of the records: CW_F_SOCK_TLS for TLS plaintext (bpf/ssl.bpf.h) */
 };
 
 /* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
@@ -188,6 +189,7 @@ static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd,
   if (n > cap) n = cap;
   if (n && bpf_probe_read_user(e->data, n, (const void *)buf) != 0) n = 0;
   sock_fill(e, id, ts, op, fd, bytes, (__u16)n);
+  e->hdr.flags = io.flags;
   e->send = io.send;
   e->enter_ns = io.enter_ns;
   e->offset = io.offset;
@@ -540,6 +542,17 @@ static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_so
   bpf_loop(CW_SOCK_IOV_STEPS, sock_iov_piece, &s, 0);
 }
 
+/* ---- For the TLS plaintext (bpf/ssl.bpf.h): the traced connection each thread last read
+ * from (tid → fd). An SSL_read's plaintext belongs to that connection: the read happened
+ * inside SSL_read (a socket BIO: SSL_set_fd) or just before it (a memory BIO fed by the
+ * caller: Python's asyncio). */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, __s32);
+} sock_thread_fd SEC(".maps");
+
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
 static __always_inline int sock_exit(__u64 id, __s64 ret) {
   __u32 tid = (__u32)id;
@@ -561,6 +574,7 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
     sock_take_conn(id, (__s32)ret, false);
     return 0;
   }
+  if (a.sock_op == CW_SOCK_READ) bpf_map_update_elem(&sock_thread_fd, &tid, &a.fd, BPF_ANY); /* bpf/ssl.bpf.h */
   if (a.shape == CW_SHAPE_FLAT) {
     /* write/sendto: the third argument is the length asked */
     struct cw_sock_io io = {.enter_ns = a.enter_ns, .total = ret};

@@ -226,6 +226,7 @@ BpfObject::~BpfObject() {
   tp_links_.clear();
   sock_links_.clear();
   sock_libc_.clear();
+  ssl_links_.clear();
   if (skel_) causeway_bpf__destroy(skel_);
 }
 
@@ -452,6 +453,7 @@ void BpfObject::remove_own_conn(const cw_sock_conn& key) {
 void BpfObject::untrace_server(uint32_t pid) {
   bpf_map__delete_elem(skel_->maps.sock_pids, &pid, sizeof(pid), 0);
   sock_libc_.erase(pid);
+  ssl_links_.erase(pid);
 }
 
 size_t BpfObject::sock_libc_links() const {

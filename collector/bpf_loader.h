@@ -13,6 +13,7 @@
 
 #include "bpf/events.h"
 #include "collector/sock_hook.h"
+#include "collector/ssl_attach.h"
 #include "common/unique_fd.h"
 #include "collector/stack_policy.h"
 #include "collector/uprobe_multi.h"
@@ -108,6 +109,13 @@ class BpfObject {
   size_t sock_libc_links() const;
   size_t sock_libc_servers() const { return sock_libc_servers_; }
 
+  // TLS plaintext of a server traced by trace_server (bpf/ssl.bpf.h, collector/ssl_attach.h):
+  // uprobes on the libssl it maps, with its pid (collector/bpf_loader_ssl.cpp). Says what its
+  // TLS reach is; `error` when a readable libssl could not be probed. untrace_server detaches.
+  Result<TlsReadability> trace_server_tls(uint32_t pid);
+  size_t ssl_links() const;
+  size_t ssl_servers() const { return ssl_servers_; }
+
   // Per-(process, op) duration from which a returning call's user stack is taken.
   void set_stack_threshold(uint32_t pid, uint16_t op, uint64_t ns);
   void clear_stack_threshold(uint32_t pid, uint16_t op);
@@ -157,6 +165,8 @@ class BpfObject {
                                       const std::vector<UprobeSite>& returns, uint32_t pid);
   std::map<uint32_t, LibcLinks> sock_libc_;  // by server pid
   size_t sock_libc_servers_ = 0;
+  std::map<uint32_t, std::vector<LinkPtr>> ssl_links_;  // by server pid: an entry and a return per SSL function
+  size_t ssl_servers_ = 0;
   int ncpus_ = 1;
   bool detach_after_return_ = false;
 };

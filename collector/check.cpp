@@ -170,6 +170,22 @@ CheckItem sock_hook_item(BpfObject& bpf) {
                             "CONFIG_FTRACE_SYSCALLS"));
 }
 
+// TLS plaintext (bpf/ssl.bpf.h, docs/INFERENCE.md "TLS"): the hook attached to this
+// process's own libssl (causeway maps the system OpenSSL), with our pid, then detached; a
+// server mapping that libssl gets the same probes.
+CheckItem tls_item(BpfObject& bpf) {
+  const uint32_t self = static_cast<uint32_t>(::getpid());
+  auto t = bpf.trace_server_tls(self);
+  const size_t links = bpf.ssl_links();
+  bpf.untrace_server(self);
+  const std::string counted = "TLS linked into an executable (Node's bundled OpenSSL, Go, rustls) is counted "
+                              "(http_tls_connections), not read";
+  if (!t) return warn("tls", "TLS plaintext hook cannot attach: " + t.error().message, counted + "; so is all TLS here");
+  if (t->reach != TlsReach::libssl)
+    return warn("tls", t->text, "servers mapping an OpenSSL 3 libssl.so.3 have their TLS read; " + counted);
+  return pass("tls", t->text + ", " + std::to_string(links) + " links per server that maps it; " + counted);
+}
+
 }  // namespace
 
 std::vector<CheckItem> run_checks(const std::string& db_path) {
@@ -213,6 +229,7 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
       items.push_back(fail("uprobes", up.error().message,
                            "the kernel needs CONFIG_UPROBES; in containers, run privileged with the host PID namespace"));
     items.push_back(sock_hook_item(**bpf));
+    items.push_back(tls_item(**bpf));
   }
 
   struct statfs sf {};

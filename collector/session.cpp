@@ -388,6 +388,13 @@ void Session::find_servers_now() {
     trace_serving_tree(srv.pid);
     say("tracing HTTP requests of pid " + std::to_string(srv.pid) + " (listening on port " + std::to_string(srv.port) +
         ") through the " + sock_hook_name(*hook));
+    // TLS plaintext through the libssl it maps (docs/INFERENCE.md "TLS").
+    if (auto tls = bpf_.trace_server_tls(srv.pid); !tls) {
+      sum_.warnings.push_back("TLS of pid " + std::to_string(srv.pid) + " not read: " + tls.error().message);
+      say(sum_.warnings.back());
+    } else if (tls->reach != TlsReach::none) {
+      say("pid " + std::to_string(srv.pid) + ": " + tls->text);
+    }
   }
   // Servers gone: their libc probes detach, their pid leaves the filter (a reused pid is a
   // new process, found again if it serves).
@@ -716,6 +723,8 @@ void Session::update_counters() {
   writer_.set_counter("http_raw_syscall_links", static_cast<int64_t>(raw ? bpf_.sock_links() : 0));
   writer_.set_counter("http_libc_servers", static_cast<int64_t>(bpf_.sock_libc_servers()));
   writer_.set_counter("http_libc_links", static_cast<int64_t>(bpf_.sock_libc_links()));
+  writer_.set_counter("http_tls_servers", static_cast<int64_t>(bpf_.ssl_servers()));
+  writer_.set_counter("http_tls_links", static_cast<int64_t>(bpf_.ssl_links()));
   if (hook_told_)
     if (auto c = bpf_.sock_choice(); c && c->trap_ns)
       writer_.set_counter("http_uprobe_trap_ns", static_cast<int64_t>(*c->trap_ns));

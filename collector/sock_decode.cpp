@@ -70,6 +70,7 @@ std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
   r.pid = e.hdr.pid;
   r.tid = e.hdr.tid;
   r.fd = e.fd;
+  r.tls = (e.hdr.flags & CW_F_SOCK_TLS) != 0;
   switch (e.sock_op) {
     case CW_SOCK_ACCEPT: r.op = requests::SockOp::accept; break;
     case CW_SOCK_READ: r.op = requests::SockOp::read; break;

@@ -44,6 +44,7 @@ struct Tracker::Connection {
   bool writing_streamed = false;
   SseScanner sse;
   std::deque<ExchangePtr> waiting;    // requests without a response head yet, in order
+  bool plaintext = false;             // TLS read through libssl: only its plaintext records are parsed
 };
 
 // Hands a finished (or abandoned) exchange out once; placeholders never.

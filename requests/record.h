@@ -38,6 +38,7 @@ struct SockRecord {
   int64_t enter_ns = 0;              // reads and writes: the syscall's entry, Unix ns (0: unknown)
   uint64_t offset = 0;               // reads and writes: where `data` starts in the syscall's bytes
   uint64_t total = 0;                // reads and writes: all the syscall moved (0: offset + bytes)
+  bool tls = false;  // TLS plaintext from libssl (docs/INFERENCE.md "TLS"), not the socket's own bytes
 };
 
 // How an exchange ended (docs/INFERENCE.md "Errors"). aborted: the server closed the
@@ -65,7 +66,7 @@ struct Request {
   bool streamed = false;       // Content-Type: text/event-stream
   bool complete = false;       // the whole response was written (false: disconnected / trace ended)
   RequestEnd end = RequestEnd::complete;  // set by the tracker when it hands the request out
-  bool tls = false;            // read through a TLS library (plaintext), not from the socket
+  bool tls = false;            // read as TLS plaintext through libssl (docs/INFERENCE.md "TLS")
   std::vector<int64_t> token_ns;  // writes carrying each SSE `data:` event ([DONE] excluded)
   // From the bodies (requests/llm_payload.h): the request's "model" (else the response's),
   // its output cap, the server's token counts (usage), and the SSE events carrying
@@ -80,7 +81,7 @@ struct Request {
 struct Counters {
   uint64_t connections = 0;
   uint64_t requests = 0;
-  uint64_t tls = 0;                // connections whose first bytes are a TLS handshake
+  uint64_t tls = 0;                // TLS connections whose plaintext was not read (no libssl probed: static TLS)
   uint64_t http2 = 0;              // HTTP/2 prior-knowledge preface
   uint64_t non_http = 0;           // anything else that is not an HTTP/1.x request
   uint64_t headers_oversized = 0;  // a head longer than kMaxHeadBytes

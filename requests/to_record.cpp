@@ -56,8 +56,8 @@ RequestRecord to_record(const Request& r) {
   o.response_bytes = r.response_bytes;
   o.streamed = r.streamed;
   o.complete = r.complete;
-  o.events = static_cast<uint32_t>(r.token_ns.size());
   o.tls = r.tls;
+  o.events = static_cast<uint32_t>(r.token_ns.size());
   o.model = r.model;
   o.max_tokens = signed_count(r.max_tokens);
   o.input_tokens = signed_count(r.input_tokens);

@@ -68,8 +68,21 @@ void Tracker::add(const SockRecord& r) {
     ++counters_.connections;
     it = conns_.emplace(key, std::move(c)).first;
   }
-  if (r.op == SockOp::read) RequestParser(*it->second, counters_, o_).read(r);
-  else if (r.op == SockOp::write) ResponseParser(*it->second, counters_, done_, o_).write(r);
+  // TLS read through libssl (docs/INFERENCE.md "TLS"): from its first plaintext record on, a
+  // connection is parsed from the plaintext and its own (cipher) bytes are skipped; the
+  // handshake already sniffed as TLS no longer counts as unread TLS.
+  Connection& conn = *it->second;
+  if (r.tls && !conn.plaintext) {
+    if (conn.proto == Protocol::tls && counters_.tls) --counters_.tls;
+    conn.proto = Protocol::unknown_yet;
+    conn.ignored = false;
+    conn.in = conn.out = http_stream::Side{};
+    conn.in_pieces = conn.out_pieces = http_stream::Pieces{};
+    conn.plaintext = true;
+  }
+  if (conn.plaintext != r.tls) return;
+  if (r.op == SockOp::read) RequestParser(conn, counters_, o_).read(r);
+  else if (r.op == SockOp::write) ResponseParser(conn, counters_, done_, o_).write(r);
 }
 
 std::vector<Request> Tracker::take() {

@@ -568,4 +568,5 @@ INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('requests', 'output_tokens', 'tokens', 'Generated tokens as the server counted them (usage.completion_tokens, TGI details.generated_tokens); NULL when not said'),
  ('requests', 'tpot_ns', 'ns', 'Time per output token after the first: (last - first write carrying generated text) / (output_tokens - 1); streamed only'),
  ('requests', 'content_events', '', 'SSE data: events carrying generated text (choices[].delta.content or choices[].text non-empty, TGI token.text); an event may carry several tokens'),
- ('requests', 'end_reason', '', 'complete; aborted (the server closed before the response was complete); disconnected (the client left first); lost (framing lost); trace_end');
+ ('requests', 'end_reason', '', 'complete; aborted (the server closed before the response was complete); disconnected (the client left first); lost (framing lost); trace_end'),
+ ('requests', 'tls', '', '1 when the connection was TLS and the request was read as plaintext through the server''s libssl (SSL_read/SSL_write uprobes)');
