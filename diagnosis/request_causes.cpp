@@ -71,9 +71,10 @@ const std::vector<uint32_t>& CauseFinder::engine_pids(uint32_t server_pid) {
   return engines_[server_pid] = pids;
 }
 
-// Who held `cpu` over (from, to], by pid, from the switch records there: each record's
-// prev_pid held the CPU since the record before it (or since `from`).
-void CauseFinder::cpu_holders(int32_t cpu, int64_t from, int64_t to, std::map<uint32_t, double>& by_pid) {
+// Who held `cpu` over (from, to], by pid, from the switch records there up to `until` (the
+// victim's switch-in, which may come after `to`): each record's prev_pid held the CPU since the
+// record before it (or since `from`), clipped to `to`.
+void CauseFinder::cpu_holders(int32_t cpu, int64_t from, int64_t to, int64_t until, std::map<uint32_t, double>& by_pid) {
   auto st = Statement::prepare(db_,
                                "SELECT ts_ns, prev_pid FROM sched WHERE session_id = ?1 AND cpu = ?2 AND ts_ns > ?3 AND "
                                "ts_ns <= ?4 ORDER BY ts_ns");
@@ -81,10 +82,10 @@ void CauseFinder::cpu_holders(int32_t cpu, int64_t from, int64_t to, std::map<ui
   st->bind(1, session_id_);
   st->bind(2, int64_t{cpu});
   st->bind(3, from);
-  st->bind(4, to);
+  st->bind(4, until);
   int64_t since = from;
-  while (st->step() == SQLITE_ROW) {
-    const int64_t ts = st->col_int(0);
+  while (st->step() == SQLITE_ROW && since < to) {
+    const int64_t ts = std::min(st->col_int(0), to);
     by_pid[static_cast<uint32_t>(st->col_int(1))] += static_cast<double>(ts - since);
     since = ts;
   }
@@ -125,7 +126,7 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
     else if (out_ts && st->col_int(4) == 0) ready = out_ts;
     if (!ready || last == 0) continue;  // idle before: a wake-up latency, not contention
     const int64_t lo = std::max(ready, from), hi = std::min(t_in, to);
-    if (hi > lo) cpu_holders(static_cast<int32_t>(st->col_int(5)), lo, hi, held);
+    if (hi > lo) cpu_holders(static_cast<int32_t>(st->col_int(5)), lo, hi, t_in, held);
   }
   std::map<uint32_t, double> by_culprit;
   double tracer_ns = 0;

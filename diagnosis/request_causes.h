@@ -51,7 +51,7 @@ class CauseFinder {
  private:
   const std::vector<uint32_t>& engine_pids(uint32_t server_pid);
   void cpu_contention(uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
-  void cpu_holders(int32_t cpu, int64_t from, int64_t to, std::map<uint32_t, double>& by_pid);
+  void cpu_holders(int32_t cpu, int64_t from, int64_t to, int64_t until, std::map<uint32_t, double>& by_pid);
   void prefill(const std::string& id, uint32_t server_pid, int64_t from, int64_t to, std::vector<CauseClaim>& out);
   // The engine's forward passes over the server's serving time, read at the first need.
   struct EnginePasses {
