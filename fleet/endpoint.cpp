@@ -52,11 +52,12 @@ Result<ReaderReach> probe_reader_reach(const Endpoint& e) {
   ReaderReach reach;
   // e.database passed valid_identifier: safe to splice.
   auto dbs = ch.select("SELECT name FROM system.databases WHERE name NOT IN ('system', 'INFORMATION_SCHEMA', "
-                       "'information_schema', '" + e.database + "') ORDER BY name");
+                       "'information_schema', '" + e.database + "') ORDER BY name",
+                       {ColumnKind::Text});
   if (!dbs) return dbs.error();
   for (const auto& row : *dbs)
     if (!row.empty()) reach.other_databases.push_back(row[0]);
-  auto readonly = ch.select("SELECT value FROM system.settings WHERE name = 'readonly'");
+  auto readonly = ch.select("SELECT value FROM system.settings WHERE name = 'readonly'", {ColumnKind::Text});
   if (!readonly) return readonly.error();
   reach.can_write = readonly->empty() || readonly->front().empty() || readonly->front()[0] == "0";
   return reach;

@@ -110,16 +110,16 @@ std::string text_of(const json& result) { return result.value("content", json::a
 TEST_CASE("the example reader reads the fleet database only") {
   fill_store_once();
   auto r = reader();
-  CHECK(r.select("SELECT count() FROM causeway.events").ok());
-  auto secret = r.select("SELECT * FROM otherteam.secrets");
+  CHECK(r.select("SELECT count() FROM causeway.events", {fleet::ColumnKind::Int}).ok());
+  auto secret = r.select("SELECT * FROM otherteam.secrets", {fleet::ColumnKind::Text});
   REQUIRE_FALSE(secret.ok());
   CHECK(secret.error().message.find("Access denied to database otherteam") != std::string::npos);
-  auto dbs = r.select("SELECT name FROM system.databases ORDER BY name");
+  auto dbs = r.select("SELECT name FROM system.databases ORDER BY name", {fleet::ColumnKind::Text});
   REQUIRE(dbs.ok());
   std::vector<std::string> names;
   for (const auto& row : *dbs) names.push_back(row.at(0));
   CHECK(names == std::vector<std::string>{"causeway", "system"});
-  auto tables = r.select("SELECT count() FROM system.tables WHERE database = 'otherteam'");
+  auto tables = r.select("SELECT count() FROM system.tables WHERE database = 'otherteam'", {fleet::ColumnKind::Int});
   REQUIRE(tables.ok());
   CHECK(tables->at(0).at(0) == "0");
   // Writes stay refused by the profile (readonly=1).
