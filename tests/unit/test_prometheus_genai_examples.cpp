@@ -95,7 +95,7 @@ TEST_CASE("genai-dashboard.json: valid JSON, p99 TTFT over its causes stacked, e
   RequestFacts f;
   f.server_pid = 1;
   f.status = 200;
-  f.complete = true;
+  f.end_reason = "complete";
   f.ttft_ns = f.e2e_ns = 1'000'000;
   f.output_tokens = 2;
   reg.requests().observe(f);

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "requests/request_chains.h"
 #include "requests/tracker.h"
 #include "synth/scenarios.h"

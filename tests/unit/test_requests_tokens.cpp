@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "requests/latency.h"
+#include "diagnosis/request_latency.h"
 #include "requests/llm_payload.h"
 #include "requests/to_record.h"
 #include "requests/tracker.h"
