@@ -4,4 +4,4 @@ causeway_test(test_requests LABEL unit
 causeway_test(test_request_scenarios LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_request_scenarios.cpp LIBS causeway_requests causeway_synth causeway_mcp)
 causeway_test(test_requests_hostile LABEL unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_hostile.cpp LIBS causeway_requests causeway_synth causeway_mcp)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_hostile.cpp LIBS causeway_diagnosis causeway_requests causeway_synth causeway_mcp)

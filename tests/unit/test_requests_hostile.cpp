@@ -9,7 +9,7 @@
 #include <string>
 
 #include "diagnosis/request_latency.h"
-#include "requests/request_chains.h"
+#include "diagnosis/request_chains.h"
 #include "requests/tracker.h"
 #include "synth/scenarios.h"
 #include "tests/support/test_support.h"
