@@ -4,6 +4,7 @@
 
 #include "collector/proc_info.h"
 #include "metrics/genai_semconv.h"
+#include "diagnosis/causes/request_registry.h"
 #include "diagnosis/request_latency.h"
 
 namespace causeway::collector {
@@ -39,6 +40,15 @@ RequestFacts request_facts(const RequestRecord& r, const std::string& comm) {
       if (g.is_number_integer()) f.decode_ns += g.get<int64_t>() * 1000;
   f.output_tokens = output_token_count(r);
   return f;
+}
+
+RequestMetricsFeed::RequestMetricsFeed(MetricsRegistry& registry) : registry_(registry) {
+  for (requests::Metric m : {requests::Metric::ttft, requests::Metric::itl}) {
+    for (int c = 0; c < requests::kRequestCauseCount; ++c)
+      registry_.requests().set_time_lost(requests::metric_name(m),
+                                         std::string(requests::RequestCauses::name(static_cast<requests::RequestCause>(c))), 0);
+    registry_.requests().set_time_lost(requests::metric_name(m), "unexplained", 0);
+  }
 }
 
 void RequestMetricsFeed::observe(const RequestRecord& r) {

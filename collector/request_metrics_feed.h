@@ -28,7 +28,10 @@ RequestFacts request_facts(const RequestRecord& r, const std::string& comm);
 
 class RequestMetricsFeed {
  public:
-  explicit RequestMetricsFeed(MetricsRegistry& registry) : registry_(registry) {}
+  // Every (metric, cause) series of the time lost starts at 0 (the causes are a closed set):
+  // PromQL's rate() never counts a series' first sample, so a counter that first appeared
+  // with the time a pass found would show no increase at all (docs/METRICS.md "Requests").
+  explicit RequestMetricsFeed(MetricsRegistry& registry);
 
   // A request as the trace stores it (the session's thread).
   void observe(const RequestRecord& r);

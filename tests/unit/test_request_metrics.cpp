@@ -228,6 +228,14 @@ TEST_CASE("the adapter's time lost per cause equals `causeway requests`' tail an
   REQUIRE(db.ok());
   MetricsRegistry reg;
   collector::RequestMetricsFeed feed(reg);
+  // Every series exists at 0 before any pass: rate() then sees a cause's first time lost.
+  for (const char* metric : {"ttft", "itl"})
+    for (const char* cause : {"cpu_contention", "prefill_interference", "nccl_straggler", "queueing", "unexplained"}) {
+      CAPTURE(cause);
+      const auto at_start = reg.snapshot().requests.time_lost;
+      REQUIRE(at_start.count({metric, cause}) == 1);
+      CHECK(at_start.at({metric, cause}) == 0.0);
+    }
   auto sid = requests::request_latency_json(db->get(), {});
   REQUIRE(sid);
   feed.publish_time_lost(db->get(), (*sid)["session_id"].get<int64_t>());
