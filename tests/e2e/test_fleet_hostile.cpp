@@ -152,7 +152,9 @@ HostileRun explain(const HostileStore& s, const std::string& timeout = "3s") {
   return run_measured(fleet_cmd({"explain"}, "--fleet", s, timeout));
 }
 
-// One MCP tool call over stdio; the server's answer to it is the run's stdout.
+// One MCP tool call over stdio; the server's answer to it is the run's stdout. The server is
+// told to skip its start-up check of the login's reach (--allow-broad-reader), so the call
+// itself meets the store; the check meets it in "mcp --fleet refuses to start" below.
 HostileRun mcp_call(const HostileStore& s, const std::string& tool, const std::string& args = "{}", const std::string& timeout = "3s") {
   const std::string input =
       R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
@@ -160,7 +162,7 @@ HostileRun mcp_call(const HostileStore& s, const std::string& tool, const std::s
       R"({"jsonrpc":"2.0","method":"notifications/initialized"})"
       "\n"
       R"({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":")" + tool + R"(","arguments":)" + args + "}}\n";
-  return run_measured(fleet_cmd({"mcp"}, "--fleet", s, timeout), input, "\"id\":2");
+  return run_measured(fleet_cmd({"mcp", "--allow-broad-reader"}, "--fleet", s, timeout), input, "\"id\":2");
 }
 
 constexpr long kMaxRssMb = 200;
@@ -206,6 +208,11 @@ TEST_CASE("a 2 GB answer: every client stops reading at its limit, with bounded 
   SUBCASE("mcp --fleet: the tool call answers isError") {
     check_mcp_error(mcp_call(s, "get_causal_chains", "{}", "25s"), "passed 16 MiB", 30);
     check_mcp_error(mcp_call(s, "run_sql", R"({"query":"SELECT 1"})", "25s"), "passed 16 MiB", 30);
+  }
+  SUBCASE("mcp --fleet refuses to start: its check of the login meets the limit") {
+    auto r = run_measured(fleet_cmd({"mcp"}, "--fleet", s, "25s"));
+    check_limit_error(r, "passed 16 MiB", 30);
+    CHECK(r.err.find("cannot check what") != std::string::npos);
   }
 }
 
