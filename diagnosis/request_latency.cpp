@@ -184,10 +184,12 @@ Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
 }
 
 // The requests the query judges and reports: its window (--since), server, path and tenant.
+// Rows carry their strings repaired to UTF-8 (request_text): --path / --tenant are repaired
+// the same way, so a filter of the stored bytes finds them.
 bool judged(const Row& r, const SessionScope& scope, const RequestQuery& q) {
   const int64_t to = scope.live ? INT64_MAX : std::max(scope.to_ns, scope.from_ns);
-  return r.start_ns >= scope.from_ns && r.start_ns <= to && (!q.pid || r.pid == *q.pid) && (!q.path || r.path == *q.path) &&
-         (!q.tenant || r.tenant == *q.tenant);
+  return r.start_ns >= scope.from_ns && r.start_ns <= to && (!q.pid || r.pid == *q.pid) &&
+         (!q.path || r.path == repair_utf8(*q.path)) && (!q.tenant || r.tenant == repair_utf8(*q.tenant));
 }
 
 std::map<uint32_t, std::string> comms(sqlite3* db, int64_t session_id) {

@@ -110,7 +110,8 @@ TEST_CASE("GenAI histograms and request counters: exact buckets, sums and outcom
   aborted.comm = "api_server";
   aborted.path = "/v1/chat/completions";
   aborted.tenant = "acme";
-  reg.requests().observe(aborted);  // no response head at all, no E2E
+  aborted.end_reason = "aborted";
+  reg.requests().observe(aborted);  // the server closed first: no response head at all, no E2E
 
   const std::string text = render_prometheus(reg.snapshot());
   CAPTURE(text);
