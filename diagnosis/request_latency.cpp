@@ -184,12 +184,12 @@ Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
 }
 
 // The requests the query judges and reports: its window (--since), server, path and tenant.
-// Rows carry their strings repaired to UTF-8 (request_text): --path / --tenant are repaired
-// the same way, so a filter of the stored bytes finds them.
+// `q`'s --path / --tenant already repaired like the rows' strings (request_text), so a filter
+// of the stored bytes finds them.
 bool judged(const Row& r, const SessionScope& scope, const RequestQuery& q) {
   const int64_t to = scope.live ? INT64_MAX : std::max(scope.to_ns, scope.from_ns);
-  return r.start_ns >= scope.from_ns && r.start_ns <= to && (!q.pid || r.pid == *q.pid) &&
-         (!q.path || r.path == repair_utf8(*q.path)) && (!q.tenant || r.tenant == repair_utf8(*q.tenant));
+  return r.start_ns >= scope.from_ns && r.start_ns <= to && (!q.pid || r.pid == *q.pid) && (!q.path || r.path == *q.path) &&
+         (!q.tenant || r.tenant == *q.tenant);
 }
 
 std::map<uint32_t, std::string> comms(sqlite3* db, int64_t session_id) {
@@ -370,8 +370,11 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     if (!r) return r.error();
     evidence = std::move(*r);
   }
+  RequestQuery filter = q;  // repaired once, not per row
+  if (filter.path) filter.path = repair_utf8(*filter.path);
+  if (filter.tenant) filter.tenant = repair_utf8(*filter.tenant);
   for (const Row& r : evidence)
-    if (judged(r, *scope, q)) rows.push_back(r);
+    if (judged(r, *scope, filter)) rows.push_back(r);
   const auto names = comms(db, scope->session_id);
   Values all;
   uint64_t streamed = 0;
