@@ -13,6 +13,7 @@ struct DemoArgs {
   std::string db;
   uint64_t seed = 1;
   uint64_t events = 0;
+  int64_t start_ns = 0;
   bool quiet = false;
 };
 
@@ -32,6 +33,10 @@ Runner setup(CLI::App& app) {
   add_db_option(app, args->db);
   app.add_option("--seed", args->seed, "random seed (same seed, same data)")->capture_default_str();
   app.add_option("--events", args->events, "scale the session to about N call events, within a few percent (e.g. 10000000 for benchmarks)");
+  app.add_option("--start-ns", args->start_ns,
+                 "start the session at this time (ns since the epoch) instead of its length before now: the same "
+                 "seed and start write the same bytes, so two binaries' answers compare exactly")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--quiet,-q", args->quiet, "print nothing on success");
   app.footer(
       "Writes a synthetic session (no root, no GPU) through the same writer as live traces.\n\n"
@@ -47,6 +52,7 @@ Runner setup(CLI::App& app) {
     opts.scenario = args->scenario;
     opts.seed = args->seed;
     opts.events = args->events;
+    opts.start_ns = args->start_ns;
     auto r = run_demo(args->db, opts, &stop_requested);
     if (!r) return report_error("demo", r.error(), false);
     if (!args->quiet || r->interrupted)

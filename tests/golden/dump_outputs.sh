@@ -5,7 +5,9 @@
 #   tests/golden/dump_outputs.sh BINARY OUTDIR [TRACES_DIR]
 #   diff -r OUT_BEFORE OUT_AFTER          # empty when the change left the answers alone
 #
-# Per scenario S (from `BINARY demo --list`, written with its default seed):
+# Per scenario S (from `BINARY demo --list`, written with its default seed and, when the binary has
+# `demo --start-ns`, a fixed start time DEMO_START_NS, default 2026-01-01T00:00:00Z, so that the
+# answers carry no wall-clock time and two binaries compare byte for byte):
 #   S.explain.json  explain --json          S.stats.json    stats --json
 #   S.requests.json requests --json         (requests-* scenarios)
 #   S.mcp.jsonl     the MCP tools get_causal_chains and get_request_latency over stdio (results only)
@@ -83,9 +85,13 @@ else
   scenarios=$("$bin" demo --list | awk 'NF { print $1 }')
   [ -n "$scenarios" ] || { echo "dump_outputs: $bin demo --list listed nothing" >&2; exit 1; }
 fi
+clock=()
+if "$bin" demo --help 2>/dev/null | grep -q -- --start-ns; then
+  clock=(--start-ns "${DEMO_START_NS:-1767225600000000000}")
+fi
 for s in $scenarios; do
   db="$s.db"
-  run "$s.demo.txt" "$bin" demo "$s" --db "$db"
+  run "$s.demo.txt" "$bin" demo "$s" --db "$db" "${clock[@]}"
   rm -f "$out/$s.demo.txt"  # its text names the DB path; only a failure is kept
   run "$s.explain.json" "$bin" explain --json --db "$db"
   run "$s.stats.json" "$bin" stats --json --db "$db"
