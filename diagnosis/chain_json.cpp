@@ -116,4 +116,45 @@ ChainRecord chain_record(const Doc& d, std::string_view cause) {
   return r;
 }
 
+ChainRecord request_chain_record(const RequestChainDoc& d, std::string_view cause) {
+  ChainRecord r;
+  r.id = d.id;
+  r.from_ns = d.from_ns;
+  r.to_ns = d.to_ns;
+  r.severity = severity_name(d.severity);
+  r.cause = cause;
+  r.pid = d.pid;
+  r.comm = d.comm;
+  r.op = d.op;
+  r.calls = static_cast<int64_t>(d.requests);
+  r.p50_us = d.p50_us;
+  r.p99_us = d.p99_us;
+  r.slow_share = d.share_time;
+  const json& k = d.culprit;
+  if (k.contains("pid") && k["pid"].is_number_integer()) r.culprit_pid = k["pid"].get<uint32_t>();
+  if (k.contains("comm") && k["comm"].is_string()) r.culprit_comm = k["comm"].get<std::string>();
+  if (k.contains("share") && k["share"].is_number()) r.culprit_share = k["share"].get<double>();
+  r.summary = d.summary;
+
+  json doc;
+  doc["id"] = d.id;
+  doc["level"] = "request";
+  doc["severity"] = r.severity;
+  doc["cause"] = r.cause;
+  doc["metric"] = d.metric;
+  doc["op"] = d.op;
+  doc["pid"] = d.pid;
+  doc["comm"] = d.comm;
+  doc["window"] = {{"from_ns", d.from_ns}, {"to_ns", d.to_ns}};
+  doc["requests"] = d.request_ids;
+  doc["share_time"] = d.share_time;
+  doc["impact"] = d.impact;
+  doc["culprit"] = d.culprit;
+  doc["recommendation"] = d.recommendation;
+  doc["summary"] = d.summary;
+  doc["evidence"] = d.evidence;
+  r.doc = doc.dump(-1, ' ', false, json::error_handler_t::replace);
+  return r;
+}
+
 }  // namespace causeway

@@ -1,11 +1,12 @@
 #include "diagnosis/request_chains.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 
-#include "common/sanitize.h"
+#include "diagnosis/causes/request_cause_util.h"
 #include "diagnosis/causes/request_registry.h"
+#include "diagnosis/chain_json.h"
+#include "diagnosis/request_chain_view.h"
 #include "diagnosis/request_latency.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/open.h"
@@ -16,165 +17,95 @@ namespace {
 
 using json = nlohmann::json;
 
-int rank(const std::string& s) { return s == "HIGH" ? 3 : s == "MEDIUM" ? 2 : 1; }
-
-std::string fmt(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
+Severity request_severity(double tail_mean_ms, double median_ms, double share) {
+  const double above = tail_mean_ms - median_ms;
+  if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms) return Severity::high;
+  if (share >= 0.2 && above >= 5 && tail_mean_ms >= 1.5 * median_ms) return Severity::medium;
+  return Severity::low;
 }
 
-// Each cause's own module says what to do (diagnosis/causes/request_registry.h).
-const char* recommendation(const std::string& cause, const json& k) {
-  const auto id = RequestCauses::find(cause);
-  return id ? RequestCauses::recommendation(*id, k) : "";
-}
+const char* metric_words(Metric m) { return m == Metric::itl ? "token gaps" : "time to first token"; }
 
-const char* what(const std::string& metric) { return metric == "itl" ? "token gaps" : "time to first token"; }
-
-std::string comm_of(sqlite3* db, int64_t session_id, const json& pid) {
-  if (!pid.is_number_integer()) return "";
+std::string request_chain_comm(sqlite3* db, int64_t session_id, int64_t pid) {
   auto st = Statement::prepare(db, "SELECT comm FROM processes WHERE session_id = ?1 AND pid = ?2");
   if (!st) return "";
   st->bind(1, session_id);
-  st->bind(2, pid.get<int64_t>());
+  st->bind(2, pid);
   return st->step() == SQLITE_ROW ? st->col_text(0) : "";
 }
 
-// What the engine's own metrics said, for the engine-state causes.
-std::string engine_said(const json& k) {
-  if (k.contains("waiting_max")) return "; up to " + fmt(k["waiting_max"].get<double>()) + " requests waiting in the engine's queue";
-  if (k.contains("kv_cache_usage"))
-    return "; KV cache " + fmt(k["kv_cache_usage"].get<double>() * 100) + "% full, " + fmt(k["preemptions"].get<double>()) +
-           " preemptions";
-  if (k.contains("peer"))
-    return "; the server's writes to " + sanitize_untrusted(k["peer"].get<std::string>(), 64) + " waited on a full send buffer: " +
-           std::to_string(k["eagain"].get<int64_t>()) + " EAGAIN, " + std::to_string(k["short_writes"].get<int64_t>()) +
-           " short writes, " + std::to_string(k["blocked_writes"].get<int64_t>()) + " blocking writes, " +
-           std::to_string(k["retransmits"].get<int64_t>()) + " TCP retransmits";
-  return "";
-}
-
-// How prefill_interference was seen (diagnosis/request_causes.cpp): from the engine's forward
-// passes, or, when they cannot be delimited, from the long requests' prompt bytes alone.
-std::string prefill_evidence(const json& k) {
-  if (k.value("basis", "") == "forward_pass")
-    return "forward passes (the engine thread's launches up to the sync that waits for them): a " +
-           fmt(k.value("pass_ms", 0.0)) + " ms pass against a median pass of " + fmt(k.value("median_pass_ms", 0.0)) +
-           " ms, during the long requests' prefill";
-  return "forward passes could not be delimited (no sync waits for the engine's launches, e.g. asynchronous scheduling, "
-         "or no CUDA calls traced): inferred from the long requests' prompt bytes and their prefill time";
+// One chain per cause of the tail: typed here, written by the one serializer (chain_json.h).
+void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<RequestChainDoc, RequestCause>>& out) {
+  if (tail.units == 0) return;
+  const double median = tail.median_ms;
+  const double tail_mean = median + tail.excess_ms / static_cast<double>(tail.units);
+  const std::string metric = metric_name(tail.metric);
+  const double threshold = tail.threshold_ms.value_or(0.0);
+  for (const TailCause& c : tail.causes) {
+    const std::string cause(RequestCauses::name(c.cause));
+    RequestChainDoc d;
+    d.id = request_chain_id(tail.session_id, tail.metric, cause);
+    d.severity = request_severity(tail_mean, median, c.share_time);
+    d.metric = metric;
+    d.op = tail.metric == Metric::itl ? "ITL (token gaps)" : "TTFT";
+    // The victim is the server whose requests lost the most to the cause.
+    d.pid = c.server_pid;
+    d.comm = request_chain_comm(db, tail.session_id, c.server_pid);
+    d.from_ns = c.from_ns;
+    d.to_ns = c.to_ns;
+    d.requests = c.requests;
+    d.request_ids = c.request_ids;
+    d.share_time = c.share_time;
+    d.impact = c.share_time * tail.excess_ms / 1e3;
+    d.p50_us = median * 1000;
+    d.p99_us = threshold * 1000;
+    d.culprit = c.culprit;
+    // The chain names the culprit process (the interface's culprit of queueing and
+    // kv_cache_pressure is the engine's pid alone).
+    if (!d.culprit.contains("comm") && d.culprit.contains("pid") && d.culprit["pid"].is_number_integer())
+      d.culprit["comm"] = request_chain_comm(db, tail.session_id, d.culprit["pid"].get<int64_t>());
+    else if (!d.culprit.contains("comm") && d.culprit.contains("pid"))
+      d.culprit["comm"] = "";
+    d.recommendation = RequestCauses::recommendation(c.cause, d.culprit);
+    // What the cause's own module adds (diagnosis/causes/request_<cause>.h chain_words).
+    RequestChainWords words = RequestCauses::chain_words(c.cause, d.culprit);
+    d.summary = cause + " explains " + one_decimal(c.share_time * 100) + "% of the " + metric_words(tail.metric) +
+                " tail's time above the median (" + std::to_string(c.requests) + " requests; the tail's " +
+                std::to_string(tail.units) + (tail.metric == Metric::itl ? " gaps" : " requests") + " average " +
+                one_decimal(tail_mean) + " ms against a median of " + one_decimal(median) + " ms" + words.said + ").";
+    d.evidence = {"tail: " + metric + " >= p" + one_decimal(tail.quantile * 100) + " (" + one_decimal(threshold) + " ms), " +
+                      std::to_string(tail.units) + " units, " + one_decimal(tail.excess_ms) + " ms above the median in all",
+                  "unexplained share of the tail: " + one_decimal(tail.unexplained_share * 100) + "%",
+                  "causeway requests --metric " + metric + " shows the slowest requests and their causes"};
+    for (std::string& line : words.evidence) d.evidence.push_back(std::move(line));
+    out.emplace_back(std::move(d), c.cause);
+  }
 }
 
 }  // namespace
 
 const char* request_chain_severity(double tail_mean_ms, double median_ms, double share) {
-  const double above = tail_mean_ms - median_ms;
-  if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms) return "HIGH";
-  if (share >= 0.2 && above >= 5 && tail_mean_ms >= 1.5 * median_ms) return "MEDIUM";
-  return "LOW";
-}
-
-Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
-  json chains = json::array();
-  int64_t session_id = 0;
-  for (Metric m : {Metric::ttft, Metric::itl}) {
-    RequestQuery rq;
-    rq.session_id = q.session_id;
-    rq.since_ns = q.since_ns;
-    rq.pid = q.pid;
-    rq.metric = m;
-    rq.slowest = 0;
-    rq.chain_detail = true;
-    auto r = request_latency_json(db, rq);
-    if (!r) return r.error();
-    session_id = (*r)["session_id"].get<int64_t>();
-    const json& tail = (*r)["requests"]["tail"];
-    const uint64_t units = tail["units"].get<uint64_t>();
-    if (units == 0) continue;
-    const double median = tail["median_ms"].get<double>();
-    const double tail_mean = median + tail["excess_ms"].get<double>() / static_cast<double>(units);
-    const std::string metric = metric_name(m);
-    for (const json& c : tail["causes"]) {
-      const std::string cause = c["cause"].get<std::string>();
-      const double share = c["share_time"].get<double>();
-      const std::string sev = request_chain_severity(tail_mean, median, share);
-      const double lost_ms = share * tail["excess_ms"].get<double>();
-      json k = c["culprit"];
-      // The chain names the culprit process (the interface's culprit of queueing and
-      // kv_cache_pressure is the engine's pid alone).
-      if (!k.contains("comm") && k.contains("pid")) k["comm"] = comm_of(db, session_id, k["pid"]);
-      // The victim is the server whose requests lost the most to the cause.
-      const json server = c["server_pid"];
-      json chain = {{"id", request_chain_id(session_id, m, cause)},
-                    {"level", "request"},
-                    {"severity", sev},
-                    {"cause", cause},
-                    {"metric", metric},
-                    {"op", metric == "itl" ? "ITL (token gaps)" : "TTFT"},
-                    {"pid", server},
-                    {"comm", comm_of(db, session_id, server)},
-                    {"window", {{"from_ns", c["from_ns"]}, {"to_ns", c["to_ns"]}}},
-                    {"calls", c["requests"]},
-                    {"p50_us", median * 1000},
-                    {"p99_us", tail["threshold_ms"].is_null() ? 0.0 : tail["threshold_ms"].get<double>() * 1000},
-                    {"requests", c["request_ids"]},
-                    {"share_time", share},
-                    {"impact", lost_ms / 1e3},
-                    {"culprit", k},
-                    {"recommendation", recommendation(cause, k)}};
-      chain["summary"] = cause + " explains " + fmt(share * 100) + "% of the " + what(metric) + " tail's time above the median (" +
-                         std::to_string(c["requests"].get<uint64_t>()) + " requests; the tail's " + std::to_string(units) +
-                         (metric == "itl" ? " gaps" : " requests") + " average " + fmt(tail_mean) + " ms against a median of " +
-                         fmt(median) + " ms" + engine_said(k) + ").";
-      chain["evidence"] = json::array(
-          {"tail: " + metric + " >= p" + fmt(tail["quantile"].get<double>() * 100) + " (" +
-               fmt(tail["threshold_ms"].is_null() ? 0.0 : tail["threshold_ms"].get<double>()) + " ms), " +
-               std::to_string(units) + " units, " + fmt(tail["excess_ms"].get<double>()) + " ms above the median in all",
-           "unexplained share of the tail: " + fmt(tail["unexplained_share"].get<double>() * 100) + "%",
-           "causeway requests --metric " + metric + " shows the slowest requests and their causes"});
-      if (cause == "prefill_interference") chain["evidence"].push_back(prefill_evidence(k));
-      chains.push_back(std::move(chain));
-    }
-  }
-  std::stable_sort(chains.begin(), chains.end(), [](const json& a, const json& b) {
-    const int ra = rank(a["severity"].get<std::string>()), rb = rank(b["severity"].get<std::string>());
-    if (ra != rb) return ra > rb;
-    return a["impact"].get<double>() > b["impact"].get<double>();
-  });
-  return json{{"session_id", session_id}, {"chains", std::move(chains)}};
+  return severity_name(request_severity(tail_mean_ms, median_ms, share)).data();
 }
 
 Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id) {
-  RequestChainQuery q;
-  q.session_id = session_id;
-  auto r = request_chains(db, q);
-  if (!r) return r.error();
-  std::vector<ChainRecord> out;
-  for (json& c : (*r)["chains"]) {
-    ChainRecord rec;
-    rec.id = c["id"].get<std::string>();
-    rec.from_ns = c["window"]["from_ns"].get<int64_t>();
-    rec.to_ns = c["window"]["to_ns"].get<int64_t>();
-    rec.severity = c["severity"].get<std::string>();
-    rec.cause = c["cause"].get<std::string>();
-    if (c["pid"].is_number_integer()) rec.pid = c["pid"].get<uint32_t>();
-    rec.comm = c["comm"].get<std::string>();
-    rec.op = c["op"].get<std::string>();
-    rec.calls = c["calls"].get<int64_t>();
-    rec.p50_us = c["p50_us"].get<double>();
-    rec.p99_us = c["p99_us"].get<double>();
-    rec.slow_share = c["share_time"].get<double>();
-    const json& k = c["culprit"];
-    if (k.contains("pid") && k["pid"].is_number_integer()) rec.culprit_pid = k["pid"].get<uint32_t>();
-    if (k.contains("comm") && k["comm"].is_string()) rec.culprit_comm = k["comm"].get<std::string>();
-    if (k.contains("share") && k["share"].is_number()) rec.culprit_share = k["share"].get<double>();
-    rec.summary = c["summary"].get<std::string>();
-    // The row's columns, not the document: a reader would take "calls" for CUDA calls.
-    for (const char* column : {"calls", "p50_us", "p99_us"}) c.erase(column);
-    rec.doc = c.dump(-1, ' ', false, json::error_handler_t::replace);
-    out.push_back(std::move(rec));
+  std::vector<std::pair<RequestChainDoc, RequestCause>> chains;
+  for (Metric m : {Metric::ttft, Metric::itl}) {
+    RequestQuery rq;
+    rq.session_id = session_id;
+    rq.metric = m;
+    rq.slowest = 0;
+    auto tail = request_tail(db, rq);
+    if (!tail) return tail.error();
+    chains_of_tail(db, *tail, chains);
   }
+  // Most severe first, then by time lost.
+  std::stable_sort(chains.begin(), chains.end(), [](const auto& a, const auto& b) {
+    if (a.first.severity != b.first.severity) return a.first.severity > b.first.severity;
+    return a.first.impact > b.first.impact;
+  });
+  std::vector<ChainRecord> out;
+  for (const auto& [d, cause] : chains) out.push_back(request_chain_record(d, RequestCauses::name(cause)));
   return out;
 }
 

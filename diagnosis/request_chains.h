@@ -9,8 +9,6 @@
 #include <sqlite3.h>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,22 +17,15 @@
 
 namespace causeway::requests {
 
-struct RequestChainQuery {
-  std::optional<int64_t> session_id;  // default: the latest
-  std::optional<int64_t> since_ns;
-  std::optional<uint32_t> pid;        // server pid
-};
-
 // Severity from how slow the tail is and how much of it the cause explains:
 // HIGH: the tail's units average ≥ 2× the median and ≥ 20 ms above it, the cause claims ≥ 50%
 // of that time; MEDIUM: ≥ 1.5× and ≥ 5 ms above, ≥ 20%; else LOW.
 const char* request_chain_severity(double tail_mean_ms, double median_ms, double share);
 
-// The chains, most severe first, then by time lost ({"chains": [...]}, each with "level":
-// "request"). An empty array when the session served no requests.
-Result<nlohmann::json> request_chains(sqlite3* db, const RequestChainQuery& q);
-
-// The session's request chains as rows of the chains table (doc = the chain's JSON).
+// The session's request chains as rows of the chains table (doc = the chain's JSON, each with
+// "level": "request"), most severe first, then by time lost; none when it served no requests.
+// Built typed from each metric's tail (request_tail) and written by the one chain serializer
+// (diagnosis/chain_json.h).
 Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id);
 
 // After a session is written (a demo, a merge): computes its request chains on a read-only

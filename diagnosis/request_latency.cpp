@@ -360,21 +360,170 @@ const char* metric_name(Metric m) {
   return "ttft";
 }
 
-Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
+namespace {
+
+// The rows a query judges, and every row of its session (the evidence).
+struct JudgedRows {
+  SessionScope scope;
+  std::vector<Row> evidence, rows;
+};
+
+Result<JudgedRows> judge_rows(sqlite3* db, const RequestQuery& q) {
   if (!(q.quantile > 0 && q.quantile < 1)) return make_error("invalid_argument", "quantile must be in (0, 1), e.g. 0.99");
   auto scope = resolve_scope(db, q.session_id, q.since_ns);
   if (!scope) return scope.error();
-  std::vector<Row> evidence, rows;
+  JudgedRows j{*scope, {}, {}};
   if (has_table(db, "requests")) {
     auto r = load(db, scope->session_id);
     if (!r) return r.error();
-    evidence = std::move(*r);
+    j.evidence = std::move(*r);
   }
   RequestQuery filter = q;  // repaired once, not per row
   if (filter.path) filter.path = repair_utf8(*filter.path);
   if (filter.tenant) filter.tenant = repair_utf8(*filter.tenant);
-  for (const Row& r : evidence)
-    if (judged(r, *scope, filter)) rows.push_back(r);
+  for (const Row& r : j.evidence)
+    if (judged(r, j.scope, filter)) j.rows.push_back(r);
+  return j;
+}
+
+CauseFinder finder_over(sqlite3* db, const JudgedRows& j) {
+  std::vector<RequestSpan> spans;
+  for (const Row& r : j.evidence)
+    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant});
+  return CauseFinder(db, j.scope.session_id, std::move(spans));
+}
+
+// The tail, typed, with the unrounded numbers the rest of the answer uses.
+struct TailResult {
+  RequestTail tail;
+  double excess_ns = 0;
+  double median_ns = 0;
+};
+
+// The tail: units at or above the quantile (requests; token gaps for itl), each explained
+// by what the engine did during its slow part (diagnosis/request_causes.h); share_time is a
+// cause's share of the tail's time above the median.
+TailResult tail_of(const std::vector<Row>& rows, const RequestQuery& q, CauseFinder& finder, int64_t session_id) {
+  Values all;
+  for (const Row& r : rows) all.add(r);
+  std::vector<int64_t> units_v = q.metric == Metric::ttft ? all.ttft : q.metric == Metric::itl ? all.itl : all.e2e;
+  std::sort(units_v.begin(), units_v.end());
+  const double threshold = quantile_of(units_v, q.quantile);
+  const double median = quantile_of(units_v, 0.5);
+  std::vector<Unit> units;
+  for (const Row& r : rows) {
+    if (q.metric == Metric::itl) {
+      int64_t t = r.first_out_ns;
+      for (int64_t g : r.gaps_ns) {
+        if (!units_v.empty() && static_cast<double>(g) >= threshold) units.push_back({&r, t, t + g});
+        t += g;
+      }
+    } else if (auto v = metric_of(r, q.metric); v && static_cast<double>(*v) >= threshold) {
+      auto [from, to] = slow_part(r, q.metric);
+      units.push_back({&r, from, to});
+    }
+  }
+  const size_t tail_units = units.size();
+  std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.to - a.from > b.to - b.from; });
+  if (units.size() > kMaxExplainedUnits) units.resize(kMaxExplainedUnits);
+  struct Agg {
+    RequestCause cause = RequestCause::cpu_contention;
+    double lost = 0;
+    std::set<std::string> requests;
+    std::map<std::string, double> lost_by_request;
+    std::map<uint32_t, double> lost_by_server;
+    int64_t from_ns = INT64_MAX, to_ns = INT64_MIN;
+    double top_lost = 0;
+    json culprit;
+  };
+  std::map<std::string, Agg> by_cause;  // by name: the answer lists equal shares in name order
+  double excess_total = 0;
+  for (const Unit& u : units) {
+    const double excess = std::max(0.0, static_cast<double>(u.to - u.from) - median);
+    excess_total += excess;
+    for (const CauseClaim& c : finder.explain(u.row->id, u.row->pid, u.from, u.to, excess)) {
+      Agg& a = by_cause[std::string(RequestCauses::name(c.cause))];
+      a.cause = c.cause;
+      a.lost += c.lost_ns;
+      a.requests.insert(u.row->id);
+      a.lost_by_request[u.row->id] += c.lost_ns;
+      a.lost_by_server[u.row->pid] += c.lost_ns;
+      a.from_ns = std::min(a.from_ns, u.from);
+      a.to_ns = std::max(a.to_ns, u.to);
+      if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
+    }
+  }
+  TailResult out;
+  RequestTail& t = out.tail;
+  t.session_id = session_id;
+  t.metric = q.metric;
+  t.quantile = q.quantile;
+  if (!units_v.empty()) t.threshold_ms = ms(threshold);
+  t.units = tail_units;
+  double explained = 0;
+  for (const auto& [cause, a] : by_cause) {
+    const double share = excess_total > 0 ? std::min(1.0, a.lost / excess_total) : 0;
+    explained += share;
+    TailCause c;
+    c.cause = a.cause;
+    c.share_time = std::round(share * 1000) / 1000;
+    c.lost_ns = a.lost;
+    c.requests = a.requests.size();
+    c.culprit = a.culprit;
+    c.server_pid = std::max_element(a.lost_by_server.begin(), a.lost_by_server.end(),
+                                    [](const auto& x, const auto& y) { return x.second < y.second; })
+                       ->first;
+    c.from_ns = a.from_ns;
+    c.to_ns = a.to_ns;
+    std::vector<std::pair<double, std::string>> by_lost;
+    for (const auto& [id, ns] : a.lost_by_request) by_lost.emplace_back(-ns, id);
+    std::sort(by_lost.begin(), by_lost.end());
+    for (size_t i = 0; i < by_lost.size() && i < 20; ++i) c.request_ids.push_back(by_lost[i].second);
+    t.causes.push_back(std::move(c));
+  }
+  std::sort(t.causes.begin(), t.causes.end(), [](const TailCause& a, const TailCause& b) { return a.share_time > b.share_time; });
+  t.unexplained_share = tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0;
+  t.excess_ms = ms(excess_total);
+  t.median_ms = ms(median);
+  out.excess_ns = excess_total;
+  out.median_ns = median;
+  return out;
+}
+
+json tail_json(const RequestTail& t, const ChainIds& chain_ids, bool chain_detail) {
+  json causes = json::array();
+  for (const TailCause& c : t.causes) {
+    const std::string name(RequestCauses::name(c.cause));
+    causes.push_back({{"cause", name}, {"share_time", c.share_time}, {"requests", c.requests},
+                      {"culprit", c.culprit}, {"chain_id", chain_ids(name)}});
+    if (chain_detail) {
+      causes.back()["server_pid"] = c.server_pid;
+      causes.back()["from_ns"] = c.from_ns;
+      causes.back()["to_ns"] = c.to_ns;
+      causes.back()["request_ids"] = c.request_ids;
+    }
+  }
+  json tail = {{"metric", metric_name(t.metric)}, {"quantile", t.quantile},
+               {"threshold_ms", t.threshold_ms ? json(*t.threshold_ms) : json(nullptr)}, {"units", t.units},
+               {"unexplained_share", t.unexplained_share}, {"causes", std::move(causes)}};
+  if (chain_detail) tail["excess_ms"] = t.excess_ms, tail["median_ms"] = t.median_ms;
+  return tail;
+}
+
+}  // namespace
+
+Result<RequestTail> request_tail(sqlite3* db, const RequestQuery& q) {
+  auto j = judge_rows(db, q);
+  if (!j) return j.error();
+  CauseFinder finder = finder_over(db, *j);
+  return tail_of(j->rows, q, finder, j->scope.session_id).tail;
+}
+
+Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
+  auto judged_rows = judge_rows(db, q);
+  if (!judged_rows) return judged_rows.error();
+  const SessionScope* scope = &judged_rows->scope;
+  const std::vector<Row>& rows = judged_rows->rows;
   const auto names = comms(db, scope->session_id);
   Values all;
   uint64_t streamed = 0;
@@ -396,90 +545,13 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                   {"itl_ms", summary(g.second.itl)}, {"tpot_ms", summary(g.second.tpot)}, {"e2e_ms", summary(g.second.e2e)}});
   }
 
-  // The tail: units at or above the quantile (requests; token gaps for itl), each explained
-  // by what the engine did during its slow part (diagnosis/request_causes.h); share_time is a
-  // cause's share of the tail's time above the median.
-  std::vector<int64_t> units_v = q.metric == Metric::ttft ? all.ttft : q.metric == Metric::itl ? all.itl : all.e2e;
-  std::sort(units_v.begin(), units_v.end());
-  const double threshold = quantile_of(units_v, q.quantile);
-  const double median = quantile_of(units_v, 0.5);
-  std::vector<Unit> units;
-  for (const Row& r : rows) {
-    if (q.metric == Metric::itl) {
-      int64_t t = r.first_out_ns;
-      for (int64_t g : r.gaps_ns) {
-        if (!units_v.empty() && static_cast<double>(g) >= threshold) units.push_back({&r, t, t + g});
-        t += g;
-      }
-    } else if (auto v = metric_of(r, q.metric); v && static_cast<double>(*v) >= threshold) {
-      auto [from, to] = slow_part(r, q.metric);
-      units.push_back({&r, from, to});
-    }
-  }
-  const size_t tail_units = units.size();
-  std::sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) { return a.to - a.from > b.to - b.from; });
-  if (units.size() > kMaxExplainedUnits) units.resize(kMaxExplainedUnits);
-  std::vector<RequestSpan> spans;
-  for (const Row& r : evidence)
-    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant});
-  CauseFinder finder(db, scope->session_id, std::move(spans));
+  CauseFinder finder = finder_over(db, *judged_rows);
   const ChainIds chain_ids(db, scope->session_id, q.metric);
-  struct Agg {
-    double lost = 0;
-    std::set<std::string> requests;
-    std::map<std::string, double> lost_by_request;
-    std::map<uint32_t, double> lost_by_server;
-    int64_t from_ns = INT64_MAX, to_ns = INT64_MIN;
-    double top_lost = 0;
-    json culprit;
-  };
-  std::map<std::string, Agg> by_cause;
-  double excess_total = 0;
-  for (const Unit& u : units) {
-    const double excess = std::max(0.0, static_cast<double>(u.to - u.from) - median);
-    excess_total += excess;
-    for (const CauseClaim& c : finder.explain(u.row->id, u.row->pid, u.from, u.to, excess)) {
-      Agg& a = by_cause[std::string(RequestCauses::name(c.cause))];
-      a.lost += c.lost_ns;
-      a.requests.insert(u.row->id);
-      if (q.chain_detail) {
-        a.lost_by_request[u.row->id] += c.lost_ns;
-        a.lost_by_server[u.row->pid] += c.lost_ns;
-        a.from_ns = std::min(a.from_ns, u.from);
-        a.to_ns = std::max(a.to_ns, u.to);
-      }
-      if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
-    }
-  }
-  json causes = json::array();
-  double explained = 0;
-  for (const auto& [cause, a] : by_cause) {
-    const double share = excess_total > 0 ? std::min(1.0, a.lost / excess_total) : 0;
-    explained += share;
-    causes.push_back({{"cause", cause}, {"share_time", std::round(share * 1000) / 1000}, {"requests", a.requests.size()},
-                      {"culprit", a.culprit}, {"chain_id", chain_ids(cause)}});
-    if (q.chain_detail) {
-      auto server = std::max_element(a.lost_by_server.begin(), a.lost_by_server.end(),
-                                     [](const auto& x, const auto& y) { return x.second < y.second; });
-      causes.back()["server_pid"] = server->first;
-      causes.back()["from_ns"] = a.from_ns;
-      causes.back()["to_ns"] = a.to_ns;
-      std::vector<std::pair<double, std::string>> by_lost;
-      for (const auto& [id, ns] : a.lost_by_request) by_lost.emplace_back(-ns, id);
-      std::sort(by_lost.begin(), by_lost.end());
-      json ids = json::array();
-      for (size_t i = 0; i < by_lost.size() && i < 20; ++i) ids.push_back(by_lost[i].second);
-      causes.back()["request_ids"] = std::move(ids);
-    }
-  }
-  std::sort(causes.begin(), causes.end(), [](const json& a, const json& b) { return a["share_time"] > b["share_time"]; });
-  json tail = {{"metric", metric_name(q.metric)}, {"quantile", q.quantile},
-               {"threshold_ms", units_v.empty() ? json(nullptr) : json(ms(threshold))}, {"units", tail_units},
-               {"unexplained_share", tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0},
-               {"causes", std::move(causes)}};
-  if (q.chain_detail) tail["excess_ms"] = ms(excess_total), tail["median_ms"] = ms(median);
+  const TailResult tr = tail_of(rows, q, finder, scope->session_id);
+  json tail = tail_json(tr.tail, chain_ids, q.chain_detail);
+  const double median = tr.median_ns;
   std::map<std::string, double> lost_by_cause;
-  for (const auto& [cause, a] : by_cause) lost_by_cause[cause] = a.lost;
+  for (const TailCause& c : tr.tail.causes) lost_by_cause[std::string(RequestCauses::name(c.cause))] = c.lost_ns;
 
   std::vector<const Row*> order;
   for (const Row& r : rows)
@@ -510,7 +582,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                {"by", std::move(by)},
                {"tail", std::move(tail)},
                {"slowest", std::move(slowest)},
-               {"semconv", semconv_json(rows, q.metric, lost_by_cause, excess_total)},
+               {"semconv", semconv_json(rows, q.metric, lost_by_cause, tr.excess_ns)},
                {"failed", failed_requests(rows, q.slowest)}};
   return json{{"session_id", scope->session_id}, {"requests", std::move(reqs)}, {"engines", engines(db, scope->session_id)}};
 }

@@ -10,8 +10,10 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
+#include "diagnosis/causes/request_cause.h"
 
 namespace causeway::requests {
 
@@ -31,13 +33,40 @@ struct RequestQuery {
   double quantile = 0.99;
   size_t slowest = 10;
   std::optional<int64_t> session_id;   // default: the latest session
-  // For request chains (diagnosis/request_chains.h), not in the interface's JSON: each tail
-  // cause also lists the ids of the requests it slowed ("request_ids", most lost first, 20
-  // at most), the server that lost the most to it ("server_pid"), the span of the units it
-  // claimed ("from_ns", "to_ns"), and the tail its time above the median ("excess_ms") and
-  // "median_ms".
+  // For request chains: the JSON's tail also carries what RequestTail does beyond the
+  // interface (each cause's "request_ids", "server_pid", "from_ns", "to_ns"; the tail's
+  // "excess_ms" and "median_ms").
   bool chain_detail = false;
 };
+
+// One cause of a metric's tail, as the request chains read it (diagnosis/request_chains.h).
+struct TailCause {
+  RequestCause cause = RequestCause::cpu_contention;
+  double share_time = 0;  // of the tail's time above the median, rounded to 0.001
+  double lost_ns = 0;     // claimed in all
+  uint64_t requests = 0;  // requests slowed
+  nlohmann::json culprit;  // the culprit of its largest claim
+  uint32_t server_pid = 0;                // the server that lost the most to it
+  int64_t from_ns = 0, to_ns = 0;         // the span of the units it claimed
+  std::vector<std::string> request_ids;   // most lost first, 20 at most
+};
+
+// The tail of one metric: the units at or above the quantile, and their causes by share.
+struct RequestTail {
+  int64_t session_id = 0;
+  Metric metric = Metric::ttft;
+  double quantile = 0.99;
+  std::optional<double> threshold_ms;  // none when no unit was measured
+  uint64_t units = 0;
+  double unexplained_share = 0;
+  double excess_ms = 0;  // the tail's time above the median, in all
+  double median_ms = 0;
+  std::vector<TailCause> causes;  // largest share first
+};
+
+// The tail of `query.metric` (its filters, quantile and session), typed: what request chains
+// are built from, without the rest of the answer.
+Result<RequestTail> request_tail(sqlite3* db, const RequestQuery& query);
 
 // Fails with "no_data" (no session), "invalid_argument" (quantile outside (0, 1)).
 Result<nlohmann::json> request_latency_json(sqlite3* db, const RequestQuery& query);

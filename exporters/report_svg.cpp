@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "diagnosis/cause_lookup.h"
 #include "exporters/report_html.h"
 
 namespace causeway {
@@ -60,13 +61,63 @@ std::string Svg::finish() { return std::move(out_) + "</svg>"; }
 
 namespace causeway {
 
+namespace {
+
+// Each cause's colour slot in the report's palette (docs/REPORT.md): a switch with no default,
+// and every enumerator checked below at compile time, so a cause added without a colour does
+// not build. A name shared by both levels (network, cpu_contention, …) has one colour.
+constexpr const char* call_cause_colour(Cause c) {
+  switch (c) {
+    case Cause::cpu_contention: return "c0";
+    case Cause::io_contention: return "c1";
+    case Cause::memory_pressure: return "c2";
+    case Cause::network: return "c3";
+    case Cause::nccl_straggler: return "c4";
+    case Cause::gpu_wait: return "c5";
+    case Cause::lock_contention: return "c6";
+    case Cause::cold_start:
+    case Cause::allocator:
+    case Cause::transfer_bound:
+    case Cause::dataloader_starvation:
+    case Cause::host_bound:
+    case Cause::launch_bound:
+    case Cause::graph_recapture:
+    case Cause::unknown: return "c7";
+  }
+  throw "a Cause without a colour class";  // not a constant expression: the static_assert below fails
+}
+
+constexpr const char* request_cause_colour(requests::RequestCause c) {
+  using requests::RequestCause;
+  switch (c) {
+    case RequestCause::cpu_contention: return "c0";
+    case RequestCause::io_contention: return "c1";
+    case RequestCause::memory_pressure: return "c2";
+    case RequestCause::network: return "c3";
+    case RequestCause::nccl_straggler: return "c4";
+    case RequestCause::prefill_interference: return "c8";
+    case RequestCause::kv_cache_pressure: return "c9";
+    case RequestCause::queueing: return "c10";
+  }
+  throw "a RequestCause without a colour class";
+}
+
+constexpr bool every_cause_coloured() {
+  for (int i = 0; i < kCauseCount; ++i)
+    if (!call_cause_colour(static_cast<Cause>(i))) return false;
+  for (int i = 0; i < requests::kRequestCauseCount; ++i)
+    if (!request_cause_colour(static_cast<requests::RequestCause>(i))) return false;
+  return true;
+}
+static_assert(every_cause_coloured(), "every Cause and RequestCause needs a colour class in the report");
+
+}  // namespace
+
+// A name from a stored chain: a request cause's colour, else a call cause's; a name that is
+// neither (an older DB's cause, "unexplained") gets the neutral slot.
 const char* cause_class(std::string_view cause) {
-  static constexpr std::pair<std::string_view, const char*> kFixed[] = {
-      {"cpu_contention", "c0"}, {"io_contention", "c1"},  {"memory_pressure", "c2"}, {"network", "c3"},
-      {"nccl_straggler", "c4"}, {"gpu_wait", "c5"},       {"lock_contention", "c6"}, {"prefill_interference", "c8"},
-      {"kv_cache_pressure", "c9"}, {"queueing", "c10"}};
-  for (const auto& [name, cls] : kFixed)
-    if (name == cause) return cls;
+  if (auto r = request_cause_named(cause)) return request_cause_colour(*r);
+  if (auto c = call_cause_named(cause)) return call_cause_colour(*c);
   return "c7";
 }
 

@@ -2,7 +2,12 @@
 // level): the causes keyed to requests (docs/INFERENCE.md "Causes keyed to requests") are a
 // closed set, each a module in diagnosis/causes/request_<cause>.{h,cpp} that declares one
 // descriptor struct with its id, its JSON name, the tier its claims take a gap's time in
-// (docs/INFERENCE.md "Claims on one gap") and its recommendation. The registry
+// (docs/INFERENCE.md "Claims on one gap"), its recommendation, and its detector: find(), which
+// claims time of one slow part from the session's evidence (diagnosis/request_evidence.h), or,
+// for a cause found by another module's detector, found_with (io_contention's D-state reading
+// also claims memory_pressure). A module that keeps something across slow parts declares a
+// `struct State` (owned by the finder through the registry) and takes it first in find(). A
+// module may add words to its chain: chain_words(). The registry
 // (diagnosis/causes/request_registry.h) lists every descriptor once; the concept below makes the
 // compiler refuse a module that lacks a piece.
 #pragma once
@@ -10,7 +15,11 @@
 #include <concepts>
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <string_view>
+#include <vector>
+
+#include "diagnosis/causes/cause_module.h"
 
 namespace causeway::requests {
 
@@ -43,6 +52,35 @@ struct CauseClaim {
   nlohmann::json culprit;
 };
 
+class RequestEvidence;  // diagnosis/request_evidence.h
+struct SlowPart;        // diagnosis/request_evidence.h
+
+// What a cause adds to its request chain (diagnosis/request_chains.cpp) from its culprit: a
+// clause ending the summary ("; up to 3 requests waiting …") and evidence lines.
+struct RequestChainWords {
+  std::string said;
+  std::vector<std::string> evidence;
+};
+
+// The detector: claims (any number, of its own id or of a module found_with it) on one slow
+// part, appended to `out`; the finder drops those under the noise floor and arbitrates.
+template <typename M>
+concept FindsRequestClaims =
+    requires(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) { M::find(ev, part, out); } ||
+    requires(state_of_t<M>& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
+      requires HasState<M>;
+      M::find(st, ev, part, out);
+    };
+// A cause whose claims another module's detector makes (the registry checks that module has one).
+template <typename M>
+concept FoundWithAnother = requires {
+  { M::found_with } -> std::convertible_to<RequestCause>;
+};
+template <typename M>
+concept AddsChainWords = requires(const nlohmann::json& culprit) {
+  { M::chain_words(culprit) } -> std::same_as<RequestChainWords>;
+};
+
 template <typename M>
 concept RequestCauseModule = requires(const nlohmann::json& culprit) {
   { M::id } -> std::convertible_to<RequestCause>;
@@ -50,6 +88,6 @@ concept RequestCauseModule = requires(const nlohmann::json& culprit) {
   { M::tier } -> std::convertible_to<ClaimTier>;
   // The chain's recommendation, which may depend on what the culprit says.
   { M::recommendation(culprit) } -> std::convertible_to<const char*>;
-};
+} && (FindsRequestClaims<M> || FoundWithAnother<M>);
 
 }  // namespace causeway::requests

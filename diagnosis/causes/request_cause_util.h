@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -13,6 +14,13 @@ inline std::string sql_id_list(const std::vector<uint32_t>& ids) {
   std::string in;
   for (uint32_t id : ids) in += (in.empty() ? "" : ",") + std::to_string(id);
   return in;
+}
+
+// "12.3": a number in a chain's words, one decimal.
+inline std::string one_decimal(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
 }
 
 // How long [a0, a1] and [b0, b1] overlap, in ns (0 when they do not).

@@ -1,8 +1,10 @@
 // `cpu_contention` keyed to requests: the engine's threads were runnable but off CPU during the
 // slow part; the culprit is who held their CPUs meanwhile, by time, never the tracer
-// (diagnosis/request_causes.cpp CauseFinder::cpu_contention, docs/INFERENCE.md "Causes keyed to
-// requests").
+// (docs/INFERENCE.md "Causes keyed to requests", docs/DIAGNOSIS.md "The tracer is never a
+// culprit").
 #pragma once
+
+#include <vector>
 
 #include "diagnosis/causes/request_cause.h"
 
@@ -13,6 +15,10 @@ struct CpuContentionRequestCause {
   static constexpr std::string_view name = "cpu_contention";
   static constexpr ClaimTier tier = ClaimTier::host_state;
   static const char* recommendation(const nlohmann::json& culprit);
+  // The time other processes held the engine threads' CPUs while those threads were runnable;
+  // culprit {"pid", "comm", "share"} of the one that held them longest, with
+  // "tracer_overhead_ms" when the tracer's own threads took ≥ 1 ms of it.
+  static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 
 }  // namespace causeway::requests

@@ -7,6 +7,7 @@
 #include "diagnosis/engine_series.h"
 #include "tracedb/sqlite_handle.h"
 #include "diagnosis/causes/request_cause_util.h"
+#include "diagnosis/request_evidence.h"
 
 namespace causeway::requests {
 namespace {
@@ -131,6 +132,11 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
   if (top_pages < 0 && !ooms.empty()) top = ooms.front().pid, top_pages = 0;
   out.push_back({RequestCause::memory_pressure, rest, {{"pid", top}, {"comm", comm_of(comms, top)}, {"pages", top_pages}}});
   return out;
+}
+
+void IoContentionRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
+  for (auto& c : d_state_claims(ev.db(), ev.session_id(), ev.engine_pids(part.server_pid), ev.comms(), part.from_ns, part.to_ns))
+    out.push_back(std::move(c));
 }
 
 const char* IoContentionRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {

@@ -23,6 +23,8 @@ struct IoContentionRequestCause {
   static constexpr std::string_view name = "io_contention";
   static constexpr ClaimTier tier = ClaimTier::host_state;
   static const char* recommendation(const nlohmann::json& culprit);
+  // Both D-state causes' claims (d_state_claims below): memory_pressure is found with it.
+  static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 
 // memory_pressure: the engine's threads stalled in D in memory reclaim.
@@ -30,6 +32,7 @@ struct MemoryPressureRequestCause {
   static constexpr RequestCause id = RequestCause::memory_pressure;
   static constexpr std::string_view name = "memory_pressure";
   static constexpr ClaimTier tier = ClaimTier::host_state;
+  static constexpr RequestCause found_with = RequestCause::io_contention;
   static const char* recommendation(const nlohmann::json& culprit);
 };
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "diagnosis/causes/request_cause_util.h"
+#include "diagnosis/request_evidence.h"
+
 namespace causeway::requests {
 
 std::optional<CauseClaim> kv_cache_claim(const EngineSeries& s, uint32_t engine_pid, int64_t from, int64_t to) {
@@ -33,6 +36,18 @@ std::optional<CauseClaim> kv_cache_claim(const EngineSeries& s, uint32_t engine_
   if (lost <= 0) return std::nullopt;
   return CauseClaim{RequestCause::kv_cache_pressure, lost,
                     {{"pid", engine_pid}, {"kv_cache_usage", std::round(usage_max * 1000) / 1000}, {"preemptions", preempted}}};
+}
+
+void KvCacheRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
+  const EngineSeries* s = ev.series(part.server_pid);
+  if (!s) return;
+  if (auto c = kv_cache_claim(*s, part.server_pid, part.from_ns, part.to_ns)) out.push_back(std::move(*c));
+}
+
+RequestChainWords KvCacheRequestCause::chain_words(const nlohmann::json& culprit) {
+  return {"; KV cache " + one_decimal(culprit.value("kv_cache_usage", 0.0) * 100) + "% full, " +
+              one_decimal(culprit.value("preemptions", 0.0)) + " preemptions",
+          {}};
 }
 
 const char* KvCacheRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {

@@ -7,6 +7,7 @@
 #include "diagnosis/causes/request_cause.h"
 
 #include <optional>
+#include <vector>
 
 #include "diagnosis/engine_series.h"
 
@@ -18,6 +19,10 @@ struct KvCacheRequestCause {
   static constexpr std::string_view name = "kv_cache_pressure";
   static constexpr ClaimTier tier = ClaimTier::engine_state;
   static const char* recommendation(const nlohmann::json& culprit);
+  // "; KV cache N% full, M preemptions"
+  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  // kv_cache_claim over the slow part.
+  static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 
 // A cache this full is under pressure (vLLM preempts when a step's blocks do not fit).

@@ -9,6 +9,7 @@
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 #include "diagnosis/causes/request_cause_util.h"
+#include "diagnosis/request_evidence.h"
 
 namespace causeway::requests {
 namespace {
@@ -144,6 +145,11 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
   if (!source.empty()) culprit["rank_source"] = source;
   if (e.rank >= 0 && rank_number_known(source)) culprit["rank"] = e.rank;
   return CauseClaim{RequestCause::nccl_straggler, lost, std::move(culprit)};
+}
+
+void NcclStragglerRequestCause::find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
+  if (!st.stragglers) st.stragglers = std::make_unique<NcclStragglers>(ev.db(), ev.session_id());
+  if (auto c = st.stragglers->claim(ev.engine_pids(part.server_pid), ev.comms(), part.from_ns, part.to_ns)) out.push_back(std::move(*c));
 }
 
 const char* NcclStragglerRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {

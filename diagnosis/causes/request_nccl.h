@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct NcclStragglerRequestCause {
   static constexpr std::string_view name = "nccl_straggler";
   static constexpr ClaimTier tier = ClaimTier::engine_work;
   static const char* recommendation(const nlohmann::json& culprit);
+  // The finder of the class below, made at the first slow part and kept (its reading is cached).
+  struct State;
+  static void find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 
 // [from, to]: the slow part of a request; pids: the engine's processes (the server and its
@@ -57,6 +61,10 @@ class NcclStragglers {
   sqlite3* db_;
   int64_t session_id_;
   std::map<std::vector<uint32_t>, Resolved> resolved_;  // by engine
+};
+
+struct NcclStragglerRequestCause::State {
+  std::unique_ptr<NcclStragglers> stragglers;
 };
 
 }  // namespace causeway::requests

@@ -10,6 +10,8 @@
 #include "diagnosis/engine_series.h"
 #include "tracedb/op_args.h"
 #include "tracedb/sqlite_handle.h"
+#include "common/sanitize.h"
+#include "diagnosis/request_evidence.h"
 
 namespace causeway::requests {
 namespace {
@@ -120,6 +122,27 @@ std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connecti
                             {"short_writes", short_writes},
                             {"blocked_writes", blocked}};
   return CauseClaim{RequestCause::network, lost, std::move(culprit)};
+}
+
+// The first of the request's connections (one, unless its id repeats) that waited ≥ the noise floor.
+void NetworkRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
+  for (const auto& s : ev.spans()) {
+    if (s.id != part.id || s.server_pid != part.server_pid) continue;
+    auto claim = network_claim(ev.db(), ev.session_id(), {part.server_pid, s.fd, s.peer, ev.comm(part.server_pid)}, part.from_ns,
+                               part.to_ns);
+    if (claim && claim->lost_ns >= kMinRequestClaimNs) {
+      out.push_back(std::move(*claim));
+      return;
+    }
+  }
+}
+
+RequestChainWords NetworkRequestCause::chain_words(const nlohmann::json& k) {
+  auto count = [&](const char* key) { return std::to_string(k.value(key, int64_t{0})); };
+  return {"; the server's writes to " + sanitize_untrusted(k.value("peer", ""), 64) + " waited on a full send buffer: " +
+              count("eagain") + " EAGAIN, " + count("short_writes") + " short writes, " + count("blocked_writes") +
+              " blocking writes, " + count("retransmits") + " TCP retransmits",
+          {}};
 }
 
 const char* NetworkRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {

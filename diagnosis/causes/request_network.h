@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 
 namespace causeway::requests {
@@ -24,6 +25,10 @@ struct NetworkRequestCause {
   static constexpr std::string_view name = "network";
   static constexpr ClaimTier tier = ClaimTier::own_connection;
   static const char* recommendation(const nlohmann::json& culprit);
+  // "; the server's writes to PEER waited on a full send buffer: …"
+  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  // network_claim on the request's own connection.
+  static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 
 struct Connection {

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "diagnosis/causes/request_cause_util.h"
+#include "diagnosis/request_evidence.h"
+
 namespace causeway::requests {
 
 std::optional<CauseClaim> queueing_claim(const EngineSeries& s, uint32_t engine_pid, int64_t from, int64_t to) {
@@ -16,6 +19,20 @@ std::optional<CauseClaim> queueing_claim(const EngineSeries& s, uint32_t engine_
   const double lost = covered_ns(std::move(waited), from, to);
   if (lost <= 0) return std::nullopt;
   return CauseClaim{RequestCause::queueing, lost, {{"pid", engine_pid}, {"waiting_max", waiting_max}}};
+}
+
+void QueueingRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
+  const EngineSeries* s = ev.series(part.server_pid);
+  if (!s) return;
+  // Queued only before its first token: once it streams, the request is running.
+  int64_t first_out = part.to_ns;
+  for (const auto& r : ev.spans())
+    if (r.id == part.id && r.server_pid == part.server_pid && r.first_out_ns) first_out = std::min(part.to_ns, r.first_out_ns);
+  if (auto c = queueing_claim(*s, part.server_pid, part.from_ns, first_out)) out.push_back(std::move(*c));
+}
+
+RequestChainWords QueueingRequestCause::chain_words(const nlohmann::json& culprit) {
+  return {"; up to " + one_decimal(culprit.value("waiting_max", 0.0)) + " requests waiting in the engine's queue", {}};
 }
 
 const char* QueueingRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {

@@ -6,6 +6,7 @@
 #include "diagnosis/causes/request_cause.h"
 
 #include <optional>
+#include <vector>
 
 #include "diagnosis/engine_series.h"
 
@@ -17,6 +18,10 @@ struct QueueingRequestCause {
   static constexpr std::string_view name = "queueing";
   static constexpr ClaimTier tier = ClaimTier::engine_state;
   static const char* recommendation(const nlohmann::json& culprit);
+  // "; up to N requests waiting in the engine's queue"
+  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  // queueing_claim over the part before the request's first token.
+  static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 
 // [from, to]: the part of a request's slow part before its first token (a request that has

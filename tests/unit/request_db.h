@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "diagnosis/request_chains.h"
 #include "diagnosis/request_latency.h"
+#include "tracedb/sqlite_handle.h"
 #include "tests/support/test_support.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"
@@ -43,6 +45,18 @@ struct Db {
     return *r;
   }
 };
+
+// The latest session's request chains as their stored documents, most severe first.
+inline nlohmann::json request_chain_docs(sqlite3* db) {
+  auto st = Statement::prepare(db, "SELECT max(id) FROM sessions");
+  REQUIRE(st);
+  REQUIRE(st->step() == SQLITE_ROW);
+  auto records = request_chain_records(db, st->col_int(0));
+  REQUIRE(records);
+  nlohmann::json docs = nlohmann::json::array();
+  for (const ChainRecord& r : *records) docs.push_back(nlohmann::json::parse(r.doc));
+  return docs;
+}
 
 inline const nlohmann::json* cause(const nlohmann::json& tail, const std::string& name) {
   for (const auto& c : tail["causes"])

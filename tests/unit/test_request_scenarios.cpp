@@ -6,6 +6,7 @@
 #include "diagnosis/request_latency.h"
 #include "diagnosis/request_chains.h"
 #include "synth/scenarios.h"
+#include "tests/unit/request_db.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/test_mcp_helpers.h"
 #include "tracedb/chain_store.h"
@@ -123,9 +124,7 @@ TEST_CASE("request chains: each request scenario's cause is a HIGH request chain
     const std::string path = demo(info.name, 3, dir);
     auto db = open_read_only(path);
     REQUIRE(db.ok());
-    auto r = requests::request_chains(db->get(), {});
-    REQUIRE(r);
-    const json& chains = (*r)["chains"];
+    const json chains = requests::request_chain_docs(db->get());
     CAPTURE(chains.dump());
     if (info.expected_request_cause.empty()) {
       for (const auto& c : chains) CHECK(c["severity"] != "HIGH");
