@@ -363,16 +363,16 @@ const char* metric_name(Metric m) {
 namespace {
 
 // The rows a query judges, and every row of its session (the evidence).
-struct JudgedRows {
+struct JudgedRequestRows {
   SessionScope scope;
   std::vector<Row> evidence, rows;
 };
 
-Result<JudgedRows> judge_rows(sqlite3* db, const RequestQuery& q) {
+Result<JudgedRequestRows> judge_request_rows(sqlite3* db, const RequestQuery& q) {
   if (!(q.quantile > 0 && q.quantile < 1)) return make_error("invalid_argument", "quantile must be in (0, 1), e.g. 0.99");
   auto scope = resolve_scope(db, q.session_id, q.since_ns);
   if (!scope) return scope.error();
-  JudgedRows j{*scope, {}, {}};
+  JudgedRequestRows j{*scope, {}, {}};
   if (has_table(db, "requests")) {
     auto r = load(db, scope->session_id);
     if (!r) return r.error();
@@ -386,7 +386,7 @@ Result<JudgedRows> judge_rows(sqlite3* db, const RequestQuery& q) {
   return j;
 }
 
-CauseFinder finder_over(sqlite3* db, const JudgedRows& j) {
+CauseFinder request_finder_over(sqlite3* db, const JudgedRequestRows& j) {
   std::vector<RequestSpan> spans;
   for (const Row& r : j.evidence)
     spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant});
@@ -394,7 +394,7 @@ CauseFinder finder_over(sqlite3* db, const JudgedRows& j) {
 }
 
 // The tail, typed, with the unrounded numbers the rest of the answer uses.
-struct TailResult {
+struct RequestTailWork {
   RequestTail tail;
   double excess_ns = 0;
   double median_ns = 0;
@@ -403,7 +403,7 @@ struct TailResult {
 // The tail: units at or above the quantile (requests; token gaps for itl), each explained
 // by what the engine did during its slow part (diagnosis/request_causes.h); share_time is a
 // cause's share of the tail's time above the median.
-TailResult tail_of(const std::vector<Row>& rows, const RequestQuery& q, CauseFinder& finder, int64_t session_id) {
+RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQuery& q, CauseFinder& finder, int64_t session_id) {
   Values all;
   for (const Row& r : rows) all.add(r);
   std::vector<int64_t> units_v = q.metric == Metric::ttft ? all.ttft : q.metric == Metric::itl ? all.itl : all.e2e;
@@ -453,7 +453,7 @@ TailResult tail_of(const std::vector<Row>& rows, const RequestQuery& q, CauseFin
       if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
     }
   }
-  TailResult out;
+  RequestTailWork out;
   RequestTail& t = out.tail;
   t.session_id = session_id;
   t.metric = q.metric;
@@ -490,7 +490,7 @@ TailResult tail_of(const std::vector<Row>& rows, const RequestQuery& q, CauseFin
   return out;
 }
 
-json tail_json(const RequestTail& t, const ChainIds& chain_ids, bool chain_detail) {
+json request_tail_json(const RequestTail& t, const ChainIds& chain_ids, bool chain_detail) {
   json causes = json::array();
   for (const TailCause& c : t.causes) {
     const std::string name(RequestCauses::name(c.cause));
@@ -513,14 +513,14 @@ json tail_json(const RequestTail& t, const ChainIds& chain_ids, bool chain_detai
 }  // namespace
 
 Result<RequestTail> request_tail(sqlite3* db, const RequestQuery& q) {
-  auto j = judge_rows(db, q);
+  auto j = judge_request_rows(db, q);
   if (!j) return j.error();
-  CauseFinder finder = finder_over(db, *j);
-  return tail_of(j->rows, q, finder, j->scope.session_id).tail;
+  CauseFinder finder = request_finder_over(db, *j);
+  return request_tail_work(j->rows, q, finder, j->scope.session_id).tail;
 }
 
 Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
-  auto judged_rows = judge_rows(db, q);
+  auto judged_rows = judge_request_rows(db, q);
   if (!judged_rows) return judged_rows.error();
   const SessionScope* scope = &judged_rows->scope;
   const std::vector<Row>& rows = judged_rows->rows;
@@ -545,10 +545,10 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                   {"itl_ms", summary(g.second.itl)}, {"tpot_ms", summary(g.second.tpot)}, {"e2e_ms", summary(g.second.e2e)}});
   }
 
-  CauseFinder finder = finder_over(db, *judged_rows);
+  CauseFinder finder = request_finder_over(db, *judged_rows);
   const ChainIds chain_ids(db, scope->session_id, q.metric);
-  const TailResult tr = tail_of(rows, q, finder, scope->session_id);
-  json tail = tail_json(tr.tail, chain_ids, q.chain_detail);
+  const RequestTailWork tr = request_tail_work(rows, q, finder, scope->session_id);
+  json tail = request_tail_json(tr.tail, chain_ids, q.chain_detail);
   const double median = tr.median_ns;
   std::map<std::string, double> lost_by_cause;
   for (const TailCause& c : tr.tail.causes) lost_by_cause[std::string(RequestCauses::name(c.cause))] = c.lost_ns;
