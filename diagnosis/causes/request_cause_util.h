@@ -1,4 +1,4 @@
-// Small pieces the request causes share (diagnosis/request_causes.cpp and cause_*.cpp).
+// Small pieces the request cause modules share (diagnosis/causes/request_*.cpp and the chains).
 #pragma once
 
 #include <algorithm>

@@ -5,6 +5,8 @@
 // request_latency_json.
 #include <doctest/doctest.h>
 
+#include "diagnosis/causes/request_registry.h"
+#include "diagnosis/request_evidence.h"
 #include "diagnosis/request_latency.h"
 #include "requests/to_record.h"
 #include "tests/unit/request_db.h"
@@ -212,4 +214,47 @@ TEST_CASE("one arbitration per gap: a long prefill and CPU contention on the sam
     for (const json& c : s["causes"]) lost += c["lost_ms"].get<double>();
     CHECK(lost <= 205.5);  // the slow gap's excess over the median gap, never more
   }
+}
+
+// What the registry needs of a module, refused at compile time (docs/DIAGNOSIS.md "Adding a
+// cause", request level): these descriptors are what a newcomer might write.
+namespace request_module_shapes {
+struct Complete {
+  static constexpr RequestCause id = RequestCause::queueing;
+  static constexpr std::string_view name = "queueing";
+  static constexpr ClaimTier tier = ClaimTier::engine_state;
+  static const char* recommendation(const json&) { return "r"; }
+  static void find(RequestEvidence&, const SlowPart&, std::vector<CauseClaim>&) {}
+};
+struct NoDetector {  // neither find() nor found_with
+  static constexpr RequestCause id = RequestCause::queueing;
+  static constexpr std::string_view name = "queueing";
+  static constexpr ClaimTier tier = ClaimTier::engine_state;
+  static const char* recommendation(const json&) { return "r"; }
+};
+struct NoRecommendation {
+  static constexpr RequestCause id = RequestCause::queueing;
+  static constexpr std::string_view name = "queueing";
+  static constexpr ClaimTier tier = ClaimTier::engine_state;
+  static void find(RequestEvidence&, const SlowPart&, std::vector<CauseClaim>&) {}
+};
+struct FoundWithOther {
+  static constexpr RequestCause id = RequestCause::memory_pressure;
+  static constexpr std::string_view name = "memory_pressure";
+  static constexpr ClaimTier tier = ClaimTier::host_state;
+  static constexpr RequestCause found_with = RequestCause::io_contention;
+  static const char* recommendation(const json&) { return "r"; }
+};
+}  // namespace request_module_shapes
+
+TEST_CASE("the request registry's concept refuses a module without a detector or a recommendation") {
+  using namespace request_module_shapes;
+  static_assert(RequestCauseModule<Complete>);
+  static_assert(RequestCauseModule<FoundWithOther>);
+  static_assert(!RequestCauseModule<NoDetector>);
+  static_assert(!RequestCauseModule<NoRecommendation>);
+  // A list that leaves an enumerator without a module does not compile (the registry's
+  // static_assert); the real one has one module per enumerator.
+  CHECK(RequestCauses::complete());
+  CHECK(RequestCauses::size == static_cast<size_t>(kRequestCauseCount));
 }
