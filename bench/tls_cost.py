@@ -15,7 +15,9 @@ by one without pause and `data: [DONE]`. Each round runs the same load untraced,
 server's libssl) once per --causeway given (default: BUILD/causeway; two compare a before and
 an after binary in the same run, the order rotating per round); the client measures each
 request itself (send -> the end of the response). Reported per run: p50/p99, the traced/
-untraced p50 ratio, the requests the DB holds (all with tls = 1) against those sent, and the
+untraced p50 ratio, the server's CPU time per request (utime + stime from /proc: on a busy host
+the latency is mostly queueing, the CPU the probes add to the server is not) and the tracer's
+own CPU time (wait4), the requests the DB holds (all with tls = 1) against those sent, and the
 tracer's loss counters (collector_stats: dropped_ring_sock, dropped_sock_queue, http_desync,
 http_tls_*). Exit 1 when a traced run did not store every request.
 """
@@ -68,6 +70,22 @@ LOSS_COUNTERS = ("dropped_ring_sock", "dropped_sock_queue", "dropped_sock_map", 
                  "http_tls_plaintext_calls", "http_tls_cipher_skipped", "sock_records_received")
 
 
+def cpu_s(pid):
+    """utime + stime of a process so far, seconds (its threads included)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured_load(a, server_pid, load_cpus):
+    """The load, and the server's CPU time per request it cost (us): on a busy host the
+    latency is mostly queueing, the CPU the probes add to the server is not."""
+    before = cpu_s(server_pid)
+    res = run_load(a.port, a.rate, a.seconds, a.connections, a.events, load_cpus)
+    res["server_cpu_us_per_request"] = (cpu_s(server_pid) - before) * 1e6 / max(res["requests"], 1)
+    return res
+
+
 def traced_run(a, causeway, tmp, tag, server_pid, tracer_cpus, load_cpus):
     db = os.path.join(tmp, "trace-%s.db" % tag)
     ready = os.path.join(tmp, "t-%s.ready" % tag)
@@ -77,11 +95,13 @@ def traced_run(a, causeway, tmp, tag, server_pid, tracer_cpus, load_cpus):
                               preexec_fn=request_cost.pinned(tracer_cpus))
     wait_file(ready, tracer, "causeway trace")
     try:
-        res = run_load(a.port, a.rate, a.seconds, a.connections, a.events, load_cpus)
+        res = measured_load(a, server_pid, load_cpus)
         time.sleep(0.3)
     finally:
         tracer.send_signal(signal.SIGINT)
-        tracer.wait(timeout=60)
+        _, _, usage = os.wait4(tracer.pid, 0)
+        tracer.returncode = 0
+    res["tracer_cpu_s"] = usage.ru_utime + usage.ru_stime
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     stored, tls_rows = con.execute("SELECT count(*), coalesce(sum(tls), 0) FROM requests WHERE server_pid = ?",
                                    (server_pid,)).fetchone()
@@ -131,13 +151,16 @@ def main():
             wait_file(ready, server, "the server")
             run_load(a.port, a.rate, 1, a.connections, a.events, load_cpus)  # warm-up: imports, first connections
             for r in range(a.rounds):
-                res = {"bare": run_load(a.port, a.rate, a.seconds, a.connections, a.events, load_cpus)}
+                res = {"bare": measured_load(a, server.pid, load_cpus)}
                 order = tracers[r % len(tracers):] + tracers[:r % len(tracers)]
                 for label, path in order:
                     res[label] = traced_run(a, path, tmp, "%d-%s" % (r, label), server.pid, tracer_cpus, load_cpus)
                     res[label]["p50_ratio"] = res[label]["p50_ms"] / res["bare"]["p50_ms"]
-                    print("round %d %s: p50 %.3f ms (x%.2f) p99 %.3f ms, stored %d of %d (tls %d), %s" % (
-                        r, label, res[label]["p50_ms"], res[label]["p50_ratio"], res[label]["p99_ms"], res[label]["stored"],
+                    print("round %d %s: p50 %.3f ms (x%.2f) p99 %.3f ms, server CPU %.0f us/request (untraced %.0f), "
+                          "tracer CPU %.2f s, stored %d of %d (tls %d), %s" % (
+                        r, label, res[label]["p50_ms"], res[label]["p50_ratio"], res[label]["p99_ms"],
+                        res[label]["server_cpu_us_per_request"], res["bare"]["server_cpu_us_per_request"],
+                        res[label]["tracer_cpu_s"], res[label]["stored"],
                         res[label]["requests"], res[label]["tls_rows"], json.dumps(res[label]["counters"])),
                         file=sys.stderr, flush=True)
                 print("round %d bare: p50 %.3f ms p99 %.3f ms" % (r, res["bare"]["p50_ms"], res["bare"]["p99_ms"]),
@@ -150,6 +173,10 @@ def main():
            "load": os.getloadavg()[0], "rounds": rounds}
     for label, _ in tracers:
         out[label + "_p50_ratio_median"] = statistics.median(r[label]["p50_ratio"] for r in rounds)
+        out[label + "_server_cpu_us_per_request_median"] = statistics.median(
+            r[label]["server_cpu_us_per_request"] for r in rounds)
+        out[label + "_tracer_cpu_s_median"] = statistics.median(r[label]["tracer_cpu_s"] for r in rounds)
+    out["bare_server_cpu_us_per_request_median"] = statistics.median(r["bare"]["server_cpu_us_per_request"] for r in rounds)
     print(json.dumps(out))
     exact = all(r[label]["stored"] == r[label]["requests"] == r[label]["tls_rows"] for r in rounds for label, _ in tracers)
     return 0 if exact else 1

@@ -71,12 +71,12 @@ int64_t stat_of(const std::string& db, const std::string& name) {
 // what must not differ between the two.
 std::string rows_of(const std::string& db, pid_t server, int tls) {
   return q_text(db,
-                "SELECT group_concat(g, ' | ') FROM (SELECT method || ' ' || path || ' ' || status || ' ' || response_bytes || "
-                "' ' || events || ' ' || content_events || ' ' || coalesce(model, '-') || ' ' || coalesce(max_tokens, '-') || "
-                "' ' || coalesce(input_tokens, '-') || ' ' || coalesce(output_tokens, '-') || ' ' || end_reason || ' x' || "
-                "count(*) AS g FROM requests WHERE server_pid = " +
+                "SELECT group_concat(k || ' x' || n, ' | ') FROM (SELECT k, count(*) AS n FROM (SELECT method || ' ' || path || "
+                "' ' || status || ' ' || response_bytes || ' ' || events || ' ' || content_events || ' ' || "
+                "coalesce(model, '-') || ' ' || coalesce(max_tokens, '-') || ' ' || coalesce(input_tokens, '-') || ' ' || "
+                "coalesce(output_tokens, '-') || ' ' || end_reason AS k FROM requests WHERE server_pid = " +
                     std::to_string(server) + " AND tls = " + std::to_string(tls) +
-                    " AND path != '/warm' GROUP BY 1 ORDER BY 1)");
+                    " AND path != '/warm') GROUP BY k ORDER BY k)");
 }
 
 // What the TLS hook counts as not recorded (collector_stats, bpf/events.h enum cw_ssl_stat),
@@ -102,7 +102,7 @@ struct TlsServerRun {
 // One tls_server.py in `mode`, ready, its first TLS connection made (imports).
 pid_t start_server(TlsServerRun& run, const std::string& mode, int port_base) {
   make_certificate(run.dir);
-  run.plain_port = port_base + static_cast<int>(::getpid() % 7000) * 2;
+  run.plain_port = port_base + static_cast<int>(::getpid() % 6000) * 2;  // port_base ≤ 52000: under 65536
   run.tls_port = run.plain_port + 1;
   run.pid = spawn({kPython, source_dir() + "/tests/testprogs/tls_server.py", "--mode", mode, "--plain-port",
                    std::to_string(run.plain_port), "--tls-port", std::to_string(run.tls_port), "--cert",
@@ -147,7 +147,7 @@ void same_rows_through_tls(const std::string& mode) {
   CHECK(tls_rows == plain_rows);
   CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE path != '/warm' AND server_pid = " + std::to_string(server)) == 72);
   CHECK(stat_of(t.db(), "http_tls_servers") == 1);
-  CHECK(stat_of(t.db(), "http_tls_links") >= 5);  // SSL_read and SSL_write (entry and return), SSL_set_fd
+  CHECK(stat_of(t.db(), "http_tls_links") >= 1);  // one session link (6.13+), else an entry and a return per function
   check_nothing_lost(t.db());
 }
 
@@ -221,7 +221,7 @@ TEST_CASE("causeway check: the tls item says the system libssl can be read, tls_
   // A Python server on the system libssl (readable) and, where node is installed, a Node https
   // server (OpenSSL linked into node: counted, not read), both listening while check runs.
   TlsServerRun run;
-  const TlsReap reap{start_server(run, "asyncio", 52000)};
+  const TlsReap reap{start_server(run, "asyncio", 50000)};
   wait_for_file(run.dir.file("server.ready"), 30000);
   const bool have_node = run_process({"node", "--version"}).exit_code == 0;
   pid_t node = 0;
@@ -233,7 +233,7 @@ TEST_CASE("causeway check: the tls item says the system libssl can be read, tls_
     wait_for_file(run.dir.file("node.ready"), 30000);
   }
   std::optional<TlsReap> reap_node;
-  if (node > 0) reap_node.emplace(TlsReap{node});
+  if (node > 0) reap_node.emplace(node);  // in place: a temporary TlsReap would kill it at once
   auto r = run_causeway({"check", "--json", "--db", run.dir.file("check.db")});
   const json doc = json::parse(r.out);
   json item, servers;
@@ -260,6 +260,8 @@ TEST_CASE("causeway check: the tls item says the system libssl can be read, tls_
   if (have_node) {
     const std::string n = part_of(node);
     CAPTURE(n);
+    CAPTURE(node);
+    CAPTURE(read_file(run.dir.file("node.log")));
     CHECK(n.find(": counted, not read (TLS linked into") != std::string::npos);
     CHECK(servers["status"] == "WARN");
   }
