@@ -87,7 +87,7 @@ if [ -x "$build/bench/trace_cost" ] && [ -x "$build/bench/syscall_cost" ]; then
   objcopy --strip-debug "$build/bench/trace_cost" "$out/bench/trace_cost"
   cp "$build/bench/syscall_cost" "$out/bench/syscall_cost"
   ldd "$build/bench/trace_cost" | while read -r name arrow path _; do
-    [ "$arrow" = "=>" ] && ! is_glibc "$name" && [ ! -e "$out/lib/$name" ] && [ -f "$path" ] && cp -L "$path" "$out/lib/$name"
+    if [ "$arrow" = "=>" ] && ! is_glibc "$name" && [ ! -e "$out/lib/$name" ] && [ -f "$path" ]; then cp -L "$path" "$out/lib/$name"; fi
   done
   echo "bench: trace_cost syscall_cost" >> "$out/MANIFEST"
 else
