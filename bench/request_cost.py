@@ -4,6 +4,7 @@ with python3-aiohttp.
 
   sudo /usr/bin/python3 bench/request_cost.py --build build [--rate 1000] [--seconds 8]
                                               [--rounds 3] [--connections 8] [--hooks libc,syscalls,raw]
+                                              [--server-cpus L --load-cpus L --tracer-cpus L]
 
 1. A served request: a small streaming server (aiohttp, one process, like an OpenAI-style API
    server: POST /v1/completions answers two SSE `data:` events and `data: [DONE]`) takes an
@@ -19,6 +20,12 @@ with python3-aiohttp.
    write() and read(), the very functions the libc hook probes in the server, and getppid)
    with no tracer and with a tracer running on each hook, in the same round; the ratio of ns
    per syscall in the fastest tenth of blocks of 100 calls (the mean is printed beside it).
+
+--hooks auto: the hook the tracer picks by itself (no CAUSEWAY_SOCK_HOOK), as shipped.
+--server-cpus / --load-cpus / --tracer-cpus (CPU lists: "2", "4-7", "4,6"): the server, the
+load's workers (and syscall_cost) and the tracer each pinned to its own cores, so none takes
+CPU time from another (the method Coroot publishes for its overhead figures; what
+scripts/gpu-check.sh's bench phase runs on a many-core host, docs/GPU.md).
 """
 import argparse
 import json
@@ -66,6 +73,28 @@ def completion_request(wid, i):
             "Content-Length: %d\r\nX-Request-Id: w%d-%d\r\n\r\n" % (len(BODY), wid, i)).encode() + BODY
 
 
+def cpu_list(text):
+    """A CPU list ("2", "4-7", "4,6-7") as a set; None for none given."""
+    if not text:
+        return None
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def pinned(cpus):
+    """A preexec_fn pinning the child to cpus (None: no pinning)."""
+    return (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+
+
+def pinned_worker(worker, cpus, *args):
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+    worker(*args)
+
+
 def client_worker(port, rate, seconds, start_at, out_q, wid, wrap=None, request=completion_request):
     """One keep-alive connection, requests at fixed times (open loop): a late request is sent
     at once and its latency still counts from its send. wrap: the socket → what to talk
@@ -97,14 +126,14 @@ def client_worker(port, rate, seconds, start_at, out_q, wid, wrap=None, request=
     out_q.put(lat)
 
 
-def run_load(port, rate, seconds, connections, worker=client_worker):
+def run_load(port, rate, seconds, connections, worker=client_worker, cpus=None):
     """worker(port, rate, seconds, start_at, out_q, wid): one connection's open loop
-    (client_worker here; bench/tls_cost.py's over TLS)."""
+    (client_worker here; bench/tls_cost.py's over TLS), on cpus when given."""
     q = multiprocessing.Queue()
     start_at = time.monotonic() + 0.5
     # Workers offset by one gap each: together they send evenly, not in bursts of --connections.
-    procs = [multiprocessing.Process(target=worker,
-                                     args=(port, rate / connections, seconds, start_at + w / rate, q, w))
+    procs = [multiprocessing.Process(target=pinned_worker,
+                                     args=(worker, cpus, port, rate / connections, seconds, start_at + w / rate, q, w))
              for w in range(connections)]
     for p in procs:
         p.start()
@@ -120,7 +149,7 @@ def run_load(port, rate, seconds, connections, worker=client_worker):
 
 
 class Tracer:
-    def __init__(self, causeway, tmp, port, tag, hook, server_pid):
+    def __init__(self, causeway, tmp, port, tag, hook, server_pid, cpus=None):
         self.db = os.path.join(tmp, "trace-%s.db" % tag)
         ready = os.path.join(tmp, "ready-%s" % tag)
         self.log = open(os.path.join(tmp, "trace-%s.log" % tag), "w")
@@ -128,11 +157,12 @@ class Tracer:
         # discovery): what the tracer costs the server before any socket hook.
         hook_args = ["--no-requests"] if hook == "off" else ["--http-port", str(port)]
         env = dict(os.environ)
-        if hook != "off":
+        env.pop("CAUSEWAY_SOCK_HOOK", None)
+        if hook not in ("off", "auto"):
             env["CAUSEWAY_SOCK_HOOK"] = hook
         self.proc = subprocess.Popen([causeway, "trace", "--db", self.db, "--quiet", "--ready-file", ready,
                                       "--no-stack", "--pid", str(server_pid)] + hook_args, stdout=self.log, stderr=self.log,
-                                     env=env)
+                                     env=env, preexec_fn=pinned(cpus))
         deadline = time.monotonic() + 60
         while not os.path.exists(ready):
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -174,8 +204,8 @@ def hook_used(db):
     return "raw" if links.get("http_raw_syscall_links", 0) > 0 else "none"
 
 
-def syscall_ns(prog, calls):
-    out = subprocess.run([prog, "--calls", str(calls)], check=True, capture_output=True, text=True)
+def syscall_ns(prog, calls, cpus=None):
+    out = subprocess.run([prog, "--calls", str(calls)], check=True, capture_output=True, text=True, preexec_fn=pinned(cpus))
     return json.loads(out.stdout)
 
 
@@ -189,7 +219,13 @@ def main():
     ap.add_argument("--port", type=int, default=18431)
     ap.add_argument("--syscalls", type=int, default=500000)
     ap.add_argument("--hooks", default="libc,syscalls,raw",
-                    help="the hooks to trace with, in turn; 'off' traces without requests (--no-requests)")
+                    help="the hooks to trace with, in turn; 'auto' the tracer's own choice; 'off' traces without "
+                         "requests (--no-requests)")
+    ap.add_argument("--causeway", help="the causeway to run (default: BUILD/causeway)")
+    ap.add_argument("--syscall-cost", help="bench/syscall_cost (default: BUILD/bench/syscall_cost)")
+    ap.add_argument("--server-cpus", help="pin the server to these CPUs")
+    ap.add_argument("--load-cpus", help="pin the load's workers and syscall_cost to these CPUs")
+    ap.add_argument("--tracer-cpus", help="pin causeway trace to these CPUs")
     ap.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--ready-file", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -199,8 +235,9 @@ def main():
     if os.geteuid() != 0:
         print("request_cost: needs root (BPF)", file=sys.stderr)
         return 2
-    causeway = os.path.join(a.build, "causeway")
-    prog = os.path.join(a.build, "bench", "syscall_cost")
+    causeway = a.causeway or os.path.join(a.build, "causeway")
+    prog = a.syscall_cost or os.path.join(a.build, "bench", "syscall_cost")
+    server_cpus, load_cpus, tracer_cpus = cpu_list(a.server_cpus), cpu_list(a.load_cpus), cpu_list(a.tracer_cpus)
     for p in (causeway, prog):
         if not os.access(p, os.X_OK):
             print("request_cost: %s is missing (ninja -C %s causeway syscall_cost)" % (p, a.build), file=sys.stderr)
@@ -208,14 +245,14 @@ def main():
     with tempfile.TemporaryDirectory(prefix="cw-reqcost-") as tmp:
         ready = os.path.join(tmp, "server.ready")
         server = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve", "--port", str(a.port),
-                                   "--ready-file", ready])
+                                   "--ready-file", ready], preexec_fn=pinned(server_cpus))
         try:
             deadline = time.monotonic() + 30
             while not os.path.exists(ready):
                 if server.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the server did not start")
                 time.sleep(0.05)
-            run_load(a.port, a.rate, 1, a.connections)  # warm-up: imports, first connections
+            run_load(a.port, a.rate, 1, a.connections, cpus=load_cpus)  # warm-up: imports, first connections
             hooks = a.hooks.split(",")
             kinds = ["bare"] + hooks
             rounds = []
@@ -224,13 +261,13 @@ def main():
                 res = {}
                 for kind in order:
                     if kind == "bare":
-                        res["bare"] = run_load(a.port, a.rate, a.seconds, a.connections)
-                        res["syscall_bare"] = syscall_ns(prog, a.syscalls)
+                        res["bare"] = run_load(a.port, a.rate, a.seconds, a.connections, cpus=load_cpus)
+                        res["syscall_bare"] = syscall_ns(prog, a.syscalls, load_cpus)
                         continue
-                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind, server.pid)
+                    t = Tracer(causeway, tmp, a.port, "%d-%s" % (r, kind), kind, server.pid, tracer_cpus)
                     try:
-                        res["syscall_" + kind] = syscall_ns(prog, a.syscalls)
-                        res[kind] = run_load(a.port, a.rate, a.seconds, a.connections)
+                        res["syscall_" + kind] = syscall_ns(prog, a.syscalls, load_cpus)
+                        res[kind] = run_load(a.port, a.rate, a.seconds, a.connections, cpus=load_cpus)
                         time.sleep(0.3)
                     finally:
                         t.stop()
@@ -241,8 +278,8 @@ def main():
                         kept = shutil.copy(t.db, tempfile.mkstemp(prefix="cw-reqcost-", suffix=".db")[1])
                         raise RuntimeError("round %d, %s: the DB holds %d requests, the client sent %d (kept: %s)"
                                            % (r, kind, stored, res[kind]["requests"], kept))
-                    used = hook_used(t.db)
-                    if used != kind:
+                    used = res[kind + "_hook_used"] = hook_used(t.db)
+                    if kind != "auto" and used != kind:
                         raise RuntimeError("round %d: asked for the %s hook, the tracer used %s" % (r, kind, used))
                 # Syscall costs: the fastest tenth of blocks (bench/syscall_cost.c), the mean in brackets.
                 line = "round %d: untraced p50 %.3f ms p99 %.3f ms, write/read %.0f ns [%.0f], getppid %.0f ns [%.0f]" % (
@@ -266,7 +303,15 @@ def main():
             server.wait()
     summary = {h + k: statistics.median(r[h + k] for r in rounds)
                for h in hooks for k in ("_p50_ratio", "_rw_ratio", "_getppid_ratio")}
-    summary.update(rate=a.rate, seconds=a.seconds, rounds=a.rounds, connections=a.connections)
+    for h in ["bare"] + hooks:
+        summary[h + "_p50_ms"] = statistics.median(r[h]["p50_ms"] for r in rounds)
+        summary[h + "_p99_ms"] = statistics.median(r[h]["p99_ms"] for r in rounds)
+        if h != "bare":
+            summary[h + "_requests"] = sum(r[h]["requests"] for r in rounds)  # each traced run: all stored
+            summary[h + "_hook_used"] = rounds[-1].get(h + "_hook_used")
+    summary["syscall_rw_ns_untraced"] = statistics.median(r["syscall_bare"]["rw_p10_ns"] for r in rounds)
+    summary.update(rate=a.rate, seconds=a.seconds, rounds=a.rounds, connections=a.connections,
+                   cpus={"server": a.server_cpus, "load": a.load_cpus, "tracer": a.tracer_cpus})
     print(json.dumps(summary))
     return 0
 

@@ -424,6 +424,22 @@ enum cw_drop {
   CW_DROP__COUNT = 13,
 };
 
+/* What the TLS plaintext hook did, and everything it could not record (collector_stats
+ * http_tls_*, collector/ssl_attach.h ssl_stat_name; bpf/sock.bpf.h ssl_stats, per CPU). */
+enum cw_ssl_stat {
+  CW_SSL_STAT_PLAINTEXT = 0,  /* SSL calls whose plaintext was recorded */
+  CW_SSL_STAT_NO_CONN = 1,    /* plaintext with no connection known for it (no SSL_set_fd, no read on
+                               * the thread before it): not recorded */
+  CW_SSL_STAT_UNTRACED = 2,   /* plaintext of a connection not traced (the server's own TLS client
+                               * connections, one accepted before the trace off a listened port) */
+  CW_SSL_STAT_ARGS_LOST = 3,  /* an SSL call's entry not matched by its return (the in-flight map full,
+                               * or an entry overwritten by another on its thread): its plaintext lost */
+  CW_SSL_STAT_REBOUND = 4,    /* an SSL object's plaintext went to another connection than its last
+                               * (a memory BIO read on a thread that last read another socket) */
+  CW_SSL_STAT_CIPHER_SKIPPED = 5, /* socket calls on TLS-read connections not copied (their cipher bytes) */
+  CW_SSL_STAT__COUNT = 6,
+};
+
 /* Page allocations aggregated in the kernel per process (drained each second). */
 struct cw_page_agg {
   __u64 pages;

@@ -80,6 +80,8 @@ struct cw_sock_key {
 #define CW_FD_TRACED 1 /* a connection it accepted: its syscalls are recorded */
 #define CW_FD_OTHER 2  /* not an accepted TCP connection (a file, a pipe, an eventfd, a client
                         * socket of its own), or causeway's own scrape: looked at once, skipped */
+#define CW_FD_TLS 3    /* a traced connection whose TLS plaintext is read through libssl
+                        * (bpf/ssl.bpf.h): its own (cipher) bytes are not copied */
 
 /* The fds of serving processes looked at: connections accepted while traced, connections
  * found at their first read or write (accepted before the trace), and fds found not to be
@@ -347,13 +349,53 @@ static __always_inline bool sock_take_conn(__u64 id, __s32 fd, bool adopted) {
   return true;
 }
 
-/* Whether fd is a traced connection of the process: an fd not looked at yet is looked at now
- * (a connection accepted before the trace started is taken at its first read or write). */
-static __always_inline bool sock_conn(__u64 id, __s32 fd) {
+/* What fd is to the process (CW_FD_*): an fd not looked at yet is looked at now (a
+ * connection accepted before the trace started is taken at its first read or write). */
+static __always_inline __u8 sock_fd_what(__u64 id, __s32 fd) {
   struct cw_sock_key k = {.pid = id >> 32, .fd = fd};
   __u8 *v = bpf_map_lookup_elem(&sock_fds, &k);
-  if (v) return *v == CW_FD_TRACED;
-  return sock_take_conn(id, fd, true);
+  if (v) return *v;
+  return sock_take_conn(id, fd, true) ? CW_FD_TRACED : CW_FD_OTHER;
+}
+
+/* Whether fd is a traced connection of the process (its bytes, or its TLS plaintext). */
+static __always_inline bool sock_conn(__u64 id, __s32 fd) {
+  const __u8 what = sock_fd_what(id, fd);
+  return what == CW_FD_TRACED || what == CW_FD_TLS;
+}
+
+/* ---- For the TLS plaintext (bpf/ssl.bpf.h): the traced connection each thread last read
+ * from (tid → fd). An SSL_read's plaintext belongs to that connection when its SSL object was
+ * not bound by SSL_set_fd: the read happened just before it (a memory BIO fed by the caller:
+ * Python's asyncio). */
+struct cw_thread_read {
+  __s32 fd;
+  __u32 _pad;
+  __u64 ts; /* when: a read inside an SSL_read (after its entry) is its own socket BIO's */
+};
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, 16384);
+  __type(key, __u32);
+  __type(value, struct cw_thread_read);
+} sock_thread_fd SEC(".maps");
+
+static __always_inline void sock_thread_read(__u32 tid, __s32 fd) {
+  struct cw_thread_read r = {.fd = fd, .ts = bpf_ktime_get_ns()};
+  bpf_map_update_elem(&sock_thread_fd, &tid, &r, BPF_ANY);
+}
+
+/* What the TLS plaintext hook did and could not record (bpf/events.h enum cw_ssl_stat). */
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, CW_SSL_STAT__COUNT);
+  __type(key, __u32);
+  __type(value, __u64);
+} ssl_stats SEC(".maps");
+
+static __always_inline void ssl_count(__u32 what) {
+  __u64 *c = bpf_map_lookup_elem(&ssl_stats, &what);
+  if (c) *c += 1;
 }
 
 /* Where a syscall's arguments are: the raw tracepoint's saved user registers (CO-RE reads), or
@@ -394,7 +436,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
       struct cw_sock_key k = {.pid = tgid, .fd = (__s32)sock_arg(src, hook, 0)};
       __u8 *v = bpf_map_lookup_elem(&sock_fds, &k);
       if (!v) return 0;
-      const bool traced = *v == CW_FD_TRACED;
+      const bool traced = *v == CW_FD_TRACED || *v == CW_FD_TLS;
       bpf_map_delete_elem(&sock_fds, &k);
       if (traced) sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
       return 0;
@@ -428,7 +470,16 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
   }
   if (a.sock_op != CW_SOCK_ACCEPT) {
     a.fd = (__s32)sock_arg(src, hook, 0);
-    if (!sock_conn(id, a.fd)) return 0;
+    const __u8 what = sock_fd_what(id, a.fd);
+    if (what == CW_FD_TLS) {
+      /* Its plaintext comes from libssl: the cipher bytes are neither copied nor looked at on
+       * return (on the libc session hook: no return trap). A read still names the thread's
+       * connection for the SSL_read that follows it (a memory BIO). */
+      if (a.sock_op == CW_SOCK_READ) sock_thread_read((__u32)id, a.fd);
+      ssl_count(CW_SSL_STAT_CIPHER_SKIPPED);
+      return 0;
+    }
+    if (what != CW_FD_TRACED) return 0;
     a.buf = sock_arg(src, hook, 1);
     a.iovcnt = sock_arg(src, hook, 2);
   }
@@ -542,17 +593,6 @@ static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_so
   bpf_loop(CW_SOCK_IOV_STEPS, sock_iov_piece, &s, 0);
 }
 
-/* ---- For the TLS plaintext (bpf/ssl.bpf.h): the traced connection each thread last read
- * from (tid → fd). An SSL_read's plaintext belongs to that connection: the read happened
- * inside SSL_read (a socket BIO: SSL_set_fd) or just before it (a memory BIO fed by the
- * caller: Python's asyncio). */
-struct {
-  __uint(type, BPF_MAP_TYPE_LRU_HASH);
-  __uint(max_entries, 16384);
-  __type(key, __u32);
-  __type(value, __s32);
-} sock_thread_fd SEC(".maps");
-
 /* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
 static __always_inline int sock_exit(__u64 id, __s64 ret) {
   __u32 tid = (__u32)id;
@@ -574,7 +614,7 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
     sock_take_conn(id, (__s32)ret, false);
     return 0;
   }
-  if (a.sock_op == CW_SOCK_READ) bpf_map_update_elem(&sock_thread_fd, &tid, &a.fd, BPF_ANY); /* bpf/ssl.bpf.h */
+  if (a.sock_op == CW_SOCK_READ) sock_thread_read(tid, a.fd); /* bpf/ssl.bpf.h */
   if (a.shape == CW_SHAPE_FLAT) {
     /* write/sendto: the third argument is the length asked */
     struct cw_sock_io io = {.enter_ns = a.enter_ns, .total = ret};

@@ -123,7 +123,11 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
       if (session != (p == progs->cw_sock_libc_session)) bpf_program__set_autoload(p, false);
       else if (obj->link_kind_ != UprobeLinkKind::perf_event)
         bpf_program__set_expected_attach_type(
-            p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));
+            p, static_cast<bpf_attach_type>(session ? kAttachUprobeSession : kAttachUprobeMulti));    } else if (p == progs->cw_ssl_session || p == progs->cw_ssl_enter || p == progs->cw_ssl_exit) {
+      // The TLS plaintext hook (bpf/ssl.bpf.h): one session link per server, else perf-event
+      // uprobes (collector/bpf_loader_ssl.cpp).
+      if (session != (p == progs->cw_ssl_session)) bpf_program__set_autoload(p, false);
+      else if (session) bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachUprobeSession));
     }
   }
   if (int err = causeway_bpf__load(obj->skel_); err)
@@ -484,16 +488,17 @@ void BpfObject::clear_stack_threshold(uint32_t pid, uint16_t op) {
   bpf_map__delete_elem(skel_->maps.stack_thresholds, &k, sizeof(k), 0);
 }
 
-std::vector<uint64_t> BpfObject::drops() const {
-  std::vector<uint64_t> out(CW_DROP__COUNT, 0);
+std::vector<uint64_t> BpfObject::percpu_sums(const bpf_map* counters, uint32_t n) const {
+  std::vector<uint64_t> out(n, 0);
   std::vector<uint64_t> percpu(static_cast<size_t>(ncpus_));
-  for (uint32_t k = 0; k < CW_DROP__COUNT; ++k) {
-    if (bpf_map__lookup_elem(skel_->maps.drops, &k, sizeof(k), percpu.data(), percpu.size() * sizeof(uint64_t), 0))
-      continue;
+  for (uint32_t k = 0; k < n; ++k) {
+    if (bpf_map__lookup_elem(counters, &k, sizeof(k), percpu.data(), percpu.size() * sizeof(uint64_t), 0)) continue;
     for (uint64_t v : percpu) out[k] += v;
   }
   return out;
 }
+
+std::vector<uint64_t> BpfObject::drops() const { return percpu_sums(skel_->maps.drops, CW_DROP__COUNT); }
 
 std::vector<uint64_t> BpfObject::stack(int32_t id) const {
   std::vector<uint64_t> ips(32, 0);  // CW_STACK_DEPTH in maps.bpf.h

@@ -114,6 +114,8 @@ class BpfObject {
   // TLS reach is; `error` when a readable libssl could not be probed. untrace_server detaches.
   Result<TlsReadability> trace_server_tls(uint32_t pid);
   size_t ssl_links() const;
+  // bpf/sock.bpf.h enum cw_ssl_stat, summed over CPUs (collector/ssl_attach.h ssl_stat_name).
+  std::vector<uint64_t> ssl_stats() const;
   size_t ssl_servers() const { return ssl_servers_; }
 
   // Per-(process, op) duration from which a returning call's user stack is taken.
@@ -163,9 +165,12 @@ class BpfObject {
   // this kernel's link kind (a session link needs no returns: its entry asks for them).
   Result<LibcLinks> attach_libc_sites(const std::string& path, const std::vector<UprobeSite>& entries,
                                       const std::vector<UprobeSite>& returns, uint32_t pid);
+  // A per-CPU array of n counters (bpf/maps.bpf.h drops, bpf/sock.bpf.h ssl_stats), summed.
+  std::vector<uint64_t> percpu_sums(const bpf_map* counters, uint32_t n) const;
   std::map<uint32_t, LibcLinks> sock_libc_;  // by server pid
   size_t sock_libc_servers_ = 0;
-  std::map<uint32_t, std::vector<LinkPtr>> ssl_links_;  // by server pid: an entry and a return per SSL function
+  // By server pid: one session link, or an entry and a return per SSL function (bpf/ssl.bpf.h).
+  std::map<uint32_t, LibcLinks> ssl_links_;
   size_t ssl_servers_ = 0;
   int ncpus_ = 1;
   bool detach_after_return_ = false;

@@ -1,11 +1,13 @@
 #include "collector/check.h"
 
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -22,6 +24,7 @@
 #include "collector/proc_maps.h"
 #include "collector/python_runtime.h"
 #include "collector/selftest_target.h"
+#include "collector/tls_servers.h"
 
 namespace causeway::collector {
 namespace fs = std::filesystem;
@@ -186,6 +189,20 @@ CheckItem tls_item(BpfObject& bpf) {
   return pass("tls", t->text + ", " + std::to_string(links) + " links per server that maps it; " + counted);
 }
 
+// Each listening server's TLS (collector/tls_servers.h): readable through its libssl, or
+// counted only. Informational: a server whose TLS is only counted still has its plain HTTP
+// and its connections traced.
+CheckItem tls_servers_item() {
+  const auto servers = tls_servers_on_host(static_cast<uint32_t>(::getpid()));
+  const bool counted_only = std::any_of(servers.begin(), servers.end(),
+                                        [](const TlsServer& s) { return s.tls.reach == TlsReach::in_executable; });
+  const std::string text = tls_servers_text(servers, 32);
+  if (!counted_only) return pass("tls_servers", text);
+  return warn("tls_servers", text,
+              "TLS linked into an executable is counted (http_tls_connections), not read; a server on the system "
+              "OpenSSL (libssl.so.3) has its requests read, or trace its plain-HTTP port behind the TLS proxy");
+}
+
 }  // namespace
 
 std::vector<CheckItem> run_checks(const std::string& db_path) {
@@ -230,6 +247,7 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                            "the kernel needs CONFIG_UPROBES; in containers, run privileged with the host PID namespace"));
     items.push_back(sock_hook_item(**bpf));
     items.push_back(tls_item(**bpf));
+    items.push_back(tls_servers_item());
   }
 
   struct statfs sf {};

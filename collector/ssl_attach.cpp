@@ -1,5 +1,6 @@
 #include "collector/ssl_attach.h"
 
+#include <iterator>
 #include <set>
 
 #include "collector/elf_file.h"
@@ -15,11 +16,18 @@ struct SslFunction {
   uint64_t cookie;
 };
 constexpr SslFunction kSslFunctions[] = {
-    {"SSL_read", 1}, {"SSL_write", 2}, {"SSL_read_ex", 3}, {"SSL_write_ex", 4}};
+    {"SSL_read", 1}, {"SSL_write", 2}, {"SSL_read_ex", 3}, {"SSL_write_ex", 4}, {"SSL_set_fd", kSslSetFdCookie}};
 
 bool is_libssl_name(std::string_view name) { return name.starts_with("libssl.so"); }
 
 }  // namespace
+
+const char* ssl_stat_name(uint32_t stat) {
+  // bpf/sock.bpf.h enum cw_ssl_stat, in order.
+  constexpr const char* kNames[] = {"http_tls_plaintext_calls", "http_tls_no_connection", "http_tls_untraced",
+                                    "http_tls_calls_lost",      "http_tls_rebound",       "http_tls_cipher_skipped"};
+  return stat < std::size(kNames) ? kNames[stat] : "";
+}
 
 std::string mapped_libssl(const std::vector<Mapping>& maps) {
   for (const Mapping& m : maps) {
@@ -72,10 +80,16 @@ TlsReadability tls_readability(const std::vector<Mapping>& maps, const std::stri
   for (const Mapping& m : maps) {
     if (m.path.empty() || m.path[0] != '/') continue;
     auto elf = ElfFile::load(root + m.path);
-    if (elf && (*elf)->find("SSL_read")) {
+    if (elf && (*elf)->find("SSL_read")) {  // Node, or a static OpenSSL
       t.reach = TlsReach::in_executable;
       t.library = m.path;
       t.text = "TLS linked into " + m.path + " (not a shared libssl): its connections are counted, not read";
+      return t;
+    }
+    if (elf && (*elf)->find("crypto/tls.(*Conn).Read")) {  // Go's own TLS (a binary with its symbols)
+      t.reach = TlsReach::in_executable;
+      t.library = m.path;
+      t.text = "Go crypto/tls in " + m.path + ": its connections are counted, not read";
       return t;
     }
     break;

@@ -19,13 +19,20 @@ namespace causeway::collector {
 // (a server without TLS, or one whose TLS is linked in).
 std::string mapped_libssl(const std::vector<Mapping>& maps);
 
-// The probe sites of one libssl: an entry and a return per function found (cookie:
-// bpf/ssl.bpf.h CW_SSL_*). An error when SSL_read or SSL_write is missing.
+// bpf/ssl.bpf.h CW_SSL_SET_FD: SSL_set_fd's cookie, probed at its entry only (it binds an SSL
+// object to its socket; its return says nothing more).
+constexpr uint64_t kSslSetFdCookie = 5;
+
+// The probe sites of one libssl: an entry per function found and a return for each but
+// SSL_set_fd (cookie: bpf/ssl.bpf.h CW_SSL_*). An error when SSL_read or SSL_write is missing.
 struct SslSites {
   std::vector<UprobeSite> sites;
   std::vector<std::string> functions;  // the names found, for messages
 };
 Result<SslSites> libssl_sites(const std::string& path);
+
+// collector_stats names of bpf/sock.bpf.h enum cw_ssl_stat (http_tls_*), "" past the last.
+const char* ssl_stat_name(uint32_t stat);
 
 // What `check` and the trace say about one server's TLS: readable (a libssl with its
 // functions), linked into the executable (counted, not read), or no TLS library at all.

@@ -6,7 +6,7 @@
 # and the rest still run.
 #
 #   scripts/gpu-check.sh [--fake] [--pkg DIR | --build DIR] [--out DIR] [--seconds S]
-#                        [--phases a,b,...] [--budget S] [--python PY] [--keep] [--which]
+#                        [--phases a,b,...] [--budget S] [--python PY] [--no-bench] [--keep] [--which]
 #
 #   --fake      the fake libcudart (tests/testprogs) through ctypes instead of PyTorch + a GPU,
 #               so CI runs the same script; needs root and BPF like any trace (else exit 77)
@@ -20,6 +20,9 @@
 #               graph_replay,graph_recapture,inference)
 #   --budget S  the whole run's deadline (default 450 s); later steps are skipped past it
 #   --python PY the python3 that runs the workload (default: one with torch; /usr/bin/python3 with --fake)
+#   --no-bench  skip the bench phase (after the incidents, ~2 minutes: the cudaLaunchKernel probe
+#               cost and the request-tracing cost with server, load and tracer on separate cores;
+#               its figures go into verdict.json "bench", docs/GPU.md "The bench phase")
 #   --keep      keep the expanded results folder (its path is printed)
 #   --which     print the causeway and testprogs folder it would use, and exit
 #   -h, --help  this text
@@ -30,10 +33,10 @@
 # --fake cannot run here (not root, no BTF).
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
-mode=gpu pkg="" build="" out="${OUT:-}" seconds="" phases="" budget=450 py="${PYTHON:-}" keep=0
+mode=gpu pkg="" build="" out="${OUT:-}" seconds="" phases="" budget=450 py="${PYTHON:-}" keep=0 bench=1
 # usage STATUS: the header's usage lines; on stdout for --help (exit 0), on stderr for a mistake.
 usage() {
-  if [ "$1" = 0 ]; then sed -n '8,26p' "$0" | sed 's/^# \{0,1\}//'; else sed -n '8,26p' "$0" | sed 's/^# \{0,1\}//' >&2; fi
+  if [ "$1" = 0 ]; then sed -n '8,29p' "$0" | sed 's/^# \{0,1\}//'; else sed -n '8,29p' "$0" | sed 's/^# \{0,1\}//' >&2; fi
   exit "$1"
 }
 which_only=0
@@ -47,6 +50,7 @@ while [ $# -gt 0 ]; do
     --phases) phases=${2:?}; shift ;;
     --budget) budget=${2:?}; shift ;;
     --python) py=${2:?}; shift ;;
+    --no-bench) bench=0 ;;
     --keep) keep=1 ;;
     --which) which_only=1 ;;
     -h|--help) usage 0 ;;
@@ -318,6 +322,65 @@ run_phase() {
   log "$ph: done ($(grep -o '"cause":' "$d/explain.json" 2>/dev/null | wc -l) chains)"
 }
 
+# --- (4b) the bench phase: what tracing costs, with every role on cores of its own
+# (docs/GPU.md "The bench phase"). bench/trace_cost: cudaLaunchKernel of the fake libcudart
+# as traced by causeway vs an empty bpftrace uprobe+uretprobe pair vs untraced; the caller on
+# one core, the tracer on another. bench/request_cost.py: a 1,000 req/s aiohttp server's
+# served p50 untraced vs traced by causeway as shipped (the hook it picks), and an untraced
+# process's socket syscalls; the server, the load and the tracer each on their own cores
+# (the method Coroot publishes). Both are bounded; bench/bench_figures.py reads their
+# figures by name into bench/bench.json, which the verdict carries as "bench".
+# The cores: server 1, tracer 2, load 3-6 (the tracer and the bench on 0 and 1 with few CPUs;
+# fewer than 4 CPUs cannot separate them, and bench.json says so).
+run_bench() {
+  local d="$res/bench" ncpu srv trc load bdir bpy wrapper cpus
+  mkdir -p "$d"
+  if [ $bench = 0 ]; then echo '{"skipped": "--no-bench"}' > "$d/bench.json"; return; fi
+  if [ -n "$trace_skip" ]; then "$py" -c 'import json,sys; print(json.dumps({"skipped": sys.argv[1]}))' "$trace_skip" > "$d/bench.json"; return; fi
+  if [ $(( deadline - $(date +%s) )) -lt 60 ]; then echo '{"skipped": "time budget spent before the bench phase"}' > "$d/bench.json"; log "bench: skipped (time budget)"; return; fi
+  ncpu=$(nproc)
+  if [ "$ncpu" -ge 7 ]; then srv=1 trc=2 load=3-6
+  elif [ "$ncpu" -ge 4 ]; then srv=1 trc=2 load=3
+  else srv=0 trc=$((ncpu > 1 ? 1 : 0)) load=$((ncpu > 1 ? 1 : 0)); fi
+  cpus="{\"cpus\": $ncpu, \"server\": \"$srv\", \"tracer\": \"$trc\", \"load\": \"$load\", \"separate\": $([ "$ncpu" -ge 4 ] && echo true || echo false)}"
+  bdir="$(dirname "$cw")/bench"
+  [ -n "$pkg" ] && bdir="$pkg/bench"
+  # the tracer, pinned: trace_cost starts it through --causeway
+  wrapper="$work/causeway-pinned"
+  printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$trc" "$cw" > "$wrapper"; chmod +x "$wrapper"
+  log "bench: starting ($ncpu CPUs: server/caller $srv, tracer $trc, load $load)"
+  local launch_args=(--calls 100000 --rounds 3) req_args=(--rounds 1 --seconds 8 --syscalls 300000)
+  [ $mode = fake ] && launch_args=(--calls 30000 --rounds 1) req_args=(--rounds 1 --seconds 3 --syscalls 100000)
+  if [ ! -x "$bdir/trace_cost" ]; then echo "no $bdir/trace_cost (ninja trace_cost)" > "$d/launch.err"
+  elif ! command -v bpftrace > /dev/null; then echo "no bpftrace on PATH: the launch bench compares with its bare probe pair (apt-get install bpftrace)" > "$d/launch.err"
+  else
+    step bench/launch 50 env ${pkg:+LD_LIBRARY_PATH="$pkg/lib"} taskset -c "$srv" "$bdir/trace_cost" --op launch "${launch_args[@]}" --config "--no-stack" \
+      --causeway "$wrapper" --lib "$testprogs/libcudart.so.13" || log "bench: launch bench exited $? (bench/launch.err)"
+  fi
+  # aiohttp: the workload's python, else Debian's
+  bpy=$py
+  "$bpy" -c 'import aiohttp' 2>/dev/null || bpy=/usr/bin/python3
+  if [ ! -x "$bdir/syscall_cost" ]; then echo "no $bdir/syscall_cost (ninja syscall_cost)" > "$d/requests.err"
+  elif ! "$bpy" -c 'import aiohttp' 2>/dev/null; then echo "no python3 with aiohttp (apt-get install python3-aiohttp)" > "$d/requests.err"
+  else
+    step bench/requests 70 "$bpy" "$root/bench/request_cost.py" --causeway "$cw" --syscall-cost "$bdir/syscall_cost" \
+      --rate 1000 --connections 8 --hooks auto "${req_args[@]}" --server-cpus "$srv" --load-cpus "$load" --tracer-cpus "$trc" \
+      || log "bench: request bench exited $? (bench/requests.err)"
+  fi
+  "$py" "$root/bench/bench_figures.py" --launch "$d/launch.out" --launch-err "$d/launch.err" --requests "$d/requests.out" \
+    --requests-err "$d/requests.err" --cpus "$cpus" > "$d/bench.json" 2> "$d/figures.err"
+  [ -s "$d/figures.err" ] || rm -f "$d/figures.err"
+  log "bench: $("$py" -c '
+import json, sys
+b = json.load(open(sys.argv[1]))
+out = []
+for name, c in (b.get("launch") or {}).get("configs", {}).items():
+    if "ratio" in c: out.append("launch %s %.2fx the bare probes (%.3f us vs %.3f us)" % (name, c["ratio"], c.get("causeway_us", 0), c.get("bare_probes_us", 0)))
+r = b.get("requests") or {}
+if "auto_p50_ratio" in r: out.append("served p50 %.2fx traced (%s hook; %.3f ms vs %.3f ms), untraced socket syscalls %.2fx" % (r["auto_p50_ratio"], r.get("auto_hook_used"), r.get("auto_p50_ms", 0), r.get("bare_p50_ms", 0), r.get("auto_rw_ratio", 0)))
+print("; ".join(out) or "no figures (see results/bench)")' "$d/bench.json" 2>&1)"
+}
+
 # --- (5) the verdict and the results, after every phase: whatever stops this script (a
 # deadline outside it), the results folder holds the verdicts of the phases done so far.
 # publish PHASE...: run.json, verdict.json and the results folder's small files.
@@ -348,6 +411,7 @@ for ph in "${phase_list[@]}"; do
   done_phases+=("$ph")
   publish "${done_phases[@]}"
 done
+run_bench
 publish "${done_phases[@]}"; verdict_rc=$?
 sed 's/^/  /' "$res/verdict.txt" | tee -a "$summary" >&2
 [ -s "$res/verdict.err" ] && { log "verdict failed:"; tee -a "$summary" < "$res/verdict.err" >&2; }

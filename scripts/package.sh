@@ -80,6 +80,19 @@ echo "$need" > "$out/GLIBC_NEEDED"
 echo "glibc needed: $need" >> "$out/MANIFEST"
 for t in libcudart.so.13 libcuda.so.1 libnccl.so.2 cw_workload; do cp -L "$build/testprogs/$t" "$out/testprogs/$t"; done
 echo "testprogs: $(ls "$out/testprogs" | tr '\n' ' ')" >> "$out/MANIFEST"
+# The cost benches of gpu-check's bench phase (docs/GPU.md "The bench phase"), when built:
+# trace_cost's libraries join lib/ (it runs with LD_LIBRARY_PATH=lib), syscall_cost has none.
+if [ -x "$build/bench/trace_cost" ] && [ -x "$build/bench/syscall_cost" ]; then
+  mkdir -p "$out/bench"
+  objcopy --strip-debug "$build/bench/trace_cost" "$out/bench/trace_cost"
+  cp "$build/bench/syscall_cost" "$out/bench/syscall_cost"
+  ldd "$build/bench/trace_cost" | while read -r name arrow path _; do
+    if [ "$arrow" = "=>" ] && ! is_glibc "$name" && [ ! -e "$out/lib/$name" ] && [ -f "$path" ]; then cp -L "$path" "$out/lib/$name"; fi
+  done
+  echo "bench: trace_cost syscall_cost" >> "$out/MANIFEST"
+else
+  echo "bench: not built (ninja trace_cost syscall_cost): gpu-check's bench phase will say so" >> "$out/MANIFEST"
+fi
 cp scripts/causeway-pkg-wrapper.sh "$out/causeway"
 chmod +x "$out/causeway"
 

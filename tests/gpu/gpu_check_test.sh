@@ -29,6 +29,20 @@ for name in ["cpu_hog", "dataloader", "launch_bound", "graph_replay", "graph_rec
         continue
     elif i["verdict"] != "right":
         bad.append("%s: %s %s got %s" % (name, i["verdict"], i.get("reason", ""), json.dumps(i.get("got"))[:600]))
+# The bench phase (on by default): the request-tracing figures, and the launch bench's figures
+# or the reason it could not run (no bpftrace).
+b = v.get("bench")
+if not isinstance(b, dict):
+    bad.append("bench: no figures in verdict.json")
+else:
+    r = b.get("requests", {})
+    if not isinstance(r.get("auto_p50_ratio"), (int, float)) or not r.get("auto_requests"):
+        bad.append("bench: no request-tracing figures: " + json.dumps(r)[:600])
+    l = b.get("launch", {})
+    c = next(iter(l.get("configs", {}).values()), {})
+    if not isinstance(c.get("ratio"), (int, float)) and "bpftrace" not in l.get("stderr", ""):
+        bad.append("bench: no launch figures: " + json.dumps(l)[:600])
+    print("bench: " + json.dumps(b)[:1500])
 print("\n".join(bad) or "every planted incident named right")
 sys.exit(1 if bad else 0)
 PY

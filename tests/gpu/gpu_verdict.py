@@ -177,6 +177,11 @@ def main():
            "elapsed_s": run.get("elapsed_s"), "complete": complete,
            "all_right": complete and bool(ran) and all(v["verdict"] == "right" for v in ran),
            "incidents": incidents}
+    # The bench phase's figures (scripts/gpu-check.sh run_bench, docs/GPU.md "The bench phase"):
+    # not part of the verdict, carried beside it.
+    bench = load(os.path.join(results, "bench", "bench.json"))
+    if bench is not None:
+        doc["bench"] = bench
     with open(os.path.join(results, "verdict.json"), "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")

@@ -10,9 +10,12 @@ socket itself). asyncio: asyncio.start_server(ssl=...), whose SSL objects use me
 event loop reads the socket and feeds them).
 Keep-alive HTTP/1.1; GET /plain?n=N: N bytes with Content-Length; GET /stream?events=E: a
 chunked text/event-stream of E `data:` events (each its own write, delay_ms apart, default
-2) and `data: [DONE]`."""
+2) and `data: [DONE]`; POST /v1/chat/completions (a JSON body with "model" and "stream": true):
+an OpenAI-shaped stream of 3 content deltas and a final event with "usage" (prompt_tokens 7,
+completion_tokens 3), each its own write, then `data: [DONE]`."""
 import argparse
 import asyncio
+import json
 import socket
 import ssl
 import threading
@@ -31,9 +34,35 @@ def parse_head(head):
     return url.path, dict(urllib.parse.parse_qsl(url.query))
 
 
-def response_writes(head):
-    """The writes answering one request head, in order (bytes, or a pause in seconds)."""
+def body_length(head):
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return int(value.strip())
+    return 0
+
+
+def chat_writes(body):
+    model = json.loads(body or b"{}").get("model", "")
+    out = [b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"]
+    for i in range(3):
+        ev = {"id": "c1", "object": "chat.completion.chunk", "model": model,
+              "choices": [{"index": 0, "delta": {"content": "tok%d " % i}, "finish_reason": None}]}
+        out.append(chunk(b"data: " + json.dumps(ev).encode() + b"\n\n"))
+    last = {"id": "c1", "object": "chat.completion.chunk", "model": model,
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+    out.append(chunk(b"data: " + json.dumps(last).encode() + b"\n\n"))
+    out.append(chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n")
+    return out
+
+
+def response_writes(head, body=b""):
+    """The writes answering one request (its head and body), in order (bytes, or a pause in
+    seconds)."""
     path, q = parse_head(head)
+    if path == "/v1/chat/completions":
+        return chat_writes(body)
     if path == "/plain":
         body = b"x" * int(q.get("n", "200"))
         return [b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % len(body) + body]
@@ -59,7 +88,14 @@ def serve_threaded(listener):
                         return
                     buf += more
                 head, _, buf = buf.partition(b"\r\n\r\n")
-                for w in response_writes(head):
+                n = body_length(head)
+                while len(buf) < n:
+                    more = conn.recv(65536)
+                    if not more:
+                        return
+                    buf += more
+                body, buf = buf[:n], buf[n:]
+                for w in response_writes(head, body):
                     if isinstance(w, float):
                         if w > 0:
                             time.sleep(w)
@@ -77,8 +113,10 @@ def serve_threaded(listener):
 async def serve_conn(reader, writer):
     try:
         while True:
-            head = await reader.readuntil(b"\r\n\r\n")
-            for w in response_writes(head[:-4]):
+            head = (await reader.readuntil(b"\r\n\r\n"))[:-4]
+            n = body_length(head)
+            body = await reader.readexactly(n) if n else b""
+            for w in response_writes(head, body):
                 if isinstance(w, float):
                     if w > 0:
                         await asyncio.sleep(w)
@@ -96,7 +134,7 @@ def listen(port):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # accepted sockets inherit it: no Nagle wait between writes
     s.bind(("127.0.0.1", port))
-    s.listen(128)
+    s.listen(1024)  # the concurrent-connections test opens hundreds at once
     return s
 
 

@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "collector/proc_maps.h"
 #include "collector/sock_decode.h"
 #include "collector/ssl_attach.h"
+#include "collector/tls_servers.h"
 #include "requests/tracker.h"
 
 #include <openssl/ssl.h>
@@ -136,7 +138,9 @@ TEST_CASE("the libssl this process maps: found, its SSL_read and SSL_write probe
   CHECK(sites->functions.size() >= 2);
   CHECK(sites->functions[0] == "SSL_read");
   CHECK(sites->functions[1] == "SSL_write");
-  for (const auto& s : sites->sites) CHECK((s.cookie >= 1 && s.cookie <= 4));
+  for (const auto& s : sites->sites) CHECK((s.cookie >= 1 && s.cookie <= collector::kSslSetFdCookie));
+  // SSL_set_fd binds a socket BIO's SSL object to its fd (bpf/ssl.bpf.h): probed too.
+  CHECK(std::find(sites->functions.begin(), sites->functions.end(), "SSL_set_fd") != sites->functions.end());
   const auto t = collector::tls_readability(maps, "");
   CHECK(t.reach == collector::TlsReach::libssl);
   CHECK(t.text.find("readable through") != std::string::npos);
@@ -156,4 +160,34 @@ TEST_CASE("libssl_sites: a library without SSL_read is not a libssl") {
   const auto t = collector::tls_readability(none, "");
   CHECK(t.reach == collector::TlsReach::none);
   CHECK(t.text.find("counted, not read") != std::string::npos);
+}
+
+TEST_CASE("ssl_stat_name: one collector_stats name per enum cw_ssl_stat, none past it") {
+  std::vector<std::string> names;
+  for (uint32_t i = 0; i < CW_SSL_STAT__COUNT; ++i) {
+    const std::string n = collector::ssl_stat_name(i);
+    CHECK(n.rfind("http_tls_", 0) == 0);
+    CHECK(std::find(names.begin(), names.end(), n) == names.end());
+    names.push_back(n);
+  }
+  CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT_NO_CONN)) == "http_tls_no_connection");
+  CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT_CIPHER_SKIPPED)) == "http_tls_cipher_skipped");
+  CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT__COUNT)).empty());
+}
+
+TEST_CASE("tls_servers_text: each server with a TLS library said readable or counted, the rest counted") {
+  using collector::TlsReach;
+  std::vector<collector::TlsServer> servers(4);
+  servers[0] = {10, "python3", {8443}, {TlsReach::libssl, "/usr/lib/libssl.so.3", "TLS plaintext readable through x"}};
+  servers[1] = {11, "node", {3443, 3444}, {TlsReach::in_executable, "/usr/bin/node", "TLS linked into /usr/bin/node"}};
+  servers[2] = {12, "sshd", {22}, {TlsReach::none, "", "no libssl mapped"}};
+  servers[3] = {13, "nginx", {443}, {TlsReach::libssl, "/usr/lib/libssl.so.3", "TLS plaintext readable through y"}};
+  const std::string all = collector::tls_servers_text(servers, 8);
+  CHECK(all == "pid 10 python3 :8443: readable (TLS plaintext readable through x); pid 11 node :3443,:3444: counted, "
+               "not read (TLS linked into /usr/bin/node); pid 13 nginx :443: readable (TLS plaintext readable through y); "
+               "1 listening process without one");
+  const std::string two = collector::tls_servers_text(servers, 2);
+  CHECK(two.find("pid 13") == std::string::npos);
+  CHECK(two.find("; and 1 more; 1 listening process without one") != std::string::npos);
+  CHECK(collector::tls_servers_text({}, 8) == "no listening server maps a TLS library; 0 listening processes without one");
 }
