@@ -9,13 +9,11 @@
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
 namespace causeway::cli::cmd_export {
 
+// The flags: those of the export itself bound to the options it runs with.
 struct ExportArgs {
   std::string format;
-  std::string db;
-  std::string out;
+  ExportOptions o;  // --db, -o, --pid, --session (and --since, parsed into it)
   std::string since;
-  std::optional<uint32_t> pid;
-  std::optional<int64_t> session;
   bool quiet = false;
 };
 
@@ -24,11 +22,11 @@ Runner setup(CLI::App& app) {
   app.add_option("--format", a->format, "output format: perfetto (Chrome Trace Event JSON)")
       ->required()
       ->check(CLI::IsMember({"perfetto"}));
-  add_db_option(app, a->db);
-  app.add_option("-o,--output", a->out, "output file ('-' = stdout)")->required();
+  add_db_option(app, a->o.db_path);
+  app.add_option("-o,--output", a->o.out_path, "output file ('-' = stdout)")->required();
   app.add_option("--since", a->since, "only the last D of the session's data (500ms, 30s, 5m, 2h)");
-  app.add_option("--pid", a->pid, "only this process (plus the culprits of its chains)");
-  app.add_option("--session", a->session, "session id (default: the latest)");
+  app.add_option("--pid", a->o.pid, "only this process (plus the culprits of its chains)");
+  app.add_option("--session", a->o.session_id, "session id (default: the latest)");
   app.add_flag("--quiet,-q", a->quiet, "print nothing on success");
   app.footer(
       "Open the file in ui.perfetto.dev (Open trace file) or chrome://tracing. See docs/EXPORT.md.\n\n"
@@ -37,11 +35,7 @@ Runner setup(CLI::App& app) {
       "  causeway export --format perfetto --since 30s --pid 4821 -o last30s.json\n"
       "  causeway export --format perfetto --db /tmp/empty-cache.db -o empty-cache.json");
   return [a] {
-    ExportOptions o;
-    o.db_path = a->db;
-    o.out_path = a->out;
-    o.pid = a->pid;
-    o.session_id = a->session;
+    ExportOptions o = a->o;
     if (!a->since.empty()) {
       auto d = parse_duration_ns(a->since);
       if (!d) return report_error("export", d.error(), false);
@@ -53,7 +47,7 @@ Runner setup(CLI::App& app) {
       std::fprintf(stderr,
                    "exported session %lld to %s: %llu trace events (%llu call slices, %llu off-CPU slices, %llu I/O, "
                    "%llu instants, %llu chains, %llu flows, %llu collectives), %s in %.2fs\n",
-                   static_cast<long long>(s->session_id), a->out.c_str(), static_cast<unsigned long long>(s->trace_events),
+                   static_cast<long long>(s->session_id), o.out_path.c_str(), static_cast<unsigned long long>(s->trace_events),
                    static_cast<unsigned long long>(s->call_slices), static_cast<unsigned long long>(s->off_cpu_slices),
                    static_cast<unsigned long long>(s->async_slices), static_cast<unsigned long long>(s->instants),
                    static_cast<unsigned long long>(s->chains), static_cast<unsigned long long>(s->flows),

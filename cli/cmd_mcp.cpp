@@ -14,38 +14,29 @@
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
 namespace causeway::cli::cmd_mcp {
 
+// The flags, each bound to the field of the options the server runs with.
 struct McpArgs {
-  std::string db;
-  std::string http;
-  std::string tls_cert;
-  std::string tls_key;
-  std::string token_file;
-  std::string allowed_origins;
-  std::string audit_log;
-  std::string state_dir;
-  std::string demo_dir;
-  int rate_per_minute = 600;
-  size_t max_body = 1 << 20;
-  size_t connections = 8;
+  mcp::ServerConfig config;  // --db, --connections, --demo-dir
+  mcp::HttpsOptions https;   // --http HOST:PORT and the HTTPS flags
   fleet::FleetFlags fleet;
   bool allow_broad_reader = false;
 };
 
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<McpArgs>();
-  add_db_option(app, a->db);
-  app.add_option("--http", a->http, "serve Streamable HTTP over TLS 1.3 at https://HOST:PORT/mcp instead of stdio");
-  app.add_option("--tls-cert", a->tls_cert, "PEM certificate (default: one signed by a local CA made on first start in --state-dir; clients trust mcp-ca.pem)");
-  app.add_option("--tls-key", a->tls_key, "PEM private key for --tls-cert");
-  app.add_option("--token-file", a->token_file,
+  add_db_option(app, a->config.db_path);
+  CLI::Option* http = app.add_option("--http", a->https.listen, "serve Streamable HTTP over TLS 1.3 at https://HOST:PORT/mcp instead of stdio");
+  app.add_option("--tls-cert", a->https.tls_cert, "PEM certificate (default: one signed by a local CA made on first start in --state-dir; clients trust mcp-ca.pem)");
+  app.add_option("--tls-key", a->https.tls_key, "PEM private key for --tls-cert");
+  app.add_option("--token-file", a->https.token_file,
                  "file of bearer tokens clients must send, one per line, one per user (default: $CAUSEWAY_MCP_TOKEN, else a random one printed to stderr)");
-  app.add_option("--allow-origin", a->allowed_origins, "comma-separated Origins allowed besides localhost ones");
-  app.add_option("--audit-log", a->audit_log, "append one line per HTTP request here (default: stderr)");
-  app.add_option("--state-dir", a->state_dir, "where the generated CA and certificate live (default: $XDG_STATE_HOME/causeway)");
-  app.add_option("--demo-dir", a->demo_dir, "scratch folder for run_demo's separate DB (default: a private temp folder)");
-  app.add_option("--rate", a->rate_per_minute, "requests per minute per client (one bearer token from one address) before 429")->capture_default_str();
-  app.add_option("--max-body", a->max_body, "largest request body in bytes (413 beyond)")->capture_default_str();
-  app.add_option("--connections", a->connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
+  app.add_option("--allow-origin", a->https.allowed_origins, "comma-separated Origins allowed besides localhost ones");
+  app.add_option("--audit-log", a->https.audit_log, "append one line per HTTP request here (default: stderr)");
+  app.add_option("--state-dir", a->https.state_dir, "where the generated CA and certificate live (default: $XDG_STATE_HOME/causeway)");
+  app.add_option("--demo-dir", a->config.scratch_dir, "scratch folder for run_demo's separate DB (default: a private temp folder)");
+  app.add_option("--rate", a->https.rate_per_minute, "requests per minute per client (one bearer token from one address) before 429")->capture_default_str();
+  app.add_option("--max-body", a->https.max_body_bytes, "largest request body in bytes (413 beyond)")->capture_default_str();
+  app.add_option("--connections", a->config.db_connections, "read-only DB connections shared by concurrent requests")->capture_default_str();
   fleet::add_fleet_flags(app, a->fleet, "--fleet",
                          "serve the ClickHouse fleet store at this URL (every shipped host, as a read-only user) instead of --db");
   app.add_flag("--allow-broad-reader", a->allow_broad_reader,
@@ -58,15 +49,12 @@ Runner setup(CLI::App& app) {
       "  CAUSEWAY_MCP_TOKEN=... causeway mcp --http 127.0.0.1:8443\n"
       "  causeway mcp --http 0.0.0.0:8443 --tls-cert cert.pem --tls-key key.pem --token-file token\n"
       "  causeway mcp --fleet http://ch:8123 --user causeway_reader --password-file reader.pw");
-  return [a] {
+  return [a, http] {
     install_stop_handlers();
     signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
-    mcp::ServerConfig config;
-    config.db_path = a->db;
+    mcp::ServerConfig config = a->config;
     // get_check runs the collector's checks in this process (mcp itself never links libbpf).
     config.host_check = [](const std::string& db) { return nlohmann::json(collector::checks_to_json(collector::run_checks(db))); };
-    config.db_connections = a->connections;
-    config.scratch_dir = a->demo_dir;
     mcp::ToolRegistry tools = mcp::builtin_tools();
     if (!a->fleet.url.empty()) {
       // The same tools and schemas, answered from the fleet store (docs/MCP.md "Fleet mode").
@@ -97,18 +85,10 @@ Runner setup(CLI::App& app) {
     }
     mcp::Server server(config, std::move(tools));
     server.set_log([](const std::string& line) { std::cerr << "causeway mcp: " << line << std::endl; });
-    if (a->http.empty()) return mcp::serve_stdio(server, stop_requested) == 0 ? kExitOk : kExitFailure;
-    mcp::HttpsOptions o;
-    o.listen = a->http;
-    o.tls_cert = a->tls_cert;
-    o.tls_key = a->tls_key;
-    o.token_file = a->token_file;
-    o.allowed_origins = a->allowed_origins;
-    o.audit_log = a->audit_log;
-    o.state_dir = a->state_dir;
-    o.rate_per_minute = a->rate_per_minute;
-    o.max_body_bytes = a->max_body;
-    auto r = mcp::serve_https(server, o, stop_requested);
+    // No --http (or an empty one): stdio.
+    if (http->count() == 0 || a->https.listen.empty())
+      return mcp::serve_stdio(server, stop_requested) == 0 ? kExitOk : kExitFailure;
+    auto r = mcp::serve_https(server, a->https, stop_requested);
     if (!r) return report_error("mcp", r.error(), false);
     return kExitOk;
   };

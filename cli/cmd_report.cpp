@@ -13,14 +13,10 @@
 // Its own namespace: the commands share the names setup/reg (and helpers), one per file.
 namespace causeway::cli::cmd_report {
 
+// The flags: those of the report itself bound to the options it is written with.
 struct ReportArgs {
-  std::string db;
-  std::string out;
+  ReportOptions o;  // --db, -o, --pid, --session, --chains, --ops (and --since, parsed into it)
   std::string since;
-  std::optional<uint32_t> pid;
-  std::optional<int64_t> session;
-  size_t chains = 10;
-  size_t ops = 24;
   bool quiet = false;
   fleet::FleetFlags fleet;
 };
@@ -47,7 +43,7 @@ RequestsProvider requests_provider() {
 // The fleet store's page (docs/FLEET.md "The report over the fleet"), as the fleet flags say.
 Result<ReportSummary> fleet_report(const ReportArgs& a, const ReportOptions& o) {
   // --session names a session of one DB.
-  if (a.session) return make_error("usage", "--session reads one DB; it does not take --fleet");
+  if (a.o.session_id) return make_error("usage", "--session reads one DB; it does not take --fleet");
   auto e = a.fleet.endpoint();
   if (!e) return e.error();
   auto src = fleet::fleet_report_source(*e, {o.since_ns, o.pid, o.max_ops});
@@ -56,13 +52,13 @@ Result<ReportSummary> fleet_report(const ReportArgs& a, const ReportOptions& o) 
 
 Runner setup(CLI::App& app) {
   auto a = std::make_shared<ReportArgs>();
-  add_db_option(app, a->db);
-  app.add_option("-o,--output", a->out, "the HTML file to write ('-' = stdout)")->required();
+  add_db_option(app, a->o.db_path);
+  app.add_option("-o,--output", a->o.out_path, "the HTML file to write ('-' = stdout)")->required();
   app.add_option("--since", a->since, "only the last D of the session's data (500ms, 30s, 5m, 2h)");
-  app.add_option("--pid", a->pid, "only chains and ops of this process (as victim or culprit)");
-  app.add_option("--session", a->session, "session id (default: the latest)");
-  app.add_option("--chains", a->chains, "at most N chains drawn, most severe first (default 10)")->check(CLI::Range(1, 1000));
-  app.add_option("--ops", a->ops, "at most N op histograms, largest total time first (default 24)")->check(CLI::Range(1, 1000));
+  app.add_option("--pid", a->o.pid, "only chains and ops of this process (as victim or culprit)");
+  app.add_option("--session", a->o.session_id, "session id (default: the latest)");
+  app.add_option("--chains", a->o.max_chains, "at most N chains drawn, most severe first (default 10)")->check(CLI::Range(1, 1000));
+  app.add_option("--ops", a->o.max_ops, "at most N op histograms, largest total time first (default 24)")->check(CLI::Range(1, 1000));
   app.add_flag("--quiet,-q", a->quiet, "print nothing on success");
   fleet::add_fleet_flags(app, a->fleet, "--fleet",
                          "read the ClickHouse fleet store at this URL (every shipped host) instead of --db");
@@ -75,13 +71,7 @@ Runner setup(CLI::App& app) {
       "  causeway report --since 10m --pid 4821 -o last10m.html\n"
       "  causeway report --fleet http://ch:8123 --user causeway_reader --password-file reader.pw -o fleet.html");
   return [a] {
-    ReportOptions o;
-    o.db_path = a->db;
-    o.out_path = a->out;
-    o.pid = a->pid;
-    o.session_id = a->session;
-    o.max_chains = a->chains;
-    o.max_ops = a->ops;
+    ReportOptions o = a->o;
     o.requests = requests_provider();
     if (!a->since.empty()) {
       auto d = parse_duration_ns(a->since);
@@ -90,9 +80,9 @@ Runner setup(CLI::App& app) {
     }
     auto s = a->fleet.url.empty() ? write_report(o) : fleet_report(*a, o);
     if (!s) return report_error("report", s.error(), false);
-    if (!a->quiet && a->out != "-")
+    if (!a->quiet && o.out_path != "-")
       std::fprintf(stderr, "wrote %s: %s, %zu chains (%zu with swimlanes), %zu op histograms%s%s, %s in %.2fs\n",
-                   a->out.c_str(), s->origin.c_str(), s->chains, s->swimlanes, s->histograms,
+                   o.out_path.c_str(), s->origin.c_str(), s->chains, s->swimlanes, s->histograms,
                    s->hosts ? (", " + std::to_string(s->hosts) + " hosts").c_str() : "",
                    s->requests ? ", requests" : "", format_bytes(static_cast<int64_t>(s->bytes)).c_str(), s->seconds);
     return kExitOk;

@@ -78,8 +78,9 @@ bool report_ship(fleet::LiveShipper& shipper, const std::string& url, std::chron
   return false;
 }
 
-Runner setup(CLI::App& app) {
-  auto a = std::make_shared<TraceArgs>();
+// The flags, each into its field of TraceArgs.
+void add_trace_flags(CLI::App& app, TraceArgs& args) {
+  TraceArgs* a = &args;
   add_db_option(app, a->db);
   app.add_option("--duration", a->duration, "stop after this long (500ms, 30s, 5m, 2h); default: until Ctrl-C");
   app.add_option("--pid", a->pids, "trace only this process and its children (repeatable)");
@@ -118,65 +119,84 @@ Runner setup(CLI::App& app) {
       "  sudo causeway trace --http-port 8000           and the HTTP requests served on port 8000 (then: causeway requests)\n\n"
       "HTTP/1.1 requests (TTFT, inter-token gaps, E2E) are traced on the sockets of processes that listen on TCP in the\n"
       "traced process tree, and of any process listening on an --http-port port (docs/INFERENCE.md).");
+}
+
+// The options run_trace() runs with, from the flags; a usage error names the flag.
+Result<collector::TraceOptions> trace_options(const TraceArgs& a) {
+  collector::TraceOptions o;
+  o.db = a.db;
+  o.pids = a.pids;
+  o.libs = a.libs;
+  o.stacks = !a.no_stack;
+  o.python_frames = !a.no_python_frames;
+  o.ready_file = a.ready_file;
+  o.writer_queue = a.writer_queue;
+  o.label = "trace";
+  o.detach_after_return = true;
+  o.metrics_addr = a.metrics;
+  o.diagnose = !a.no_diagnose;
+  o.requests = !a.no_requests;
+  o.http_ports = a.http_ports;
+  o.tenant_header = a.tenant_header;
+  if (a.no_requests && !a.http_ports.empty())
+    return make_error("usage", "--http-port traces HTTP requests, which --no-requests turns off: give one or the other");
+  if (o.tenant_header.empty() || o.tenant_header.find_first_of(" :\r\n") != std::string::npos)
+    return make_error("usage", "--tenant-header: a header name, e.g. x-tenant");
+  auto every = parse_duration_ns(a.engine_metrics_interval);
+  if (a.engine_metrics_interval == "0") every = int64_t{0};
+  if (!every || (*every != 0 && *every < 100'000'000))
+    return make_error("usage", "--engine-metrics-interval: a duration of at least 100ms (e.g. 1s), or 0");
+  o.engine_metrics_interval_ns = *every;
+  if (!a.duration.empty()) {
+    auto d = parse_duration_ns(a.duration);
+    if (!d) return make_error("usage", "--duration: " + d.error().message);
+    o.duration_ns = *d;
+  }
+  auto stall = parse_duration_ns(a.stall_exit);
+  if (!stall) return make_error("usage", "--stall-exit: " + stall.error().message);
+  o.stall_exit_ns = *stall;
+  auto m = parse_size_bytes(a.max_db);
+  if (!m) return make_error("usage", "--max-db: " + m.error().message);
+  o.max_db_bytes = *m;
+  if (!a.ring_size.empty()) {
+    auto r = parse_size_bytes(a.ring_size);
+    if (!r || *r < 4096 || (*r & (*r - 1)))
+      return make_error("usage", "--ring-size must be a power of two ≥ 4k");
+    o.ring_calls_bytes = static_cast<uint32_t>(*r);
+  }
+  o.live_table = !a.quiet && ::isatty(STDERR_FILENO);
+  o.verbose = !a.quiet;
+  return o;
+}
+
+// --ship URL: the shipper that ships while tracing, and the last round's budget (--timeout).
+Result<void> start_shipper(const TraceArgs& a, std::optional<fleet::LiveShipper>& shipper,
+                           std::chrono::milliseconds& ship_budget) {
+  if (!a.ship.url.empty()) {
+    auto e = a.ship.endpoint();
+    if (!e) return e.error();
+    ship_budget = e->call_timeout;
+    auto every = parse_duration_ns(a.ship_interval);
+    if (!every || *every < 100'000'000)
+      return make_error("usage", "--ship-interval: a duration of at least 100ms (e.g. 10s)");
+    shipper.emplace(*e, a.db, *every);
+  }
+  return {};
+}
+
+Runner setup(CLI::App& app) {
+  auto a = std::make_shared<TraceArgs>();
+  add_trace_flags(app, *a);
   return [a]() -> int {
-    collector::TraceOptions o;
-    o.db = a->db;
-    o.pids = a->pids;
-    o.libs = a->libs;
-    o.stacks = !a->no_stack;
-    o.python_frames = !a->no_python_frames;
-    o.ready_file = a->ready_file;
-    o.writer_queue = a->writer_queue;
-    o.label = "trace";
-    o.detach_after_return = true;
-    o.metrics_addr = a->metrics;
-    o.diagnose = !a->no_diagnose;
-    o.requests = !a->no_requests;
-    o.http_ports = a->http_ports;
-    o.tenant_header = a->tenant_header;
-    if (a->no_requests && !a->http_ports.empty())
-      return report_error("trace", make_error("usage", "--http-port traces HTTP requests, which --no-requests turns off: give one or the other"),
-                          false);
-    if (o.tenant_header.empty() || o.tenant_header.find_first_of(" :\r\n") != std::string::npos)
-      return report_error("trace", make_error("usage", "--tenant-header: a header name, e.g. x-tenant"), false);
-    auto every = parse_duration_ns(a->engine_metrics_interval);
-    if (a->engine_metrics_interval == "0") every = int64_t{0};
-    if (!every || (*every != 0 && *every < 100'000'000))
-      return report_error("trace", make_error("usage", "--engine-metrics-interval: a duration of at least 100ms (e.g. 1s), or 0"), false);
-    o.engine_metrics_interval_ns = *every;
-    if (!a->duration.empty()) {
-      auto d = parse_duration_ns(a->duration);
-      if (!d) return report_error("trace", make_error("usage", "--duration: " + d.error().message), false);
-      o.duration_ns = *d;
-    }
-    auto stall = parse_duration_ns(a->stall_exit);
-    if (!stall) return report_error("trace", make_error("usage", "--stall-exit: " + stall.error().message), false);
-    o.stall_exit_ns = *stall;
-    auto m = parse_size_bytes(a->max_db);
-    if (!m) return report_error("trace", make_error("usage", "--max-db: " + m.error().message), false);
-    o.max_db_bytes = *m;
-    if (!a->ring_size.empty()) {
-      auto r = parse_size_bytes(a->ring_size);
-      if (!r || *r < 4096 || (*r & (*r - 1)))
-        return report_error("trace", make_error("usage", "--ring-size must be a power of two ≥ 4k"), false);
-      o.ring_calls_bytes = static_cast<uint32_t>(*r);
-    }
-    o.live_table = !a->quiet && ::isatty(STDERR_FILENO);
-    o.verbose = !a->quiet;
+    auto options = trace_options(*a);
+    if (!options) return report_error("trace", options.error(), false);
+    const collector::TraceOptions& o = *options;
     auto as = write_identity_for(a->db);
     if (!as) return report_error("trace", as.error(), false);
     std::cerr << "causeway trace: writing " << a->db << (*as ? " (owned by " + (*as)->name + ")" : "") << std::endl;
     std::optional<fleet::LiveShipper> shipper;
     std::chrono::milliseconds ship_budget{0};
-    if (!a->ship.url.empty()) {
-      auto e = a->ship.endpoint();
-      if (!e) return report_error("trace", e.error(), false);
-      ship_budget = e->call_timeout;
-      auto every = parse_duration_ns(a->ship_interval);
-      if (!every || *every < 100'000'000)
-        return report_error("trace", make_error("usage", "--ship-interval: a duration of at least 100ms (e.g. 10s)"), false);
-      shipper.emplace(*e, a->db, *every);
-    }
+    if (auto r = start_shipper(*a, shipper, ship_budget); !r) return report_error("trace", r.error(), false);
     install_stop_handlers();
     auto sum = collector::run_trace(o, [] { return stop_requested(); });
     if (!sum) return report_error("trace", sum.error(), false);

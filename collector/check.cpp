@@ -203,10 +203,8 @@ CheckItem tls_servers_item() {
               "OpenSSL (libssl.so.3) has its requests read, or trace its plain-HTTP port behind the TLS proxy");
 }
 
-}  // namespace
-
-std::vector<CheckItem> run_checks(const std::string& db_path) {
-  std::vector<CheckItem> items;
+// The kernel, its BTF and our privileges.
+void check_host_items(std::vector<CheckItem>& items) {
   std::string release;
   if (kernel_at_least(5, 15, release)) items.push_back(pass("kernel", "Linux " + release));
   else
@@ -225,6 +223,10 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
     items.push_back(fail("privileges", "neither root nor CAP_BPF+CAP_PERFMON",
                          "run with sudo, or: sudo setcap cap_bpf,cap_perfmon,cap_sys_resource+ep $(command -v causeway)"));
 
+}
+
+// The BPF object: loaded, its tracepoints, a uprobe on ourselves, the HTTP and TLS hooks.
+void check_bpf_items(std::vector<CheckItem>& items) {
   set_libbpf_quiet(true);
   auto bpf = BpfObject::load(LoaderOptions{});
   if (!bpf) {
@@ -250,6 +252,9 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
     items.push_back(tls_servers_item());
   }
 
+}
+
+void check_tracefs_item(std::vector<CheckItem>& items) {
   struct statfs sf {};
   if (::statfs("/sys/kernel/tracing", &sf) == 0 && sf.f_type == 0x74726163 /* TRACEFS_MAGIC */)
     items.push_back(pass("tracefs", "mounted at /sys/kernel/tracing"));
@@ -259,8 +264,10 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                          "raw sys_enter/sys_exit, see http_syscalls)",
                          "mount -t tracefs nodev /sys/kernel/tracing"));
 
-  // Libraries: in running processes and on disk.
-  auto running = scan_all();
+}
+
+// Libraries: in running processes and on disk.
+void check_library_items(const std::vector<FoundLib>& running, std::vector<CheckItem>& items) {
   std::map<std::string, std::string> libs;  // path → version
   for (const auto& f : running) libs[f.path] = version_from_file_name(f.path);
   for (const auto& p : find_library_files()) libs.emplace(p, version_from_file_name(p));
@@ -275,6 +282,9 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
     items.push_back(warn("libraries", lib_detail.empty() ? "no libcudart/libcuda/libnccl found" : lib_detail,
                          "they are found in running processes automatically; otherwise pass --lib PATH to trace"));
 
+}
+
+void check_gpu_item(std::vector<CheckItem>& items) {
   std::string driver = first_line("/proc/driver/nvidia/version");
   if (!driver.empty()) {
     int gpus = 0;
@@ -288,6 +298,9 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                          "tracing still works (CUDA calls fail fast without a driver); install the driver to run GPU jobs"));
   }
 
+}
+
+void check_process_items(const std::vector<FoundLib>& running, std::vector<CheckItem>& items) {
   std::set<uint32_t> pids;
   for (const auto& f : running) pids.insert(f.pid);
   std::string plist;
@@ -296,6 +309,10 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
                                                       : std::to_string(pids.size()) + " running: pid " + plist));
   if (auto py = python_check(pids)) items.push_back(std::move(*py));
 
+}
+
+// Where trace would write its DB, as the user it writes as.
+void check_db_item(const std::string& db_path, std::vector<CheckItem>& items) {
   // Probe without creating anything: under sudo a folder made here would belong to root.
   fs::path dir = fs::path(db_path).parent_path();
   if (dir.empty()) dir = ".";
@@ -304,7 +321,7 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
   auto as = write_identity_for(db_path);
   if (!as) {
     items.push_back(fail("db", as.error().message, "pass --db PATH of your own, or set CAUSEWAY_DB"));
-    return items;
+    return;
   }
   const std::string owner = *as ? " (files owned by " + (*as)->name + ")" : "";
   const uid_t expected = *as ? (*as)->uid : ::geteuid();
@@ -321,6 +338,20 @@ std::vector<CheckItem> run_checks(const std::string& db_path) {
     items.push_back(pass("db", "trace writes " + db_path + owner));
   else
     items.push_back(fail("db", "cannot write in " + dir.string() + owner, "pass --db PATH in a writable folder, or set CAUSEWAY_DB"));
+}
+
+}  // namespace
+
+std::vector<CheckItem> run_checks(const std::string& db_path) {
+  std::vector<CheckItem> items;
+  check_host_items(items);
+  check_bpf_items(items);
+  check_tracefs_item(items);
+  const auto running = scan_all();
+  check_library_items(running, items);
+  check_gpu_item(items);
+  check_process_items(running, items);
+  check_db_item(db_path, items);
   return items;
 }
 

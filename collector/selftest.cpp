@@ -15,6 +15,7 @@
 #include "collector/proc_info.h"
 #include "collector/selftest_target.h"
 #include "collector/session.h"
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
@@ -53,12 +54,12 @@ int64_t one_int(sqlite3* db, const std::string& sql) {
   return r && r->has_value() ? **r : -1;
 }
 
-}  // namespace
-
-Result<SelftestReport> run_selftest(const std::string& db_path) {
-  auto loc = selftest_call_location();
-  if (!loc) return loc.error();
-
+// The traced workload: a child forked once the probe is attached, traced until it exited.
+struct SelftestRun {
+  TraceSummary sum;
+  pid_t child = -1;
+};
+Result<SelftestRun> trace_selftest_child(const std::string& db_path, const CodeLocation& loc) {
   const std::string scratch =
       (std::filesystem::path(db_path).parent_path() / (".causeway-selftest-" + std::to_string(::getpid()))).string();
   pid_t child = -1;
@@ -69,8 +70,8 @@ Result<SelftestReport> run_selftest(const std::string& db_path) {
   o.verbose = false;
   o.rescan_interval_ns = 60'000'000'000;  // nothing to discover: the probe is explicit
   ExtraProbe probe;
-  probe.binary = loc->binary;
-  probe.offset = loc->offset;
+  probe.binary = loc.binary;
+  probe.offset = loc.offset;
   // causeway_selftest_call(stream, spin) stands in for cudaStreamSynchronize(stream).
   probe.cookie = make_cookie(*find_op(CW_OP_CUDA_STREAM_SYNC));
   o.extra_probes.push_back(probe);
@@ -88,14 +89,19 @@ Result<SelftestReport> run_selftest(const std::string& db_path) {
     }
     return monotonic_ns() - child_exit_mono > 300'000'000;  // let the exit and last events land
   };
-  const int64_t t0 = monotonic_ns();
   auto sum = run_trace(o, stop);
   if (child > 0 && child_exit_mono == 0) {
     ::kill(child, SIGKILL);
     ::waitpid(child, nullptr, 0);
   }
   if (!sum) return sum.error();
+  return SelftestRun{std::move(*sum), child};
+}
 
+// What the DB holds of the run, against what the child did.
+Result<SelftestReport> selftest_report(const std::string& db_path, const SelftestRun& run, int64_t t0) {
+  const TraceSummary* sum = &run.sum;
+  const pid_t child = run.child;
   auto db = open_read_only(db_path);
   if (!db) return db.error();
   const std::string where = " WHERE session_id = " + std::to_string(sum->session_id);
@@ -105,7 +111,7 @@ Result<SelftestReport> run_selftest(const std::string& db_path) {
   const int64_t min_dur = one_int(db->get(), "SELECT min(dur_ns) FROM events" + where + " AND pid = " + pid +
                                                  " AND op_id = " + std::to_string(CW_OP_CUDA_STREAM_SYNC));
   const int64_t streams_ok = one_int(db->get(), "SELECT count(*) FROM events" + where + " AND pid = " + pid +
-                                                    " AND a3 = " + std::to_string(kStreamMagic));
+                                                    " AND " + CW_ARG_COLUMN("stream", arg_layout::stream) + " = " + std::to_string(kStreamMagic));
   const int64_t sleeps = one_int(db->get(), "SELECT count(*) FROM sched" + where + " AND prev_pid = " + pid +
                                                 " AND prev_state != 0");
   const int64_t stacks = one_int(db->get(), "SELECT count(DISTINCT stack_id) FROM events" + where + " AND pid = " + pid +
@@ -154,6 +160,11 @@ Result<SelftestReport> run_selftest(const std::string& db_path) {
                {"dropped_writer", sum->dropped_writer}}}};
   db->reset();
 
+  return rep;
+}
+
+// The report, kept in the DB's test_reports.
+Result<void> store_selftest_report(const std::string& db_path, const SelftestReport& rep) {
   auto w = open_for_write(db_path);
   if (!w) return w.error();
   {
@@ -161,13 +172,27 @@ Result<SelftestReport> run_selftest(const std::string& db_path) {
     if (!ins) return ins.error();
     ins->bind(1, realtime_ns());
     ins->bind(2, host_name());
-    ins->bind(3, int64_t{ok ? 1 : 0});
+    ins->bind(3, int64_t{rep.ok ? 1 : 0});
     ins->bind(4, rep.summary);
     ins->bind(5, rep.doc.dump());
     if (ins->step() != SQLITE_DONE)
       return make_error("db_write", "storing the report failed: " + sqlite_error_text(w->get()));
   }
   close_writer_cleanly(*w);
+  return {};
+}
+
+}  // namespace
+
+Result<SelftestReport> run_selftest(const std::string& db_path) {
+  auto loc = selftest_call_location();
+  if (!loc) return loc.error();
+  const int64_t t0 = monotonic_ns();
+  auto run = trace_selftest_child(db_path, *loc);
+  if (!run) return run.error();
+  auto rep = selftest_report(db_path, *run, t0);
+  if (!rep) return rep.error();
+  if (auto stored = store_selftest_report(db_path, *rep); !stored) return stored.error();
   return rep;
 }
 

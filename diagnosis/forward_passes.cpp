@@ -6,6 +6,7 @@
 
 #include "diagnosis/event_window.h"
 #include "diagnosis/causes/request_cause_util.h"
+#include "tracedb/event_row.h"
 #include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
@@ -77,7 +78,10 @@ Result<PassScan> load_forward_passes(sqlite3* db, int64_t session_id, const std:
   auto ids = event_ids_for_window(db, session_id, from_ns, to_ns + kReadMarginNs);
   if (!ids) return ids.error();
   if (ids->empty()) return PassScan{};
-  auto st = Statement::prepare(db, "SELECT ts_ns, dur_ns, pid, tid, op_id, a0, a1, a2, a3, a4, a5 FROM events WHERE "
+  static constexpr EventColumns<11> kPassColumns{{EventCol::ts_ns, EventCol::dur_ns, EventCol::pid, EventCol::tid,
+                                                  EventCol::op_id, EventCol::a0, EventCol::a1, EventCol::a2, EventCol::a3,
+                                                  EventCol::a4, EventCol::a5}};
+  auto st = Statement::prepare(db, "SELECT " + kPassColumns.sql() + " FROM events WHERE "
                                    "session_id = ?1 AND id BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" +
                                    pass_ops() + ") AND pid IN (" + sql_id_list(pids) + ") ORDER BY ts_ns");
   if (!st) return st.error();
@@ -89,14 +93,8 @@ Result<PassScan> load_forward_passes(sqlite3* db, int64_t session_id, const std:
   std::vector<PassCall> calls;
   int rc;
   while ((rc = st->step()) == SQLITE_ROW) {
-    PassCall c;
-    c.ts_ns = st->col_int(0);
-    c.dur_ns = st->col_int(1);
-    c.pid = static_cast<uint32_t>(st->col_int(2));
-    c.tid = static_cast<uint32_t>(st->col_int(3));
-    c.op = static_cast<uint16_t>(st->col_int(4));
-    for (int k = 0; k < 6; ++k) c.a[static_cast<size_t>(k)] = st->col_int(5 + k);
-    calls.push_back(c);
+    const CallRecord e = decode_event(st->get(), kPassColumns).call;
+    calls.push_back(PassCall{e.ts_ns, e.dur_ns, e.pid, e.tid, e.op, e.a});
   }
   if (rc != SQLITE_DONE) return make_error("sql", sqlite_error_text(db));
   PassScan scan = find_forward_passes(calls);

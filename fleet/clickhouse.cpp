@@ -154,13 +154,16 @@ StoreClock::time_point store_call_deadline(const Endpoint& e, const CallStop* st
 
 }  // namespace
 
-Result<std::string> ClickHouse::post(const Call& call) {
-  // No database= parameter unless asked: statements name db.table (the database may not exist
-  // yet). The database is a checked identifier (endpoint.h), safe in a URL as it is.
-  std::string path = call.in_database ? "/?database=" + e_.database + "&" : "/?";
-  if (!call.query_param.empty()) {
+namespace clickhouse_post {
+
+// The URL path of a call: no database= parameter unless asked (statements name db.table, and
+// the database may not exist yet); the database is a checked identifier (endpoint.h), safe in
+// a URL as it is; an INSERT's statement goes in query=, percent-encoded.
+std::string call_path(const std::string& database, bool in_database, const std::string& query_param) {
+  std::string path = in_database ? "/?database=" + database + "&" : "/?";
+  if (!query_param.empty()) {
     path += "query=";
-    for (unsigned char c : call.query_param) {
+    for (unsigned char c : query_param) {
       if (std::isalnum(c) || c == '_' || c == '.' || c == '-') path += static_cast<char>(c);
       else {
         char hex[4];
@@ -169,17 +172,18 @@ Result<std::string> ClickHouse::post(const Call& call) {
       }
     }
   }
-  httplib::Request req;
-  req.method = "POST";
-  req.path = path;
-  req.headers = {{"X-ClickHouse-User", e_.user}, {"X-ClickHouse-Key", e_.password}};
-  if (call.pieces) {
-    // Streamed from the caller's buffers: httplib would copy a string body first.
+  return path;
+}
+
+// The request's body: a Native block streamed from the caller's buffers (httplib would copy a
+// string body first), or the statement / TabSeparated rows.
+void set_body(httplib::Request& req, const std::vector<std::string_view>* pieces, const std::string& body) {
+  if (pieces) {
     size_t total = 0;
-    for (std::string_view p : *call.pieces) total += p.size();
+    for (std::string_view p : *pieces) total += p.size();
     req.headers.emplace("Content-Type", "application/octet-stream");
     req.content_length_ = total;
-    req.content_provider_ = [pieces = call.pieces](size_t offset, size_t, httplib::DataSink& sink) {
+    req.content_provider_ = [pieces = pieces](size_t offset, size_t, httplib::DataSink& sink) {
       for (std::string_view p : *pieces) {  // the piece holding `offset`, written to its end
         if (offset >= p.size()) {
           offset -= p.size();
@@ -191,8 +195,41 @@ Result<std::string> ClickHouse::post(const Call& call) {
     };
   } else {
     req.headers.emplace("Content-Type", "text/plain");
-    req.body = call.body;
+    req.body = body;
   }
+
+}
+
+// What a call that was neither stopped, late nor too large came to: the answer, or why not.
+Result<std::string> outcome(const Endpoint& e, bool in_database, int status, const std::string& answer, bool sent,
+                            httplib::Error err) {
+  if (!sent && status != -1 && status != 200 && err == httplib::Error::Canceled) sent = true;  // an error answer, cut
+  if (!sent)
+    return make_error("fleet_unreachable", "cannot reach ClickHouse at " + e.url + ": " + httplib::to_string(err) +
+                                               " (is the server up and the URL its HTTP port?)");
+  if (status == 200) return answer;
+  if (auth_failure(status, answer))
+    return make_error("fleet_auth", "ClickHouse at " + e.url + " refused user '" + e.user + "': " + server_message(answer) +
+                                        " (check --user and --password-file)");
+  std::string msg = server_message(answer);
+  // A readonly=1 profile refuses every write and every setting: say which user it was.
+  // A reader's own SQL (run_sql) runs in the database; anything else refused so is a ship.
+  if (msg.find("readonly mode") != std::string::npos)
+    msg += " (user '" + e.user + "' is read-only: " +
+           (in_database ? "no writes, settings or table functions from a fleet reader)" : "ship needs the writer)");
+  return make_error("fleet_refused", "ClickHouse at " + e.url + " refused the request (HTTP " + std::to_string(status) +
+                                         "): " + msg);
+}
+
+}  // namespace clickhouse_post
+
+Result<std::string> ClickHouse::post(const Call& call) {
+  std::string path = clickhouse_post::call_path(e_.database, call.in_database, call.query_param);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.headers = {{"X-ClickHouse-User", e_.user}, {"X-ClickHouse-Key", e_.password}};
+  clickhouse_post::set_body(req, call.pieces, call.body);
 
   // The answer is read as it arrives, never past its limit: cpp-httplib's own payload limit
   // is unlimited. An error answer keeps only its start (the message is its first line).
@@ -253,22 +290,7 @@ Result<std::string> ClickHouse::post(const Call& call) {
                                                     (call.limit.max_bytes == e_.max_answer_bytes
                                                          ? " (raise it with --max-answer, or narrow the question: --since)"
                                                          : " (more than such an answer can hold: is the URL ClickHouse?)"));
-  if (!sent && res.status != -1 && res.status != 200 && err == httplib::Error::Canceled) sent = true;  // an error answer, cut
-  if (!sent)
-    return make_error("fleet_unreachable", "cannot reach ClickHouse at " + e_.url + ": " + httplib::to_string(err) +
-                                               " (is the server up and the URL its HTTP port?)");
-  if (res.status == 200) return answer;
-  if (auth_failure(res.status, answer))
-    return make_error("fleet_auth", "ClickHouse at " + e_.url + " refused user '" + e_.user + "': " + server_message(answer) +
-                                        " (check --user and --password-file)");
-  std::string msg = server_message(answer);
-  // A readonly=1 profile refuses every write and every setting: say which user it was.
-  // A reader's own SQL (run_sql) runs in the database; anything else refused so is a ship.
-  if (msg.find("readonly mode") != std::string::npos)
-    msg += " (user '" + e_.user + "' is read-only: " +
-           (call.in_database ? "no writes, settings or table functions from a fleet reader)" : "ship needs the writer)");
-  return make_error("fleet_refused", "ClickHouse at " + e_.url + " refused the request (HTTP " + std::to_string(res.status) +
-                                         "): " + msg);
+  return clickhouse_post::outcome(e_, call.in_database, res.status, answer, sent, err);
 }
 
 namespace {

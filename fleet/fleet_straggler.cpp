@@ -98,6 +98,65 @@ Result<StragglerRows> straggler_rows(ClickHouse& ch, const std::optional<FleetWi
   return rows;
 }
 
+// One chain of a late rank (its candidate kept): who was late, by how much, who waited.
+nlohmann::json straggler_chain(const Candidate& c, size_t members, std::map<HostPid, std::string>& names,
+                               const std::string& op, int64_t window_ns) {
+  const double late_share = static_cast<double>(c.late) / static_cast<double>(c.entered);
+  const std::string host = sanitize_untrusted(c.host, 128);
+  auto by_host_pid = c.victims;  // the store's grouping has no order: hosts, then pids
+  std::sort(by_host_pid.begin(), by_host_pid.end());
+  nlohmann::json victims = nlohmann::json::array();
+  int64_t wait_total = 0, top_wait = -1, top_pid = 0;
+  std::string victim_hosts;
+  for (const auto& [vh, pid, wns] : by_host_pid) {
+    const std::string vhost = sanitize_untrusted(vh, 128);
+    victims.push_back({{"pid", pid}, {"comm", names[{vh, pid}]}, {"host", vhost}, {"wait_us", wns / 1000}});
+    wait_total += wns;
+    if (wns > top_wait) top_wait = wns, top_pid = pid;
+    if (victim_hosts.find(vhost) == std::string::npos) victim_hosts += (victim_hosts.empty() ? "" : ", ") + vhost;
+  }
+  const int64_t lost_ns = wait_total / std::max<int64_t>(1, static_cast<int64_t>(victims.size()));
+  const double impact = static_cast<double>(lost_ns) / static_cast<double>(window_ns);
+  const std::string rank = "rank " + std::to_string(c.rank) + " (pid " + std::to_string(c.pid) + " on host " + host + ")";
+  nlohmann::json d;
+  d["id"] = "fleet-nccl_straggler-" + host + "-" + std::to_string(c.pid) + "-comm" + hex(c.comm);
+  d["cause"] = "nccl_straggler";
+  d["host"] = host;  // the late rank's
+  d["severity"] = severity_name(severity_for(impact));
+  d["op"] = op;
+  d["pid"] = top_pid;
+  d["calls"] = c.late;
+  d["p50_us"] = std::round(c.p50_ns / 100.0) / 10.0;
+  d["p99_us"] = std::round(c.p99_ns / 100.0) / 10.0;
+  d["slow_share"] = std::round(late_share * 1000) / 1000;
+  d["impact"] = std::round(impact * 1000) / 1000;
+  d["lost_us"] = lost_ns / 1000;
+  d["where"] = "in_call";
+  d["window"] = {{"from_ns", c.first_ns}, {"to_ns", c.last_ns}};
+  d["culprit"] = {{"host", host}, {"pid", c.pid}, {"comm", names[{c.host, c.pid}]}, {"rank", c.rank},
+                  {"late_share", std::round(late_share * 1000) / 1000}};
+  d["victims"] = victims;
+  d["stack"] = nlohmann::json::array();
+  d["timeline"] = nlohmann::json::array();
+  d["summary"] = rank + " entered " + op + " last in " + pct(late_share) + " of " + with_commas(c.entered) +
+                 " collectives, " + format_duration_ns(static_cast<int64_t>(c.p50_ns)) +
+                 " after the others (median); ranks on " + victim_hosts + " waited " + format_duration_ns(wait_total) +
+                 " in total";
+  d["evidence"] = {"communicator " + hex(c.comm) + ", " + std::to_string(members) + " ranks on several hosts (nranks " +
+                       std::to_string(c.nranks) + "); collectives matched by (comm, seq) across hosts in the fleet store",
+                   rank + " was last by >= 1 ms in " + with_commas(c.late) + " of " + with_commas(c.entered) +
+                       " collectives; lateness p50 " + format_duration_ns(static_cast<int64_t>(c.p50_ns)) + ", p99 " +
+                       format_duration_ns(static_cast<int64_t>(c.p99_ns)),
+                   format_duration_ns(lost_ns) + " lost per waiting rank, " + pct(impact) + " of the " +
+                       format_duration_ns(window_ns) + " analyzed",
+                   "host clocks are assumed in sync (skew 0): a lateness below the hosts' sync error is not evidence "
+                   "(docs/FLEET.md \"Clocks\")"};
+  d["recommendation"] = "All ranks run at the pace of the slowest: look at " + rank +
+                        " on its own host (causeway explain there names what delayed it) so it enters collectives with "
+                        "the others.";
+  return d;
+}
+
 Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& rows, const FleetWindow& w) {
   std::map<int64_t, std::map<HostPid, int64_t>> entries;
   for (const auto& r : rows)
@@ -144,62 +203,8 @@ Result<nlohmann::json> straggler_chains(ClickHouse& ch, const StragglerRows& row
   const int64_t window_ns = std::max<int64_t>(1, w.to_ns - w.from_ns);
   for (const Candidate* cp : kept) {
     const Candidate& c = *cp;
-    const double late_share = static_cast<double>(c.late) / static_cast<double>(c.entered);
-    const std::string host = sanitize_untrusted(c.host, 128);
     const std::string op = ops.count(c.op_id) ? ops[c.op_id] : "op " + std::to_string(c.op_id);
-    const size_t members = entries[c.comm].size();
-    auto by_host_pid = c.victims;  // the store's grouping has no order: hosts, then pids
-    std::sort(by_host_pid.begin(), by_host_pid.end());
-    nlohmann::json victims = nlohmann::json::array();
-    int64_t wait_total = 0, top_wait = -1, top_pid = 0;
-    std::string victim_hosts;
-    for (const auto& [vh, pid, wns] : by_host_pid) {
-      const std::string vhost = sanitize_untrusted(vh, 128);
-      victims.push_back({{"pid", pid}, {"comm", (*names)[{vh, pid}]}, {"host", vhost}, {"wait_us", wns / 1000}});
-      wait_total += wns;
-      if (wns > top_wait) top_wait = wns, top_pid = pid;
-      if (victim_hosts.find(vhost) == std::string::npos) victim_hosts += (victim_hosts.empty() ? "" : ", ") + vhost;
-    }
-    const int64_t lost_ns = wait_total / std::max<int64_t>(1, static_cast<int64_t>(victims.size()));
-    const double impact = static_cast<double>(lost_ns) / static_cast<double>(window_ns);
-    const std::string rank = "rank " + std::to_string(c.rank) + " (pid " + std::to_string(c.pid) + " on host " + host + ")";
-    nlohmann::json d;
-    d["id"] = "fleet-nccl_straggler-" + host + "-" + std::to_string(c.pid) + "-comm" + hex(c.comm);
-    d["cause"] = "nccl_straggler";
-    d["host"] = host;  // the late rank's
-    d["severity"] = severity_name(severity_for(impact));
-    d["op"] = op;
-    d["pid"] = top_pid;
-    d["calls"] = c.late;
-    d["p50_us"] = std::round(c.p50_ns / 100.0) / 10.0;
-    d["p99_us"] = std::round(c.p99_ns / 100.0) / 10.0;
-    d["slow_share"] = std::round(late_share * 1000) / 1000;
-    d["impact"] = std::round(impact * 1000) / 1000;
-    d["lost_us"] = lost_ns / 1000;
-    d["where"] = "in_call";
-    d["window"] = {{"from_ns", c.first_ns}, {"to_ns", c.last_ns}};
-    d["culprit"] = {{"host", host}, {"pid", c.pid}, {"comm", (*names)[{c.host, c.pid}]}, {"rank", c.rank},
-                    {"late_share", std::round(late_share * 1000) / 1000}};
-    d["victims"] = victims;
-    d["stack"] = nlohmann::json::array();
-    d["timeline"] = nlohmann::json::array();
-    d["summary"] = rank + " entered " + op + " last in " + pct(late_share) + " of " + with_commas(c.entered) +
-                   " collectives, " + format_duration_ns(static_cast<int64_t>(c.p50_ns)) +
-                   " after the others (median); ranks on " + victim_hosts + " waited " + format_duration_ns(wait_total) +
-                   " in total";
-    d["evidence"] = {"communicator " + hex(c.comm) + ", " + std::to_string(members) + " ranks on several hosts (nranks " +
-                         std::to_string(c.nranks) + "); collectives matched by (comm, seq) across hosts in the fleet store",
-                     rank + " was last by >= 1 ms in " + with_commas(c.late) + " of " + with_commas(c.entered) +
-                         " collectives; lateness p50 " + format_duration_ns(static_cast<int64_t>(c.p50_ns)) + ", p99 " +
-                         format_duration_ns(static_cast<int64_t>(c.p99_ns)),
-                     format_duration_ns(lost_ns) + " lost per waiting rank, " + pct(impact) + " of the " +
-                         format_duration_ns(window_ns) + " analyzed",
-                     "host clocks are assumed in sync (skew 0): a lateness below the hosts' sync error is not evidence "
-                     "(docs/FLEET.md \"Clocks\")"};
-    d["recommendation"] = "All ranks run at the pace of the slowest: look at " + rank +
-                          " on its own host (causeway explain there names what delayed it) so it enters collectives with "
-                          "the others.";
-    chains.push_back(std::move(d));
+    chains.push_back(straggler_chain(c, entries[c.comm].size(), *names, op, window_ns));
   }
   return chains;
 }

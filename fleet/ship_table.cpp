@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <map>
 #include <optional>
@@ -375,6 +376,71 @@ Result<std::vector<size_t>> sort_columns(const TableSpec& t) {
   return out;
 }
 
+// The highest id of table t the store holds above the watermark (the watermark when none):
+// up to there, rows of a batch may be there already.
+Result<int64_t> held_max_id(ShipContext& c, const SessionKey& key, const TableSpec& t, int64_t wm) {
+  auto top = c.ch.select("SELECT max(src_id), count() FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
+                         " AND src_id > " + std::to_string(wm), {ColumnKind::Int, ColumnKind::Int}, kWatermarkAnswer);
+  if (!top) return top.error();
+  if (top->size() != 1)
+    return make_error("fleet_bad_answer", "the fleet store answered " + std::to_string(top->size()) + " rows for the highest " +
+                                              t.name + " id it holds, where an aggregate has one: not ClickHouse? nothing was sent");
+  return to_i64(top->front()[1]) > 0 ? std::max(wm, to_i64(top->front()[0])) : wm;
+}
+
+// Collective rows resolve ranks with the numbering the stored rows were given (restore());
+// only a store written before schema 3 has every row up to the watermark read again (pos = 0),
+// resolved and not sent. True when there is no collective after the watermark (nothing to ship).
+Result<bool> start_collectives(ShipContext& c, const SessionKey& key, const TableSpec& t, Statement& st,
+                               const std::function<void()>& run, int64_t wm, int64_t& pos,
+                               std::optional<CollectiveRanks>& ranks) {
+  // The newest event first, then the scan: an event the scan cannot see is newer than it.
+  auto top_event = query_int(c.db, "SELECT max(id) FROM events WHERE session_id = " + std::to_string(key.id));
+  if (!top_event) return read_error(c, t);
+  run();
+  const int rc = st.step();
+  if (rc == SQLITE_DONE) {
+    // No collective after the watermark: it moves over the events scanned, so the next ship
+    // (a re-ship, a live round) reads only newer events instead of the whole DB again.
+    const int64_t upto = top_event->value_or(0);
+    if (upto > wm)
+      if (auto r = commit_progress(c, key, t.name, upto, ""); !r) return r.error();
+    return true;
+  }
+  if (rc != SQLITE_ROW) return read_error(c, t);
+  if (auto r = ranks.emplace(c, key).load(key.id); !r) return r.error();
+  if (ranks->has_ranks()) {  // else nothing is resolved: no numbering to keep
+    auto restored = ranks->restore();
+    if (!restored) return restored.error();
+    if (!*restored) pos = 0;  // stored before schema 3: rebuilt from the session's first collective
+  }
+  return false;
+}
+
+// Up to held_max the store may hold some of the batch's rows (a batch stored whose progress row
+// never arrived): the batch's ids are read first and the store asked which of them it holds;
+// `held` gets those and `check_to` the batch's last id.
+Result<void> held_in_batch(ShipContext& c, const SessionKey& key, const TableSpec& t, Statement& st,
+                           const std::function<void()>& run, int64_t wm, int64_t held_max,
+                           std::optional<std::unordered_set<int64_t>>& held, int64_t& check_to) {
+  run();
+  int64_t first = -1, last = -1;
+  int rc;
+  while ((rc = st.step()) == SQLITE_ROW) {
+    if (st.col_int(0) <= wm) continue;  // replayed, never sent
+    if (first < 0) first = st.col_int(0);
+    last = st.col_int(0);
+  }
+  if (rc != SQLITE_DONE) return read_error(c, t);
+  if (first >= 0 && first <= held_max) {
+    auto h = held_ids(c, key, t, first, last);
+    if (!h) return h.error();
+    held = std::move(*h);
+    check_to = last;  // rows past it (the DB changed between the reads) go in the next batch
+  }
+  return {};
+}
+
 Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSpec& t) {
   auto made = NativeBlock::for_columns(block_columns(t));
   if (!made) return made.error();
@@ -387,14 +453,9 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   auto p = progress(c, key, t.name);
   if (!p) return p.error();
   int64_t wm = p->empty() ? 0 : to_i64(p->front()[0]);
-  // The highest id the store holds above the watermark: up to there, rows may be there already.
-  auto top = c.ch.select("SELECT max(src_id), count() FROM " + c.ch.table(t.name) + " WHERE " + key.where() +
-                         " AND src_id > " + std::to_string(wm), {ColumnKind::Int, ColumnKind::Int}, kWatermarkAnswer);
-  if (!top) return top.error();
-  if (top->size() != 1)
-    return make_error("fleet_bad_answer", "the fleet store answered " + std::to_string(top->size()) + " rows for the highest " +
-                                              t.name + " id it holds, where an aggregate has one: not ClickHouse? nothing was sent");
-  const int64_t held_max = to_i64(top->front()[1]) > 0 ? std::max(wm, to_i64(top->front()[0])) : wm;
+  auto held_top = held_max_id(c, key, t, wm);
+  if (!held_top) return held_top.error();
+  const int64_t held_max = *held_top;
 
   auto st = prepare(c, t);
   if (!st) return st.error();
@@ -410,26 +471,9 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
   // resolved and not sent.
   std::optional<CollectiveRanks> ranks;
   if (t.rows == RowKind::Collective) {
-    // The newest event first, then the scan: an event the scan cannot see is newer than it.
-    auto top_event = query_int(c.db, "SELECT max(id) FROM events WHERE session_id = " + std::to_string(key.id));
-    if (!top_event) return read_error(c, t);
-    run();
-    const int rc = st->step();
-    if (rc == SQLITE_DONE) {
-      // No collective after the watermark: it moves over the events scanned, so the next ship
-      // (a re-ship, a live round) reads only newer events instead of the whole DB again.
-      const int64_t upto = top_event->value_or(0);
-      if (upto > wm)
-        if (auto r = commit_progress(c, key, t.name, upto, ""); !r) return r.error();
-      return int64_t{0};
-    }
-    if (rc != SQLITE_ROW) return read_error(c, t);
-    if (auto r = ranks.emplace(c, key).load(key.id); !r) return r.error();
-    if (ranks->has_ranks()) {  // else nothing is resolved: no numbering to keep
-      auto restored = ranks->restore();
-      if (!restored) return restored.error();
-      if (!*restored) pos = 0;  // stored before schema 3: rebuilt from the session's first collective
-    }
+    auto done = start_collectives(c, key, t, *st, run, wm, pos, ranks);
+    if (!done) return done.error();
+    if (*done) return int64_t{0};
   }
   int64_t sent = 0;
   // One block is inserted (on the sender connection) while the next is read and encoded: the
@@ -456,23 +500,8 @@ Result<int64_t> ship_append(ShipContext& c, const SessionKey& key, const TableSp
     // encode only the others. Past held_max (every batch of a normal ship) one read does.
     std::optional<std::unordered_set<int64_t>> held;
     int64_t check_to = INT64_MAX;
-    if (wm < held_max) {
-      run();
-      int64_t first = -1, last = -1;
-      int rc;
-      while ((rc = st->step()) == SQLITE_ROW) {
-        if (st->col_int(0) <= wm) continue;  // replayed, never sent
-        if (first < 0) first = st->col_int(0);
-        last = st->col_int(0);
-      }
-      if (rc != SQLITE_DONE) return read_error(c, t);
-      if (first >= 0 && first <= held_max) {
-        auto h = held_ids(c, key, t, first, last);
-        if (!h) return h.error();
-        held = std::move(*h);
-        check_to = last;  // rows past it (the DB changed between the reads) go in the next batch
-      }
-    }
+    if (wm < held_max)
+      if (auto r = held_in_batch(c, key, t, *st, run, wm, held_max, held, check_to); !r) return r.error();
     run();
     NativeBlock& block = blocks[turn];
     block.clear();

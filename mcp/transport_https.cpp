@@ -18,11 +18,11 @@
 #include <sstream>
 
 #include "common/tcp_listen.h"
-#include "common/untrusted_json.h"
 #include "mcp/audit_log.h"
 #include "mcp/auth.h"
+#include "mcp/https_admission.h"
+#include "mcp/https_answer.h"
 #include "mcp/https_gate.h"
-#include "mcp/rate_limit.h"
 #include "mcp/tls_cert.h"
 
 namespace causeway::mcp {
@@ -34,10 +34,7 @@ using Clock = std::chrono::steady_clock;
 // request start to finish on one pool thread.
 struct RequestFacts {
   Clock::time_point start;
-  std::string rpc_method;
-  std::string tool;
-  int rpc_error = 0;
-  bool tool_error = false;
+  AnswerFacts answer;
 };
 thread_local RequestFacts t_facts;
 
@@ -176,6 +173,14 @@ bool has_body(const httplib::Request& req) {
   return req.has_header("Transfer-Encoding") || (req.has_header("Content-Length") && req.get_header_value("Content-Length") != "0");
 }
 
+// The head of `req` as the request gate reads it (mcp/https_admission.h).
+RequestHead request_head(const httplib::Request& req) {
+  return RequestHead{req.method, req.path, req.remote_addr, [&req](const char* name) -> std::optional<std::string> {
+                       if (!req.has_header(name)) return std::nullopt;
+                       return req.get_header_value(name);
+                     }};
+}
+
 Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
   // "8443" and ":8443" mean loopback: listening on other interfaces must be asked for.
   size_t colon = listen.rfind(':');
@@ -192,11 +197,6 @@ Result<std::pair<std::string, int>> parse_listen(const std::string& listen) {
   }
   if (port < 0 || port > 65535) return make_error("usage", "--http port out of range: " + listen);
   return std::make_pair(host, port);
-}
-
-std::string lower(std::string s) {
-  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 void json_error(httplib::Response& res, int status, int code, const std::string& message) {
@@ -217,48 +217,16 @@ RequestHeaders routing_headers(const httplib::Request& req) {
                         trimmed_header(req, "Mcp-Name")};
 }
 
-bool wants_progress(const std::string& body) {
-  if (body.find("progressToken") == std::string::npos) return false;
-  json doc = parse_untrusted_json_or_null(body);
-  return doc.is_object() && doc.value("method", "") == "tools/call" && doc.contains("params") && doc["params"].is_object() &&
-         doc["params"].contains("_meta") && doc["params"]["_meta"].is_object() && doc["params"]["_meta"].contains("progressToken");
-}
+// What serve_https() opened before serving: the listen address, TLS, tokens, the audit log.
+struct HttpsSetup {
+  std::pair<std::string, int> where;
+  TlsMaterial tls;
+  BearerToken token;
+  std::unique_ptr<AuditLog> audit;
+  std::unique_ptr<SSL_CTX, SslCtxFree> ctx;
+};
 
-}  // namespace
-
-bool localhost_name(const std::string& host_header) {
-  std::string h = lower(host_header);
-  for (const char* name : {"localhost", "127.0.0.1", "[::1]"}) {
-    std::string n = name;
-    if (h == n) return true;
-    if (h.rfind(n + ":", 0) == 0 && h.size() > n.size() + 1 && h.find_first_not_of("0123456789", n.size() + 1) == std::string::npos)
-      return true;
-  }
-  return false;
-}
-
-static bool loopback_address(const std::string& host) { return host == "127.0.0.1" || host == "::1" || host == "localhost"; }
-
-bool origin_allowed(const std::string& origin, const std::string& allowed_csv) {
-  std::string o = lower(origin);
-  for (const char* scheme : {"http://", "https://"}) {
-    for (const char* host : {"localhost", "127.0.0.1", "[::1]"}) {
-      std::string base = std::string(scheme) + host;
-      if (o == base) return true;
-      if (o.rfind(base + ":", 0) == 0 && o.size() > base.size() + 1 &&
-          o.find_first_not_of("0123456789", base.size() + 1) == std::string::npos)
-        return true;
-    }
-  }
-  std::stringstream ss(allowed_csv);
-  for (std::string a; std::getline(ss, a, ',');) {
-    size_t b = a.find_first_not_of(' '), e = a.find_last_not_of(' ');
-    if (b != std::string::npos && o == lower(a.substr(b, e - b + 1))) return true;
-  }
-  return false;
-}
-
-Result<void> serve_https(Server& server, const HttpsOptions& options, const std::function<bool()>& stop) {
+Result<HttpsSetup> open_https(const HttpsOptions& options) {
   auto where = parse_listen(options.listen);
   if (!where) return where.error();
   auto tls = ensure_tls_material(options.tls_cert, options.tls_key, options.state_dir, where->first);
@@ -269,81 +237,88 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   if (!audit) return audit.error();
   auto ctx = server_tls_context(*tls);
   if (!ctx) return ctx.error();
-  RateLimiter limiter = RateLimiter::per_minute(options.rate_per_minute);
-  // Failed authentication gets its own budget per address, so guessing tokens is slow and
-  // cannot drain a real user's bucket.
-  RateLimiter auth_failures = RateLimiter::per_minute(options.rate_per_minute);
+  return HttpsSetup{std::move(*where), std::move(*tls), std::move(*token), std::move(*audit), std::move(*ctx)};
+}
 
-  RequestParser svr;
-  const size_t max_body = options.max_body_bytes;
+// Reads a POST's body within --max-body and answers it as JSON, 202 or an SSE stream.
+void answer_post(McpAnswer& answer, size_t max_body, const httplib::Request& req, httplib::Response& res,
+                 const httplib::ContentReader& read_body) {
+  std::string ctype = https_lower(req.get_header_value("Content-Type"));
+  if (ctype.rfind("application/json", 0) != 0) {
+    json_error(res, 415, kInvalidRequest, "Content-Type must be application/json");
+    return;
+  }
+  // Counted as it arrives, chunked or not (and after decompression): cpp-httplib checks
+  // --max-body against Content-Length only, and read a 100 MB chunked body whole.
+  std::string body;
+  bool too_big = false;
+  bool complete = read_body([&](const char* data, size_t n) {
+    if (body.size() + n > max_body) {
+      too_big = true;
+      return false;
+    }
+    body.append(data, n);
+    return true;
+  });
+  if (!complete) {
+    res.set_header("Connection", "close");
+    if (too_big) json_error(res, 413, kInvalidRequest, "Request body larger than --max-body");
+    else json_error(res, 400, kInvalidRequest, "Cannot read the request body (malformed, or too slow)");
+    return;
+  }
+  t_conn.body_read = true;
+  const std::string scope = req.remote_addr;
+  const RequestHeaders headers = routing_headers(req);
+  if (McpAnswer::streams(body, req.get_header_value("Accept"))) {
+    // A refused request is answered 400 with JSON, not with a stream.
+    if (auto refused = answer.stream_refusal(body, headers, t_facts.answer)) {
+      res.status = 400;
+      res.set_content(*refused, "application/json");
+      return;
+    }
+    // Progress streams as SSE on this response; the result is the last event.
+    res.set_header("Cache-Control", "no-store");
+    res.set_chunked_content_provider("text/event-stream", [&answer, body, scope, headers](size_t, httplib::DataSink& sink) {
+      auto send = [&sink](const std::string& line) {
+        std::string event = McpAnswer::sse_event(line);
+        sink.write(event.data(), event.size());
+      };
+      answer.stream(body, scope, headers, send, t_facts.answer);
+      sink.done();
+      return true;
+    });
+    return;
+  }
+  JsonAnswer reply = answer.reply_json(body, scope, headers, t_facts.answer);
+  res.status = reply.status;
+  if (reply.body) res.set_content(*reply.body, "application/json");
+}
+
+// The router's handlers around the request gate (pre-routing) and the answer (POST /mcp):
+// 405 on GET / DELETE, the connection's fate after the response, one audit line per request.
+void route_requests(RequestParser& svr, RequestAdmission& admission, McpAnswer& answer, AuditLog& audit,
+                    size_t max_body) {
   svr.set_payload_max_length(max_body);
   // Only the values announced in the Keep-Alive header; the gate enforces them.
   svr.set_keep_alive_timeout(10);
   svr.set_keep_alive_max_count(kMaxRequestsPerConnection);
 
-  const std::vector<std::string> tokens = token->all;
-  const std::string allowed = options.allowed_origins;
-  const bool loopback = loopback_address(where->first);
-  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
-    t_facts = RequestFacts{Clock::now(), "", "", 0, false};
-    using httplib::Server;
-    auto refuse = [&res](int status, const std::string& message) {
+  svr.set_pre_routing_handler([&admission](const httplib::Request& req, httplib::Response& res) {
+    t_facts = RequestFacts{Clock::now(), {}};
+    Admission admitted = admission.check(request_head(req));
+    if (admitted.authenticated) t_conn.authenticated = true;
+    if (!admitted.refusal) return httplib::Server::HandlerResponse::Unhandled;
+    const Refusal& r = *admitted.refusal;
+    for (const auto& [name, value] : r.headers) res.set_header(name, value);
+    if (r.plain_text) {
+      res.status = r.status;
       res.set_header("Connection", "close");
-      json_error(res, status, kInvalidRequest, message);
-      return Server::HandlerResponse::Handled;
-    };
-    auto too_many = [&] {
-      res.set_header("Retry-After", "1");
-      return refuse(429, "Too many requests: slow down (per-client rate limit)");
-    };
-    // A browser page on another site must not reach a local server (DNS rebinding).
-    // Bound to loopback, only loopback names may appear in Host (DNS rebinding again).
-    if (loopback && !localhost_name(req.get_header_value("Host"))) return refuse(403, "Forbidden: Host not allowed");
-    if (req.has_header("Origin") && !origin_allowed(req.get_header_value("Origin"), allowed))
-      return refuse(403, "Forbidden: Origin not allowed");
-    if (req.path != "/mcp") {
-      // No OAuth here: a 404 on /.well-known/oauth-* and /register (not a 401) tells an
-      // OAuth-capable client there is nothing to discover or register, and the 401 on /mcp
-      // says a bearer token is expected (RFC 9728 §5, RFC 6750 §3). docs/MCP.md.
-      res.status = 404;
+      res.set_content(r.message, "text/plain");
+    } else {
       res.set_header("Connection", "close");
-      res.set_content("Not found. This server serves MCP at /mcp and takes a static bearer token (Authorization: Bearer <token>); it has no OAuth endpoints.\n",
-                      "text/plain");
-      return Server::HandlerResponse::Handled;
+      json_error(res, r.status, kInvalidRequest, r.message);
     }
-    auto who = matching_token(req.get_header_value("Authorization"), tokens);
-    if (!who) {
-      if (!auth_failures.allow(req.remote_addr)) return too_many();
-      // RFC 6750 §3.1: no error code when no credentials were sent; invalid_token otherwise.
-      res.set_header("WWW-Authenticate", req.has_header("Authorization")
-                                             ? "Bearer realm=\"causeway\", error=\"invalid_token\", error_description=\"unknown bearer token\""
-                                             : "Bearer realm=\"causeway\"");
-      return refuse(401, "Unauthorized: send Authorization: Bearer <token>");
-    }
-    t_conn.authenticated = true;
-    if (!limiter.allow("token " + std::to_string(*who) + " from " + req.remote_addr)) return too_many();
-    // Bodies are framed by Content-Length or chunked, nothing else (no read-until-close, no
-    // smuggling with both), and a declared length over --max-body is refused unread.
-    if (req.method != "POST" && req.method != "GET" && req.method != "DELETE") {
-      res.set_header("Allow", "POST");
-      return refuse(405, "Method not allowed: POST JSON-RPC messages to /mcp");
-    }
-    if (req.method != "POST" && has_body(req)) return refuse(400, "Only POST requests carry a body here");
-    const bool chunked = req.has_header("Transfer-Encoding");
-    if (chunked && lower(req.get_header_value("Transfer-Encoding")) != "chunked")
-      return refuse(501, "Transfer-Encoding not supported (chunked only)");
-    if (chunked && req.has_header("Content-Length")) return refuse(400, "Both Content-Length and Transfer-Encoding");
-    if (req.method == "POST" && !chunked && !req.has_header("Content-Length")) return refuse(411, "Content-Length required");
-    if (req.has_header("Content-Length")) {
-      uint64_t length = 0;
-      try {
-        length = std::stoull(req.get_header_value("Content-Length"));
-      } catch (...) {
-        return refuse(400, "Bad Content-Length");
-      }
-      if (length > max_body) return refuse(413, "Request body larger than --max-body");
-    }
-    return Server::HandlerResponse::Unhandled;
+    return httplib::Server::HandlerResponse::Handled;
   });
 
   svr.set_post_routing_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -361,17 +336,17 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     res.set_header("Connection", "close");
   });
 
-  svr.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
+  svr.set_logger([&audit](const httplib::Request& req, const httplib::Response& res) {
     AuditEntry e;
     e.client = t_conn.peer;
     e.http_method = req.method;
-    e.rpc_method = t_facts.rpc_method;
-    e.tool = t_facts.tool;
+    e.rpc_method = t_facts.answer.rpc_method;
+    e.tool = t_facts.answer.tool;
     e.status = res.status;
-    e.rpc_error = t_facts.rpc_error;
-    e.tool_error = t_facts.tool_error;
+    e.rpc_error = t_facts.answer.rpc_error;
+    e.tool_error = t_facts.answer.tool_error;
     e.duration_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_facts.start).count();
-    audit.value()->write(e);
+    audit.write(e);
   });
 
   auto method_not_allowed = [](const httplib::Request&, httplib::Response& res) {
@@ -381,98 +356,55 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
   };
   svr.Get("/mcp", method_not_allowed);
   svr.Delete("/mcp", method_not_allowed);
-
-  // One JSON-RPC message through the server, its facts kept for the access log; ex.notify
-  // streams progress (SSE) when set.
-  auto answer = [&server](const std::string& body, Exchange& ex) {
-    ex.answer_cancelled = true;
-    auto reply = server.handle(body, ex);
-    t_facts.rpc_method = ex.method;
-    t_facts.tool = ex.tool;
-    t_facts.rpc_error = ex.rpc_error;
-    t_facts.tool_error = ex.tool_error;
-    return reply;
-  };
-
-  svr.Post("/mcp", [&](const httplib::Request& req, httplib::Response& res, const httplib::ContentReader& read_body) {
-    std::string ctype = lower(req.get_header_value("Content-Type"));
-    if (ctype.rfind("application/json", 0) != 0) {
-      json_error(res, 415, kInvalidRequest, "Content-Type must be application/json");
-      return;
-    }
-    // Counted as it arrives, chunked or not (and after decompression): cpp-httplib checks
-    // --max-body against Content-Length only, and read a 100 MB chunked body whole.
-    std::string body;
-    bool too_big = false;
-    bool complete = read_body([&](const char* data, size_t n) {
-      if (body.size() + n > max_body) {
-        too_big = true;
-        return false;
-      }
-      body.append(data, n);
-      return true;
-    });
-    if (!complete) {
-      res.set_header("Connection", "close");
-      if (too_big) json_error(res, 413, kInvalidRequest, "Request body larger than --max-body");
-      else json_error(res, 400, kInvalidRequest, "Cannot read the request body (malformed, or too slow)");
-      return;
-    }
-    t_conn.body_read = true;
-    const std::string scope = req.remote_addr;
-    const RequestHeaders headers = routing_headers(req);
-    if (wants_progress(body) && lower(req.get_header_value("Accept")).find("text/event-stream") != std::string::npos) {
-      // A refused request is answered 400 with JSON, not with a stream.
-      Exchange check;
-      check.headers = headers;
-      if (auto refused = server.refusal(body, check)) {
-        t_facts.rpc_method = check.method;
-        t_facts.rpc_error = check.rpc_error;
-        res.status = 400;
-        res.set_content(*refused, "application/json");
-        return;
-      }
-      // Progress streams as SSE on this response; the result is the last event.
-      res.set_header("Cache-Control", "no-store");
-      res.set_chunked_content_provider("text/event-stream", [&answer, body, scope, headers](size_t, httplib::DataSink& sink) {
-        auto send = [&sink](const std::string& line) {
-          std::string event = "event: message\ndata: " + line + "\n\n";
-          sink.write(event.data(), event.size());
-        };
-        Exchange ex{.notify = send, .scope = scope, .headers = headers};
-        if (auto reply = answer(body, ex)) send(*reply);
-        sink.done();
-        return true;
-      });
-      return;
-    }
-    Exchange ex{.scope = scope, .headers = headers};
-    auto reply = answer(body, ex);
-    if (!reply) {
-      res.status = 202;  // notification or client response: accepted, no body
-      return;
-    }
-    // 2026-07-28 maps refusals onto HTTP statuses; legacy clients read every answer from a 200
-    // (a 404 means "session expired" to them).
-    res.status = ex.bad_request ? 400 : (ex.modern && ex.rpc_error == kMethodNotFound) ? 404 : 200;
-    res.set_content(*reply, "application/json");
+  svr.Post("/mcp", [&answer, max_body](const httplib::Request& req, httplib::Response& res,
+                                       const httplib::ContentReader& read_body) {
+    answer_post(answer, max_body, req, res, read_body);
   });
+}
 
-  // Port 0 asks for an ephemeral port (tests); on_listening learns which.
-  auto bound = listen_socket(where->first, where->second, kListenBacklog);
-  if (!bound) return bound.error();
-  const int port = bound->second;
+// What the operator reads on stderr once listening: the certificate, the token, the URL.
+void print_serving_banner(const HttpsSetup& setup, int port) {
+  const std::string& host = setup.where.first;
+  std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  const TlsMaterial& tls = setup.tls;
+  const BearerToken& token = setup.token;
+  std::cerr << "causeway mcp: certificate " << tls.cert_path << (tls.generated ? " (generated now)" : "")
+            << "\ncauseway mcp: certificate SHA-256 fingerprint " << tls.fingerprint << "\n";
+  if (!tls.ca_path.empty())
+    std::cerr << "causeway mcp: signed by the local CA " << tls.ca_path << "; clients trust it with NODE_EXTRA_CA_CERTS=" << tls.ca_path << "\n";
+  if (token.origin == "generated")
+    std::cerr << "causeway mcp: no --token-file or $" << kTokenEnv << "; generated bearer token: " << token.value << "\n";
+  else
+    std::cerr << "causeway mcp: bearer token" << (token.all.size() > 1 ? "s (" + std::to_string(token.all.size()) + ")" : std::string()) << " from " << token.origin << "\n";
+  // Last, so whoever waits for this line has seen the ones above.
+  std::cerr << "causeway mcp: serving https://" << shown << ":" << port << "/mcp (TLS 1.3 only)" << std::endl;
+}
 
-  std::atomic<bool> stopping{false};
-  std::unique_ptr<HttpsGate> gate;
-  httplib::ThreadPool workers(options.threads ? options.threads : 8);
-  // One request per job: the head is complete, so a worker waits only for a body (bounded by
-  // kBodyTimeout) and for the tool; the connection then goes back to the gate to wait for the
-  // next request, or is closed.
-  std::atomic<size_t> waiting{0};
-  auto serve_one = [&](std::unique_ptr<TlsConnection> c) {
-    --waiting;
-    if (stopping.load()) return;
+// The request workers behind the connection gate: one request per job. The head is complete,
+// so a worker waits only for a body (bounded by kBodyTimeout) and for the tool; the connection
+// then goes back to the gate to wait for the next request, or is closed.
+class RequestWorkers {
+ public:
+  RequestWorkers(RequestParser& svr, size_t threads) : svr_(svr), pool_(threads ? threads : 8) {}
+
+  // Called on the gate thread for each connection with a complete request head.
+  void enqueue(std::unique_ptr<TlsConnection> c) {
+    if (waiting_.load() >= kMaxWaiting) return;  // closed unserved
+    ++waiting_;
+    auto holder = std::make_shared<std::unique_ptr<TlsConnection>>(std::move(c));
+    pool_.enqueue([holder, this] { serve_one(std::move(*holder)); });
+  }
+  void set_gate(HttpsGate* gate) { gate_ = gate; }
+  // Queued connections are closed unserved; the caller interrupts running tool calls first.
+  void stop() {
+    stopping_.store(true);
+  }
+  void join() { pool_.shutdown(); }
+
+ private:
+  void serve_one(std::unique_ptr<TlsConnection> c) {
+    --waiting_;
+    if (stopping_.load()) return;
     t_conn = ConnectionFacts{};
     std::string ip;
     int peer_port = -1;
@@ -480,47 +412,58 @@ Result<void> serve_https(Server& server, const HttpsOptions& options, const std:
     strm.get_remote_ip_and_port(ip, peer_port);
     t_conn.peer = ip + ":" + std::to_string(peer_port);
     t_conn.authenticated = c->authenticated;
-    const bool last = c->requests + 1 >= kMaxRequestsPerConnection || stopping.load();
+    const bool last = c->requests + 1 >= kMaxRequestsPerConnection || stopping_.load();
     bool client_closes = false;
-    const bool ok = svr.process_request(strm, last, client_closes, nullptr);
+    const bool ok = svr_.process_request(strm, last, client_closes, nullptr);
     ++c->requests;
     c->authenticated = t_conn.authenticated;
     if (!ok) return;
-    if (t_conn.unread_body) return gate->close_after_drain(std::move(c));
+    if (t_conn.unread_body) return gate_->close_after_drain(std::move(c));
     if (last || client_closes || t_conn.close) {
       SSL_shutdown(c->ssl);
       return;
     }
-    gate->keep_alive(std::move(c));
-  };
-  gate = std::make_unique<HttpsGate>(ctx->get(), bound->first, GateLimits{}, [&](std::unique_ptr<TlsConnection> c) {
-    if (waiting.load() >= kMaxWaiting) return;  // closed unserved
-    ++waiting;
-    auto holder = std::make_shared<std::unique_ptr<TlsConnection>>(std::move(c));
-    workers.enqueue([holder, &serve_one] { serve_one(std::move(*holder)); });
-  });
+    gate_->keep_alive(std::move(c));
+  }
 
-  std::string host = where->first;
-  std::string shown = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-  std::cerr << "causeway mcp: certificate " << tls->cert_path << (tls->generated ? " (generated now)" : "")
-            << "\ncauseway mcp: certificate SHA-256 fingerprint " << tls->fingerprint << "\n";
-  if (!tls->ca_path.empty())
-    std::cerr << "causeway mcp: signed by the local CA " << tls->ca_path << "; clients trust it with NODE_EXTRA_CA_CERTS=" << tls->ca_path << "\n";
-  if (token->origin == "generated")
-    std::cerr << "causeway mcp: no --token-file or $" << kTokenEnv << "; generated bearer token: " << token->value << "\n";
-  else
-    std::cerr << "causeway mcp: bearer token" << (token->all.size() > 1 ? "s (" + std::to_string(token->all.size()) + ")" : std::string()) << " from " << token->origin << "\n";
-  // Last, so whoever waits for this line has seen the ones above.
-  std::cerr << "causeway mcp: serving https://" << shown << ":" << port << "/mcp (TLS 1.3 only)" << std::endl;
+  RequestParser& svr_;
+  httplib::ThreadPool pool_;
+  HttpsGate* gate_ = nullptr;
+  std::atomic<bool> stopping_{false};
+  std::atomic<size_t> waiting_{0};
+};
+
+}  // namespace
+
+Result<void> serve_https(Server& server, const HttpsOptions& options, const std::function<bool()>& stop) {
+  auto setup = open_https(options);
+  if (!setup) return setup.error();
+  RequestAdmission admission(AdmissionPolicy{setup->token.all, options.allowed_origins,
+                                             loopback_address(setup->where.first), options.max_body_bytes,
+                                             options.rate_per_minute});
+  McpAnswer answer(server);
+  RequestParser svr;
+  route_requests(svr, admission, answer, *setup->audit, options.max_body_bytes);
+
+  // Port 0 asks for an ephemeral port (tests); on_listening learns which.
+  auto bound = listen_socket(setup->where.first, setup->where.second, kListenBacklog);
+  if (!bound) return bound.error();
+  const int port = bound->second;
+  RequestWorkers workers(svr, options.threads);
+  HttpsGate gate(setup->ctx.get(), bound->first, GateLimits{},
+                 [&workers](std::unique_ptr<TlsConnection> c) { workers.enqueue(std::move(c)); });
+  workers.set_gate(&gate);
+
+  print_serving_banner(*setup, port);
   if (options.on_listening) options.on_listening(port);
 
   svr.set_serving(bound->first);
-  gate->run(stop);
+  gate.run(stop);
   svr.set_serving(INVALID_SOCKET);
   // Queued connections are closed unserved; running tool calls are interrupted, then joined.
-  stopping.store(true);
+  workers.stop();
   server.cancel_all();
-  workers.shutdown();
+  workers.join();
   return {};
 }
 

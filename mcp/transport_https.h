@@ -2,6 +2,8 @@
 // POST carries one JSON-RPC message; the answer is JSON (or an SSE stream when a tools/call
 // asks for progress); notifications get 202; GET/DELETE get 405. TLS 1.3 only, bearer token
 // required, Origin checked, body size and per-client rate limited, one audit line per request.
+// Its parts: the connection gate (mcp/https_gate.h), the request gate (mcp/https_admission.h),
+// the router (mcp/transport_https.cpp) and the answer (mcp/https_answer.h).
 #pragma once
 
 #include <cstddef>
@@ -30,12 +32,5 @@ struct HttpsOptions {
 
 // Serves until stop() turns true. Fails on bad options, TLS material or a busy port.
 Result<void> serve_https(Server& server, const HttpsOptions& options, const std::function<bool()>& stop);
-
-// Whether an Origin header value may call us: localhost origins always, else the allow-list.
-bool origin_allowed(const std::string& origin, const std::string& allowed_csv);
-
-// Whether a Host header names this machine's loopback (localhost, 127.0.0.1, [::1], any port).
-// Checked when the server listens on loopback only.
-bool localhost_name(const std::string& host_header);
 
 }  // namespace causeway::mcp

@@ -1,5 +1,7 @@
 #include "sqlguard/lexer.h"
 
+#include <optional>
+
 #include "common/utf8.h"
 
 #include <cstdint>
@@ -93,6 +95,106 @@ std::string token_excerpt(std::string_view text) {
   return out;
 }
 
+namespace lex_detail {
+
+// One token's length from offset i, or why there is no token there.
+struct LexStep {
+  size_t len = 0;
+  std::optional<LexError> error;
+};
+
+// A number: decimal, hex (0x…), with a fraction and an exponent.
+LexStep lex_number(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const unsigned char next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+  size_t j = i;
+  if (c == '0' && (next == 'x' || next == 'X') && i + 2 < s.size() && is_hex(static_cast<unsigned char>(s[i + 2]))) {
+    j = i + 2;
+    while (j < s.size() && is_hex(static_cast<unsigned char>(s[j]))) ++j;
+  } else {
+    while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
+    if (j < s.size() && s[j] == '.') {
+      ++j;
+      while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
+    }
+    if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
+      size_t k = j + 1;
+      if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
+      if (k < s.size() && is_digit(static_cast<unsigned char>(s[k]))) {
+        j = k;
+        while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
+      }
+    }
+  }
+  // SQLite makes "12abc" one illegal token rather than a number and a word.
+  if (j < s.size() && is_id_char(static_cast<unsigned char>(s[j])))
+    return LexStep{0, LexError{i, "malformed number '" + token_excerpt(s.substr(i, j + 1 - i)) + "'"}};
+  return LexStep{j - i, std::nullopt};
+}
+
+// A word (keyword or identifier), UTF-8 allowed but no Unicode space or format character.
+LexStep lex_word(std::string_view s, size_t i) {
+  size_t j = i;
+  while (j < s.size() && is_id_char(static_cast<unsigned char>(s[j]))) {
+    if (static_cast<unsigned char>(s[j]) >= 0x80) {
+      uint32_t cp = 0;
+      size_t n = decode_utf8(s, j, cp);
+      if (n == 0) return LexStep{0, LexError{j, "invalid UTF-8 outside a string literal"}};
+      if (is_unicode_space_or_format(cp))
+        return LexStep{0, LexError{j, "Unicode whitespace or invisible character " + hex_cp(cp) +
+                           " outside a string literal; use an ASCII space"}};
+      j += n;
+    } else {
+      ++j;
+    }
+  }
+  return LexStep{j - i, std::nullopt};
+}
+
+// A parameter marker: ?, ?NNN, :name, @name, $name (with :: parts).
+LexStep lex_variable(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  size_t j = i + 1;
+  if (c == '?') {
+    while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
+  } else {
+    while (j < s.size()) {
+      if (is_id_char(static_cast<unsigned char>(s[j]))) ++j;
+      else if (c == '$' && s[j] == ':' && j + 1 < s.size() && s[j + 1] == ':') j += 2;
+      else break;
+    }
+    if (j == i + 1) return LexStep{0, LexError{i, "parameter marker '" + std::string(1, static_cast<char>(c)) + "' without a name"}};
+  }
+  return LexStep{j - i, std::nullopt};
+}
+
+// An operator or punctuation of one to three characters.
+LexStep lex_operator(std::string_view s, size_t i) {
+  const unsigned char c = static_cast<unsigned char>(s[i]);
+  const unsigned char next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+  size_t len = 1;
+  switch (c) {
+    case '-':
+      len = next == '>' ? (i + 2 < s.size() && s[i + 2] == '>' ? 3 : 2) : 1;
+      break;
+    case '(': case ')': case ';': case '+': case '*': case '/': case '%': case ',': case '&': case '~': case '.':
+      break;
+    case '=': len = next == '=' ? 2 : 1; break;
+    case '<': len = (next == '=' || next == '>' || next == '<') ? 2 : 1; break;
+    case '>': len = (next == '=' || next == '>') ? 2 : 1; break;
+    case '|': len = next == '|' ? 2 : 1; break;
+    case '!':
+      if (next != '=') return LexStep{0, LexError{i, "unexpected character '!'"}};
+      len = 2;
+      break;
+    default:
+      return LexStep{0, LexError{i, "unexpected character '" + token_excerpt(s.substr(i, 1)) + "'"}};
+  }
+  return LexStep{len, std::nullopt};
+}
+
+}  // namespace lex_detail
+
 LexResult tokenize(std::string_view s) {
   LexResult r;
   auto fail = [&](size_t at, std::string msg) {
@@ -141,78 +243,23 @@ LexResult tokenize(std::string_view s) {
         if (!is_hex(static_cast<unsigned char>(hex[k]))) return fail(i + 2 + k, "non-hex digit in blob literal");
     } else if (is_digit(c) || (c == '.' && is_digit(next))) {
       kind = TokenKind::number;
-      size_t j = i;
-      if (c == '0' && (next == 'x' || next == 'X') && i + 2 < s.size() && is_hex(static_cast<unsigned char>(s[i + 2]))) {
-        j = i + 2;
-        while (j < s.size() && is_hex(static_cast<unsigned char>(s[j]))) ++j;
-      } else {
-        while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
-        if (j < s.size() && s[j] == '.') {
-          ++j;
-          while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
-        }
-        if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
-          size_t k = j + 1;
-          if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
-          if (k < s.size() && is_digit(static_cast<unsigned char>(s[k]))) {
-            j = k;
-            while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
-          }
-        }
-      }
-      // SQLite makes "12abc" one illegal token rather than a number and a word.
-      if (j < s.size() && is_id_char(static_cast<unsigned char>(s[j])))
-        return fail(i, "malformed number '" + token_excerpt(s.substr(i, j + 1 - i)) + "'");
-      len = j - i;
+      auto step = lex_detail::lex_number(s, i);
+      if (step.error) return fail(step.error->offset, std::move(step.error->message));
+      len = step.len;
     } else if (is_id_start(c)) {
       kind = TokenKind::word;
-      size_t j = i;
-      while (j < s.size() && is_id_char(static_cast<unsigned char>(s[j]))) {
-        if (static_cast<unsigned char>(s[j]) >= 0x80) {
-          uint32_t cp = 0;
-          size_t n = decode_utf8(s, j, cp);
-          if (n == 0) return fail(j, "invalid UTF-8 outside a string literal");
-          if (is_unicode_space_or_format(cp))
-            return fail(j, "Unicode whitespace or invisible character " + hex_cp(cp) +
-                               " outside a string literal; use an ASCII space");
-          j += n;
-        } else {
-          ++j;
-        }
-      }
-      len = j - i;
+      auto step = lex_detail::lex_word(s, i);
+      if (step.error) return fail(step.error->offset, std::move(step.error->message));
+      len = step.len;
     } else if (c == '?' || c == ':' || c == '@' || c == '$') {
       kind = TokenKind::variable;
-      size_t j = i + 1;
-      if (c == '?') {
-        while (j < s.size() && is_digit(static_cast<unsigned char>(s[j]))) ++j;
-      } else {
-        while (j < s.size()) {
-          if (is_id_char(static_cast<unsigned char>(s[j]))) ++j;
-          else if (c == '$' && s[j] == ':' && j + 1 < s.size() && s[j + 1] == ':') j += 2;
-          else break;
-        }
-        if (j == i + 1) return fail(i, "parameter marker '" + std::string(1, static_cast<char>(c)) + "' without a name");
-      }
-      len = j - i;
+      auto step = lex_detail::lex_variable(s, i);
+      if (step.error) return fail(step.error->offset, std::move(step.error->message));
+      len = step.len;
     } else {
-      switch (c) {
-        case '-':
-          len = next == '>' ? (i + 2 < s.size() && s[i + 2] == '>' ? 3 : 2) : 1;
-          break;
-        case '(': case ')': case ';': case '+': case '*': case '/': case '%': case ',': case '&': case '~': case '.':
-          break;
-        case '=': len = next == '=' ? 2 : 1; break;
-        case '<': len = (next == '=' || next == '>' || next == '<') ? 2 : 1; break;
-        case '>': len = (next == '=' || next == '>') ? 2 : 1; break;
-        case '|': len = next == '|' ? 2 : 1; break;
-        case '!':
-          if (next != '=') return fail(i, "unexpected character '!'");
-          len = 2;
-          break;
-        default:
-          return fail(i, "unexpected character '" + token_excerpt(s.substr(i, 1)) + "'");
-      }
+      auto step = lex_detail::lex_operator(s, i);
+      if (step.error) return fail(step.error->offset, std::move(step.error->message));
+      len = step.len;
     }
     r.tokens.push_back(Token{kind, start, s.substr(start, len)});
     i = start + len;

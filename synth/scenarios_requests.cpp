@@ -143,6 +143,34 @@ void tp_passes(ScenarioContext& c, const std::vector<std::pair<int64_t, int64_t>
   }
 }
 
+// The engine's own view, scraped each second: running, waiting (the burst's queue), KV cache
+// use (full around a preemption) and the preemption count.
+void engine_scrapes(ScenarioContext& c, const Incidents& inc, int64_t end) {
+  DemoBuilder& b = c.b;
+  double preempted = 0;
+  for (int64_t ts = c.t0 + kSec; ts < end; ts += kSec) {
+    Scrape s;
+    if (inc.burst && ts > inc.burst_at && ts < inc.burst_at + (inc.burst + 1) * 80 * kMs + kSec)
+      s.waiting = std::max<int64_t>(0, inc.burst - (ts - inc.burst_at) / (80 * kMs));
+    for (int64_t p : inc.preemptions) {
+      if (p <= ts && p > ts - kSec) ++preempted;
+      if (p > ts - kSec && p < ts + kSec) s.kv = 0.97;
+    }
+    s.preempted = preempted;
+    EngineSampleRecord e;
+    e.ts_ns = ts;
+    e.pid = kApiServerPid;
+    e.engine = "vllm";
+    e.url = "http://127.0.0.1:8000/metrics";
+    const std::string l = "engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"";
+    e.samples = {{"vllm:num_requests_running", l, s.running},
+                 {"vllm:num_requests_waiting", l, s.waiting},
+                 {"vllm:kv_cache_usage_perc", l, s.kv},
+                 {"vllm:num_preemptions_total", l, s.preempted}};
+    b.engine_scrape(e);
+  }
+}
+
 void serve(ScenarioContext& c, Incidents inc) {
   DemoBuilder& b = c.b;
   const int64_t end = c.t0 + c.duration;
@@ -228,29 +256,7 @@ void serve(ScenarioContext& c, Incidents inc) {
     engine_core_passes(c, inc.stalls, inc.prefills, end);
   }
 
-  // The engine's own view, scraped each second.
-  double preempted = 0;
-  for (int64_t ts = c.t0 + kSec; ts < end; ts += kSec) {
-    Scrape s;
-    if (inc.burst && ts > inc.burst_at && ts < inc.burst_at + (inc.burst + 1) * 80 * kMs + kSec)
-      s.waiting = std::max<int64_t>(0, inc.burst - (ts - inc.burst_at) / (80 * kMs));
-    for (int64_t p : inc.preemptions) {
-      if (p <= ts && p > ts - kSec) ++preempted;
-      if (p > ts - kSec && p < ts + kSec) s.kv = 0.97;
-    }
-    s.preempted = preempted;
-    EngineSampleRecord e;
-    e.ts_ns = ts;
-    e.pid = kApiServerPid;
-    e.engine = "vllm";
-    e.url = "http://127.0.0.1:8000/metrics";
-    const std::string l = "engine=\"0\",model_name=\"meta-llama/Llama-3.1-8B-Instruct\"";
-    e.samples = {{"vllm:num_requests_running", l, s.running},
-                 {"vllm:num_requests_waiting", l, s.waiting},
-                 {"vllm:kv_cache_usage_perc", l, s.kv},
-                 {"vllm:num_preemptions_total", l, s.preempted}};
-    b.engine_scrape(e);
-  }
+  engine_scrapes(c, inc, end);
 }
 
 }  // namespace

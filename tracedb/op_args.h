@@ -6,7 +6,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
+
+#include "tracedb/event_columns.h"
 
 namespace causeway {
 
@@ -63,6 +66,11 @@ constexpr int checked_slot() {
   return S;
 }
 #define CW_ARG(R, NAME, ...) (R).a[checked_slot<common_slot(NAME, __VA_ARGS__)>()]
+
+// The `events` column holding a field, for SQL: CW_ARG_COLUMN("stream", arg_layout::stream) is
+// "a3". SQL names a field this way, never by its position.
+#define CW_ARG_COLUMN(NAME, ...) \
+  std::string(col_name(static_cast<EventCol>(arg_col(checked_slot<common_slot(NAME, __VA_ARGS__)>()))))
 
 // Kernel launches.
 struct LaunchArgs {

@@ -24,6 +24,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -163,6 +164,14 @@ class StoreWriter {
   Batch take_batch();      // mu_ held
   void recycle(Batch& b);  // mu_ held
   Result<void> prepare_statements();
+  // One per table family, in its file: the statements of the tables it writes.
+  Result<void> prepare_event_statements(sqlite3* h);    // tracedb/writer_events.cpp
+  Result<void> prepare_rollup_statements(sqlite3* h);   // tracedb/writer_rollups.cpp
+  Result<void> prepare_process_statements(sqlite3* h);  // tracedb/writer_processes.cpp
+  Result<void> prepare_chain_statements(sqlite3* h);    // tracedb/writer_chains.cpp
+  Result<void> prepare_request_statements(sqlite3* h);  // tracedb/writer_requests.cpp
+  Result<void> prepare_counter_statements(sqlite3* h);  // tracedb/writer_counters.cpp
+  Result<void> prepare_session_statements(sqlite3* h);  // tracedb/writer_session.cpp
   void run();
   // One transaction. On failure it is rolled back and nothing in memory changed (rollups
   // included), so the caller can count the batch's rows as lost and nothing else.
@@ -183,7 +192,24 @@ class StoreWriter {
   template <typename R, typename Bind>
   int insert_lane(const std::vector<std::vector<R>>& chunks, Statement& s, uint16_t rollup_op, uint64_t& written,
                   Bind bind);
+  // The batch's calls and their event_blocks entry; its sched and wakeup rows. SQLITE_DONE or the error.
+  int write_call_rows(const Batch& batch, uint64_t& written);
+  int write_context_rows(const Batch& batch, uint64_t& written);
+  // One meta row, by its kind (each in its table family's file); SQLITE_DONE, or the error
+  // that fails the batch (a row breaking a constraint is skipped).
   int write_meta(const MetaRecord& m);
+  int write_meta_row(const ProcessRecord& p);
+  int write_meta_row(const ThreadRecord& t);
+  int write_meta_row(const CgroupRecord& g);
+  int write_meta_row(const StackRecord& st);
+  int write_meta_row(const ChainRecord& c);
+  int write_meta_row(const CallCausesRecord& cc);
+  int write_meta_row(const RequestChainsRecord& rc);
+  int write_meta_row(const RequestRecord& q);
+  int write_meta_row(const EngineSampleRecord& es);
+  int write_meta_row(const HostContextMark& hm);
+  int upsert_counter(std::string_view name, int64_t value, int64_t now);  // a collector_stats row
+  Result<void> insert_rollup(const RollupKey& k, const RollupAcc& a);
   void accumulate(uint16_t op, uint32_t pid, int64_t ts_ns, int64_t dur_ns, bool error);
   // Writes the rollup rows of every second before the cutoff from rollups_ plus the batch's
   // own accumulations, changing nothing in memory; commit_rollups() applies it after COMMIT.

@@ -1,9 +1,11 @@
 # The map stays true (issue #38): every path and code name docs/ARCHITECTURE.md cites exists
 # (tests/unit/check_architecture_doc.py), and every SELECT over `events` / `v_calls` in the
 # code names only columns of tracedb/event_columns.h / schemas/trace.sql
-# (tests/unit/check_event_selects.py).
+# (tests/unit/check_event_selects.py). The house rules hold: no function body over 100 lines
+# outside declared data tables (tests/unit/check_function_length.py), and no event argument read
+# by position outside the code that defines or fills the slots (tests/unit/check_positional_args.py).
 find_package(Python3 COMPONENTS Interpreter QUIET)
-foreach(check architecture_doc event_selects)
+foreach(check architecture_doc event_selects function_length positional_args)
   if(Python3_Interpreter_FOUND)
     add_test(NAME docs_${check} COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_LIST_DIR}/check_${check}.py ${PROJECT_SOURCE_DIR})
     set_tests_properties(docs_${check} PROPERTIES LABELS unit TIMEOUT 120)

@@ -9,6 +9,7 @@
 #include "tests/support/test_support.h"
 #include "tracedb/event_row.h"
 #include "tracedb/open.h"
+#include "tracedb/table_columns.h"
 #include "tracedb/store_writer.h"
 
 using namespace causeway;
@@ -168,4 +169,34 @@ TEST_CASE("bind_event fills a multi-row INSERT; a subset SELECT decodes only its
   CHECK(r.call.ts_ns == 0);  // not selected: left at its default
   CHECK(kCols.at(EventCol::cpu) == 2);
   CHECK(kCols.at(EventCol::ts_ns) == -1);
+}
+
+// The other tables' column lists (tracedb/table_columns.h): the INSERT is built from the list
+// and each column binds at its place in it.
+namespace {
+enum class TinyCol { a, b, c, count_ };
+constexpr TableColumns<TinyCol> kTinyColumns{"tiny", {"a", "b", "c"}};
+}  // namespace
+
+TEST_CASE("a table's column list gives its INSERT and binds each column by name") {
+  CHECK(kTinyColumns.insert_sql() == "INSERT INTO tiny (a, b, c) VALUES (?,?,?)");
+  CHECK(kTinyColumns.insert_sql("INSERT OR IGNORE", TinyCol::c) == "INSERT OR IGNORE INTO tiny (a, b) VALUES (?,?)");
+  CHECK(RowBind<TinyCol>::param(TinyCol::c) == 3);
+  TempDir dir;
+  DbHandle db;
+  sqlite3* h = nullptr;
+  REQUIRE(sqlite3_open((dir.path() + "/t.db").c_str(), &h) == SQLITE_OK);
+  db.reset(h);
+  REQUIRE(exec_sql(h, "CREATE TABLE tiny (a INTEGER, b TEXT, c INTEGER)").ok());
+  auto st = Statement::prepare(h, kTinyColumns.insert_sql());
+  REQUIRE(st.ok());
+  // Bound out of order, with "none" values: each lands in its own column.
+  RowBind<TinyCol>(*st).set_nonempty(TinyCol::b, "").set(TinyCol::c, int64_t{7}).set_nonzero(TinyCol::a, 0);
+  REQUIRE(st->step() == SQLITE_DONE);
+  auto q = Statement::prepare(h, "SELECT a IS NULL, b IS NULL, c FROM tiny");
+  REQUIRE(q.ok());
+  REQUIRE(q->step() == SQLITE_ROW);
+  CHECK(q->col_int(0) == 1);
+  CHECK(q->col_int(1) == 1);
+  CHECK(q->col_int(2) == 7);
 }

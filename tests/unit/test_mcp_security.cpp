@@ -1,6 +1,8 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <openssl/x509v3.h>
 
 #include "mcp/auth.h"
+#include "mcp/https_admission.h"
 #include "mcp/rate_limit.h"
 #include "mcp/tls_cert.h"
 #include "tests/support/test_support.h"
@@ -227,6 +230,64 @@ TEST_CASE("https: Origin allow-list") {
   CHECK_FALSE(origin_allowed("https://evil.example", ""));
   CHECK(origin_allowed("https://app.example", "https://other.example, https://app.example"));
   CHECK_FALSE(origin_allowed("null", ""));
+}
+
+// The request gate alone (mcp/https_admission.h), in the order it checks: Host, Origin, path,
+// token, rate, method and body framing.
+TEST_CASE("https: the request gate refuses by the head alone") {
+  RequestAdmission gate(AdmissionPolicy{{"secret-token"}, "", true, 100, 600});
+  auto head_of = [](std::string method, std::string path, std::map<std::string, std::string> headers) {
+    return [method, path, headers](RequestAdmission& g) {
+      RequestHead h{method, path, "10.0.0.1", [&headers](const char* name) -> std::optional<std::string> {
+                      auto it = headers.find(name);
+                      if (it == headers.end()) return std::nullopt;
+                      return it->second;
+                    }};
+      return g.check(h);
+    };
+  };
+  const std::map<std::string, std::string> ok{{"Host", "localhost:8443"}, {"Authorization", "Bearer secret-token"},
+                                              {"Content-Length", "10"}};
+  auto admitted = head_of("POST", "/mcp", ok)(gate);
+  CHECK_FALSE(admitted.refusal);
+  CHECK(admitted.authenticated);
+  auto with = [&](std::map<std::string, std::string> changes) {
+    auto h = ok;
+    for (auto& [k, v] : changes) {
+      if (v == "<none>") h.erase(k);
+      else h[k] = v;
+    }
+    return h;
+  };
+  auto status_of = [&](std::string method, std::string path, std::map<std::string, std::string> h) {
+    auto a = head_of(method, path, h)(gate);
+    return a.refusal ? a.refusal->status : 0;
+  };
+  CHECK(status_of("POST", "/mcp", with({{"Host", "evil.example"}})) == 403);
+  CHECK(status_of("POST", "/mcp", with({{"Origin", "https://evil.example"}})) == 403);
+  auto not_found = head_of("GET", "/.well-known/oauth-authorization-server", ok)(gate);
+  REQUIRE(not_found.refusal);
+  CHECK(not_found.refusal->status == 404);
+  CHECK(not_found.refusal->plain_text);
+  auto no_token = head_of("POST", "/mcp", with({{"Authorization", "<none>"}}))(gate);
+  REQUIRE(no_token.refusal);
+  CHECK(no_token.refusal->status == 401);
+  CHECK_FALSE(no_token.authenticated);
+  REQUIRE(no_token.refusal->headers.size() == 1);
+  CHECK(no_token.refusal->headers[0].second == "Bearer realm=\"causeway\"");
+  auto bad_token = head_of("POST", "/mcp", with({{"Authorization", "Bearer guess"}}))(gate);
+  REQUIRE(bad_token.refusal);
+  CHECK(bad_token.refusal->headers[0].second.find("invalid_token") != std::string::npos);
+  CHECK(status_of("PUT", "/mcp", ok) == 405);
+  CHECK(status_of("GET", "/mcp", ok) == 400);  // a body on a GET
+  CHECK(status_of("POST", "/mcp", with({{"Transfer-Encoding", "gzip"}, {"Content-Length", "<none>"}})) == 501);
+  CHECK(status_of("POST", "/mcp", with({{"Transfer-Encoding", "chunked"}})) == 400);
+  CHECK(status_of("POST", "/mcp", with({{"Content-Length", "<none>"}})) == 411);
+  CHECK(status_of("POST", "/mcp", with({{"Content-Length", "x"}})) == 400);
+  CHECK(status_of("POST", "/mcp", with({{"Content-Length", "101"}})) == 413);
+  // Not on loopback: any Host.
+  RequestAdmission open_gate(AdmissionPolicy{{"secret-token"}, "", false, 100, 600});
+  CHECK_FALSE(head_of("POST", "/mcp", with({{"Host", "gpu-7.example"}}))(open_gate).refusal);
 }
 
 TEST_CASE("https: Host names accepted on a loopback listener") {

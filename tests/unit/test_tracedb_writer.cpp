@@ -318,3 +318,73 @@ TEST_CASE("ops take the op table's family and layout, in a DB an older binary ma
   CHECK(count(path, "SELECT count(*) FROM schema_docs WHERE object = 'ops' AND column_name = 'family' AND "
                     "description LIKE '%graph_build%'") == 1);
 }
+
+// Each table family of the writer (tracedb/writer_*.cpp) binds its rows by column name from one
+// list (tracedb/table_columns.h): every field lands in its own column, and a "none" is NULL.
+TEST_CASE("every meta row kind is stored field by field in its own columns, none as NULL") {
+  TempDir dir;
+  const std::string path = dir.path() + "/meta.db";
+  auto w = StoreWriter::open(path);
+  REQUIRE(w.ok());
+  auto& writer = **w;
+  REQUIRE(writer.begin_session(live_session()).ok());
+  ProcessRecord ranked;
+  ranked.pid = 4821;
+  ranked.ppid = 1;
+  ranked.comm = "python3";
+  ranked.cmdline = "python3 train.py";
+  ranked.exe = "/usr/bin/python3";
+  ranked.cgroup_id = 77;
+  ranked.container_id = "c0ffee";
+  ranked.first_ns = kT0 + 5;
+  ranked.last_ns = kT0 + 9;
+  ranked.exit_code = 3;
+  ranked.cgroup_path = "/kubepods/pod1";
+  ranked.launcher_rank = LauncherRank{2, 8, 1, "RANK", "job-9"};
+  ProcessRecord bare;
+  bare.pid = 4822;
+  writer.push_meta(ranked);
+  writer.push_meta(bare);
+  writer.push_meta(ThreadRecord{4900, 4821, "worker", 0});
+  writer.push_meta(CgroupRecord{77, "/kubepods/pod1", "", "pod-uid"});
+  writer.push_meta(StackRecord{0x1234, {"a!f+0x1", "b.py:3 (g)"}});
+  RequestRecord q;
+  q.request_id = "req-1";
+  q.server_pid = 4821;
+  q.fd = 9;
+  q.method = "POST";
+  q.path = "/v1/chat/completions";
+  q.start_ns = kT0 + 10;
+  q.end_ns = kT0 + 20;
+  q.first_token_ns = kT0 + 30;
+  q.ttft_ns = 20;
+  q.status = 200;
+  q.model = "m";
+  q.output_tokens = 7;
+  writer.push_meta(q);
+  EngineSampleRecord es{kT0 + 40, 4821, "vllm", "http://127.0.0.1:8000/metrics", {{"vllm:num_requests_running", "engine=\"0\"", 3.5}}};
+  writer.push_meta(es);
+  writer.flush();
+  REQUIRE(writer.close(kT0 + 100).ok());
+
+  CHECK(count(path, "SELECT count(*) FROM processes WHERE pid = 4821 AND ppid = 1 AND comm = 'python3' AND cmdline = "
+                    "'python3 train.py' AND exe = '/usr/bin/python3' AND cgroup_id = 77 AND container_id = 'c0ffee' AND "
+                    "first_ns = 1790000000000000005 AND last_ns = 1790000000000000009 AND exit_code = 3 AND cgroup_path = "
+                    "'/kubepods/pod1' AND rank = 2 AND world_size = 8 AND local_rank = 1 AND rank_source = 'RANK' AND "
+                    "job_id = 'job-9'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM processes WHERE pid = 4822 AND ppid IS NULL AND first_ns IS NULL AND last_ns IS "
+                    "NULL AND exit_code IS NULL AND cgroup_path IS NULL AND rank IS NULL AND world_size IS NULL AND "
+                    "local_rank IS NULL AND rank_source IS NULL AND job_id IS NULL") == 1);
+  CHECK(count(path, "SELECT count(*) FROM threads WHERE tid = 4900 AND pid = 4821 AND comm = 'worker' AND cgroup_id IS NULL") == 1);
+  CHECK(count(path, "SELECT count(*) FROM cgroups WHERE cgroup_id = 77 AND path = '/kubepods/pod1' AND container_id IS NULL "
+                    "AND pod = 'pod-uid'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM stacks WHERE id = 4660 AND hash = 4660 AND frames = '[\"a!f+0x1\",\"b.py:3 (g)\"]'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM requests WHERE request_id = 'req-1' AND server_pid = 4821 AND fd = 9 AND method = "
+                    "'POST' AND path = '/v1/chat/completions' AND first_byte_ns IS NULL AND first_token_ns = "
+                    "1790000000000000030 AND ttft_ns = 20 AND e2e_ns IS NULL AND itl_us IS NULL AND status = 200 AND model = "
+                    "'m' AND output_tokens = 7 AND input_tokens IS NULL AND end_reason = 'complete'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM engines WHERE pid = 4821 AND engine = 'vllm' AND url = "
+                    "'http://127.0.0.1:8000/metrics'") == 1);
+  CHECK(count(path, "SELECT count(*) FROM engine_metrics WHERE pid = 4821 AND ts_ns = 1790000000000000040 AND name = "
+                    "'vllm:num_requests_running' AND labels = 'engine=\"0\"' AND value = 3.5") == 1);
+}
