@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <type_traits>
 
+#include "bpf/events.h"
 #include "tracedb/chain_store.h"
 #include "tracedb/event_row.h"
 #include "tracedb/op_catalog.h"
@@ -394,6 +395,7 @@ StoreWriter::Batch StoreWriter::take_batch() {
   switches_.take_all(b.switches);
   wakeups_.take_all(b.wakeups);
   b.meta.swap(meta_);
+  b.aggregated.swap(aggregated_);
   inflight_rows_ = b.rows;
   return b;
 }
@@ -408,6 +410,12 @@ void StoreWriter::recycle(Batch& b) {
 void StoreWriter::push_meta(MetaRecord r) {
   std::lock_guard lock(mu_);
   meta_.push_back(std::move(r));
+  ++enqueued_seq_;
+}
+
+void StoreWriter::push_aggregated(AggregatedCallsRecord r) {
+  std::lock_guard lock(mu_);
+  aggregated_.push_back(std::move(r));
   ++enqueued_seq_;
 }
 
@@ -477,7 +485,7 @@ void StoreWriter::run() {
     batch_done_.notify_all();
     if (stopping) {
       std::lock_guard lock(mu_);
-      if (queued_rows() == 0 && meta_.empty()) return;
+      if (queued_rows() == 0 && meta_.empty() && aggregated_.empty()) return;
     }
   }
 }
@@ -606,6 +614,7 @@ Result<void> StoreWriter::write_batch_rows(Batch& batch, bool final_flush) {
 
   for (const MetaRecord& m : batch.meta)
     if (rc = write_meta(m); rc != SQLITE_DONE) return failed();
+  for (const AggregatedCallsRecord& a : batch.aggregated) accumulate_aggregated(a);
 
   struct {
     int64_t first_id = 0, last_id = 0, min_ts = INT64_MAX, max_ts = INT64_MIN, max_end = INT64_MIN;
@@ -629,7 +638,8 @@ Result<void> StoreWriter::write_batch_rows(Batch& batch, bool final_flush) {
         block.max_ts = std::max(block.max_ts, c.ts_ns);
         block.max_end = std::max(block.max_end, c.ts_ns + c.dur_ns);
         batch_max_ts_ = std::max(batch_max_ts_, c.ts_ns);
-        accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
+        // A thread's run of counted calls is in the rollups already (AggregatedCallsRecord).
+        if (c.op != CW_OP_CALLS_AGGREGATED) accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
       }
       written += static_cast<uint64_t>(group);
       i += static_cast<size_t>(group);
@@ -695,10 +705,14 @@ void StoreWriter::on_write_failure(Batch& batch, bool stopping, const Error& err
     // the next batch, unless there is none (stopping) or never will be (the DB is gone).
     if (!stopping && write_fault_may_clear(f)) {
       meta_.insert(meta_.begin(), std::make_move_iterator(batch.meta.begin()), std::make_move_iterator(batch.meta.end()));
+      // Counted calls are rolled up in memory, only after COMMIT: they wait like the meta rows.
+      aggregated_.insert(aggregated_.begin(), std::make_move_iterator(batch.aggregated.begin()),
+                         std::make_move_iterator(batch.aggregated.end()));
     } else {
       stats_.dropped_meta += batch.meta.size();
     }
     batch.meta.clear();
+    batch.aggregated.clear();
     health_.fault = f;
     health_.last_fault = f;
     health_.error = error.message;
