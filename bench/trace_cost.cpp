@@ -20,7 +20,8 @@
 //
 // The tracer's own CPU (user + system of every causeway thread, /proc/PID/task/*/schedstat) is
 // measured over a paced phase of --paced-rate calls/s (default 100,000) for --paced-seconds (3),
-// as a share of one core. Every call made must be counted: the rollups (recorded rows plus calls
+// as a share of one core, and over as long with no calls (what the tracer costs anyway: rescans,
+// sched context, live diagnosis); the difference per call is its CPU per traced call. Every call made must be counted: the rollups (recorded rows plus calls
 // counted in the kernel) of the traced op and this pid equal the calls made, or the difference
 // is counted as dropped. Last, the figures as key=value lines (scripts/gpu-check.sh parses them):
 // <config>_us, <config>_ratio, <config>_added_us, <config>_tracer_cpu_pct, <config>_exact, ...
@@ -255,6 +256,7 @@ struct Row {
   int64_t made = 0, recorded = 0, with_stack = 0, dropped = 0;
   int64_t counted = 0;           // rollups of the op and this pid: recorded + counted in the kernel
   double tracer_cpu_share = -1;  // causeway's CPU over the paced phase / its wall time
+  double tracer_idle_share = -1; // the same over as long with no calls (rescans, sched context, diagnosis)
   bool filtered_out = false;  // --pid names another process
 };
 
@@ -355,7 +357,11 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
     print_bpf_stats(a_bt, b_bt, calls, "bpftrace");
   }
 
-  if (paced_seconds > 0) row.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, row.made);
+  if (paced_seconds > 0) {
+    int64_t none = 0;
+    row.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
+    row.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, row.made);
+  }
 
   // Let the drain catch up before stopping: the count check below wants every call.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -486,8 +492,10 @@ int main(int argc, char** argv) {
                 r.config.c_str(), (long long)r.made, (long long)r.counted, (long long)r.recorded, (long long)r.with_stack,
                 (long long)r.dropped);
     if (r.tracer_cpu_share >= 0)
-      std::printf("%s: tracer CPU at %ld calls/s: %.2f%% of one core (user + system, all its threads)\n", r.config.c_str(),
-                  paced_rate, 100 * r.tracer_cpu_share);
+      std::printf("%s: tracer CPU at %ld calls/s: %.2f%% of one core (user + system, all its threads); with no calls "
+                  "%.2f%%: %.0f ns of tracer CPU per call\n",
+                  r.config.c_str(), paced_rate, 100 * r.tracer_cpu_share, 100 * r.tracer_idle_share,
+                  (r.tracer_cpu_share - r.tracer_idle_share) * 1e9 / double(paced_rate));
     // The drop counter is host-wide: calls of other processes traced meanwhile (discovery
     // probes every libcudart on the host) may add to it, never to the calls recorded here.
     exact = exact && (r.filtered_out ? r.recorded == 0 && r.counted == 0
@@ -515,7 +523,10 @@ int main(int argc, char** argv) {
     std::printf("%s_calls_made=%lld\n%s_calls_in_rollups=%lld\n%s_calls_recorded=%lld\n%s_dropped=%lld\n", k.c_str(),
                 (long long)r.made, k.c_str(), (long long)r.counted, k.c_str(), (long long)r.recorded, k.c_str(),
                 (long long)r.dropped);
-    if (r.tracer_cpu_share >= 0) std::printf("%s_tracer_cpu_pct=%.3f\n", k.c_str(), 100 * r.tracer_cpu_share);
+    if (r.tracer_cpu_share >= 0)
+      std::printf("%s_tracer_cpu_pct=%.3f\n%s_tracer_idle_cpu_pct=%.3f\n%s_tracer_ns_per_call=%.1f\n", k.c_str(),
+                  100 * r.tracer_cpu_share, k.c_str(), 100 * r.tracer_idle_share, k.c_str(),
+                  (r.tracer_cpu_share - r.tracer_idle_share) * 1e9 / double(paced_rate));
   }
   std::printf("exact_counts=%d\n", exact ? 1 : 0);
   if (keep.empty()) fs::remove_all(dir);
