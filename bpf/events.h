@@ -192,7 +192,7 @@ enum cw_decode {
  *               extra[CW_X_OUT] (allocations, capture end, graph instantiation); 0 none
  *        52..55 source (enum cw_source), from the op table (tracedb/op_catalog.cpp)
  *        56     aggregate: a fast call of this op is counted in the kernel, not sent (the op
- *               table's `aggregate` column; bpf/calls.bpf.h "Aggregated calls")
+ *               table's `recording` column, tracedb/op_recording.h; bpf/calls.bpf.h "Aggregated calls")
  * The cookies are built from the op table by collector/probe_table.cpp.
  */
 enum cw_nccl_role {
