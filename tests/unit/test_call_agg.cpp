@@ -12,6 +12,7 @@
 #include "collector/call_agg.h"
 #include "collector/live_stats.h"
 #include "collector/stack_policy.h"
+#include "diagnosis/thread_run.h"
 #include "tracedb/histogram.h"
 
 namespace causeway::collector {
@@ -145,3 +146,38 @@ TEST_CASE("counted calls feed the stack thresholds like the same calls one by on
 }
 
 }  // namespace causeway::collector
+
+// The correlator's side: a thread's run (a calls_aggregated row) counts as the launches it stands
+// for in the thread's activity (launch-bound, host-bound) and in the op's baseline.
+namespace causeway {
+TEST_CASE("a run of counted launches adds its launches, their time and the gaps between them") {
+  Ev run;
+  run.ts = 1'000'000;
+  run.dur = 1'000'000;  // first start .. last return
+  run.pid = 7;
+  run.tid = 8;
+  run.op = CW_OP_CALLS_AGGREGATED;
+  run.a[0] = 100;      // calls
+  run.a[1] = 300'000;  // their total duration
+  run.a[2] = CW_OP_CUDA_LAUNCH_KERNEL;
+  ThreadActivity a;
+  add_counted_run(a, run, 990'000, nullptr);  // the previous call returned 10 µs before the run
+  CHECK(a.calls == 100);
+  CHECK(a.launches == 100);
+  CHECK(a.submits == 100);
+  CHECK(a.launch_cpu_ns == 300'000);
+  CHECK(a.gap_ns == 1'010'000 - 300'000);
+  CHECK(a.gap_cpu_ns == a.gap_ns);  // no timeline: on-CPU
+  CHECK(a.long_gaps == 0);
+  CHECK(a.first_ns == 1'000'000);
+  CHECK(a.last_end_ns == 2'000'000);
+
+  uint64_t count = 0, min = UINT64_MAX, max = 0;
+  LatencyHistogram hist;
+  add_counted_run_to_baseline(run, count, hist, min, max);
+  CHECK(count == 100);
+  CHECK(hist.total() == 100);
+  CHECK(min == 3000);
+  CHECK(max == 3000);
+}
+}  // namespace causeway
