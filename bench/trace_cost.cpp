@@ -331,6 +331,13 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
     f.untraced(nullptr);
   }
   row.made = warm;
+  // The tracer's CPU first, before the flat-out rounds leave it a backlog to write: idle, then paced.
+  if (paced_seconds > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    int64_t none = 0;
+    row.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
+    row.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, row.made);
+  }
   std::vector<double> u, p, t;
   for (int r = 0; r < rounds; ++r) {
     const Triple m = interleaved_cpu_ns_per_call(f.untraced, f.probed, f.traced, calls);
@@ -355,12 +362,6 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
     std::printf("%s: BPF programs' run time (kernel.bpf_stats_enabled=1), %ld calls of each function:\n", tag.c_str(), calls);
     print_bpf_stats(a_cw, b_cw, calls, "causeway");
     print_bpf_stats(a_bt, b_bt, calls, "bpftrace");
-  }
-
-  if (paced_seconds > 0) {
-    int64_t none = 0;
-    row.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
-    row.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, row.made);
   }
 
   // Let the drain catch up before stopping: the count check below wants every call.
