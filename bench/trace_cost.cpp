@@ -7,7 +7,8 @@
 //   bare probes   cwfake_launch_twin_probed   an empty bpftrace uprobe + uretprobe
 //   causeway      cudaLaunchKernel            the real `causeway trace` binary, started with
 //                                             --lib <that library> plus each configuration's flags
-// Per configuration (default: the defaults, then --no-stack): start causeway, then R rounds
+// Per configuration (default: the defaults, then --record-all, i.e. after vs before fast calls
+// were counted in the kernel): start causeway, then R rounds
 // of N calls of each function, the three taking turns in batches of 2,000 calls (a uprobe's
 // cost on a VM drifts over tenths of a second; interleaving gives each function the same
 // drift); the figure is the calling thread's CPU time per call (user + kernel: the probes run
@@ -17,9 +18,17 @@
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).
 //
+// The tracer's own CPU (user + system of every causeway thread, /proc/PID/task/*/schedstat) is
+// measured over a paced phase of --paced-rate calls/s (default 100,000) for --paced-seconds (3),
+// as a share of one core, and over as long with no calls (what the tracer costs anyway: rescans,
+// sched context, live diagnosis); the difference per call is its CPU per traced call. Every call made must be counted: the rollups (recorded rows plus calls
+// counted in the kernel) of the traced op and this pid equal the calls made, or the difference
+// is counted as dropped. Last, the figures as key=value lines (scripts/gpu-check.sh parses them):
+// <config>_us, <config>_ratio, <config>_added_us, <config>_tracer_cpu_pct, <config>_exact, ...
+//
 //   sudo build/bench/trace_cost [--op launch|sync] [--links auto|session|multi|perf] [--calls 300000] [--rounds 3]
 //                               [--config "FLAGS"]... [--bpf-stats] [--causeway PATH] [--lib PATH] [--bpftrace PATH]
-//                               [--keep DIR]
+//                               [--keep DIR] [--paced-rate 100000] [--paced-seconds 3]
 //
 // --links picks how causeway attaches its uprobes (CAUSEWAY_UPROBE_LINKS for the traced
 // child; auto: the kernel's best; docs/COLLECTOR.md "Uprobe links"). The bpftrace baseline is
@@ -245,6 +254,9 @@ struct Row {
   std::string config;
   double untraced = 0, probed = 0, traced = 0;
   int64_t made = 0, recorded = 0, with_stack = 0, dropped = 0;
+  int64_t counted = 0;           // rollups of the op and this pid: recorded + counted in the kernel
+  double tracer_cpu_share = -1;  // causeway's CPU over the paced phase / its wall time
+  double tracer_idle_share = -1; // the same over as long with no calls (rescans, sched context, diagnosis)
   bool filtered_out = false;  // --pid names another process
 };
 
@@ -267,8 +279,37 @@ void print_bpf_stats(const std::map<uint32_t, ProgStat>& a, const std::map<uint3
   }
 }
 
+// CPU time of every thread of a process so far (ns): schedstat's first field, per thread.
+int64_t process_cpu_ns(pid_t pid) {
+  int64_t total = 0;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& t : fs::directory_iterator(dir, ec)) {
+    std::ifstream in(t.path() / "schedstat");
+    int64_t ns = 0;
+    if (in >> ns) total += ns;
+  }
+  return total;
+}
+
+// Calls at `rate` per second for `seconds`, paced per millisecond: the tracer's CPU share of one
+// core meanwhile (what a launch-bound job making `rate` launches/s costs the host beyond its own thread).
+double paced_tracer_share(SyncFn fn, pid_t tracer, long rate, int seconds, int64_t& made) {
+  const long per_ms = std::max(1L, rate / 1000);
+  const int64_t c0 = process_cpu_ns(tracer);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (long ms = 0; ms < 1000L * seconds; ++ms) {
+    for (long i = 0; i < per_ms; ++i) fn(reinterpret_cast<void*>(0x1000));
+    made += per_ms;
+    std::this_thread::sleep_until(t0 + std::chrono::milliseconds(ms + 1));
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return double(process_cpu_ns(tracer) - c0) / 1e9 / wall;
+}
+
 Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs& f, long calls, int rounds, bool bpf_stats,
-                   const std::string& causeway, const std::string& lib, const std::string& dir, pid_t bpftrace_pid) {
+                   const std::string& causeway, const std::string& lib, const std::string& dir, pid_t bpftrace_pid,
+                   long paced_rate, int paced_seconds) {
   const std::string tag = config.empty() ? "defaults" : config;
   std::string stem = tag;
   std::replace_if(stem.begin(), stem.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
@@ -290,6 +331,13 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
     f.untraced(nullptr);
   }
   row.made = warm;
+  // The tracer's CPU first, before the flat-out rounds leave it a backlog to write: idle, then paced.
+  if (paced_seconds > 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    int64_t none = 0;
+    row.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
+    row.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, row.made);
+  }
   std::vector<double> u, p, t;
   for (int r = 0; r < rounds; ++r) {
     const Triple m = interleaved_cpu_ns_per_call(f.untraced, f.probed, f.traced, calls);
@@ -326,6 +374,8 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
   row.recorded = q_int(h->get(), "SELECT count(*)" + mine);
   row.with_stack = q_int(h->get(), "SELECT count(*)" + mine + " AND e.stack_id IS NOT NULL");
   row.dropped = q_int(h->get(), "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'");
+  row.counted = q_int(h->get(), "SELECT coalesce(sum(r.count), 0) FROM rollups r JOIN ops o ON o.id = r.op_id WHERE o.name = '" +
+                                    op.traced + "' AND r.pid = " + std::to_string(getpid()));
   return row;
 }
 
@@ -352,6 +402,8 @@ int main(int argc, char** argv) {
   const std::string here = self_dir();
   std::string causeway = here + "/../causeway", lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
   std::string keep, op_name = "launch", links = "auto";
+  long paced_rate = 100000;
+  int paced_seconds = 3;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -368,9 +420,12 @@ int main(int argc, char** argv) {
     else if (a == "--keep") keep = next();
     else if (a == "--op") op_name = next();
     else if (a == "--links") links = next();
+    else if (a == "--paced-rate") paced_rate = std::atol(next().c_str());
+    else if (a == "--paced-seconds") paced_seconds = std::atoi(next().c_str());
     else die("unknown argument " + a + " (see the header of bench/trace_cost.cpp)");
   }
-  if (configs.empty()) configs = {"", "--no-stack"};
+  if (configs.empty()) configs = {"", "--record-all"};
+  if (paced_rate < 1000 || paced_seconds < 0) die("--paced-rate ≥ 1000 and --paced-seconds ≥ 0");
   if (calls < 1000 || rounds < 1) die("--calls ≥ 1000 and --rounds ≥ 1");
   if (geteuid() != 0) die("needs root (eBPF)");
   if (bpftrace.empty()) die("bpftrace not found (apt-get install bpftrace) or pass --bpftrace PATH");
@@ -419,7 +474,8 @@ int main(int argc, char** argv) {
               "call; kernel %s, %u CPUs, load %.2f\n",
               op.traced.c_str(), links.c_str(), calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
   std::vector<Row> rows;
-  for (const auto& c : configs) rows.push_back(measure_config(c, op, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid()));
+  for (const auto& c : configs) rows.push_back(measure_config(c, op, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid(),
+                                                            paced_rate, paced_seconds));
   bt.stop();
 
   std::printf("%-34s %10s %13s %10s %8s %14s\n", "configuration", "untraced", "bare probes", "causeway", "ratio",
@@ -432,13 +488,48 @@ int main(int argc, char** argv) {
   std::printf("(ratio: causeway / bare probes, whole call; probe ratio: the same above the untraced call)\n");
   bool exact = true;
   for (const Row& r : rows) {
-    std::printf("%s: %lld calls made, %lld recorded, %lld with a user stack, %lld counted as dropped (ring full)\n",
-                r.config.c_str(), (long long)r.made, (long long)r.recorded, (long long)r.with_stack, (long long)r.dropped);
+    std::printf("%s: %lld calls made, %lld in the rollups (%lld recorded as rows, the rest counted in the kernel), "
+                "%lld with a user stack, %lld counted as dropped (ring full)\n",
+                r.config.c_str(), (long long)r.made, (long long)r.counted, (long long)r.recorded, (long long)r.with_stack,
+                (long long)r.dropped);
+    if (r.tracer_cpu_share >= 0)
+      std::printf("%s: tracer CPU at %ld calls/s: %.2f%% of one core (user + system, all its threads); with no calls "
+                  "%.2f%%: %.0f ns of tracer CPU per call\n",
+                  r.config.c_str(), paced_rate, 100 * r.tracer_cpu_share, 100 * r.tracer_idle_share,
+                  (r.tracer_cpu_share - r.tracer_idle_share) * 1e9 / double(paced_rate));
     // The drop counter is host-wide: calls of other processes traced meanwhile (discovery
     // probes every libcudart on the host) may add to it, never to the calls recorded here.
-    exact = exact && (r.filtered_out ? r.recorded == 0
-                                     : r.recorded <= r.made && r.made <= r.recorded + r.dropped);
+    exact = exact && (r.filtered_out ? r.recorded == 0 && r.counted == 0
+                                     : r.recorded <= r.made && r.counted <= r.made && r.made <= r.counted + r.dropped);
   }
+  // The figures, one key=value a line, for scripts (scripts/gpu-check.sh): per configuration
+  // (default, record_all, no_stack, ... from its flags) and the bare pair.
+  auto config_key = [](const std::string& c) {
+    if (c == "defaults") return std::string("default");
+    std::string k;
+    for (char ch : c) {
+      if (std::isalnum(static_cast<unsigned char>(ch))) k += ch;
+      else if (!k.empty() && k.back() != '_') k += '_';
+    }
+    while (!k.empty() && k.back() == '_') k.pop_back();
+    return k;
+  };
+  std::printf("figures: op=%s calls=%ld rounds=%d cpus=%u\npaced_rate=%ld\n", op.traced.c_str(), calls, rounds,
+              std::thread::hardware_concurrency(), paced_rate);
+  for (const Row& r : rows) {
+    const std::string k = config_key(r.config);
+    std::printf("%s_untraced_us=%.3f\n%s_bare_pair_us=%.3f\n%s_us=%.3f\n%s_ratio=%.3f\n%s_added_us=%.3f\n", k.c_str(),
+                r.untraced / 1000, k.c_str(), r.probed / 1000, k.c_str(), r.traced / 1000, k.c_str(), r.traced / r.probed,
+                k.c_str(), (r.traced - r.probed) / 1000);
+    std::printf("%s_calls_made=%lld\n%s_calls_in_rollups=%lld\n%s_calls_recorded=%lld\n%s_dropped=%lld\n", k.c_str(),
+                (long long)r.made, k.c_str(), (long long)r.counted, k.c_str(), (long long)r.recorded, k.c_str(),
+                (long long)r.dropped);
+    if (r.tracer_cpu_share >= 0)
+      std::printf("%s_tracer_cpu_pct=%.3f\n%s_tracer_idle_cpu_pct=%.3f\n%s_tracer_ns_per_call=%.1f\n", k.c_str(),
+                  100 * r.tracer_cpu_share, k.c_str(), 100 * r.tracer_idle_share, k.c_str(),
+                  (r.tracer_cpu_share - r.tracer_idle_share) * 1e9 / double(paced_rate));
+  }
+  std::printf("exact_counts=%d\n", exact ? 1 : 0);
   if (keep.empty()) fs::remove_all(dir);
   // The calls run flat out (over 1M/s), past the rate the collector is sized for (0 drops at
   // 500k calls/s: bench/trace_rate.sh); a busy host may fill the ring then. What must hold

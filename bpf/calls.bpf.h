@@ -77,13 +77,12 @@ static __always_inline bool new_call_site(struct cw_stack_state *st, __u64 site,
   return true;
 }
 
-/* The user stack id of a returning call, or -1 when this call gets none; *py_stack: the key of
- * the calling thread's Python frames (bpf/python.bpf.h) taken with it, 0 when none. outermost:
- * not nested in another traced call of the thread. */
-static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_state *st, __u32 tgid, __u16 op,
-                                        __u64 start, __u64 now, bool outermost, __u64 *py_stack) {
-  *py_stack = 0;
-  if (!targ_stacks) return -1;
+/* True when a returning call can explain something: the first of its op from its call site on
+ * this thread, the first after targ_stack_gap_ns outside traced calls, or at least its (process,
+ * op) threshold. Such a call gets a user stack and, when its op is fast_counted, its own record
+ * (below, "Aggregated calls"). outermost: not nested in another traced call of the thread. */
+static __always_inline bool call_explains(struct pt_regs *ctx, struct cw_stack_state *st, __u32 tgid, __u16 op,
+                                          __u64 start, __u64 now, bool outermost) {
   bool after_gap = false;
   if (outermost) {
     after_gap = st->last_return && start - st->last_return >= targ_stack_gap_ns;
@@ -91,12 +90,18 @@ static __always_inline __s32 call_stack(struct pt_regs *ctx, struct cw_stack_sta
   }
   __u64 dur = now - start;
   __u64 site = PT_REGS_IP(ctx) | ((__u64)op << 48);
-  if (!new_call_site(st, site, now) && !after_gap) {
-    if (dur < targ_stack_floor_ns) return -1;
-    struct cw_stack_key k = {.pid = tgid, .op = op, ._pad = 0};
-    __u64 *threshold = bpf_map_lookup_elem(&stack_thresholds, &k);
-    if (threshold && dur < *threshold) return -1;
-  }
+  if (new_call_site(st, site, now) || after_gap) return true;
+  if (dur < targ_stack_floor_ns) return false;
+  struct cw_stack_key k = {.pid = tgid, .op = op, ._pad = 0};
+  __u64 *threshold = bpf_map_lookup_elem(&stack_thresholds, &k);
+  return !threshold || dur >= *threshold;
+}
+
+/* The user stack id of a call that explains something, or -1; *py_stack: the key of the calling
+ * thread's Python frames (bpf/python.bpf.h) taken with it, 0 when none. */
+static __always_inline __s32 call_stack(struct pt_regs *ctx, bool explains, __u64 *py_stack) {
+  *py_stack = 0;
+  if (!targ_stacks || !explains) return -1;
   long sid = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
   if (sid < 0) count_drop(CW_DROP_STACK);
   /* At return the interpreter's current frame is still the caller's: its line made the call. */
@@ -112,7 +117,7 @@ struct cw_frame {
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
   __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
-  __u32 _pad;
+  __u32 nested_recorded;  /* a call nested in this one was recorded: so is this one */
 };
 
 struct cw_task {
@@ -131,6 +136,15 @@ struct {
   __type(key, __u32);
   __type(value, struct cw_task);
 } tasks SEC(".maps");
+
+/* Each slot's run of counted calls ("Aggregated calls"): apart from `tasks` so the collector can
+ * read them all at stop (32768 × 40 B). Sized like tasks by the loader. */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 32768);
+  __type(key, __u32);
+  __type(value, struct cw_run);
+} runs SEC(".maps");
 
 /* A slot whose owner has been inside a call this long is presumed dead (thread exited
  * mid-call) and may be taken over. */
@@ -225,6 +239,8 @@ static __always_inline int enter_call(struct pt_regs *ctx) {
     t->owner = tid;
     t->depth = 0;
     __builtin_memset(&t->stack, 0, sizeof(t->stack));
+    struct cw_run *run = bpf_map_lookup_elem(&runs, &idx);
+    if (run) __builtin_memset(run, 0, sizeof(*run)); /* a previous owner's run: that thread is gone */
     first = mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
     announce_process(tgid);
   }
@@ -257,6 +273,7 @@ static __always_inline int enter_call(struct pt_regs *ctx) {
   fr->cookie = cookie;
   fr->sp = sp;
   fr->first_of_process = first;
+  fr->nested_recorded = 0;
   fr->regs[0] = PT_REGS_PARM1(ctx);
   fr->regs[1] = PT_REGS_PARM2(ctx);
   fr->regs[2] = PT_REGS_PARM3(ctx);
@@ -352,6 +369,109 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
   return -1;
 }
 
+/* ================================ Aggregated calls ================================
+ * A call of a fast_counted op (the op table's `recording` column, cookie bit 56) that explains
+ * nothing (call_explains false, no error, not the process's first, nothing nested in it recorded)
+ * leaves no record: it is counted per (process, op) in call_agg — count, errors, sum, min, max,
+ * the trace DB's histogram buckets — and, when outermost, in its thread's run (the record of the
+ * thread's next recorded outermost call carries the run: how many, how long, from when to when).
+ * The collector reads call_agg each second and at stop into the rollups (collector/call_agg.cpp).
+ * A thread's run is closed at least every targ_run_max_ns (the call then recorded) so a long
+ * launch loop still shows up in the timeline. --record-all (targ_record_all) records every call.
+ * Why this loses nothing an answer needs: docs/COLLECTOR.md "Aggregated calls". */
+const volatile bool targ_record_all = false;
+const volatile __u64 targ_run_max_ns = 100000000;
+
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+  __uint(max_entries, 1024);
+  __uint(map_flags, BPF_F_NO_PREALLOC);
+  __type(key, struct cw_agg_key);
+  __type(value, struct cw_agg_value);
+} call_agg SEC(".maps");
+
+/* One all-zero value: a new call_agg entry is copied from it (15 KiB: not on the BPF stack). */
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, 1);
+  __type(key, __u32);
+  __type(value, struct cw_agg_value);
+} call_agg_zero SEC(".maps");
+
+/* Counts the call in call_agg; false when the map is full (the call is then recorded). */
+static __always_inline bool agg_count(__u32 tgid, __u16 op, __u64 start, __u64 dur) {
+  struct cw_agg_key k = {.pid = tgid, .op = op, ._pad = 0};
+  struct cw_agg_value *v = bpf_map_lookup_elem(&call_agg, &k);
+  if (!v) {
+    __u32 zero = 0;
+    struct cw_agg_value *z = bpf_map_lookup_elem(&call_agg_zero, &zero);
+    if (!z) return false;
+    bpf_map_update_elem(&call_agg, &k, z, BPF_NOEXIST);
+    v = bpf_map_lookup_elem(&call_agg, &k);
+    if (!v) {
+      count_drop(CW_DROP_AGG_MAP);
+      return false;
+    }
+  }
+  if (v->count == 0 || dur < v->min_ns) v->min_ns = dur;
+  if (v->count == 0) v->first_ns = start;
+  if (dur > v->max_ns) v->max_ns = dur;
+  v->count++;
+  v->sum_ns += dur;
+  v->last_ns = start;
+  __u32 b = cw_agg_bucket(dur);
+  barrier_var(b);
+  if (b < CW_AGG_BUCKETS) v->hist[b]++;
+  return true;
+}
+
+/* Whether this returning call is only counted (no record). Adds an outermost one to its
+ * thread's run (run: the slot's, null when the lookup failed: then nothing is counted). */
+static __always_inline bool aggregated(struct cw_run *run, struct cw_frame *fr, int d, __u64 id, __u16 op, __u64 now,
+                                       __u64 ret, bool explains) {
+  __u64 dur = now - fr->ts;
+  if (targ_record_all || !CW_COOKIE_AGG(fr->cookie) || explains || (__u32)ret != 0 || dur >= CW_AGG_MAX_NS ||
+      fr->first_of_process || fr->nested_recorded || !run)
+    return false;
+  if (d == 0 && run->calls && now - run->first_ns >= targ_run_max_ns) return false;
+  if (!agg_count(id >> 32, op, fr->ts, dur)) return false;
+  if (d == 0) {
+    if (run->calls == 0) {
+      run->first_ns = fr->ts;
+      run->tid = (__u32)id;
+      run->pid = id >> 32;
+    }
+    run->calls++;
+    run->ns += dur;
+    run->last_end = now;
+    run->op = op;
+  }
+  return true;
+}
+
+/* The thread's run into the record of its outermost call (d == 0), and a fresh run. */
+static __always_inline void take_run(struct cw_run *run, int d, struct cw_call_event *e) {
+  e->_pad2 = 0;
+  if (d != 0 || !run || run->calls == 0) {
+    e->run_calls = 0;
+    e->run_op = 0;
+    e->run_ns = 0;
+    e->run_first_ns = 0;
+    e->run_last_end = 0;
+    return;
+  }
+  e->run_calls = run->calls;
+  e->run_op = run->op;
+  e->run_ns = run->ns;
+  e->run_first_ns = run->first_ns;
+  e->run_last_end = run->last_end;
+  run->calls = 0;
+  run->ns = 0;
+  run->first_ns = 0;
+  run->last_end = 0;
+}
+/* ============================== end of aggregated calls ============================== */
+
 /* The return of a traced call: the call's one ring record. */
 static __always_inline void return_call(struct pt_regs *ctx) {
   __u64 now = bpf_ktime_get_ns();
@@ -373,9 +493,16 @@ static __always_inline void return_call(struct pt_regs *ctx) {
   __u64 cookie = fr->cookie;
 
   __u16 op = CW_COOKIE_OP(cookie);
+  __u32 tgid = id >> 32;
+  __u64 ret = PT_REGS_RC(ctx);
+  const bool explains = call_explains(ctx, &t->stack, tgid, op, fr->ts, now, d == 0);
+  struct cw_run *run = bpf_map_lookup_elem(&runs, &idx);
+  if (aggregated(run, fr, d, id, op, now, ret, explains)) return;
+  /* The call it is nested in is recorded too: the timeline keeps the nesting whole. */
+  if (d > 0) t->f[(d - 1) & (CW_MAX_DEPTH - 1)].nested_recorded = 1;
   /* Before the reservation: a reserved record holds the consumer back until submitted. */
   __u64 py_stack;
-  __s32 stack_id = call_stack(ctx, &t->stack, id >> 32, op, fr->ts, now, d == 0, &py_stack);
+  __s32 stack_id = call_stack(ctx, explains, &py_stack);
   struct cw_call_event *e = bpf_ringbuf_reserve(&rb_calls, sizeof(*e), 0);
   if (!e) {
     count_drop(CW_DROP_RING_CALL);
@@ -385,7 +512,6 @@ static __always_inline void return_call(struct pt_regs *ctx) {
   /* No cgroup here: it is per process, and the collector fills it from /proc (saves a helper
    * call on the hottest path). */
   fill_header_nocg(&e->hdr, id, fr->ts, op, CW_REC_CALL, src);
-  __u64 ret = PT_REGS_RC(ctx);
   e->dur_ns = now - fr->ts;
   e->ret = (__s32)ret; /* every traced API returns a 32-bit status enum */
   __builtin_memcpy(e->regs, fr->regs, sizeof(e->regs));
@@ -395,6 +521,7 @@ static __always_inline void return_call(struct pt_regs *ctx) {
   e->aux = CW_COOKIE_AUX(cookie);
   e->_pad1 = 0;
   e->py_stack = py_stack;
+  take_run(run, d, e);
   __u32 out_reg = CW_COOKIE_OUT_REG(cookie);
   if (out_reg) {
     /* What the call wrote through its out argument (new pointer, graph, graph exec): only a

@@ -105,6 +105,9 @@ enum cw_op {
   CW_OP_PROC_EXEC = 402,
   CW_OP_PROC_FORK = 403,
   CW_OP_PROC_EXIT = 404,
+  /* Fast calls a thread made between two recorded calls, counted in the kernel (bpf/calls.bpf.h
+   * "Aggregated calls"): one row made by the collector from the next recorded call's run fields. */
+  CW_OP_CALLS_AGGREGATED = 405,
 
   /* I/O: 500..599 */
   CW_OP_BLOCK_RQ = 500,
@@ -188,6 +191,8 @@ enum cw_decode {
  *        48..51 register (1..6) holding an out pointer: *(u64*)reg read on success into
  *               extra[CW_X_OUT] (allocations, capture end, graph instantiation); 0 none
  *        52..55 source (enum cw_source), from the op table (tracedb/op_catalog.cpp)
+ *        56     aggregate: a fast call of this op is counted in the kernel, not sent (the op
+ *               table's `recording` column, tracedb/op_recording.h; bpf/calls.bpf.h "Aggregated calls")
  * The cookies are built from the op table by collector/probe_table.cpp.
  */
 enum cw_nccl_role {
@@ -206,6 +211,7 @@ enum cw_nccl_role {
 #define CW_COOKIE_NCCL_ROLE(c) ((__u32)(((c) >> 44) & 0xf))
 #define CW_COOKIE_OUT_REG(c) ((__u32)(((c) >> 48) & 0xf))
 #define CW_COOKIE_SRC(c) ((__u8)(((c) >> 52) & 0xf))
+#define CW_COOKIE_AGG(c) ((__u32)(((c) >> 56) & 0x1))
 
 /* The aux byte: the copy kind of driver copies (cudaMemcpyKind numbering: 1 HtoD, 2 DtoH,
  * 3 DtoD, 4 default) and whether the call takes a stream argument. */
@@ -230,7 +236,10 @@ enum cw_nccl_role {
 #define CW_F_SOCK_OWNER 0x2 /* TCP retransmit: pid/tid/cgroup_id are the socket's owner (bpf/net.bpf.h), not current */
 #define CW_F_SOCK_TLS 0x4   /* socket record: TLS plaintext from libssl (bpf/ssl.bpf.h), not the socket's bytes */
 
-/* CW_REC_CALL, sent on return: 160 bytes. hdr.ts_ns is the call's start. */
+/* CW_REC_CALL, sent on return: 192 bytes. hdr.ts_ns is the call's start.
+ * The run fields say what the thread did, in traced calls the kernel only counted, between its
+ * previous recorded outermost call and this one (bpf/calls.bpf.h "Aggregated calls"): how many
+ * outermost calls, their total duration, when the first began and when the last returned. */
 struct cw_call_event {
   struct cw_header hdr;
   __u64 dur_ns;
@@ -242,6 +251,12 @@ struct cw_call_event {
   __u8 aux;
   __u16 _pad1;
   __u64 py_stack;      /* key of the Python frames in the py_stacks map; 0: none */
+  __u32 run_calls;     /* outermost calls aggregated on this thread since its last recorded one */
+  __u16 run_op;        /* the op of the last of them */
+  __u16 _pad2;
+  __u64 run_ns;        /* their total duration */
+  __u64 run_first_ns;  /* the first one's start; 0 when run_calls is 0 */
+  __u64 run_last_end;  /* the last one's return */
 };
 
 /* CW_REC_SWITCH: 112 bytes. prev_state: 0 = preempted while runnable, else TASK_* bits.
@@ -421,7 +436,8 @@ enum cw_drop {
   /* Not a loss: connections of causeway's own /metrics scraper that a traced server accepted,
    * not traced (bpf/sock.bpf.h own_conns); collector_stats http_own_scrapes_excluded. */
   CW_COUNT_OWN_SCRAPE = 12,
-  CW_DROP__COUNT = 13,
+  CW_DROP_AGG_MAP = 13,      /* aggregation map full: the fast call was recorded instead (a cost, not a loss) */
+  CW_DROP__COUNT = 14,
 };
 
 /* What the TLS plaintext hook did, and everything it could not record (collector_stats
@@ -446,6 +462,54 @@ struct cw_page_agg {
   __u64 calls;
   __u32 max_order;
   __u32 _pad1;
+};
+
+/* Fast calls counted in the kernel per (process, op) (bpf/calls.bpf.h "Aggregated calls"),
+ * per CPU, read by the collector each second and at stop into the rollups. The histogram has
+ * the trace DB's own buckets (tracedb/histogram.h: exact below 128 ns, then 128 sub-buckets per
+ * power of two), up to CW_AGG_MAX_NS: a call as slow as that is always recorded. */
+#define CW_AGG_MAX_NS (1ULL << 20)
+#define CW_AGG_BUCKETS 1792 /* bucket_of(CW_AGG_MAX_NS - 1) + 1 */
+/* tracedb/histogram.h LatencyHistogram::bucket_of for v < CW_AGG_MAX_NS, in plain C for the BPF
+ * side (no loop, no builtin); tests/unit/test_call_agg.cpp checks that both agree. */
+static inline __u32 cw_agg_bucket(__u64 v) {
+  if (v < 128) return (__u32)v;
+  __u32 x = (__u32)v, k = 0;
+  if (x >> 16) { x >>= 16; k += 16; }
+  if (x >> 8) { x >>= 8; k += 8; }
+  if (x >> 4) { x >>= 4; k += 4; }
+  if (x >> 2) { x >>= 2; k += 2; }
+  if (x >> 1) k += 1;
+  __u32 b = 128 + (k - 7) * 128 + (__u32)((v >> (k - 7)) - 128);
+  return b < CW_AGG_BUCKETS ? b : CW_AGG_BUCKETS - 1;
+}
+/* A thread's run: the outermost calls it counted since its last recorded one. Kept per pairing
+ * slot in the `runs` array; taken into the thread's next recorded outermost call (the run_*
+ * fields above), and read by the collector at stop for the runs no later call closed. */
+struct cw_run {
+  __u32 tid;
+  __u32 pid;
+  __u32 calls;
+  __u16 op; /* the last one's */
+  __u16 _pad;
+  __u64 ns; /* their total duration */
+  __u64 first_ns;
+  __u64 last_end;
+};
+struct cw_agg_key {
+  __u32 pid; /* tgid */
+  __u16 op;
+  __u16 _pad;
+};
+struct cw_agg_value {
+  __u64 count;
+  __u64 errors;
+  __u64 sum_ns;
+  __u64 min_ns;
+  __u64 max_ns;
+  __u64 first_ns; /* start of the first call counted (CLOCK_MONOTONIC) */
+  __u64 last_ns;  /* start of the last */
+  __u64 hist[CW_AGG_BUCKETS];
 };
 
 /* NCCL communicator known to the BPF side (keyed by comm handle). */

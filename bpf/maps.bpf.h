@@ -31,7 +31,8 @@ const volatile __u64 targ_wake_host = 1 << 19;
  * RCU-synchronised) detach of every uprobe. */
 volatile bool cw_stopped = false;
 
-/* Calls: 160-byte records (168 with the ring's header). 500k calls/s = 84 MB/s; the consumer
+/* Calls: 192-byte records (200 with the ring's header). 500k recorded calls/s = 100 MB/s (--record-all;
+ * by default fast launches are only counted, bpf/calls.bpf.h "Aggregated calls"); the consumer
  * drains every 10 ms (0.8 MB) or when a quarter is queued, so 4 MiB rides out ~50 ms consumer
  * stalls. Longer backlogs wait in the writer's queue (104 B a row), not here: user space
  * maps the ring's data twice, so each ring byte costs two bytes of the collector's RSS.

@@ -22,6 +22,7 @@ struct TraceArgs {
   std::vector<uint32_t> pids;
   std::vector<std::string> libs;
   bool no_stack = false;
+  bool record_all = false;
   bool no_python_frames = false;
   std::string max_db = "0";
   bool quiet = false;
@@ -86,6 +87,9 @@ void add_trace_flags(CLI::App& app, TraceArgs& args) {
   app.add_option("--pid", a->pids, "trace only this process and its children (repeatable)");
   app.add_option("--lib", a->libs, "also attach to this libcudart/libcuda/libnccl file (repeatable)");
   app.add_flag("--no-stack", a->no_stack, "do not record user stacks of calls");
+  app.add_flag("--record-all", a->record_all,
+               "record every call as a row (default: fast kernel launches are counted in the kernel, and only those "
+               "that explain something are recorded)");
   app.add_option("--max-db", a->max_db, "prune the oldest raw events to keep the DB under SIZE (500m, 10g; 0 = no cap)")
       ->capture_default_str();
   app.add_flag("--quiet", a->quiet, "no live table");
@@ -128,6 +132,7 @@ Result<collector::TraceOptions> trace_options(const TraceArgs& a) {
   o.pids = a.pids;
   o.libs = a.libs;
   o.stacks = !a.no_stack;
+  o.record_all = a.record_all;
   o.python_frames = !a.no_python_frames;
   o.ready_file = a.ready_file;
   o.writer_queue = a.writer_queue;

@@ -81,6 +81,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   auto* rodata = obj->skel_->rodata;
   rodata->targ_filter = o.filter_pids;
   rodata->targ_stacks = o.stacks;
+  rodata->targ_record_all = o.record_all;
   rodata->targ_stack_floor_ns = o.stack_floor_ns;
   rodata->targ_stack_gap_ns = o.stack_gap_ns;
   // Wake the consumer once a quarter of a ring is queued (see maps.bpf.h).
@@ -99,6 +100,7 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   const uint32_t pid_max = read_pid_max();
   while (slots < pid_max && slots < 32768) slots <<= 1;
   bpf_map__set_max_entries(obj->skel_->maps.tasks, slots);
+  bpf_map__set_max_entries(obj->skel_->maps.runs, slots);
   rodata->targ_task_mask = slots - 1;
   // Programs used in session or multi-uprobe links must be loaded with that attach type, and
   // such a program cannot be attached as a perf-event uprobe: the kind is chosen once, here.
@@ -547,6 +549,18 @@ std::vector<std::pair<uint32_t, cw_page_agg>> BpfObject::drain_page_agg() {
 }
 
 int BpfObject::ring_calls_fd() const { return bpf_map__fd(skel_->maps.rb_calls); }
+int BpfObject::call_agg_fd() const { return bpf_map__fd(skel_->maps.call_agg); }
+
+std::vector<cw_run> BpfObject::open_runs() const {
+  std::vector<cw_run> out;
+  const int fd = bpf_map__fd(skel_->maps.runs);
+  const uint32_t n = bpf_map__max_entries(skel_->maps.runs);
+  for (uint32_t i = 0; i < n; ++i) {
+    cw_run r{};
+    if (bpf_map_lookup_elem(fd, &i, &r) == 0 && r.calls) out.push_back(r);
+  }
+  return out;
+}
 int BpfObject::ring_host_fd() const { return bpf_map__fd(skel_->maps.rb_host); }
 int BpfObject::ring_new_procs_fd() const { return bpf_map__fd(skel_->maps.rb_new_procs); }
 int BpfObject::ring_sock_fd() const { return bpf_map__fd(skel_->maps.rb_sock); }

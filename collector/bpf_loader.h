@@ -31,6 +31,7 @@ struct LoaderOptions {
   uint64_t stack_floor_ns = StackLimits{}.floor_ns;  // a call this long gets a stack unless its threshold says more
   uint64_t stack_gap_ns = StackLimits{}.stall_ns;    // so does a call after this long outside traced calls
   bool filter_pids = false;        // only processes in the traced map (--pid)
+  bool record_all = false;         // --record-all: every call its own record (bpf/calls.bpf.h "Aggregated calls")
   uint32_t ring_calls_bytes = 4u << 20;  // power of two, ≥ page size; sizing in bpf/maps.bpf.h
   uint32_t ring_host_bytes = 2u << 20;
   uint32_t ring_sock_bytes = 16u << 20;  // sizing in bpf/sock.bpf.h
@@ -135,6 +136,9 @@ class BpfObject {
   std::vector<std::pair<uint32_t, cw_page_agg>> drain_page_agg();
 
   int ring_calls_fd() const;
+  int call_agg_fd() const;  // per-CPU (process, op) counts of fast calls (collector/call_agg.h)
+  // The threads' runs of counted calls no recorded call has taken (read at stop).
+  std::vector<cw_run> open_runs() const;
   int ring_host_fd() const;
   int ring_new_procs_fd() const;  // pids (u32) at their first traced call: collector/early_maps.h
   int ring_sock_fd() const;       // socket records: collector/sock_drain.h

@@ -9,7 +9,8 @@ namespace causeway::collector {
 static_assert(sizeof(cw_header) == 40);
 static_assert(offsetof(cw_header, cgroup_id) == 8 && offsetof(cw_header, pid) == 16 && offsetof(cw_header, op) == 28 &&
               offsetof(cw_header, kind) == 30 && offsetof(cw_header, flags) == 32);
-static_assert(sizeof(cw_call_event) == 160 && offsetof(cw_call_event, py_stack) == 152);
+static_assert(sizeof(cw_call_event) == 192 && offsetof(cw_call_event, py_stack) == 152 && offsetof(cw_call_event, run_ns) == 168 &&
+              offsetof(cw_call_event, run_last_end) == 184);
 static_assert(sizeof(cw_py_proc) == 32 && offsetof(cw_py_proc, instr_is_int) == 28);
 static_assert(sizeof(cw_py_stack) == 8 + 16 * CW_PY_DEPTH && offsetof(cw_py_stack, instr) == 8 + 8 * CW_PY_DEPTH);
 static_assert(offsetof(cw_call_event, dur_ns) == 40 && offsetof(cw_call_event, regs) == 56 &&
@@ -22,6 +23,7 @@ static_assert(sizeof(cw_wakeup_event) == 96 && offsetof(cw_wakeup_event, cgroup_
 static_assert(sizeof(cw_proc_event) == 72 && offsetof(cw_proc_event, comm) == 56);
 static_assert(sizeof(cw_host_event) == 96 && offsetof(cw_host_event, a) == 48);
 static_assert(sizeof(cw_comm_info) == 24 && sizeof(cw_page_agg) == 24);
+static_assert(sizeof(cw_run) == 40 && offsetof(cw_run, ns) == 16);
 static_assert(sizeof(cw_stack_key) == 8 && offsetof(cw_stack_key, op) == 4);
 
 namespace {
@@ -194,6 +196,31 @@ CallRecord decode_call(const cw_call_event& e) {
   c.dur_ns = static_cast<int64_t>(e.dur_ns);
   c.ret = e.ret;
   c.a = decode_call_args(e);
+  return c;
+}
+
+cw_run run_of(const cw_call_event& e) {
+  cw_run r{};
+  r.tid = e.hdr.tid;
+  r.pid = e.hdr.pid;
+  r.calls = e.run_calls;
+  r.op = e.run_op;
+  r.ns = e.run_ns;
+  r.first_ns = e.run_first_ns;
+  r.last_end = e.run_last_end;
+  return r;
+}
+
+CallRecord decode_run(const cw_run& r) {
+  CallRecord c;
+  c.ts_ns = static_cast<int64_t>(r.first_ns);
+  c.dur_ns = r.last_end > r.first_ns ? static_cast<int64_t>(r.last_end - r.first_ns) : 0;
+  c.pid = r.pid;
+  c.tid = r.tid;
+  c.op = CW_OP_CALLS_AGGREGATED;
+  c.a[0] = r.calls;
+  c.a[1] = static_cast<int64_t>(r.ns);
+  c.a[2] = r.op;
   return c;
 }
 

@@ -18,6 +18,11 @@ std::optional<uint8_t> record_kind(const void* data, size_t size);
 // a0..a5 per tracedb/op_catalog.cpp from the raw registers/extra words of a call.
 std::array<int64_t, 6> decode_call_args(const cw_call_event& e);
 CallRecord decode_call(const cw_call_event& e);
+// A thread's run of calls counted in the kernel as its calls_aggregated row (op
+// CW_OP_CALLS_AGGREGATED: a0 calls, a1 their ns, a2 the op; ts/dur from the first start to the
+// last return). The run a recorded call carries (run_* fields), or one still open at stop.
+cw_run run_of(const cw_call_event& e);
+CallRecord decode_run(const cw_run& r);
 SwitchRecord decode_switch(const cw_switch_event& e);
 WakeupRecord decode_wakeup(const cw_wakeup_event& e);
 CallRecord decode_host(const cw_host_event& e);

@@ -18,6 +18,17 @@ void LiveStats::add_call(uint16_t op, int64_t dur_ns, bool error) {
   ++calls_;
 }
 
+void LiveStats::add_counted(const AggregatedCallsRecord& r) {
+  if (r.count == 0) return;
+  OpStats& s = ops_[r.op];
+  s.count += r.count;
+  s.errors += r.errors;
+  s.min = std::min(s.min, r.min_ns);
+  s.max = std::max(s.max, r.max_ns);
+  for (const auto& [bucket, n] : r.hist) s.hist.add(LatencyHistogram::bucket_low(bucket), n);
+  calls_ += r.count;
+}
+
 std::string LiveStats::render(int64_t elapsed_ns, uint64_t dropped_ring, uint64_t dropped_writer,
                               size_t processes) const {
   std::string out;

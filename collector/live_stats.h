@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "tracedb/aggregated_calls.h"
 #include "tracedb/histogram.h"
 
 namespace causeway::collector {
@@ -20,6 +21,8 @@ struct OpStats {
 class LiveStats {
  public:
   void add_call(uint16_t op, int64_t dur_ns, bool error);
+  // Calls counted in the kernel (collector/call_agg.h): histogram, sum and extremes at once.
+  void add_counted(const AggregatedCallsRecord& r);
   void add_host(const std::string& what) { ++host_[what]; }
 
   const std::map<uint16_t, OpStats>& ops() const { return ops_; }

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "bpf/events.h"
+#include "tracedb/op_recording.h"
 
 namespace causeway::collector {
 
@@ -19,7 +20,8 @@ uint64_t make_cookie(const OpInfo& op) {
   const ProbeInfo& p = op.probe;
   return uint64_t{op.id} | uint64_t{p.dclass} << 16 | uint64_t{p.aux} << 24 | uint64_t{p.nstack & 0xfu} << 32 |
          uint64_t{p.struct_reg & 0xfu} << 36 | uint64_t{p.comm_loc & 0xfu} << 40 | uint64_t{p.nccl_role & 0xfu} << 44 |
-         uint64_t{p.out_reg & 0xfu} << 48 | uint64_t{op.source & 0xfu} << 52;
+         uint64_t{p.out_reg & 0xfu} << 48 | uint64_t{op.source & 0xfu} << 52 |
+         uint64_t{is_fast_counted_op(op.id) ? 1u : 0u} << 56;
 }
 
 std::span<const ProbeSpec> probe_specs() {

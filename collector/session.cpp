@@ -54,6 +54,8 @@
 #include "requests/to_record.h"
 #include "requests/tracker.h"
 #include "collector/symbolizer.h"
+#include "collector/call_agg.h"
+#include <sys/resource.h>
 #include "tracedb/store_writer.h"
 #include "diagnosis/tracer_pid.h"
 
@@ -73,6 +75,7 @@ const char* drop_counter_name(uint32_t reason) {
     case CW_DROP_TRACED_MAP: return "dropped_traced_map";
     case CW_DROP_RING_SOCK: return "dropped_ring_sock";
     case CW_DROP_SOCK_CONN_MAP: return "dropped_sock_map";
+    case CW_DROP_AGG_MAP: return "agg_map_full_recorded";
     case CW_COUNT_OWN_SCRAPE: return "http_own_scrapes_excluded";
   }
   return "dropped_other";
@@ -148,6 +151,8 @@ class Session {
   bool claim_budget(std::chrono::milliseconds wait);
   void periodic(int64_t now_mono);
   void emit_page_allocs(int64_t now_mono);
+  void read_call_agg();
+  void push_run(const cw_run& r, int64_t cgroup_id, bool batch);
   void rescan(const std::vector<uint32_t>& only);
   // ppid: the parent when the event says it (a fork); else /proc says it, if still there.
   void ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid = std::nullopt);
@@ -176,6 +181,8 @@ class Session {
   CgroupResolver cgroups_{cgroup2_mount(), writer_};
   std::unordered_set<uint64_t> submitted_stacks_;
   StackPolicy stack_policy_;
+  std::unique_ptr<CallAggReader> call_agg_;  // the kernel's counts of fast calls
+  uint64_t calls_recorded_ = 0;               // call records received (not runs)
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_;
   std::unique_ptr<SockDrain> sock_drain_;  // the socket ring, emptied by a thread of its own
@@ -225,6 +232,7 @@ bool Session::pid_allowed(uint32_t pid) const { return o_.pids.empty() || allowe
 Result<void> Session::start() {
   offset_ = measure_mono_to_real_offset();
   started_mono_ = monotonic_ns();
+  call_agg_ = std::make_unique<CallAggReader>(bpf_.call_agg_fd());
   page_allocs_to_mono_ = started_mono_;
   host_mark_mono_ = started_mono_;
   for (uint32_t p : o_.pids) {
@@ -544,8 +552,40 @@ void Session::on_call(const cw_call_event& e) {
   stats_.add_call(c.op, c.dur_ns, c.ret != 0);
   if (metrics_) metrics_->observe(c.op, c.dur_ns, c.ret != 0);
   ++sum_.calls;
+  ++calls_recorded_;
+  if (e.run_calls) push_run(run_of(e), static_cast<int64_t>(c.cgroup_id), true);
   // Handed to the writer once per consume round (flush_calls): one lock per round, not per call.
   call_batch_.push_back(c);
+}
+
+// The thread's calls counted in the kernel since its previous recorded call, as one row the
+// correlator reads like the calls it stands for (docs/COLLECTOR.md "Aggregated calls").
+// batch: with the round's calls (before the call that carried it); else straight to the writer
+// (the runs still open at stop).
+void Session::push_run(const cw_run& r, int64_t cgroup_id, bool batch) {
+  CallRecord run = decode_run(r);
+  run.ts_ns += offset_;
+  run.cgroup_id = static_cast<uint64_t>(cgroup_id);
+  if (batch) call_batch_.push_back(run);
+  else writer_.push(run);
+}
+
+// Fast calls counted in the kernel since the last read: into the rollups (stats, fleet), the
+// live table, Prometheus and the stack thresholds, as if each had been recorded.
+void Session::read_call_agg() {
+  if (!call_agg_) return;
+  for (AggregatedCallsRecord& r : call_agg_->read()) {
+    r.ts_ns += offset_;
+    std::vector<std::pair<int64_t, uint64_t>> durs;
+    for (const auto& [bucket, n] : r.hist) {
+      const auto low = LatencyHistogram::bucket_low(bucket);
+      if (o_.stacks) stack_policy_.observe(r.pid, r.op, low, static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX)));
+      durs.emplace_back(static_cast<int64_t>(low), n);
+    }
+    stats_.add_counted(r);
+    if (metrics_) metrics_->observe_counted(r.op, durs, r.count, r.sum_ns, r.errors);
+    writer_.push_aggregated(std::move(r));
+  }
 }
 
 void Session::on_proc(const cw_proc_event& e) {
@@ -759,6 +799,20 @@ void Session::update_counters() {
     }
   }
   sum_.counters["dropped_ring"] = ring;
+  // What left the kernel as a record vs what was only counted there, and what tracing cost
+  // this process (docs/COLLECTOR.md "Aggregated calls").
+  const uint64_t counted = call_agg_ ? call_agg_->counted() : 0;
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto tv_ns = [](const timeval& tv) { return int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000; };
+  for (auto [name, v] : {std::pair{"calls_recorded", static_cast<int64_t>(calls_recorded_)},
+                         {"calls_aggregated", static_cast<int64_t>(counted)},
+                         {"tracer_cpu_user_ns", tv_ns(ru.ru_utime)},
+                         {"tracer_cpu_system_ns", tv_ns(ru.ru_stime)},
+                         {"tracer_cpu_ns", tv_ns(ru.ru_utime) + tv_ns(ru.ru_stime)}}) {
+    writer_.set_counter(name, v);
+    sum_.counters[name] = static_cast<uint64_t>(v);
+  }
 }
 
 // One page_alloc point event per process that allocated since the last drain.
@@ -798,6 +852,7 @@ void Session::periodic(int64_t now) {
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
     emit_page_allocs(now);
+    read_call_agg();
     store_engine_samples();
     for (const auto& u : stack_policy_.updates()) bpf_.set_stack_threshold(u.pid, u.op, u.threshold_ns);
     update_counters();
@@ -924,6 +979,11 @@ TraceSummary Session::finish() {
   resolver_.finish();  // every stack's frames reach the writer before it flushes
   cgroups_.finish();   // and every cgroup's path
   emit_page_allocs(monotonic_ns());
+  read_call_agg();  // producers stopped: the counts are final
+  for (const cw_run& r : bpf_.open_runs()) {
+    auto k = known_.find(r.pid);
+    push_run(r, k == known_.end() ? 0 : static_cast<int64_t>(k->second.cgroup_id), false);
+  }
   // Every ring is drained and its records pushed (or refused and counted): the host context
   // is complete up to now, past the end of every recorded call. The final diagnosis runs
   // after the writer has committed this (run_trace).
@@ -966,6 +1026,7 @@ Result<TraceSummary> run_trace(const TraceOptions& o, const std::function<bool()
   set_libbpf_quiet(true);
   LoaderOptions lo;
   lo.stacks = o.stacks;
+  lo.record_all = o.record_all;
   lo.filter_pids = !o.pids.empty();
   lo.ring_calls_bytes = o.ring_calls_bytes;
   lo.ring_host_bytes = o.ring_host_bytes;

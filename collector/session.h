@@ -30,6 +30,7 @@ struct TraceOptions {
   std::vector<std::string> libs;      // --lib: attach these files up front
   bool detach_after_return = false;   // see LoaderOptions: only for a process that exits next
   bool stacks = true;
+  bool record_all = false;            // --record-all: every call a row (docs/COLLECTOR.md "Aggregated calls")
   bool python_frames = true;          // with stacks: Python frames of CPython 3.10-3.13 callers
   int64_t max_db_bytes = 0;
   bool live_table = false;            // redraw the table on stderr each second

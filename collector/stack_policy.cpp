@@ -19,13 +19,13 @@ uint64_t CoarseHistogram::low_of(int bucket) {
   return (uint64_t{4} | static_cast<uint64_t>(sub)) << (octave - 2);
 }
 
-void CoarseHistogram::add(uint64_t ns) {
-  if (total_ >= (uint64_t{1} << 20)) {
+void CoarseHistogram::add(uint64_t ns, uint32_t count) {
+  while (total_ >= (uint64_t{1} << 20)) {
     total_ = 0;
     for (uint32_t& c : counts_) total_ += (c >>= 1);
   }
-  ++counts_[static_cast<size_t>(bucket_of(ns))];
-  ++total_;
+  counts_[static_cast<size_t>(bucket_of(ns))] += count;
+  total_ += count;
 }
 
 uint64_t CoarseHistogram::quantile_low(double q) const {
@@ -39,7 +39,9 @@ uint64_t CoarseHistogram::quantile_low(double q) const {
   return low_of(kBuckets - 1);
 }
 
-void StackPolicy::observe(uint32_t pid, uint16_t op, uint64_t dur_ns) { entries_[key(pid, op)].hist.add(dur_ns); }
+void StackPolicy::observe(uint32_t pid, uint16_t op, uint64_t dur_ns, uint32_t count) {
+  entries_[key(pid, op)].hist.add(dur_ns, count);
+}
 
 uint64_t StackPolicy::threshold(uint64_t p50, uint64_t p95) const {
   return std::max(limits_.floor_ns, std::min({p95, p50 + limits_.margin_ns, limits_.stall_ns}));

@@ -32,7 +32,7 @@ struct StackLimits {
 class CoarseHistogram {
  public:
   static constexpr int kBuckets = 41 * 4;  // up to 2^42 ns (73 min); longer counts as the last
-  void add(uint64_t ns);
+  void add(uint64_t ns, uint32_t count = 1);
   uint64_t total() const { return total_; }
   // Low bound of the bucket holding the nearest-rank q-quantile (0 when empty).
   uint64_t quantile_low(double q) const;
@@ -48,7 +48,7 @@ class StackPolicy {
  public:
   explicit StackPolicy(StackLimits limits = {}) : limits_(limits) {}
 
-  void observe(uint32_t pid, uint16_t op, uint64_t dur_ns);
+  void observe(uint32_t pid, uint16_t op, uint64_t dur_ns, uint32_t count = 1);
 
   struct Update {
     uint32_t pid = 0;

@@ -14,6 +14,7 @@
 #include "diagnosis/data_workers.h"
 #include "diagnosis/session_scope.h"
 #include "diagnosis/sibling_wakers.h"
+#include "diagnosis/thread_run.h"
 #include "bpf/events.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -336,6 +337,11 @@ class ChunkAnalyzer {
         case CW_OP_OOM_KILL: hx_.ooms.push_back(&e); break;
         default:
           if (is_submit_op(e.op)) hx_.submits[e.pid].push_back(e.ts);
+          if (e.op == CW_OP_CALLS_AGGREGATED && is_submit_op(static_cast<uint16_t>(e.a[2]))) {
+            // The run's calls, spread over it: what a later wait can be waiting for.
+            const int64_t n = std::max<int64_t>(1, e.a[0]);
+            for (int64_t i = 0; i < n; ++i) hx_.submits[e.pid].push_back(e.ts + e.dur * i / n);
+          }
           if (is_collective_op(e.op)) {
             const CollArgs c = coll_args(e);
             entries_.push_back({c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts});
@@ -427,6 +433,10 @@ class ChunkAnalyzer {
     auto lo = std::lower_bound(s_.evbuf.begin(), s_.evbuf.end(), cf_, [](const Ev& e, int64_t t) { return e.ts < t; });
     for (auto it = lo; it != s_.evbuf.end() && it->ts < ct_; ++it) {
       const Ev& e = *it;
+      if (e.op == CW_OP_CALLS_AGGREGATED) {
+        scan_run(e);
+        continue;
+      }
       if (!is_traced_call_op(e.op)) continue;
       ++s_.counters.calls;
       OpAcc& oa = s_.ops[op_key(e.pid, e.op)];
@@ -456,6 +466,23 @@ class ChunkAnalyzer {
       const CallVerdict verdict = judge(w, oa, has_timeline, queued_ahead(e));
       causes_.observe(e, ObserveContext{cx, startup, verdict});
     }
+  }
+
+  // A thread's fast calls counted in the kernel between two recorded calls (docs/COLLECTOR.md
+  // "Aggregated calls"): none of them was slow, failed or followed a host stall, so none is
+  // judged; they count in the op's baseline and the thread's activity as the calls they were.
+  void scan_run(const Ev& e) {
+    const auto n = static_cast<uint64_t>(std::max<int64_t>(0, e.a[0]));
+    const auto op = static_cast<uint16_t>(e.a[2]);
+    s_.counters.calls += n;
+    OpAcc& oa = s_.ops[op_key(e.pid, op)];
+    add_counted_run_to_baseline(e, oa.count, oa.hist, oa.min, oa.max);
+    s_.first_call.try_emplace(e.pid, e.ts);
+    int64_t prev_end = INT64_MIN;
+    if (auto le = s_.last_end.find(e.tid); le != s_.last_end.end()) prev_end = le->second;
+    s_.last_end[e.tid] = std::max(prev_end, e.end());
+    const bool has_timeline = !tl_.intervals(e.tid).empty();
+    add_counted_run(s_.activity[e.tid], e, prev_end, has_timeline ? &tl_ : nullptr);
   }
 
   // GPU work this process queued since its previous GPU wait returned: what a slow wait can be

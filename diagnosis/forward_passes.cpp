@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "bpf/events.h"
 #include "diagnosis/event_window.h"
 #include "diagnosis/causes/request_cause_util.h"
 #include "tracedb/event_row.h"
@@ -39,7 +40,8 @@ std::string pass_ops() {
   for (const OpInfo& op : op_catalog())
     if (is_launch_op(op.id) || is_graph_launch_op(op.id) || is_gpu_wait_op(op.id))
       in += (in.empty() ? "" : ",") + std::to_string(op.id);
-  return in;
+  // Launches counted in the kernel come as their thread's run (docs/COLLECTOR.md "Aggregated calls").
+  return in + "," + std::to_string(CW_OP_CALLS_AGGREGATED);
 }
 
 }  // namespace
@@ -49,10 +51,12 @@ PassScan find_forward_passes(std::span<const PassCall> calls) {
   std::map<uint32_t, ForwardPass> open;  // tid -> the pass its launches opened
   std::set<uint32_t> launched, waited;   // threads that launched / closed a pass
   for (const PassCall& c : calls) {
-    if (is_launch_op(c.op) || is_graph_launch_op(c.op)) {
+    // A run of launches counted in the kernel: its calls, from its first one's start.
+    const bool run = c.op == CW_OP_CALLS_AGGREGATED && is_launch_op(static_cast<uint16_t>(c.a[2]));
+    if (run || is_launch_op(c.op) || is_graph_launch_op(c.op)) {
       auto [it, fresh] = open.try_emplace(c.tid);
       if (fresh) it->second = ForwardPass{c.pid, c.tid, c.ts_ns, c.ts_ns, 0, false};
-      ++it->second.launches;
+      it->second.launches += run ? static_cast<uint32_t>(std::max<int64_t>(1, c.a[0])) : 1u;
       it->second.graph = it->second.graph || is_graph_launch_op(c.op);
       launched.insert(c.tid);
     } else if (ends_pass(c)) {

@@ -1,5 +1,7 @@
 #include "diagnosis/stats.h"
 
+#include "bpf/events.h"
+
 #include "diagnosis/system_info.h"
 
 #include <algorithm>
@@ -96,6 +98,9 @@ Result<void> add_raw(sqlite3* db, const SessionScope& s, int64_t from_ns, int64_
   ev->bind(6, ids->hi);
   int rc;
   while ((rc = ev->step()) == SQLITE_ROW) {
+    // A thread's run of calls counted in the kernel: those calls are in the rollups, with their
+    // histogram (docs/COLLECTOR.md "Aggregated calls"), not here.
+    if (ev->col_int(kCols.at(EventCol::op_id)) == CW_OP_CALLS_AGGREGATED) continue;
     Acc& a = accs[{ev->col_int(kCols.at(EventCol::op_id)), static_cast<uint32_t>(ev->col_int(kCols.at(EventCol::pid)))}];
     uint64_t d = static_cast<uint64_t>(std::max<int64_t>(0, ev->col_int(kCols.at(EventCol::dur_ns))));
     ++a.count;

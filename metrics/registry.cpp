@@ -32,19 +32,37 @@ void MetricsRegistry::name_op(uint16_t op_id, const std::string& source, const s
   names_[op_id] = {source, op};
 }
 
-void MetricsRegistry::observe(uint16_t op_id, int64_t dur_ns, bool error) {
+MetricsRegistry::AtomicSeries* MetricsRegistry::series_of(uint16_t op_id) {
   AtomicSeries* s = by_id_[op_id].load(std::memory_order_acquire);
   if (!s) {
     auto* fresh = new AtomicSeries();
     if (by_id_[op_id].compare_exchange_strong(s, fresh, std::memory_order_acq_rel)) s = fresh;
     else delete fresh;  // another thread installed one first; s now points to it
   }
+  return s;
+}
+
+void MetricsRegistry::observe(uint16_t op_id, int64_t dur_ns, bool error) {
+  AtomicSeries* s = series_of(op_id);
   s->calls.fetch_add(1, std::memory_order_relaxed);
   if (error) s->errors.fetch_add(1, std::memory_order_relaxed);
   s->sum_ns.fetch_add(static_cast<uint64_t>(std::max<int64_t>(0, dur_ns)), std::memory_order_relaxed);
   const size_t idx = bucket_of(dur_ns);
   if (idx < s->buckets.size()) s->buckets[idx].fetch_add(1, std::memory_order_relaxed);
   else s->over.fetch_add(1, std::memory_order_relaxed);
+}
+
+void MetricsRegistry::observe_counted(uint16_t op_id, const std::vector<std::pair<int64_t, uint64_t>>& dur_counts,
+                                      uint64_t count, uint64_t sum_ns, uint64_t errors) {
+  AtomicSeries* s = series_of(op_id);
+  s->calls.fetch_add(count, std::memory_order_relaxed);
+  s->errors.fetch_add(errors, std::memory_order_relaxed);
+  s->sum_ns.fetch_add(sum_ns, std::memory_order_relaxed);
+  for (const auto& [dur_ns, n] : dur_counts) {
+    const size_t idx = bucket_of(dur_ns);
+    if (idx < s->buckets.size()) s->buckets[idx].fetch_add(n, std::memory_order_relaxed);
+    else s->over.fetch_add(n, std::memory_order_relaxed);
+  }
 }
 
 void MetricsRegistry::observe_call(const std::string& source, const std::string& op, int64_t dur_ns, bool error) {

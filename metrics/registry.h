@@ -10,6 +10,8 @@
 #include <memory>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 #include <string>
 #include <utility>
 
@@ -67,6 +69,10 @@ class MetricsRegistry {
   // once with name_op (e.g. from tracedb/op_catalog.h); unnamed ids render as op<N>.
   void name_op(uint16_t op_id, const std::string& source, const std::string& op);
   void observe(uint16_t op_id, int64_t dur_ns, bool error);
+  // Calls counted in the kernel (collector/call_agg.h): `count` calls in all, `dur_counts`
+  // (a duration in each histogram bucket, how many), their exact total duration and errors.
+  void observe_counted(uint16_t op_id, const std::vector<std::pair<int64_t, uint64_t>>& dur_counts, uint64_t count,
+                       uint64_t sum_ns, uint64_t errors);
   // Totals so far (the pipeline's counters are cumulative: last value wins).
   void set_drops(const std::string& reason, uint64_t n);
   void set_chains(const std::string& cause, uint64_t n);
@@ -88,6 +94,8 @@ class MetricsRegistry {
 
  private:
   struct AtomicSeries;
+  // The op's series, made on its first call (lock-free).
+  AtomicSeries* series_of(uint16_t op_id);
   mutable std::mutex mu_;
   MetricsSnapshot s_;
   std::map<uint16_t, std::pair<std::string, std::string>> names_;

@@ -4,6 +4,7 @@
 
 #include "bpf/events.h"
 #include "tracedb/op_args.h"
+#include "tracedb/op_recording.h"
 
 namespace causeway {
 namespace {
@@ -170,6 +171,9 @@ constexpr OpInfo kCatalog[] = {
     {CW_OP_PROC_EXEC, CW_SRC_HOST, "process_exec", false, "ppid", F::host},
     {CW_OP_PROC_FORK, CW_SRC_HOST, "process_fork", false, "child_pid", F::host},
     {CW_OP_PROC_EXIT, CW_SRC_HOST, "process_exit", false, "exit_code", F::host},
+    // A thread's fast calls counted in the kernel between two recorded calls: ts = the first's start,
+    // dur = until the last returned (bpf/events.h run fields; docs/COLLECTOR.md "Aggregated calls").
+    {CW_OP_CALLS_AGGREGATED, CW_SRC_HOST, "calls_aggregated", false, "calls,calls_ns,last_op", F::host},
     {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, arg_layout::block, F::host},
     {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, tcp, F::host},
     {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false, tcp6, F::host},
@@ -201,6 +205,24 @@ constexpr bool table_is_consistent() {
   return true;
 }
 static_assert(table_is_consistent(), "the op table breaks an assumption listed above table_is_consistent()");
+
+// The `recording` column (tracedb/op_recording.h): the ops whose fast calls are only counted in the
+// kernel; every other op is every_call. Only kernel launches: every sync, copy, memset,
+// collective, graph and memory call explains something by itself (docs/COLLECTOR.md
+// "Aggregated calls").
+constexpr uint16_t kFastCounted[] = {CW_OP_CUDA_LAUNCH_KERNEL,     CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL,
+                                     CW_OP_CUDA_LAUNCH_KERNEL_EXC, CW_OP_CUDA_LAUNCH_KERNEL_PTSZ,
+                                     CW_OP_CU_LAUNCH_KERNEL,       CW_OP_CU_LAUNCH_KERNEL_EX};
+constexpr bool fast_counted_are_launches() {
+  for (uint16_t id : kFastCounted) {
+    bool found = false;
+    for (const OpInfo& op : kCatalog)
+      if (op.id == id) found = is_probed_source(op.source) && op.family == OpFamily::launch;
+    if (!found) return false;
+  }
+  return true;
+}
+static_assert(fast_counted_are_launches(), "only probed kernel launches may be fast_counted");
 
 // O(1) lookup by id: the correlator classifies every event through it.
 const std::array<const OpInfo*, kMaxOpId>& by_id() {
@@ -321,12 +343,19 @@ bool is_traced_call_op(uint16_t op) {
   return o && o->is_call && o->family != OpFamily::host && o->family != OpFamily::group;
 }
 
+CallRecording op_recording(uint16_t op) {
+  for (uint16_t id : kFastCounted)
+    if (id == op) return CallRecording::fast_counted;
+  return CallRecording::every_call;
+}
+
 int args_needed(uint16_t op) {
   const OpInfo* o = find_op(op);
   if (!o) return 0;
   switch (o->family) {
     case OpFamily::collective: case OpFamily::p2p: return 5;  // count, comm, rank, nranks, seq
     case OpFamily::host:  // block, page_alloc, oom: a0..a3; tcp: ports in a4 (IPv6), sock_owner in a5
+      if (op == CW_OP_CALLS_AGGREGATED) return 3;  // calls, calls_ns, last_op
       return o->source == CW_SRC_NET ? 6 : o->source >= CW_SRC_IO ? 4 : 0;
     case OpFamily::graph_build: return 4;  // graph exec a1, graph a2, stream a3
     default: break;

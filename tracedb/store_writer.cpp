@@ -129,6 +129,7 @@ StoreWriter::Batch StoreWriter::take_batch() {
   switches_.take_all(b.switches);
   wakeups_.take_all(b.wakeups);
   b.meta.swap(meta_);
+  b.aggregated.swap(aggregated_);
   inflight_rows_ = b.rows;
   return b;
 }
@@ -143,6 +144,12 @@ void StoreWriter::recycle(Batch& b) {
 void StoreWriter::push_meta(MetaRecord r) {
   std::lock_guard lock(mu_);
   meta_.push_back(std::move(r));
+  ++enqueued_seq_;
+}
+
+void StoreWriter::push_aggregated(AggregatedCallsRecord r) {
+  std::lock_guard lock(mu_);
+  aggregated_.push_back(std::move(r));
   ++enqueued_seq_;
 }
 
@@ -212,7 +219,7 @@ void StoreWriter::run() {
     batch_done_.notify_all();
     if (stopping) {
       std::lock_guard lock(mu_);
-      if (queued_rows() == 0 && meta_.empty()) return;
+      if (queued_rows() == 0 && meta_.empty() && aggregated_.empty()) return;
     }
   }
 }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "tracedb/aggregated_calls.h"
 #include "tracedb/histogram.h"
 #include "tracedb/record_lane.h"
 #include "tracedb/records.h"
@@ -106,6 +107,8 @@ class StoreWriter {
   bool push(const WakeupRecord& r);
   size_t push_calls(std::span<const CallRecord> rs);
   void push_meta(MetaRecord r);
+  // Calls counted in the kernel, into the rollups (never dropped: one record per (process, op) a second).
+  void push_aggregated(AggregatedCallsRecord r);
   // For sources that can wait (demo, import): block while the queue is full instead of
   // dropping, since generating a little later loses nothing.
   void push_wait(const CallRecord& r);
@@ -139,6 +142,7 @@ class StoreWriter {
     std::vector<RecordLane<SwitchRecord>::Chunk> switches;
     std::vector<RecordLane<WakeupRecord>::Chunk> wakeups;
     std::vector<MetaRecord> meta;
+    std::vector<AggregatedCallsRecord> aggregated;
     size_t rows = 0;
   };
   struct RollupKey {
@@ -214,6 +218,8 @@ class StoreWriter {
   // Writes the rollup rows of every second before the cutoff from rollups_ plus the batch's
   // own accumulations, changing nothing in memory; commit_rollups() applies it after COMMIT.
   Result<void> flush_rollups(int64_t before_ns);
+  // Counted calls into the batch's rollups (store_writer_aggregated.cpp).
+  void accumulate_aggregated(const AggregatedCallsRecord& r);
   void commit_rollups();
   Result<void> write_counters(uint64_t written_now);
   void count_lost(uint16_t op, uint64_t n);  // mu_ held; failure paths only
@@ -235,6 +241,7 @@ class StoreWriter {
   RecordLane<SwitchRecord> switches_;
   RecordLane<WakeupRecord> wakeups_;
   std::vector<MetaRecord> meta_;
+  std::vector<AggregatedCallsRecord> aggregated_;
   size_t inflight_rows_ = 0;  // rows of the transaction being written
   uint64_t enqueued_seq_ = 0;   // accepted records + meta, in order
   uint64_t committed_seq_ = 0;

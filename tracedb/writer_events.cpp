@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tracedb/event_row.h"
+#include "bpf/events.h"
 #include "tracedb/store_writer.h"
 #include "tracedb/store_writer_internal.h"
 #include "tracedb/table_columns.h"
@@ -90,7 +91,8 @@ int StoreWriter::write_call_rows(const Batch& batch, uint64_t& written) {
         block.max_ts = std::max(block.max_ts, c.ts_ns);
         block.max_end = std::max(block.max_end, c.ts_ns + c.dur_ns);
         batch_max_ts_ = std::max(batch_max_ts_, c.ts_ns);
-        accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
+        // A thread's run of counted calls is in the rollups already (AggregatedCallsRecord).
+        if (c.op != CW_OP_CALLS_AGGREGATED) accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
       }
       written += static_cast<uint64_t>(group);
       i += static_cast<size_t>(group);

@@ -105,6 +105,7 @@ Result<void> StoreWriter::write_batch_rows(Batch& batch, bool final_flush) {
   auto failed = [&] { return make_error("db_write", sqlite_error_text(db_.get())); };
   for (const MetaRecord& m : batch.meta)
     if (write_meta(m) != SQLITE_DONE) return failed();
+  for (const AggregatedCallsRecord& a : batch.aggregated) accumulate_aggregated(a);
   if (write_call_rows(batch, written) != SQLITE_DONE) return failed();
   if (write_context_rows(batch, written) != SQLITE_DONE) return failed();
   batch_written_ = written;
@@ -130,10 +131,14 @@ void StoreWriter::on_write_failure(Batch& batch, bool stopping, const Error& err
     // the next batch, unless there is none (stopping) or never will be (the DB is gone).
     if (!stopping && write_fault_may_clear(f)) {
       meta_.insert(meta_.begin(), std::make_move_iterator(batch.meta.begin()), std::make_move_iterator(batch.meta.end()));
+      // Counted calls are rolled up in memory, only after COMMIT: they wait like the meta rows.
+      aggregated_.insert(aggregated_.begin(), std::make_move_iterator(batch.aggregated.begin()),
+                         std::make_move_iterator(batch.aggregated.end()));
     } else {
       stats_.dropped_meta += batch.meta.size();
     }
     batch.meta.clear();
+    batch.aggregated.clear();
     health_.fault = f;
     health_.last_fault = f;
     health_.error = error.message;

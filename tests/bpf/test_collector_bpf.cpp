@@ -27,10 +27,11 @@ std::string S(int64_t v) { return std::to_string(v); }
 
 int64_t pack(int64_t x, int64_t y, int64_t z) { return x | y << 21 | z << 42; }
 
-// Per-op call counts of one process.
+// Per-op call counts of one process, from the rollups: every call, whether recorded as a row or
+// counted in the kernel (docs/COLLECTOR.md "Aggregated calls"); complete once the trace stopped.
 std::map<int64_t, int64_t> op_counts(const std::string& db, pid_t pid) {
   std::map<int64_t, int64_t> m;
-  for (auto& r : q_rows(db, "SELECT op_id, count(*) FROM events WHERE pid = " + S(pid) + " GROUP BY op_id")) m[r[0]] = r[1];
+  for (auto& r : q_rows(db, "SELECT op_id, sum(count) FROM rollups WHERE pid = " + S(pid) + " GROUP BY op_id")) m[r[0]] = r[1];
   return m;
 }
 
@@ -43,7 +44,8 @@ std::vector<std::string> workload(std::vector<std::string> args) {
 
 TEST_CASE("exact per-op counts, decoded args and durations from several threads; SIGINT flushes") {
   TempDir dir;
-  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--lib", testprog("libcuda.so.1")});
+  // Every call a row: the decoded args of each launch are checked below.
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--lib", testprog("libcuda.so.1"), "--record-all"});
   const int threads = 4, iters = 150;
   pid_t pid = spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--latency-us", "200", "--ops",
                               "malloc,malloc_fail,memcpy,memcpy_async,memcpy2d_async,memset_async,launch,launch_internal,"
@@ -426,6 +428,44 @@ TEST_CASE("library dlopen()ed after the trace started; process exits mid-trace a
   }
   // The tail call and its caller share a stack pointer: each is its own record, none dropped.
   CHECK(q_int(db, "SELECT value FROM collector_stats WHERE name = 'unpaired_returns'") == 0);
+}
+
+TEST_CASE("fast launches are counted in the kernel: every call in the rollups, the runs add up, --record-all keeps each") {
+  const int threads = 2, iters = 20000;
+  const int64_t n = int64_t{threads} * iters;
+  auto run = [&](const std::vector<std::string>& flags, int64_t& recorded, int64_t& in_runs, int64_t& counted,
+                 int64_t& aggregated_stat, int64_t& tracer_cpu) {
+    TempDir dir;
+    std::vector<std::string> args = {"--lib", testprog("libcudart.so.13")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    Tracer t(dir, args);
+    pid_t pid = spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops", "launch"}), dir.file("w.log"));
+    REQUIRE(wait_exit(pid) == 0);
+    sleep_ms(300);
+    REQUIRE(t.stop(SIGINT) == 0);
+    INFO(t.log());
+    const std::string db = t.db();
+    counted = op_counts(db, pid)[CW_OP_CUDA_LAUNCH_KERNEL];
+    recorded = q_int(db, "SELECT count(*) FROM events WHERE pid = " + S(pid) + " AND op_id = " + S(CW_OP_CUDA_LAUNCH_KERNEL));
+    in_runs = q_int(db, "SELECT coalesce(sum(a0), 0) FROM events WHERE pid = " + S(pid) + " AND op_id = " +
+                            S(CW_OP_CALLS_AGGREGATED) + " AND a2 = " + S(CW_OP_CUDA_LAUNCH_KERNEL));
+    aggregated_stat = q_int(db, "SELECT value FROM collector_stats WHERE name = 'calls_aggregated'");
+    tracer_cpu = q_int(db, "SELECT value FROM collector_stats WHERE name = 'tracer_cpu_ns'");
+    // Nothing lost on the way, whatever was recorded.
+    CHECK(q_int(db, "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'") == 0);
+  };
+  int64_t recorded = 0, in_runs = 0, counted = 0, aggregated = 0, cpu = 0;
+  run({}, recorded, in_runs, counted, aggregated, cpu);
+  CHECK(counted == n);               // stats' count: exact
+  CHECK(recorded + in_runs == n);    // every outermost launch is a row or in its thread's run
+  CHECK(recorded * 10 < n);          // most were only counted
+  CHECK(recorded >= threads);        // the first at each call site (stacked) at least
+  CHECK(aggregated >= n - recorded); // the host-wide counter (other traced processes may add)
+  CHECK(cpu > 0);
+  run({"--record-all"}, recorded, in_runs, counted, aggregated, cpu);
+  CHECK(counted == n);
+  CHECK(recorded == n);
+  CHECK(in_runs == 0);
 }
 
 TEST_CASE("a tiny ring buffer overflows: every lost call is counted, received + dropped = made") {

@@ -17,3 +17,5 @@ causeway_test(test_engine_scraper LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/t
   LIBS causeway_collector_core causeway_collector)
 causeway_test(test_collector_sock_hook LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_sock_hook.cpp
   LIBS causeway_collector)
+causeway_test(test_call_agg LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_call_agg.cpp
+  LIBS causeway_collector_core)

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "tracedb/op_recording.h"
 #include "bpf/events.h"
 #include "collector/decode.h"
 #include "collector/probe_table.h"
@@ -328,6 +329,7 @@ TEST_CASE("probe table: derived from the op table; every probe's op has a family
     CHECK(CW_COOKIE_COMM_LOC(c) == op.probe.comm_loc);
     CHECK(CW_COOKIE_NCCL_ROLE(c) == op.probe.nccl_role);
     CHECK(CW_COOKIE_OUT_REG(c) == op.probe.out_reg);
+    CHECK(CW_COOKIE_AGG(c) == (is_fast_counted_op(op.id) ? 1u : 0u));
     CHECK(op.probe.nstack <= 4);
     // The classes that decode extra[CW_X_OUT] are exactly those whose cookie asks for it.
     const bool reads_out = op.probe.dclass == CW_DC_ALLOC || op.probe.dclass == CW_DC_CAPTURE_END ||
