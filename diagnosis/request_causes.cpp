@@ -76,17 +76,26 @@ const std::vector<uint32_t>& CauseFinder::engine_pids(uint32_t server_pid) {
 // record before it (or since `from`), clipped to `to`.
 void CauseFinder::cpu_holders(int32_t cpu, int64_t from, int64_t to, int64_t until, std::map<uint32_t, double>& by_pid) {
   auto st = Statement::prepare(db_,
-                               "SELECT ts_ns, prev_pid FROM sched WHERE session_id = ?1 AND cpu = ?2 AND ts_ns > ?3 AND "
-                               "ts_ns <= ?4 ORDER BY ts_ns");
+                               "SELECT ts_ns, prev_pid, next_pid FROM sched WHERE session_id = ?1 AND cpu = ?2 AND ts_ns > ?3 "
+                               "AND ts_ns <= ?4 ORDER BY ts_ns");
   if (!st) return;
   st->bind(1, session_id_);
   st->bind(2, int64_t{cpu});
   st->bind(3, from);
   st->bind(4, until);
+  // Only switches with a traced side are recorded (bpf/sched.bpf.h): between a record that
+  // gave the CPU to A and the next one, taken from B ≠ A, switches among untraced processes
+  // went unseen. A ran first and B last, for unknown parts: the time is split between them
+  // (handing it all to B named whoever ran just before the victim, not who held the CPU).
   int64_t since = from;
+  std::optional<uint32_t> took;  // next_pid of the record that began the interval
   while (st->step() == SQLITE_ROW && since < to) {
     const int64_t ts = std::min(st->col_int(0), to);
-    by_pid[static_cast<uint32_t>(st->col_int(1))] += static_cast<double>(ts - since);
+    const auto left = static_cast<uint32_t>(st->col_int(1));
+    const auto span = static_cast<double>(ts - since);
+    if (took && *took != left) by_pid[*took] += span / 2, by_pid[left] += span / 2;
+    else by_pid[left] += span;
+    took = static_cast<uint32_t>(st->col_int(2));
     since = ts;
   }
 }
@@ -114,6 +123,7 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
   st->bind(3, to);
   st->bind(4, kLookbackNs);
   std::map<uint32_t, double> held;
+  std::vector<std::pair<int64_t, int64_t>> waits;  // each thread's runnable wait, clipped to the slow part
   while (st->step() == SQLITE_ROW) {
     const int64_t t_in = st->col_int(0);
     const auto last = static_cast<uint32_t>(st->col_int(1));
@@ -126,23 +136,28 @@ void CauseFinder::cpu_contention(uint32_t server_pid, int64_t from, int64_t to, 
     else if (out_ts && st->col_int(4) == 0) ready = out_ts;
     if (!ready || last == 0) continue;  // idle before: a wake-up latency, not contention
     const int64_t lo = std::max(ready, from), hi = std::min(t_in, to);
-    if (hi > lo) cpu_holders(static_cast<int32_t>(st->col_int(5)), lo, hi, t_in, held);
+    if (hi > lo) cpu_holders(static_cast<int32_t>(st->col_int(5)), lo, hi, t_in, held), waits.emplace_back(lo, hi);
   }
   std::map<uint32_t, double> by_culprit;
-  double tracer_ns = 0;
+  double tracer_ns = 0, held_ns = 0;
   for (const auto& [pid, ns] : held) {
+    held_ns += ns;
     if (pid == 0 || std::find(pids.begin(), pids.end(), pid) != pids.end()) continue;
     if (tracer_pid_ && pid == *tracer_pid_) tracer_ns += ns;
     else by_culprit[pid] += ns;
   }
   if (by_culprit.empty()) return;
   auto top = std::max_element(by_culprit.begin(), by_culprit.end(), [](auto& a, auto& b) { return a.second < b.second; });
-  double total = 0;
-  for (const auto& [pid, ns] : by_culprit) total += ns;
+  double others = 0;
+  for (const auto& [pid, ns] : by_culprit) others += ns;
+  // Several engine threads wait at once (a thread per connection, the engine core): their
+  // waits overlap, so the time the slow part lost is the wall-clock union of the waits, in
+  // the proportion that outsiders held the CPUs — never the sum over threads.
+  const double total = held_ns > 0 ? covered_ns(std::move(waits), from, to) * others / held_ns : 0;
   if (total < kMinLostNs) return;
   auto c = comms_.find(top->first);
   nlohmann::json culprit = {{"pid", top->first}, {"comm", c == comms_.end() ? "" : c->second},
-                            {"share", total > 0 ? top->second / total : 0}};
+                            {"share", others > 0 ? top->second / others : 0}};
   if (tracer_ns >= kMinLostNs) culprit["tracer_overhead_ms"] = std::round(tracer_ns / 1e3) / 1e3;
   out.push_back({RequestCause::cpu_contention, total, std::move(culprit)});
 }

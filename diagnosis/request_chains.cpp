@@ -5,6 +5,8 @@
 #include <string>
 
 #include "common/sanitize.h"
+#include "diagnosis/causes/request_cpu_contention.h"
+#include "diagnosis/causes/request_nccl.h"
 #include "diagnosis/causes/request_registry.h"
 #include "diagnosis/request_latency.h"
 #include "tracedb/chain_store.h"
@@ -68,9 +70,9 @@ std::string prefill_evidence(const json& k) {
 
 }  // namespace
 
-const char* request_chain_severity(double tail_mean_ms, double median_ms, double share) {
+const char* request_chain_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests) {
   const double above = tail_mean_ms - median_ms;
-  if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms) return "HIGH";
+  if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms) return requests >= kHighMinRequests ? "HIGH" : "MEDIUM";
   if (share >= 0.2 && above >= 5 && tail_mean_ms >= 1.5 * median_ms) return "MEDIUM";
   return "LOW";
 }
@@ -98,7 +100,7 @@ Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
     for (const json& c : tail["causes"]) {
       const std::string cause = c["cause"].get<std::string>();
       const double share = c["share_time"].get<double>();
-      const std::string sev = request_chain_severity(tail_mean, median, share);
+      const std::string sev = request_chain_severity(tail_mean, median, share, c["requests"].get<uint64_t>());
       const double lost_ms = share * tail["excess_ms"].get<double>();
       json k = c["culprit"];
       // The chain names the culprit process (the interface's culprit of queueing and
@@ -134,6 +136,8 @@ Result<json> request_chains(sqlite3* db, const RequestChainQuery& q) {
            "unexplained share of the tail: " + fmt(tail["unexplained_share"].get<double>() * 100) + "%",
            "causeway requests --metric " + metric + " shows the slowest requests and their causes"});
       if (cause == "prefill_interference") chain["evidence"].push_back(prefill_evidence(k));
+      for (const std::string& line : {cpu_contention_tracer_evidence(k), nccl_rank_evidence(k)})
+        if (!line.empty()) chain["evidence"].push_back(line);
       chains.push_back(std::move(chain));
     }
   }

@@ -6,6 +6,8 @@
 
 #include "diagnosis/causes/request_cause.h"
 
+#include <string>
+
 namespace causeway::requests {
 
 struct CpuContentionRequestCause {
@@ -14,5 +16,10 @@ struct CpuContentionRequestCause {
   static constexpr ClaimTier tier = ClaimTier::host_state;
   static const char* recommendation(const nlohmann::json& culprit);
 };
+
+// The chain's evidence line for the tracer's own share (diagnosis/request_causes.cpp keeps it
+// out of the culprits): "tracer overhead: N ms …" when the culprit carries tracer_overhead_ms,
+// else "".
+std::string cpu_contention_tracer_evidence(const nlohmann::json& culprit);
 
 }  // namespace causeway::requests

@@ -146,6 +146,27 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
   return CauseClaim{RequestCause::nccl_straggler, lost, std::move(culprit)};
 }
 
+std::string nccl_rank_phrase(const nlohmann::json& culprit) {
+  if (!culprit.contains("rank_source")) return "";
+  if (!culprit.contains("rank")) return "rank unknown";
+  return "rank " + std::to_string(culprit["rank"].get<int64_t>()) + " of " + std::to_string(culprit.value("nranks", int64_t{0}));
+}
+
+std::string nccl_rank_evidence(const nlohmann::json& culprit) {
+  const std::string phrase = nccl_rank_phrase(culprit);
+  if (phrase.empty()) return "";
+  const std::string source = culprit["rank_source"].get<std::string>();
+  const std::string pid = std::to_string(culprit.value("pid", int64_t{0}));
+  if (source == kTimingRank)
+    return "late worker pid " + pid + ", " + phrase +
+           ": its communicator was found from the collectives themselves (same op, count and datatype returning together, "
+           "call after call); no traced init, launcher variable or process title gives rank numbers";
+  if (source == kStructuralRank)
+    return "late worker pid " + pid + ", " + phrase + ": its communicator was taken from its siblings of one parent and comm; "
+           "no source gives rank numbers";
+  return "late worker pid " + pid + ", " + phrase + " (rank from " + source + ")";
+}
+
 const char* NcclStragglerRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
   return "One tensor-parallel rank starts the forward pass late and every other rank waits for it in the all-reduce: "
          "look at what that rank's process does before its collective (its own CPU, another process on its core, I/O), "
