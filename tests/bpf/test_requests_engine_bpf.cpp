@@ -275,16 +275,21 @@ TEST_CASE("engine cpu_hog: a hog on the API server's and engine core's CPU is na
     REQUIRE(run_process({"taskset", "-a", "-p", "-c", "0", std::to_string(pid)}).exit_code == 0);
   Tracer tr(dir, {"--http-port", std::to_string(e.port()), "--no-stack", "--engine-metrics-interval", "0"});
   REQUIRE(run_process({"taskset", "-a", "-p", "-c", "0", std::to_string(tr.pid())}).exit_code == 0);
-  // Chat streams for ~2 s; after 0.8 s two hog processes at nice -5 (a batch job given
-  // priority, as the issue's Node server met with two hog workers) start on CPU 0: the streams
-  // served from then on are the tail. The client runs on the other CPU.
+  // Chat streams for ~2 s; after 0.8 s two hog processes start on CPU 0: the streams served
+  // from then on are the tail. This host runs other jobs, each its own session, and the
+  // kernel shares a CPU between sessions' autogroups before nice counts inside one: each hog
+  // gets a session of its own with the autogroup's nice at -3 (a batch job given priority, as
+  // the issue's Node server met with two hog workers), so it holds CPU 0 more than any one
+  // other job there. The client runs on the other CPU.
   Child chat{e.client("chat", "chat.json", {"--requests", "64", "--concurrency", "8", "--max-tokens", "20"})};
   REQUIRE(run_process({"taskset", "-a", "-p", "-c", "1", std::to_string(chat.pid())}).exit_code == 0);
   sleep_ms(800);
   std::vector<pid_t> hogs;
   for (int i = 0; i < 2; ++i)
-    hogs.push_back(spawn({"taskset", "-c", "0", "nice", "-n", "-5", kPy, "-c",
-                          "import ctypes\nctypes.CDLL(None).prctl(15, b'hog_spin', 0, 0, 0)\nwhile True: pass"},
+    hogs.push_back(spawn({kPy, "-c",
+                          "import ctypes, os\nos.setsid()\nopen('/proc/self/autogroup', 'w').write('-3')\n"
+                          "os.sched_setaffinity(0, {0})\nctypes.CDLL(None).prctl(15, b'hog_spin', 0, 0, 0)\n"
+                          "while True: pass"},
                          dir.file("hog" + std::to_string(i) + ".log")));
   Child hog0{hogs[0]}, hog1{hogs[1]};
   REQUIRE(chat.wait() == 0);
@@ -298,14 +303,11 @@ TEST_CASE("engine cpu_hog: a hog on the API server's and engine core's CPU is na
   // The token gaps' tail (the streams under the hog) names a hog; no metric's answer names
   // the tracer, whose time on that CPU is counted apart.
   for (const char* metric : {"itl", "ttft", "e2e"}) {
-    const json d = ask_requests(db, t, {"--metric", metric, "--slowest", "3"});
+    const json d = ask_requests(db, t, {"--metric", metric, "--slowest", "3", "--path", "/v1/chat/completions"});
     CAPTURE(d.dump());
-    CHECK(d["count"] == 64);
+    CHECK(d["count"] == 64);  // --path: another tracer on this host may scrape this server's /metrics
     for (const auto& c : d["tail"]["causes"])
-      if (c["culprit"].contains("comm")) {
-        CHECK(c["culprit"]["comm"] != "causeway");
-        CHECK(c["culprit"]["pid"] != tracer_pid);
-      }
+      if (c["culprit"].contains("pid")) CHECK(c["culprit"]["pid"] != tracer_pid);
     if (std::string(metric) != "itl") continue;
     const json* cc = cause_named(d, "cpu_contention");
     REQUIRE(cc != nullptr);
@@ -315,11 +317,11 @@ TEST_CASE("engine cpu_hog: a hog on the API server's and engine core's CPU is na
     CHECK((*cc)["culprit"]["comm"] == "hog_spin");
     MESSAGE("cpu_contention (itl): share " << (*cc)["share_time"] << ", culprit " << (*cc)["culprit"].dump());
   }
-  // Call level too: no chain blames the tracer; where it took a share, the evidence says so.
+  // Call level too: no chain blames this trace's tracer (another tracer on this host is a
+  // process like any other); where it took a share, the evidence says so.
   for (const auto& ch : ask_explain(db, t)) {
     if (!ch.contains("culprit") || !ch["culprit"].is_object()) continue;
     CHECK(ch["culprit"].value("pid", int64_t{0}) != tracer_pid);
-    CHECK(ch["culprit"].value("comm", std::string()) != "causeway");
     if (ch["culprit"].contains("tracer_overhead_ms"))
       CHECK_MESSAGE(ch["evidence"].dump().find("tracer overhead: ") != std::string::npos, ch.dump());
   }
