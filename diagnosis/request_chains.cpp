@@ -17,9 +17,11 @@ namespace {
 
 using json = nlohmann::json;
 
-Severity request_severity(double tail_mean_ms, double median_ms, double share) {
+// A chain that names one slowed request is an anecdote: at most MEDIUM (kHighMinRequests).
+Severity request_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests) {
   const double above = tail_mean_ms - median_ms;
-  if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms) return Severity::high;
+  if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms)
+    return requests >= kHighMinRequests ? Severity::high : Severity::medium;
   if (share >= 0.2 && above >= 5 && tail_mean_ms >= 1.5 * median_ms) return Severity::medium;
   return Severity::low;
 }
@@ -45,7 +47,7 @@ void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<
     const std::string cause(RequestCauses::name(c.cause));
     RequestChainDoc d;
     d.id = request_chain_id(tail.session_id, tail.metric, cause);
-    d.severity = request_severity(tail_mean, median, c.share_time);
+    d.severity = request_severity(tail_mean, median, c.share_time, c.requests);
     d.metric = metric;
     d.op = tail.metric == Metric::itl ? "ITL (token gaps)" : "TTFT";
     // The victim is the server whose requests lost the most to the cause.
@@ -84,8 +86,8 @@ void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<
 
 }  // namespace
 
-const char* request_chain_severity(double tail_mean_ms, double median_ms, double share) {
-  return severity_name(request_severity(tail_mean_ms, median_ms, share)).data();
+const char* request_chain_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests) {
+  return severity_name(request_severity(tail_mean_ms, median_ms, share, requests)).data();
 }
 
 Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id) {

@@ -20,7 +20,11 @@ namespace causeway::requests {
 // Severity from how slow the tail is and how much of it the cause explains:
 // HIGH: the tail's units average ≥ 2× the median and ≥ 20 ms above it, the cause claims ≥ 50%
 // of that time; MEDIUM: ≥ 1.5× and ≥ 5 ms above, ≥ 20%; else LOW.
-const char* request_chain_severity(double tail_mean_ms, double median_ms, double share);
+// A HIGH chain names at least this many slowed requests: one slow request (the whole p99 tail
+// of a short run) is one anecdote on a busy host, at most MEDIUM.
+inline constexpr uint64_t kHighMinRequests = 2;
+const char* request_chain_severity(double tail_mean_ms, double median_ms, double share,
+                                   uint64_t requests = kHighMinRequests);
 
 // The session's request chains as rows of the chains table (doc = the chain's JSON, each with
 // "level": "request"), most severe first, then by time lost; none when it served no requests.

@@ -9,6 +9,7 @@
 
 #include "diagnosis/session_scope.h"
 #include "common/sanitize.h"
+#include "diagnosis/causes/request_nccl.h"
 #include "diagnosis/causes/request_registry.h"
 #include "diagnosis/request_causes.h"
 #include "metrics/genai_semconv.h"
@@ -647,6 +648,7 @@ std::string request_latency_text(const json& doc) {
       << c["requests"].get<uint64_t>() << " requests";
     const json& k = c["culprit"];
     if (k.contains("comm")) o << ", culprit pid " << k["pid"].get<int64_t>() << " (" << sanitize_untrusted(k["comm"].get<std::string>(), 32) << ")";
+    if (const std::string rank = nccl_rank_phrase(k); !rank.empty()) o << ", " << rank;
     if (k.contains("long_requests")) {
       o << ", long requests";
       for (const auto& l : k["long_requests"])

@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <optional>
 
+#include "diagnosis/engine_series.h"
 #include "diagnosis/request_evidence.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -16,17 +19,26 @@ namespace {
 void request_cpu_holders(sqlite3* db, int64_t session_id, int32_t cpu, int64_t from, int64_t to, int64_t until,
                          std::map<uint32_t, double>& by_pid) {
   auto st = Statement::prepare(db,
-                               "SELECT ts_ns, prev_pid FROM sched WHERE session_id = ?1 AND cpu = ?2 AND ts_ns > ?3 AND "
-                               "ts_ns <= ?4 ORDER BY ts_ns");
+                               "SELECT ts_ns, prev_pid, next_pid FROM sched WHERE session_id = ?1 AND cpu = ?2 AND ts_ns > ?3 "
+                               "AND ts_ns <= ?4 ORDER BY ts_ns");
   if (!st) return;
   st->bind(1, session_id);
   st->bind(2, int64_t{cpu});
   st->bind(3, from);
   st->bind(4, until);
+  // Only switches with a traced side are recorded (bpf/sched.bpf.h): between a record that
+  // gave the CPU to A and the next one, taken from B ≠ A, switches among untraced processes
+  // went unseen. A ran first and B last, for unknown parts: the time is split between them
+  // (handing it all to B named whoever ran just before the victim, not who held the CPU).
   int64_t since = from;
+  std::optional<uint32_t> took;  // next_pid of the record that began the interval
   while (st->step() == SQLITE_ROW && since < to) {
     const int64_t ts = std::min(st->col_int(0), to);
-    by_pid[static_cast<uint32_t>(st->col_int(1))] += static_cast<double>(ts - since);
+    const auto left = static_cast<uint32_t>(st->col_int(1));
+    const auto span = static_cast<double>(ts - since);
+    if (took && *took != left) by_pid[*took] += span / 2, by_pid[left] += span / 2;
+    else by_pid[left] += span;
+    took = static_cast<uint32_t>(st->col_int(2));
     since = ts;
   }
 }
@@ -57,6 +69,7 @@ void CpuContentionRequestCause::find(RequestEvidence& ev, const SlowPart& part, 
   st->bind(3, to);
   st->bind(4, kRequestLookbackNs);
   std::map<uint32_t, double> held;
+  std::vector<std::pair<int64_t, int64_t>> waits;  // each thread's runnable wait, clipped to the slow part
   while (st->step() == SQLITE_ROW) {
     const int64_t t_in = st->col_int(0);
     const auto last = static_cast<uint32_t>(st->col_int(1));
@@ -69,20 +82,29 @@ void CpuContentionRequestCause::find(RequestEvidence& ev, const SlowPart& part, 
     else if (out_ts && st->col_int(4) == 0) ready = out_ts;
     if (!ready || last == 0) continue;  // idle before: a wake-up latency, not contention
     const int64_t lo = std::max(ready, from), hi = std::min(t_in, to);
-    if (hi > lo) request_cpu_holders(ev.db(), ev.session_id(), static_cast<int32_t>(st->col_int(5)), lo, hi, t_in, held);
+    if (hi > lo) {
+      request_cpu_holders(ev.db(), ev.session_id(), static_cast<int32_t>(st->col_int(5)), lo, hi, t_in, held);
+      waits.emplace_back(lo, hi);
+    }
   }
   std::map<uint32_t, double> by_culprit;
-  double tracer_ns = 0;
+  double tracer_ns = 0, held_ns = 0;
   for (const auto& [pid, ns] : held) {
+    held_ns += ns;
     if (pid == 0 || std::find(pids.begin(), pids.end(), pid) != pids.end()) continue;
     if (ev.tracer_pid() && pid == *ev.tracer_pid()) tracer_ns += ns;
     else by_culprit[pid] += ns;
   }
   if (by_culprit.empty()) return;
   auto top = std::max_element(by_culprit.begin(), by_culprit.end(), [](auto& a, auto& b) { return a.second < b.second; });
-  double total = 0;
-  for (const auto& [pid, ns] : by_culprit) total += ns;
-  nlohmann::json culprit = {{"pid", top->first}, {"comm", ev.comm(top->first)}, {"share", total > 0 ? top->second / total : 0}};
+  double others = 0;
+  for (const auto& [pid, ns] : by_culprit) others += ns;
+  // Several engine threads wait at once (a thread per connection, the engine core): their
+  // waits overlap, so the time the slow part lost is the wall-clock union of the waits, in
+  // the proportion that outsiders held the CPUs — never the sum over threads.
+  const double total = held_ns > 0 ? covered_ns(std::move(waits), from, to) * others / held_ns : 0;
+  if (total < kMinRequestClaimNs) return;
+  nlohmann::json culprit = {{"pid", top->first}, {"comm", ev.comm(top->first)}, {"share", others > 0 ? top->second / others : 0}};
   if (tracer_ns >= kMinRequestClaimNs) culprit["tracer_overhead_ms"] = std::round(tracer_ns / 1e3) / 1e3;
   out.push_back({RequestCause::cpu_contention, total, std::move(culprit)});
 }
@@ -90,6 +112,21 @@ void CpuContentionRequestCause::find(RequestEvidence& ev, const SlowPart& part, 
 const char* CpuContentionRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
   return "Keep other work off the engine's CPUs: pin the engine core and its workers (taskset / cpuset) or move "
          "the culprit to other cores or a lower priority.";
+}
+
+RequestChainWords CpuContentionRequestCause::chain_words(const nlohmann::json& culprit) {
+  RequestChainWords w;
+  if (std::string line = cpu_contention_tracer_evidence(culprit); !line.empty()) w.evidence.push_back(std::move(line));
+  return w;
+}
+
+std::string cpu_contention_tracer_evidence(const nlohmann::json& culprit) {
+  if (!culprit.contains("tracer_overhead_ms")) return "";
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.1f", culprit["tracer_overhead_ms"].get<double>());
+  return std::string("tracer overhead: ") + ms +
+         " ms (causeway's own threads held the engine's CPUs for that long while its threads were runnable; "
+         "counted apart, never the culprit)";
 }
 
 }  // namespace causeway::requests

@@ -4,6 +4,7 @@
 // culprit").
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "diagnosis/causes/request_cause.h"
@@ -19,6 +20,13 @@ struct CpuContentionRequestCause {
   // culprit {"pid", "comm", "share"} of the one that held them longest, with
   // "tracer_overhead_ms" when the tracer's own threads took ≥ 1 ms of it.
   static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
+  // The tracer's own share as an evidence line (cpu_contention_tracer_evidence).
+  static RequestChainWords chain_words(const nlohmann::json& culprit);
 };
+
+// The chain's evidence line for the tracer's own share (diagnosis/request_causes.cpp keeps it
+// out of the culprits): "tracer overhead: N ms …" when the culprit carries tracer_overhead_ms,
+// else "".
+std::string cpu_contention_tracer_evidence(const nlohmann::json& culprit);
 
 }  // namespace causeway::requests

@@ -150,6 +150,31 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
 void NcclStragglerRequestCause::find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
   if (!st.stragglers) st.stragglers = std::make_unique<NcclStragglers>(ev.db(), ev.session_id());
   if (auto c = st.stragglers->claim(ev.engine_pids(part.server_pid), ev.comms(), part.from_ns, part.to_ns)) out.push_back(std::move(*c));
+std::string nccl_rank_phrase(const nlohmann::json& culprit) {
+  if (!culprit.contains("rank_source")) return "";
+  if (!culprit.contains("rank")) return "rank unknown";
+  return "rank " + std::to_string(culprit["rank"].get<int64_t>()) + " of " + std::to_string(culprit.value("nranks", int64_t{0}));
+}
+
+RequestChainWords NcclStragglerRequestCause::chain_words(const nlohmann::json& culprit) {
+  RequestChainWords w;
+  if (std::string line = nccl_rank_evidence(culprit); !line.empty()) w.evidence.push_back(std::move(line));
+  return w;
+}
+
+std::string nccl_rank_evidence(const nlohmann::json& culprit) {
+  const std::string phrase = nccl_rank_phrase(culprit);
+  if (phrase.empty()) return "";
+  const std::string source = culprit["rank_source"].get<std::string>();
+  const std::string pid = std::to_string(culprit.value("pid", int64_t{0}));
+  if (source == kTimingRank)
+    return "late worker pid " + pid + ", " + phrase +
+           ": its communicator was found from the collectives themselves (same op, count and datatype returning together, "
+           "call after call); no traced init, launcher variable or process title gives rank numbers";
+  if (source == kStructuralRank)
+    return "late worker pid " + pid + ", " + phrase + ": its communicator was taken from its siblings of one parent and comm; "
+           "no source gives rank numbers";
+  return "late worker pid " + pid + ", " + phrase + " (rank from " + source + ")";
 }
 
 const char* NcclStragglerRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {

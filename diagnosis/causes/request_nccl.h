@@ -29,6 +29,8 @@ struct NcclStragglerRequestCause {
   // The finder of the class below, made at the first slow part and kept (its reading is cached).
   struct State;
   static void find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
+  // The late rank's phrase and communicator source as an evidence line (nccl_rank_evidence).
+  static RequestChainWords chain_words(const nlohmann::json& culprit);
 };
 
 // [from, to]: the slow part of a request; pids: the engine's processes (the server and its
@@ -44,6 +46,13 @@ struct NcclStragglerRequestCause {
 // session's collectives from its first one (a handle's communicator is numbered by first use,
 // a rank's sequence aligned on its first calls), read once and kept. rank_source says which;
 // a "structural" culprit has no "rank": its place by pid is not one.
+// How a culprit names the late rank: "rank 1 of 2" when a source gives rank numbers, else
+// "rank unknown" (a communicator found by structure or by its collectives' return times knows
+// which process was late, not its number). "" for a culprit without rank_source.
+std::string nccl_rank_phrase(const nlohmann::json& culprit);
+// The chain's evidence line for the late rank: its phrase and where the communicator came from.
+std::string nccl_rank_evidence(const nlohmann::json& culprit);
+
 class NcclStragglers {
  public:
   NcclStragglers(sqlite3* db, int64_t session_id) : db_(db), session_id_(session_id) {}

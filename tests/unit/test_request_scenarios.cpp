@@ -114,6 +114,8 @@ TEST_CASE("request chains: severity from how slow the tail is and how much the c
   CHECK(std::string(request_chain_severity(33, 20, 0.9)) == "MEDIUM");  // 1.65x but 13 ms: not HIGH
   CHECK(std::string(request_chain_severity(24, 20, 0.9)) == "LOW");     // a quiet server's jitter
   CHECK(std::string(request_chain_severity(3, 1, 1.0)) == "LOW");       // 3x of nothing
+  CHECK(std::string(request_chain_severity(1000, 30, 0.9, 1)) == "MEDIUM");  // one slow request: an anecdote
+  CHECK(std::string(request_chain_severity(1000, 30, 0.9, 2)) == "HIGH");
 }
 
 TEST_CASE("request chains: each request scenario's cause is a HIGH request chain naming the requests; quiet has none") {
