@@ -5,6 +5,7 @@
 #include <set>
 
 #include "diagnosis/causes/request_registry.h"
+#include "diagnosis/causes/request_api_server_busy.h"
 #include "diagnosis/causes/request_d_state.h"
 #include "diagnosis/causes/request_kv_cache.h"
 #include "diagnosis/causes/request_nccl.h"
@@ -293,6 +294,12 @@ std::vector<CauseClaim> CauseFinder::explain(const std::string& id, uint32_t ser
   prefill(id, server_pid, from, to, out);
   engine_state(id, server_pid, from, to, out);
   if (net) out.push_back(std::move(*net));
+  for (const auto& s : spans_)  // diagnosis/causes/request_api_server_busy.h
+    if (s.id == id && s.server_pid == server_pid) {
+      auto c = api_server_busy_claim(db_, session_id_, {server_pid, s.end_ns, s.read_end_ns}, from, to);
+      if (c && c->lost_ns >= kMinLostNs) out.push_back(std::move(*c));
+      break;
+    }
   arbitrate_claims(out, excess_ns);
   return out;
 }

@@ -64,7 +64,7 @@ const char* cause_class(std::string_view cause) {
   static constexpr std::pair<std::string_view, const char*> kFixed[] = {
       {"cpu_contention", "c0"}, {"io_contention", "c1"},  {"memory_pressure", "c2"}, {"network", "c3"},
       {"nccl_straggler", "c4"}, {"gpu_wait", "c5"},       {"lock_contention", "c6"}, {"prefill_interference", "c8"},
-      {"kv_cache_pressure", "c9"}, {"queueing", "c10"}};
+      {"kv_cache_pressure", "c9"}, {"queueing", "c10"}, {"api_server_busy", "c11"}};
   for (const auto& [name, cls] : kFixed)
     if (name == cause) return cls;
   return "c7";

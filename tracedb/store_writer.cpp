@@ -103,6 +103,8 @@ int write_request(Statement& s, int64_t sid, const RequestRecord& q) {
   s.bind_opt(30, q.tpot_ns);
   s.bind(31, int64_t{q.content_events});
   s.bind(32, q.end_reason);
+  bind_ns(s, 33, q.read_end_ns);  // arrival (docs/INFERENCE.md "Arrival time")
+  s.bind_opt(34, q.api_wait_ns);
   return finish_meta(s);
 }
 
@@ -217,7 +219,8 @@ Result<void> StoreWriter::prepare_statements() {
        "INSERT INTO requests (session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, start_ns, "
        "end_ns, first_byte_ns, first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, prompt_bytes, "
        "response_bytes, streamed, events, complete, tls, model, max_tokens, input_tokens, output_tokens, tpot_ns, "
-       "content_events, end_reason) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
+       "content_events, end_reason, read_end_ns, api_wait_ns) "
+       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"},
       {&ins_engine_sample_,
        "INSERT INTO engine_metrics (session_id, ts_ns, pid, engine, name, labels, value) VALUES (?,?,?,?,?,?,?)"},
       // The engine may be named only once its metrics were read: the latest name wins.

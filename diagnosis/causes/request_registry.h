@@ -10,6 +10,7 @@
 #include <optional>
 #include <string_view>
 
+#include "diagnosis/causes/request_api_server_busy.h"
 #include "diagnosis/causes/request_cause.h"
 #include "diagnosis/causes/request_cpu_contention.h"
 #include "diagnosis/causes/request_d_state.h"
@@ -57,6 +58,7 @@ struct RequestModuleList {
 
 using RequestCauses = RequestModuleList<NetworkRequestCause, PrefillInterferenceRequestCause, NcclStragglerRequestCause,
                                         QueueingRequestCause, KvCacheRequestCause, CpuContentionRequestCause,
-                                        IoContentionRequestCause, MemoryPressureRequestCause>;
+                                        IoContentionRequestCause, MemoryPressureRequestCause,
+                                        ApiServerBusyRequestCause>;
 
 }  // namespace causeway::requests
