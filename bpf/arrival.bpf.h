@@ -87,16 +87,17 @@ int cw_tcp_arrival(struct bpf_raw_tracepoint_args *ctx) {
   return 0;
 }
 
-/* When the segment holding sequence number b arrived (the earliest, if it came twice); 0 when
- * none of the kept segments holds it. */
+/* When the segment holding sequence number b arrived: the oldest kept segment holding it (a
+ * retransmitted copy comes later); 0 when none does. Oldest first and the first match
+ * returns, so the verifier walks 8 straight steps, not every combination of matches. */
 static __always_inline __u64 arrival_of_byte(const struct cw_arrival *a, __u32 b) {
-  __u64 best = 0;
+  const __u32 next = a->next;
 #pragma unroll
-  for (int i = 0; i < CW_ARRIVAL_SEGS; i++) {
-    const __u64 t = a->ts[i];
-    if (t && (__s32)(b - a->start[i]) >= 0 && (__s32)(a->end[i] - b) > 0 && (!best || t < best)) best = t;
+  for (int k = 0; k < CW_ARRIVAL_SEGS; k++) {
+    const __u32 i = (next + k) & (CW_ARRIVAL_SEGS - 1);
+    if (a->ts[i] && (__s32)(b - a->start[i]) >= 0 && (__s32)(a->end[i] - b) > 0) return a->ts[i];
   }
-  return best;
+  return 0;
 }
 
 /* µs before `at`, rounded up (at least 1); 0 when unknown. */

@@ -85,15 +85,16 @@ TEST_CASE("arrival: TTFT from the request's arrival matches a kernel-timestamped
     const std::string where = " FROM requests WHERE rowid = " + std::to_string(id[0]);
     traced[q_text(t.db(), "SELECT request_id" + where)] = q_rows(t.db(), "SELECT end_ns, ttft_ns, api_wait_ns, start_ns" + where)[0];
   }
-  size_t close = 0, arrival_close = 0, matched = 0, burst_hit = 0, burst_waited = 0;
+  size_t close = 0, arrival_close = 0, matched = 0, burst_hit = 0, burst_waited = 0, kernel_ts = 0;
   for (const json& m : client) {
     auto it = traced.find(m["request_id"].get<std::string>());
     if (it == traced.end()) continue;
     ++matched;
+    kernel_ts += m.value("kernel_ts", false);
     const int64_t end_ns = it->second[0], ttft = it->second[1], wait = it->second[2];
     const int64_t send_end = m["send_end_ns"], send_start = m["send_start_ns"], ttft_c = m["ttft_ns"];
     const double diff = std::abs(static_cast<double>(ttft - ttft_c));
-    if (m["first_token_rx_ns"].get<int64_t>() > 0 && diff <= std::max(2e6, 0.05 * static_cast<double>(ttft_c))) ++close;
+    if (diff <= std::max(2e6, 0.05 * static_cast<double>(ttft_c))) ++close;
     else MESSAGE(m["request_id"].get<std::string>() << ": TTFT client " << ttft_c / 1e6 << " ms, traced " << ttft / 1e6 << " ms");
     // The last byte arrived inside the client's sendall (loopback delivers in the sender's call).
     if (end_ns >= send_start - 1'000'000 && end_ns <= send_end + 1'000'000) ++arrival_close;
@@ -108,12 +109,16 @@ TEST_CASE("arrival: TTFT from the request's arrival matches a kernel-timestamped
     }
   }
   REQUIRE(matched == 80);
-  MESSAGE("TTFT within max(2 ms, 5%) of the client's: " << close << "/" << matched << "; arrival inside the client's send: "
-                                                          << arrival_close << "/" << matched << "; sent in a burst: " << burst_hit
-                                                          << ", of which waited: " << burst_waited);
+  std::printf("TTFT within max(2 ms, 5%%) of the client's: %zu/%zu; arrival inside the client's send: %zu/%zu; sent in a "
+              "burst: %zu, of which waited: %zu; client first tokens with a kernel receive time: %zu\n",
+              close, matched, arrival_close, matched, burst_hit, burst_waited, kernel_ts);
+  // The issue's bar (6 runs on a busy 2-core host: 78-80 of 80). The misses are the client's
+  // own send-end time, a user-space clock read after sendall, late when the client is
+  // preempted inside it.
   CHECK(static_cast<double>(close) >= 0.95 * static_cast<double>(matched));
   CHECK(static_cast<double>(arrival_close) >= 0.95 * static_cast<double>(matched));
   CHECK(burst_hit >= 3);
+  CHECK(static_cast<double>(kernel_ts) >= 0.9 * static_cast<double>(matched));
   CHECK(static_cast<double>(burst_waited) >= 0.9 * static_cast<double>(burst_hit));
 
   // What the user sees: the wait in percentiles and per request, and its cause with the thread.

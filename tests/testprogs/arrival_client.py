@@ -32,9 +32,12 @@ def one(sock, rid):
     send_start = time.time_ns()
     sock.sendall(req)
     send_end = time.time_ns()
-    buf, first_rx, events = b"", 0, 0
-    while not buf.endswith(b"0\r\n\r\n"):
-        data, anc, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(16))
+    buf, first_rx, events, kernel_ts = b"", 0, 0, True
+    while not (b"data: [DONE]" in buf and buf.endswith(b"\r\n0\r\n\r\n")):
+        # Small reads until the first event: a read's stamp is its last segment's, and a
+        # client scheduled late on a busy host finds several events queued.
+        data, anc, _, _ = sock.recvmsg(48 if not first_rx else 65536, socket.CMSG_SPACE(16))
+        returned = time.time_ns()
         if not data:
             raise ConnectionError("server closed")
         rx = 0
@@ -45,10 +48,13 @@ def one(sock, rid):
         buf += data
         n = buf.count(b"data: ") - buf.count(b"data: [DONE]")
         if n > 0 and not first_rx:
-            first_rx = rx
+            # A segment without a stamp (timestamping was switched on after it was received)
+            # or one stamped before the request was sent: the client's own time instead.
+            kernel_ts = send_end <= rx <= returned
+            first_rx = rx if kernel_ts else returned
         events = n
     return {"request_id": rid, "send_start_ns": send_start, "send_end_ns": send_end, "first_token_rx_ns": first_rx,
-            "ttft_ns": first_rx - send_end, "events": events}
+            "ttft_ns": first_rx - send_end, "events": events, "kernel_ts": kernel_ts}
 
 
 def worker(w, n, q):
@@ -64,6 +70,12 @@ def worker(w, n, q):
 
 
 if __name__ == "__main__":
+    # Receive timestamps are switched on host-wide some time after the first socket asks for
+    # them (a deferred static key) and off when the last one closes: one held open here for the
+    # whole run, asked for before the first request.
+    keep = socket.socket()
+    keep.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    time.sleep(0.5)
     q = multiprocessing.Queue()
     per = [ARGS.requests // ARGS.workers + (1 if w < ARGS.requests % ARGS.workers else 0) for w in range(ARGS.workers)]
     procs = [multiprocessing.Process(target=worker, args=(w, per[w], q)) for w in range(ARGS.workers)]
