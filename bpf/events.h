@@ -373,6 +373,11 @@ struct cw_sock_event {
       __u64 enter_ns; /* reads and writes: the syscall's entry, on hdr.ts_ns's clock */
       __u64 offset;   /* reads and writes: where this record's bytes start in the syscall's */
       __u64 total;    /* reads and writes: all the syscall moved (a lost last piece shows) */
+      /* Reads: how long before hdr.ts_ns the kernel received the first and the last byte
+       * the read took (bpf/arrival.bpf.h), in µs rounded up; 0 = not known (the read time
+       * stands for the arrival). */
+      __u32 arrive_first_us;
+      __u32 arrive_last_us;
     };
     __u8 _union[32];  /* all of it, zeroed at once */
   };

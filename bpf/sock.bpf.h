@@ -105,6 +105,8 @@ struct {
   __type(value, __u8);
 } sock_listen SEC(".maps");
 
+#include "arrival.bpf.h" /* arrival times of the bytes read (filtered by sock_listen) */
+
 /* Connections of causeway's own /metrics scraper, while they are open: the server side's
  * 4-tuple in its network namespace (struct cw_sock_conn with adopted 0), written by the
  * scraper after it binds its socket and before it connects, removed before it closes it
@@ -174,6 +176,7 @@ struct cw_sock_io {
   __u64 total; /* what the syscall moved */
   __u8 send;   /* enum cw_sock_send */
   __u8 flags;  /* hdr.flags of the records: CW_F_SOCK_TLS for TLS plaintext (bpf/ssl.bpf.h) */
+  __u32 arrive_first_us, arrive_last_us; /* reads: bpf/arrival.bpf.h; 0 unknown */
 };
 
 /* One record with up to `cap` bytes copied from user memory at buf (cap is a constant: two
@@ -196,6 +199,8 @@ static __always_inline void sock_emit_cap(__u64 id, __u64 ts, __u8 op, __s32 fd,
   e->enter_ns = io.enter_ns;
   e->offset = io.offset;
   e->total = io.total;
+  e->arrive_first_us = io.arrive_first_us;
+  e->arrive_last_us = io.arrive_last_us;
   bpf_ringbuf_submit(e, 0);
 }
 
@@ -438,6 +443,7 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
       if (!v) return 0;
       const bool traced = *v == CW_FD_TRACED || *v == CW_FD_TLS;
       bpf_map_delete_elem(&sock_fds, &k);
+      if (traced) arrival_forget(sock_of_fd(k.fd));
       if (traced) sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
       return 0;
     }
@@ -571,10 +577,9 @@ static long sock_iov_piece(__u64 i, void *ctx) {
 /* The iovecs' lengths are summed as they are read: a write that moved less than they hold
  * was short (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write
  * counts as whole). */
-static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret) {
-  struct cw_sock_iovs s = {.id = id, .ts = ts, .ret = ret, .fd = a->fd, .op = a->sock_op};
-  s.io.enter_ns = a->enter_ns;
-  s.io.total = ret;
+static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret,
+                                          struct cw_sock_io io) {
+  struct cw_sock_iovs s = {.id = id, .ts = ts, .ret = ret, .fd = a->fd, .op = a->sock_op, .io = io};
   __u64 asked = 0;
   for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
     struct iovec v = {};
@@ -614,21 +619,24 @@ static __always_inline int sock_exit(__u64 id, __s64 ret) {
     sock_take_conn(id, (__s32)ret, false);
     return 0;
   }
-  if (a.sock_op == CW_SOCK_READ) sock_thread_read(tid, a.fd); /* bpf/ssl.bpf.h */
+  struct cw_sock_io io = {.enter_ns = a.enter_ns, .total = ret};
+  if (a.sock_op == CW_SOCK_READ) {
+    sock_thread_read(tid, a.fd); /* bpf/ssl.bpf.h */
+    arrival_of_read(sock_of_fd(a.fd), ret, ts, &io.arrive_first_us, &io.arrive_last_us);
+  }
   if (a.shape == CW_SHAPE_FLAT) {
     /* write/sendto: the third argument is the length asked */
-    struct cw_sock_io io = {.enter_ns = a.enter_ns, .total = ret};
     if (a.sock_op == CW_SOCK_WRITE && (__u64)ret < a.iovcnt) io.send = CW_SEND_SHORT;
     sock_emit_span(id, ts, a.sock_op, a.fd, ret, a.buf, io, CW_SOCK_MAX_COPY);
   } else if (a.shape == CW_SHAPE_IOV) {
-    sock_emit_iov(id, ts, &a, a.buf, a.iovcnt, ret);
+    sock_emit_iov(id, ts, &a, a.buf, a.iovcnt, ret, io);
   } else {
     struct user_msghdr m = {};
     if (bpf_probe_read_user(&m, sizeof(m), (const void *)a.buf) != 0) {
-      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0, (struct cw_sock_io){.enter_ns = a.enter_ns, .total = ret});
+      sock_emit_cap(id, ts, a.sock_op, a.fd, ret, 0, 0, io);
       return 0;
     }
-    sock_emit_iov(id, ts, &a, (__u64)m.msg_iov, m.msg_iovlen, ret);
+    sock_emit_iov(id, ts, &a, (__u64)m.msg_iov, m.msg_iovlen, ret, io);
   }
   return 0;
 }

@@ -230,6 +230,7 @@ void BpfObject::rollback_uprobes(size_t mark) {
 BpfObject::~BpfObject() {
   (void)detach_uprobes();
   tp_links_.clear();
+  arrival_link_.reset();
   sock_links_.clear();
   sock_libc_.clear();
   ssl_links_.clear();
@@ -445,6 +446,12 @@ void BpfObject::add_listen_port(uint32_t netns, uint16_t port) {
   const cw_listen_key k{netns, port, 0};
   const uint8_t one = 1;
   bpf_map__update_elem(skel_->maps.sock_listen, &k, sizeof(k), &one, sizeof(one), BPF_ANY);
+  // The arrival hook's first filter (bpf/arrival.bpf.h), then the hook itself, attached with
+  // the first served port so a host without one runs nothing on its segments.
+  __atomic_fetch_or(&skel_->bss->cw_listen_port_bits[port >> 6], uint64_t{1} << (port & 63), __ATOMIC_RELEASE);
+  if (arrival_link_ || !arrival_why_not_.empty() || !bpf_program__autoload(skel_->progs.cw_tcp_arrival)) return;
+  if (bpf_link* l = bpf_program__attach_raw_tracepoint(skel_->progs.cw_tcp_arrival, "tcp_probe")) arrival_link_.reset(l);
+  else arrival_why_not_ = "tcp_probe (" + errno_text(errno) + ")";
 }
 
 void BpfObject::add_own_conn(const cw_sock_conn& key) {

@@ -89,7 +89,11 @@ class BpfObject {
   void untrace_server(uint32_t pid);
   // A port a server listens on, in its network namespace: a connection first seen at a read
   // or write (accepted before the trace) is taken when its local port is one of these.
+  // Also attaches the arrival hook (bpf/arrival.bpf.h) on the first port.
   void add_listen_port(uint32_t netns, uint16_t port);
+  // Whether the bytes read carry their arrival times; why not when they do not.
+  bool arrival_attached() const { return arrival_link_ != nullptr; }
+  const std::string& arrival_why_not() const { return arrival_why_not_; }
   // causeway's own connections (the /metrics scraper's) while they are open: a traced server
   // that accepts one leaves it untraced and counts it (bpf/sock.bpf.h own_conns).
   void add_own_conn(const cw_sock_conn& key);
@@ -159,6 +163,8 @@ class BpfObject {
   Result<size_t> attach_sock_libc(uint32_t pid);
   std::optional<SockHookChoice> sock_choice_;
   std::vector<LinkPtr> sock_links_;  // the tracepoint hook's
+  LinkPtr arrival_link_;             // tcp_probe (bpf/arrival.bpf.h), with the first served port
+  std::string arrival_why_not_;
   SockHook sock_tracepoint_ = SockHook::raw;
   std::string sock_why_raw_;
   struct LibcLinks {

@@ -14,6 +14,7 @@ static_assert(offsetof(cw_sock_event, bytes) == 40 && offsetof(cw_sock_event, fd
               offsetof(cw_sock_event, captured) == 52 && offsetof(cw_sock_event, sock_op) == 54 &&
               offsetof(cw_sock_event, send) == 55 && offsetof(cw_sock_event, enter_ns) == 56 &&
               offsetof(cw_sock_event, offset) == 64 && offsetof(cw_sock_event, total) == 72 &&
+              offsetof(cw_sock_event, arrive_first_us) == 80 && offsetof(cw_sock_event, arrive_last_us) == 84 &&
               offsetof(cw_sock_event, data) == CW_SOCK_HDR_BYTES &&
               sizeof(cw_sock_event) == CW_SOCK_HDR_BYTES + CW_SOCK_CAP);
 static_assert(sizeof(cw_sock_conn) == 44 && offsetof(cw_sock_conn, local_addr) == 12 &&
@@ -94,6 +95,10 @@ std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
     r.enter_ns = static_cast<int64_t>(e.enter_ns);
     r.offset = e.offset;
     r.total = e.total;
+    if (r.op == requests::SockOp::read) {
+      r.arrive_first_us = e.arrive_first_us;
+      r.arrive_last_us = e.arrive_last_us;
+    }
     if (r.op == requests::SockOp::write && e.send == CW_SEND_SHORT) r.send = requests::SendResult::short_write;
     if (r.op == requests::SockOp::write && e.send == CW_SEND_EAGAIN) r.send = requests::SendResult::eagain;
   }

@@ -29,6 +29,7 @@ struct RequestSpan {
   int32_t fd = -1;   // the request's connection (network)
   std::string peer;  // the client's address:port ("" when unknown)
   std::string tenant;
+  int64_t read_end_ns = 0;  // the server's read that took the request (end_ns: its arrival)
 };
 
 // One slow part of one request (a TTFT, a token gap): what each module is asked to explain.

@@ -38,6 +38,10 @@ struct Row {
   std::optional<std::string> model;
   std::optional<int64_t> input_tokens, output_tokens, tpot;
   std::string end_reason = "complete";
+  // Migration 9 (docs/INFERENCE.md "Arrival time"): the read that completed the request and
+  // the wait from its last byte's arrival to it; read_end_ns = end_ns on older DBs.
+  int64_t read_end_ns = 0;
+  std::optional<int64_t> api_wait;
   bool aborted() const { return end_reason == "aborted"; }
   bool disconnected() const { return end_reason == "disconnected"; }
 };
@@ -60,9 +64,10 @@ json summary(std::vector<int64_t> v) {
 }
 
 struct Values {
-  std::vector<int64_t> ttft, itl, e2e, tpot;
+  std::vector<int64_t> ttft, itl, e2e, tpot, api_wait;
   uint64_t errors = 0, aborted = 0, disconnected = 0;
   void add(const Row& r) {
+    if (r.api_wait) api_wait.push_back(*r.api_wait);
     errors += r.status >= 400;
     aborted += r.aborted();
     disconnected += r.disconnected();
@@ -142,6 +147,7 @@ Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
       db,
       std::string("SELECT request_id, method, path, tenant, server_pid, start_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
       "streamed, events, prompt_bytes, end_ns, coalesce(first_token_ns, first_byte_ns, 0), fd, peer, complete, ") + v8 +
+      ", " + std::string(has_column(db, "requests", "api_wait_ns") ? "coalesce(read_end_ns, end_ns), api_wait_ns" : "end_ns, NULL") +
       " FROM requests WHERE session_id = ?1 ORDER BY start_ns");
   if (!st) return st.error();
   st->bind(1, session_id);
@@ -178,6 +184,8 @@ Result<std::vector<Row>> load(sqlite3* db, int64_t session_id) {
     if (!st->col_null(22)) r.output_tokens = st->col_int(22);
     if (!st->col_null(23)) r.tpot = st->col_int(23);
     r.end_reason = request_text(*st, 24);
+    r.read_end_ns = st->col_int(25);
+    if (!st->col_null(26)) r.api_wait = st->col_int(26);
     rows.push_back(std::move(r));
   }
   if (rc != SQLITE_DONE) return make_error("db_read", std::string("reading requests failed: ") + sqlite3_errmsg(db));
@@ -323,6 +331,8 @@ void add_request_fields(json& o, const Row& r) {
   o["output_tokens"] = opt(r.output_tokens);
   o["tpot_ms"] = r.tpot ? json(ms(static_cast<double>(*r.tpot))) : json(nullptr);
   o["end"] = r.end_reason;
+  o["read_end_ns"] = r.read_end_ns;
+  o["api_wait_ms"] = r.api_wait ? json(ms(static_cast<double>(*r.api_wait))) : json(nullptr);
 }
 
 // Requests that failed (status >= 400, aborted or disconnected), in time order, `limit` at most.
@@ -390,7 +400,8 @@ Result<JudgedRequestRows> judge_request_rows(sqlite3* db, const RequestQuery& q)
 CauseFinder request_finder_over(sqlite3* db, const JudgedRequestRows& j) {
   std::vector<RequestSpan> spans;
   for (const Row& r : j.evidence)
-    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant});
+    spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant,
+                     r.read_end_ns});
   return CauseFinder(db, j.scope.session_id, std::move(spans));
 }
 
@@ -580,6 +591,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
                {"itl_ms", summary(all.itl)},
                {"e2e_ms", summary(all.e2e)},
                {"tpot_ms", summary(all.tpot)},
+               {"api_wait_ms", summary(all.api_wait)},
                {"by", std::move(by)},
                {"tail", std::move(tail)},
                {"slowest", std::move(slowest)},
@@ -607,6 +619,8 @@ std::string tokens_text(const json& s) {
   if (s.contains("output_tokens") && !s["output_tokens"].is_null()) t << ", " << s["output_tokens"].get<int64_t>() << " out tokens";
   if (s.contains("tpot_ms") && !s["tpot_ms"].is_null()) t << ", TPOT " << s["tpot_ms"].get<double>() << " ms";
   if (s.contains("end") && s["end"] != "complete") t << ", " << s["end"].get<std::string>();
+  if (s.contains("api_wait_ms") && !s["api_wait_ms"].is_null() && s["api_wait_ms"].get<double>() > 0)
+    t << ", API wait " << s["api_wait_ms"].get<double>() << " ms";
   return t.str();
 }
 
@@ -633,6 +647,8 @@ std::string request_latency_text(const json& doc) {
   o << "  TTFT " << pct(r["ttft_ms"]) << "\n  ITL  " << pct(r["itl_ms"]) << "\n";
   if (r.contains("tpot_ms")) o << "  TPOT " << pct(r["tpot_ms"]) << " (from the server's token counts)\n";
   o << "  E2E  " << pct(r["e2e_ms"]) << "\n";
+  if (r.contains("api_wait_ms"))
+    o << "  API wait " << pct(r["api_wait_ms"]) << " (request received → the server's read)\n";
   o << "by server, path, tenant:\n";
   for (const auto& b : r["by"])
     o << "  pid " << b["server_pid"].get<int64_t>() << " (" << sanitize_untrusted(b["comm"].get<std::string>(), 32) << ") "

@@ -44,14 +44,14 @@ svg .call{fill:#64b5f6}svg .slow_call{fill:#0d47a1}svg .io{fill:#00897b}svg .wai
 svg .focus{fill:#fff59d;fill-opacity:.45;stroke:#f9a825;stroke-dasharray:4 3}
 svg .bar{fill:#90a4ae}svg .unexplained{fill:#546e7a}svg .tail{fill:#78909c}
 svg .p50{stroke:#1565c0;stroke-width:2}svg .p99{stroke:#c62828;stroke-width:2;stroke-dasharray:5 3}
-svg .c0{fill:#c62828}svg .c1{fill:#6a1b9a}svg .c2{fill:#ef6c00}svg .c3{fill:#00897b}svg .c4{fill:#f9a825}svg .c5{fill:#5d4037}svg .c6{fill:#ad1457}svg .c7{fill:#283593}svg .c8{fill:#827717}svg .c9{fill:#0277bd}svg .c10{fill:#ff8a65}
+svg .c0{fill:#c62828}svg .c1{fill:#6a1b9a}svg .c2{fill:#ef6c00}svg .c3{fill:#00897b}svg .c4{fill:#f9a825}svg .c5{fill:#5d4037}svg .c6{fill:#ad1457}svg .c7{fill:#283593}svg .c8{fill:#827717}svg .c9{fill:#0277bd}svg .c10{fill:#ff8a65}svg .c11{fill:#4e342e}
 .legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:2px 0 4px}
 i.sw{display:inline-block;width:10px;height:10px;border-radius:2px;vertical-align:-1px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;margin-right:4px;vertical-align:-2px}
 i.on_cpu{background:#2e7d32}i.runnable{background:#ef6c00}i.sleeping{background:#cfd8dc}i.blocked{background:#6a1b9a}
 i.culprit{background:#c62828}i.other{background:#90a4ae}i.idle{background:#f1f3f5;border:1px solid #d5dbe0}
 i.focus{background:#fff59d;border:1px dashed #f9a825}i.unknown{background:#eceff1;border:1px solid #d5dbe0}i.call{background:#64b5f6}i.slow_call{background:#0d47a1}i.io{background:#00897b}i.waiting_token{background:#ef6c00}i.streaming{background:#7986cb}i.bar{background:#90a4ae}i.unexplained{background:#546e7a}i.tail{background:#78909c}
-i.c0{background:#c62828}i.c1{background:#6a1b9a}i.c2{background:#ef6c00}i.c3{background:#00897b}i.c4{background:#f9a825}i.c5{background:#5d4037}i.c6{background:#ad1457}i.c7{background:#283593}i.c8{background:#827717}i.c9{background:#0277bd}i.c10{background:#ff8a65}
+i.c0{background:#c62828}i.c1{background:#6a1b9a}i.c2{background:#ef6c00}i.c3{background:#00897b}i.c4{background:#f9a825}i.c5{background:#5d4037}i.c6{background:#ad1457}i.c7{background:#283593}i.c8{background:#827717}i.c9{background:#0277bd}i.c10{background:#ff8a65}i.c11{background:#4e342e}
 footer{margin-top:30px;color:var(--muted);font-size:12px}
 )css";
 

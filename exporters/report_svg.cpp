@@ -98,6 +98,7 @@ constexpr const char* request_cause_colour(requests::RequestCause c) {
     case RequestCause::prefill_interference: return "c8";
     case RequestCause::kv_cache_pressure: return "c9";
     case RequestCause::queueing: return "c10";
+    case RequestCause::api_server_busy: return "c11";
   }
   throw "a RequestCause without a colour class";
 }

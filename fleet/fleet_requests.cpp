@@ -69,8 +69,10 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
   if (!w) return w.error();
   const std::string t = ch.table("requests"), f = where(q, *w);
   // Counts, then three summaries of five numbers each (metric_columns()).
-  auto all = ch.select("SELECT count(), countIf(streamed != 0), countIf(status >= 400), " + metric_columns() + " FROM " + t +
-                       " WHERE " + f, std::vector<ColumnKind>(18, ColumnKind::Int));
+  // Then the API wait's (docs/INFERENCE.md "Arrival time").
+  auto all = ch.select("SELECT count(), countIf(streamed != 0), countIf(status >= 400), " + metric_columns() + ", " +
+                       summary_columns("arraySort(groupArrayIf(assumeNotNull(api_wait_ns), api_wait_ns IS NOT NULL))") + " FROM " + t + " WHERE " + f,
+                       std::vector<ColumnKind>(23, ColumnKind::Int));
   if (!all) return all.error();
   if (all->size() != 1) return make_error("fleet_bad_answer", "the fleet store answered " + std::to_string(all->size()) +
                                                                " rows to a query of one (not ClickHouse?)");
@@ -118,16 +120,20 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
 
   const std::string order = q.metric == requests::Metric::itl ? "itl_max_ns" : unit;
   auto slow = ch.select("SELECT host, request_id, method, path, tenant, start_ns, ttft_ns, itl_max_ns, e2e_ns, events, "
-                        "prompt_bytes, status, server_pid FROM " + t + " WHERE " + f + " AND " + order + " IS NOT NULL ORDER BY " +
-                        order + " DESC, host, start_ns LIMIT " + std::to_string(q.slowest), {ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
+                        "prompt_bytes, status, server_pid, tls, read_end_ns, api_wait_ns FROM " + t + " WHERE " + f + " AND " + order +
+                        " IS NOT NULL ORDER BY " + order + " DESC, host, start_ns LIMIT " + std::to_string(q.slowest),
+                        {ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Text, ColumnKind::Int,
+                         ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int,
+                         ColumnKind::Int, ColumnKind::Int, ColumnKind::Int, ColumnKind::Int});
   if (!slow) return slow.error();
   json slowest = json::array();
   for (const auto& r : *slow) {
-    if (r.size() < 13) continue;
+    if (r.size() < 16) continue;
     slowest.push_back({{"host", safe(r[0], 128)}, {"request_id", safe(r[1], 128)}, {"method", safe(r[2], 16)}, {"path", safe(r[3])},
                        {"tenant", safe(r[4])}, {"start_ns", to_i64(r[5])}, {"ttft_ms", opt_ms(r[6])}, {"itl_max_ms", opt_ms(r[7])},
                        {"e2e_ms", opt_ms(r[8])}, {"events", to_i64(r[9])}, {"prompt_bytes", to_i64(r[10])},
-                       {"status", to_i64(r[11])}, {"server_pid", to_i64(r[12])}, {"causes", json::array()}});
+                       {"status", to_i64(r[11])}, {"server_pid", to_i64(r[12])}, {"causes", json::array()},
+                       {"tls", to_i64(r[13]) != 0}, {"read_end_ns", to_i64(r[14])}, {"api_wait_ms", opt_ms(r[15])}});
   }
   auto eng = ch.select("SELECT e.host, e.pid, e.engine, e.url, m.samples FROM (SELECT host, pid, engine, url FROM " +
                        ch.table("engines") + " FINAL) AS e ANY LEFT JOIN (SELECT host, pid, uniqExact(ts_ns) AS samples FROM " +
@@ -140,7 +146,7 @@ Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
                          {"samples", to_i64(r[4])}});
   json reqs = {{"count", to_i64(a[0])}, {"streamed", to_i64(a[1])}, {"errors", to_i64(a[2])},
                {"window", {{"from_ns", w->from_ns}, {"to_ns", w->to_ns}}}, {"ttft_ms", summary(a, 3)}, {"itl_ms", summary(a, 8)},
-               {"e2e_ms", summary(a, 13)}, {"by", by}, {"tail", tail}, {"slowest", slowest}};
+               {"e2e_ms", summary(a, 13)}, {"api_wait_ms", summary(a, 18)}, {"by", by}, {"tail", tail}, {"slowest", slowest}};
   return json{{"requests", reqs}, {"engines", engines}};
 }
 
@@ -155,15 +161,18 @@ std::string fleet_requests_text(const json& doc) {
   std::ostringstream o;
   o << r["count"].get<int64_t>() << " requests on the fleet (" << r["streamed"].get<int64_t>() << " streamed, "
     << r["errors"].get<int64_t>() << " errors); TTFT " << s(r["ttft_ms"]) << ", ITL " << s(r["itl_ms"]) << ", E2E "
-    << s(r["e2e_ms"]) << "\n";
+    << s(r["e2e_ms"]) << ", API wait " << s(r["api_wait_ms"]) << "\n";
   for (const auto& b : r["by"])
     o << "  " << b["host"].get<std::string>() << " pid " << b["server_pid"].get<int64_t>() << " (" << b["comm"].get<std::string>()
       << ") " << b["path"].get<std::string>() << " tenant " << b["tenant"].get<std::string>() << ": " << b["count"].get<int64_t>()
       << " requests, TTFT " << s(b["ttft_ms"]) << "\n";
   o << "slowest:\n";
-  for (const auto& x : r["slowest"])
+  for (const auto& x : r["slowest"]) {
     o << "  " << x["host"].get<std::string>() << " " << x["request_id"].get<std::string>() << " " << x["method"].get<std::string>()
-      << " " << x["path"].get<std::string>() << " status " << x["status"].get<int64_t>() << "\n";
+      << " " << x["path"].get<std::string>() << " status " << x["status"].get<int64_t>();
+    if (!x["api_wait_ms"].is_null()) o << ", API wait " << x["api_wait_ms"].get<double>() << " ms";
+    o << "\n";
+  }
   o << "tail causes: " << r["tail"]["note"].get<std::string>() << "\n";
   return o.str();
 }

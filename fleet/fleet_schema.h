@@ -8,7 +8,8 @@
 namespace causeway::fleet {
 
 // Bumped when a table or column changes meaning; written into <db>.schema_version.
-inline constexpr int kFleetSchemaVersion = 3;  // 2: collectives; 3: their traced handle and sequence, seq aligned across hosts
+inline constexpr int kFleetSchemaVersion = 4;  // 2: collectives; 3: their traced handle and sequence, seq aligned across hosts;
+                                               // 4: requests.tls, read_end_ns, api_wait_ns
 
 // The writer: creates the database and the missing tables (IF NOT EXISTS, so concurrent
 // shippers are fine) and records the version. Errors: the connection's, "fleet_too_new".

@@ -136,12 +136,15 @@ std::vector<TableSpec> build() {
       {"requests", Append,
        "SELECT rowid, request_id, id_generated, server_pid, fd, method, path, tenant, peer, start_ns, end_ns, first_byte_ns, "
        "first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, coalesce(itl_us, '[]'), status, prompt_bytes, response_bytes, "
-       "streamed, events, complete FROM requests WHERE session_id = ?1 AND rowid > ?2 ORDER BY rowid LIMIT ?3",
+       "streamed, events, complete, tls, coalesce(read_end_ns, end_ns), api_wait_ns FROM requests WHERE session_id = ?1 "
+       "AND rowid > ?2 ORDER BY rowid LIMIT ?3",
        cols({"src_id Int64", "request_id String", "id_generated Int64", "server_pid Int64", "fd Int64", "method String",
              "path String", "tenant String", "peer String", "start_ns Int64", "end_ns Int64", "first_byte_ns Nullable(Int64)",
              "first_token_ns Nullable(Int64)", "last_byte_ns Nullable(Int64)", "ttft_ns Nullable(Int64)",
              "e2e_ns Nullable(Int64)", "itl_max_ns Nullable(Int64)", "itl_us String", "status Int64", "prompt_bytes Int64",
-             "response_bytes Int64", "streamed Int64", "events Int64", "complete Int64"}),
+             "response_bytes Int64", "streamed Int64", "events Int64", "complete Int64",
+             // fleet schema 4: arrival times (docs/INFERENCE.md "Arrival time") and TLS
+             "tls Int64", "read_end_ns Int64", "api_wait_ns Nullable(Int64)"}),
        "start_ns, src_id", "start_ns"},
       {"engine_metrics", Append,
        "SELECT rowid, ts_ns, pid, engine, name, labels, value FROM engine_metrics WHERE session_id = ?1 AND rowid > ?2 "

@@ -45,6 +45,9 @@ struct Tracker::Connection {
   SseScanner sse;
   std::deque<ExchangePtr> waiting;    // requests without a response head yet, in order
   bool plaintext = false;             // TLS read through libssl: only its plaintext records are parsed
+  // TLS: the arrival of the cipher bytes read since the last plaintext read (0: none), which
+  // the next plaintext read took (docs/INFERENCE.md "Arrival time").
+  int64_t cipher_first_ns = 0, cipher_last_ns = 0;
 };
 
 // Hands a finished (or abandoned) exchange out once; placeholders never.
@@ -52,6 +55,7 @@ inline void emit_exchange(Exchange& e, RequestEnd end, Counters& n, std::vector<
   if (e.placeholder || e.req.start_ns == 0) return;
   e.req.end = end;
   if (e.req.end_ns == 0) e.req.end_ns = e.req.start_ns;
+  if (e.req.read_end_ns == 0) e.req.read_end_ns = e.req.end_ns;
   ++n.requests;
   done.push_back(std::move(e.req));
   e.placeholder = true;  // emitted once

@@ -39,6 +39,12 @@ struct SockRecord {
   uint64_t offset = 0;               // reads and writes: where `data` starts in the syscall's bytes
   uint64_t total = 0;                // reads and writes: all the syscall moved (0: offset + bytes)
   bool tls = false;  // TLS plaintext from libssl (docs/INFERENCE.md "TLS"), not the socket's own bytes
+  // Reads: how long before ts_ns the kernel received the first and the last byte this read
+  // took, µs (bpf/arrival.bpf.h; docs/INFERENCE.md "Arrival time"); 0: not known, the read
+  // time stands for the arrival.
+  uint32_t arrive_first_us = 0, arrive_last_us = 0;
+  int64_t arrive_first_ns() const { return arrive_first_us ? ts_ns - int64_t{arrive_first_us} * 1000 : ts_ns; }
+  int64_t arrive_last_ns() const { return arrive_last_us ? ts_ns - int64_t{arrive_last_us} * 1000 : ts_ns; }
 };
 
 // How an exchange ended (docs/INFERENCE.md "Errors"). aborted: the server closed the
@@ -56,8 +62,11 @@ struct Request {
   std::string request_id;  // x-request-id, else generated ("gen-PID-CONN-N")
   bool id_generated = false;
   std::string method, path, tenant, peer;
-  int64_t start_ns = 0;        // first read of the request
-  int64_t end_ns = 0;          // the read that completed it
+  // Arrival times (docs/INFERENCE.md "Arrival time"): the kernel's receipt of the request's
+  // first and last byte; the server's read time where the arrival is not known.
+  int64_t start_ns = 0;        // the request's first byte arrived
+  int64_t end_ns = 0;          // its last byte arrived
+  int64_t read_end_ns = 0;     // the server's read that completed it (end_ns → read_end_ns: api wait)
   int64_t first_byte_ns = 0;   // first write of the response (0: none)
   int64_t last_byte_ns = 0;    // the write that completed the response (or the last one seen)
   int status = 0;              // 0: no response head seen

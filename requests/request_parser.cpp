@@ -1,5 +1,7 @@
 #include "requests/request_parser.h"
 
+#include <algorithm>
+
 #include "requests/llm_payload.h"
 
 namespace causeway::requests {
@@ -21,14 +23,15 @@ void RequestParser::read(const SockRecord& r) {
   Side& s = c_.in;
   const uint64_t lost = c_.in_pieces.lost_before(r);
   if (c_.proto == Protocol::unknown_yet && !sniff(r)) return;
-  if (lost) gap(lost, r.ts_ns);
+  const ReadTimes t{r.arrive_first_ns(), r.arrive_last_ns(), r.ts_ns};
+  if (lost) gap(lost, t);
   if (s.frame == Frame::desync) {
     if (r.offset != 0 || !looks_like_request_line(r.data)) return;
     s = Side{};
   }
   s.buf.append(r.data);
-  run(r.ts_ns);
-  if (r.bytes > r.data.size()) gap(r.bytes - r.data.size(), r.ts_ns);
+  run(t);
+  if (r.bytes > r.data.size()) gap(r.bytes - r.data.size(), t);
 }
 
 // Decides what the connection speaks from its first bytes; false when it is not HTTP/1.x.
@@ -39,7 +42,7 @@ bool RequestParser::sniff(const SockRecord& r) {
       ++n_.non_http;
       c_.ignored = true;
     } else {
-      if (c_.in.buf.empty()) c_.in.head_ts = r.ts_ns;
+      if (c_.in.buf.empty()) c_.in.head_ts = r.arrive_first_ns();
       c_.in.buf.append(r.data);
     }
     return false;
@@ -68,10 +71,13 @@ void RequestParser::placeholder() {
   c_.waiting.push_back(e);
 }
 
-void RequestParser::finish(int64_t ts) {
+// The request's last byte came in the read of `t`: it arrived at t.last (the whole read's
+// last byte: a read that also brought the next request's first bytes gives their arrival).
+void RequestParser::finish(const ReadTimes& t) {
   if (c_.reading) {
     Exchange& e = *c_.reading;
-    e.req.end_ns = ts;
+    e.req.end_ns = std::max(t.last, e.req.start_ns);
+    e.req.read_end_ns = t.read;
     if (!e.request_body.empty()) {
       RequestFields f = read_request_fields(e.request_body, e.request_cut);
       e.req.model = std::move(f.model);
@@ -85,7 +91,7 @@ void RequestParser::finish(int64_t ts) {
   c_.in.frame = Frame::head;
 }
 
-void RequestParser::start(const HttpHead& h, int64_t ts) {
+void RequestParser::start(const HttpHead& h, int64_t first_arrival) {
   auto e = std::make_shared<Exchange>();
   Request& q = e->req;
   q.pid = c_.pid;
@@ -94,7 +100,7 @@ void RequestParser::start(const HttpHead& h, int64_t ts) {
   q.path = h.target.substr(0, h.target.find('?'));
   q.peer = c_.peer;
   q.tls = c_.plaintext;
-  q.start_ns = c_.in.head_ts ? c_.in.head_ts : ts;
+  q.start_ns = c_.in.head_ts ? c_.in.head_ts : first_arrival;
   ++c_.seq;
   if (auto id = h.field("x-request-id"); id && !id->empty()) {
     q.request_id = std::string(id->substr(0, 128));
@@ -121,26 +127,26 @@ void RequestParser::body_unseen(uint64_t n) {
   c_.reading->request_cut = true;
 }
 
-void RequestParser::run(int64_t ts) {
+void RequestParser::run(const ReadTimes& t) {
   Side& s = c_.in;
   while (!s.buf.empty() || s.frame == Frame::head) {
     switch (s.frame) {
       case Frame::head: {
         if (s.buf.empty()) return;
         HttpHead h;
-        const HeadResult r = http_stream::take_head(s, ts, h, n_, parse_request_head);
+        const HeadResult r = http_stream::take_head(s, t.first, h, n_, parse_request_head);
         if (r == HeadResult::incomplete) return;
         if (r == HeadResult::invalid) {
           placeholder();
           desync();
           return;
         }
-        start(h, ts);
+        start(h, t.first);
         uint64_t length = 0;
         switch (request_body(h, length)) {
           case BodyKind::length: s.frame = Frame::length; s.left = length; break;
           case BodyKind::chunked: s.frame = Frame::chunk_size; break;
-          default: finish(ts); break;
+          default: finish(t); break;
         }
         break;
       }
@@ -149,7 +155,7 @@ void RequestParser::run(int64_t ts) {
       case Frame::chunk_size:
       case Frame::chunk_crlf:
       case Frame::trailers:
-        if (!http_stream::body_step(s, [&](std::string_view b) { body(b); }, [&] { finish(ts); }, [&] { desync(); }))
+        if (!http_stream::body_step(s, [&](std::string_view b) { body(b); }, [&] { finish(t); }, [&] { desync(); }))
           return;
         break;
       case Frame::until_close:
@@ -160,10 +166,10 @@ void RequestParser::run(int64_t ts) {
   }
 }
 
-void RequestParser::gap(uint64_t unseen, int64_t ts) {
+void RequestParser::gap(uint64_t unseen, const ReadTimes& t) {
   Side& s = c_.in;
   while (unseen > 0) {
-    if (http_stream::gap_step(s, unseen, [&](uint64_t n) { body_unseen(n); }, [&] { finish(ts); })) continue;
+    if (http_stream::gap_step(s, unseen, [&](uint64_t n) { body_unseen(n); }, [&] { finish(t); })) continue;
     if (s.frame == Frame::desync) return;
     if (s.frame == Frame::head) {
       // A head longer than one syscall's copy: its fields are out of sight.

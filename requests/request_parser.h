@@ -8,6 +8,12 @@
 
 namespace causeway::requests {
 
+// The times of one read: when the kernel received its first and last byte, and the read
+// itself (docs/INFERENCE.md "Arrival time").
+struct ReadTimes {
+  int64_t first = 0, last = 0, read = 0;
+};
+
 class RequestParser {
  public:
   RequestParser(Tracker::Connection& c, Counters& n, const TrackerOptions& o) : c_(c), n_(n), o_(o) {}
@@ -18,12 +24,12 @@ class RequestParser {
 
  private:
   bool sniff(const SockRecord& r);
-  void run(int64_t ts);
-  void gap(uint64_t unseen, int64_t ts);
+  void run(const ReadTimes& t);
+  void gap(uint64_t unseen, const ReadTimes& t);
   void desync();
   void placeholder();
-  void start(const HttpHead& h, int64_t ts);
-  void finish(int64_t ts);
+  void start(const HttpHead& h, int64_t first_arrival);
+  void finish(const ReadTimes& t);
   void body(std::string_view b);
   void body_unseen(uint64_t n);
 

@@ -49,6 +49,8 @@ RequestRecord to_record(const Request& r) {
   o.peer = r.peer;
   o.start_ns = r.start_ns;
   o.end_ns = r.end_ns;
+  o.read_end_ns = r.read_end_ns;
+  if (r.read_end_ns && r.end_ns) o.api_wait_ns = std::max<int64_t>(0, r.read_end_ns - r.end_ns);
   o.first_byte_ns = r.first_byte_ns;
   o.last_byte_ns = r.last_byte_ns;
   o.status = r.status;

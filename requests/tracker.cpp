@@ -1,6 +1,7 @@
 #include "requests/tracker.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "requests/connection.h"
 #include "requests/request_parser.h"
@@ -10,6 +11,24 @@ namespace causeway::requests {
 namespace {
 
 uint64_t conn_key(uint32_t pid, int32_t fd) { return static_cast<uint64_t>(pid) << 32 | static_cast<uint32_t>(fd); }
+
+// TLS read through libssl: the plaintext records carry no arrival; the cipher bytes the
+// socket reads brought just before do (docs/INFERENCE.md "Arrival time").
+void note_cipher_arrival(Tracker::Connection& c, const SockRecord& r) {
+  if (!r.arrive_first_us) return;
+  if (!c.cipher_first_ns) c.cipher_first_ns = r.arrive_first_ns();
+  c.cipher_last_ns = std::max(c.cipher_last_ns, r.arrive_last_ns());
+}
+
+uint32_t cipher_us_before(int64_t at, int64_t t) { return static_cast<uint32_t>(std::clamp<int64_t>((at - t + 999) / 1000, 1, UINT32_MAX)); }
+
+SockRecord with_cipher_arrival(Tracker::Connection& c, const SockRecord& r) {
+  SockRecord p = r;
+  p.arrive_first_us = cipher_us_before(r.ts_ns, c.cipher_first_ns);
+  p.arrive_last_us = cipher_us_before(r.ts_ns, c.cipher_last_ns);
+  c.cipher_first_ns = c.cipher_last_ns = 0;
+  return p;
+}
 
 }  // namespace
 
@@ -72,6 +91,12 @@ void Tracker::add(const SockRecord& r) {
   // connection is parsed from the plaintext and its own (cipher) bytes are skipped; the
   // handshake already sniffed as TLS no longer counts as unread TLS.
   Connection& conn = *it->second;
+  if (r.op == SockOp::read && !r.tls) {
+    // Before the first plaintext, only the last socket read counts (the handshake's are not
+    // the request's); after it, every socket read since the last plaintext read.
+    if (!conn.plaintext) conn.cipher_first_ns = conn.cipher_last_ns = 0;
+    note_cipher_arrival(conn, r);
+  }
   if (r.tls && !conn.plaintext) {
     if (conn.proto == Protocol::tls && counters_.tls) --counters_.tls;
     conn.proto = Protocol::unknown_yet;
@@ -80,6 +105,8 @@ void Tracker::add(const SockRecord& r) {
     conn.in_pieces = conn.out_pieces = http_stream::Pieces{};
     conn.plaintext = true;
   }
+  if (conn.plaintext && r.tls && r.op == SockOp::read && conn.cipher_first_ns)
+    return RequestParser(conn, counters_, o_).read(with_cipher_arrival(conn, r));
   if (conn.plaintext != r.tls) return;
   if (r.op == SockOp::read) RequestParser(conn, counters_, o_).read(r);
   else if (r.op == SockOp::write) ResponseParser(conn, counters_, done_, o_).write(r);

@@ -570,3 +570,25 @@ INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('requests', 'content_events', '', 'SSE data: events carrying generated text (choices[].delta.content or choices[].text non-empty, TGI token.text); an event may carry several tokens'),
  ('requests', 'end_reason', '', 'complete; aborted (the server closed before the response was complete); disconnected (the client left first); lost (framing lost); trace_end'),
  ('requests', 'tls', '', '1 when the connection was TLS and the request was read as plaintext through the server''s libssl (SSL_read/SSL_write uprobes)');
+
+-- @migration 9
+-- Requests timed from the kernel's arrival of their bytes (docs/INFERENCE.md "Arrival time"):
+-- start_ns / end_ns are when the kernel received the request's first / last byte; the
+-- server's read that completed it is kept, and the wait between the two (the request sat in
+-- the socket's receive queue: an API server too busy to read). Rows written before: both the
+-- read time, no wait known.
+ALTER TABLE requests ADD COLUMN read_end_ns INTEGER;   -- the server's read that completed the request
+ALTER TABLE requests ADD COLUMN api_wait_ns INTEGER;   -- end_ns → read_end_ns; NULL when not known
+UPDATE requests SET read_end_ns = end_ns;
+
+UPDATE schema_docs SET description = 'Unix time the kernel received the request''s first byte at the server''s socket (the server''s first read when the arrival is not known)'
+ WHERE object = 'requests' AND column_name = 'start_ns';
+UPDATE schema_docs SET description = 'Unix time the kernel received the request''s last byte at the server''s socket (the read that completed it when the arrival is not known)'
+ WHERE object = 'requests' AND column_name = 'end_ns';
+UPDATE schema_docs SET description = 'Time to first token: end_ns (the request''s last byte arrived) to the write carrying the first SSE data: event (not streamed: the first response byte)'
+ WHERE object = 'requests' AND column_name = 'ttft_ns';
+UPDATE schema_docs SET description = 'start_ns (the request''s first byte arrived) to the last byte written'
+ WHERE object = 'requests' AND column_name = 'e2e_ns';
+INSERT INTO schema_docs (object, column_name, unit, description) VALUES
+ ('requests', 'read_end_ns', 'ns', 'Unix time of the server''s read that completed the request'),
+ ('requests', 'api_wait_ns', 'ns', 'API wait: end_ns to read_end_ns, the time the complete request sat in the socket''s receive queue before the server read it (docs/INFERENCE.md "Arrival time")');

@@ -156,6 +156,10 @@ struct RequestRecord {
   std::optional<int64_t> max_tokens, input_tokens, output_tokens, tpot_ns;
   uint32_t content_events = 0;                           // SSE events carrying generated text
   std::string end_reason = "complete";                   // complete | aborted | disconnected | lost | trace_end
+  // Migration 9 (docs/INFERENCE.md "Arrival time"): start_ns/end_ns are the kernel's arrival
+  // of the request's first/last byte; the server's read that completed it, and the wait.
+  int64_t read_end_ns = 0;
+  std::optional<int64_t> api_wait_ns;  // end_ns → read_end_ns
 };
 
 // Samples of one scrape of an inference engine's /metrics: rows of engine_metrics.

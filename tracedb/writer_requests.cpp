@@ -11,14 +11,15 @@ namespace writer_requests {
 enum class RequestCol {
   session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, start_ns, end_ns, first_byte_ns,
   first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, prompt_bytes, response_bytes, streamed,
-  events, complete, tls, model, max_tokens, input_tokens, output_tokens, tpot_ns, content_events, end_reason, count_
+  events, complete, tls, model, max_tokens, input_tokens, output_tokens, tpot_ns, content_events, end_reason, read_end_ns,
+  api_wait_ns, count_
 };
 inline constexpr TableColumns<RequestCol> kRequestColumns{
     "requests",
     {"session_id", "request_id", "id_generated", "server_pid", "fd", "method", "path", "tenant", "peer", "start_ns",
      "end_ns", "first_byte_ns", "first_token_ns", "last_byte_ns", "ttft_ns", "e2e_ns", "itl_max_ns", "itl_us", "status",
      "prompt_bytes", "response_bytes", "streamed", "events", "complete", "tls", "model", "max_tokens", "input_tokens",
-     "output_tokens", "tpot_ns", "content_events", "end_reason"}};
+     "output_tokens", "tpot_ns", "content_events", "end_reason", "read_end_ns", "api_wait_ns"}};
 
 enum class EngineCol { session_id, pid, engine, url, count_ };
 inline constexpr TableColumns<EngineCol> kEngineColumns{"engines", {"session_id", "pid", "engine", "url"}};
@@ -78,7 +79,9 @@ int StoreWriter::write_meta_row(const RequestRecord& q) {
       .set_opt(C::output_tokens, q.output_tokens)
       .set_opt(C::tpot_ns, q.tpot_ns)
       .set(C::content_events, int64_t{q.content_events})
-      .set(C::end_reason, q.end_reason);
+      .set(C::end_reason, q.end_reason)
+      .set_nonzero(C::read_end_ns, q.read_end_ns)  // arrival (docs/INFERENCE.md "Arrival time")
+      .set_opt(C::api_wait_ns, q.api_wait_ns);
   return finish_meta(ins_request_);
 }
 

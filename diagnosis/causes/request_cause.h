@@ -32,8 +32,9 @@ enum class RequestCause : uint8_t {
   cpu_contention,
   io_contention,
   memory_pressure,
+  api_server_busy,
 };
-inline constexpr int kRequestCauseCount = static_cast<int>(RequestCause::memory_pressure) + 1;
+inline constexpr int kRequestCauseCount = static_cast<int>(RequestCause::api_server_busy) + 1;
 
 // Which claim takes a gap's time first when several claim it (lower first): the more specific
 // the evidence, the earlier. Within a tier the claim with the most time goes first.

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "diagnosis/causes/request_api_server_busy.h"
 #include "diagnosis/causes/request_cause.h"
 #include "diagnosis/causes/request_cpu_contention.h"
 #include "diagnosis/causes/request_d_state.h"
@@ -101,6 +102,6 @@ struct RequestModuleList {
 // The order is the order the finder asks them (a tie between two claims keeps it).
 using RequestCauses = RequestModuleList<CpuContentionRequestCause, IoContentionRequestCause, MemoryPressureRequestCause,
                                         NcclStragglerRequestCause, PrefillInterferenceRequestCause, QueueingRequestCause,
-                                        KvCacheRequestCause, NetworkRequestCause>;
+                                        KvCacheRequestCause, NetworkRequestCause, ApiServerBusyRequestCause>;
 
 }  // namespace causeway::requests

@@ -109,11 +109,13 @@ void make_host(const std::string& demo, const std::string& out, const std::strin
     const std::string ttft = std::to_string(5'000'000 + (i * 7919 % 40) * 1'000'000), gap = std::to_string(10 + i % 7);
     rows += std::string(rows.empty() ? "" : ",") + "(1, '" + host + "-" + std::to_string(i) + "', 0, 6001, 9, 'POST', '/v1/chat', 't" +
             std::to_string(i % 2) + "', '10.0.0.9:1', " + st + ", " + st + " + 1000, NULL, NULL, NULL, " + ttft + ", " + ttft +
-            " + 5000000, " + gap + "000, '[" + gap + "," + gap + "]', " + (i % 10 == 0 ? "503" : "200") + ", 10, 20, 1, 2, 1)";
+            " + 5000000, " + gap + "000, '[" + gap + "," + gap + "]', " + (i % 10 == 0 ? "503" : "200") + ", 10, 20, 1, 2, 1, " +
+            // TLS on every fourth; an API wait of 0-4 ms after the last byte arrived (docs/INFERENCE.md "Arrival time")
+            (i % 4 == 0 ? "1" : "0") + ", " + st + " + 1000 + " + std::to_string(i % 5) + "000000, " + std::to_string(i % 5) + "000000)";
   }
   sqlite_exec(out, "INSERT INTO requests (session_id, request_id, id_generated, server_pid, fd, method, path, tenant, peer, "
                    "start_ns, end_ns, first_byte_ns, first_token_ns, last_byte_ns, ttft_ns, e2e_ns, itl_max_ns, itl_us, status, "
-                   "prompt_bytes, response_bytes, streamed, events, complete) VALUES " + rows);
+                   "prompt_bytes, response_bytes, streamed, events, complete, tls, read_end_ns, api_wait_ns) VALUES " + rows);
 }
 
 // Calls per op of one host, from its own `stats --json`.
@@ -246,6 +248,16 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
   json ra = local({"requests", "--json", "--db", a})["requests"], rb = local({"requests", "--json", "--db", b})["requests"];
   CHECK(fr["count"] == ra["count"].get<int64_t>() + rb["count"].get<int64_t>());
   CHECK(fr["errors"] == ra["errors"].get<int64_t>() + rb["errors"].get<int64_t>());
+  // tls, read_end_ns and the API wait shipped as stored; the wait's percentiles as each host's.
+  CHECK(ch().number("SELECT count() FROM fleet_two.requests WHERE tls = 1") == 20);
+  CHECK(ch().number("SELECT count() FROM fleet_two.requests WHERE read_end_ns - end_ns != api_wait_ns") == 0);
+  CHECK(ch().number("SELECT sum(api_wait_ns) FROM fleet_two.requests") == 2 * 8 * (1 + 2 + 3 + 4) * 1'000'000);
+  CHECK(fr["api_wait_ms"]["max"] == 4.0);
+  CHECK(fr["api_wait_ms"]["p50"] == ra["api_wait_ms"]["p50"]);  // both hosts hold the same 40 waits
+  CHECK(fr["api_wait_ms"]["p50"] == 2.0);
+  REQUIRE(!fr["slowest"].empty());
+  CHECK(fr["slowest"][0]["api_wait_ms"].is_number());
+  CHECK(fr["slowest"][0].contains("tls"));
   for (const auto& by : fr["by"]) {
     const json& own = by["host"] == "node-a" ? ra : rb;
     bool matched = false;
