@@ -150,6 +150,8 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
 void NcclStragglerRequestCause::find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
   if (!st.stragglers) st.stragglers = std::make_unique<NcclStragglers>(ev.db(), ev.session_id());
   if (auto c = st.stragglers->claim(ev.engine_pids(part.server_pid), ev.comms(), part.from_ns, part.to_ns)) out.push_back(std::move(*c));
+}
+
 std::string nccl_rank_phrase(const nlohmann::json& culprit) {
   if (!culprit.contains("rank_source")) return "";
   if (!culprit.contains("rank")) return "rank unknown";
