@@ -93,6 +93,7 @@ void RequestParser::start(const HttpHead& h, int64_t ts) {
   q.method = h.method;
   q.path = h.target.substr(0, h.target.find('?'));
   q.peer = c_.peer;
+  q.local_port = c_.local_port;
   q.tls = c_.plaintext;
   q.start_ns = c_.in.head_ts ? c_.in.head_ts : ts;
   ++c_.seq;
