@@ -315,6 +315,9 @@ enum cw_sock_op {
   CW_SOCK_READ = 2,   /* read, readv, recvfrom, recvmsg: bytes received */
   CW_SOCK_WRITE = 3,  /* write, writev, sendto, sendmsg: bytes sent (records per iovec and per piece) */
   CW_SOCK_CLOSE = 4,
+  CW_SOCK_HANGUP = 5, /* just before a CW_SOCK_CLOSE: the client had left (the socket no longer
+                       * ESTABLISHED at the server's close: FIN or RST received), which tells a
+                       * client gone mid-response from a server that gave up (docs/INFERENCE.md "Errors") */
 };
 
 /* How a write on a traced connection went: a full send buffer (a client that does not read,

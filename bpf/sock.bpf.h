@@ -264,6 +264,7 @@ static __always_inline __s64 sock_emit_span(__u64 id, __u64 ts, __u8 op, __s32 f
 #define CW_IPPROTO_TCP 6
 #define CW_SOCK_STREAM 1
 #define CW_TCP_LISTEN 10
+#define CW_TCP_ESTABLISHED 1
 
 /* The kernel socket behind fd in the current process: task → files → fdtable → file → its
  * inode says a socket → socket → sock (Pixie and Coroot read a connection's addresses the
@@ -443,8 +444,15 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
       if (!v) return 0;
       const bool traced = *v == CW_FD_TRACED || *v == CW_FD_TLS;
       bpf_map_delete_elem(&sock_fds, &k);
-      if (traced) arrival_forget(sock_of_fd(k.fd));
-      if (traced) sock_emit_cap(id, bpf_ktime_get_ns(), CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
+      if (!traced) return 0;
+      struct sock *sk = sock_of_fd(k.fd);
+      arrival_forget(sk);
+      /* Still open at close entry: a socket past ESTABLISHED (CLOSE_WAIT after the client's
+       * FIN, CLOSE after its RST) means the client left before the server closed. */
+      const __u64 now = bpf_ktime_get_ns();
+      if (sk && BPF_CORE_READ(sk, __sk_common.skc_state) != CW_TCP_ESTABLISHED)
+        sock_emit_cap(id, now, CW_SOCK_HANGUP, k.fd, 0, 0, 0, (struct cw_sock_io){});
+      sock_emit_cap(id, now, CW_SOCK_CLOSE, k.fd, 0, 0, 0, (struct cw_sock_io){});
       return 0;
     }
     case CW_NR_READ:

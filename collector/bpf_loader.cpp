@@ -459,8 +459,8 @@ void BpfObject::add_own_conn(const cw_sock_conn& key) {
   bpf_map__update_elem(skel_->maps.own_conns, &key, sizeof(key), &one, sizeof(one), BPF_ANY);
 }
 
-void BpfObject::remove_own_conn(const cw_sock_conn& key) {
-  bpf_map__delete_elem(skel_->maps.own_conns, &key, sizeof(key), 0);
+bool BpfObject::remove_own_conn(const cw_sock_conn& key) {
+  return bpf_map__delete_elem(skel_->maps.own_conns, &key, sizeof(key), 0) == 0;
 }
 
 void BpfObject::untrace_server(uint32_t pid) {

@@ -96,8 +96,10 @@ class BpfObject {
   const std::string& arrival_why_not() const { return arrival_why_not_; }
   // causeway's own connections (the /metrics scraper's) while they are open: a traced server
   // that accepts one leaves it untraced and counts it (bpf/sock.bpf.h own_conns).
+  // True when the tuple was still there: no traced server accepted that connection (the
+  // kernel side forgets a tuple once it matched).
   void add_own_conn(const cw_sock_conn& key);
-  void remove_own_conn(const cw_sock_conn& key);
+  bool remove_own_conn(const cw_sock_conn& key);
   // The hook choice (CAUSEWAY_SOCK_HOOK, a uprobe trap's cost here, tracefs), made once.
   Result<SockHookChoice> sock_choice();
   // What one trap of the libc hook costs a process here, in ns above the call it interrupts:

@@ -137,6 +137,9 @@ void EngineScraper::scrape(Target& t) {
     // This thread could not leave a server's network namespace: any later scrape would
     // connect from the wrong one. Scraping ends; the trace goes on.
     if (!body && body.error().code == "netns_stuck") stop_ = true;
+    // A listener scraped because it speaks HTTP is often busy when first scraped (added at
+    // its first request, in the middle of a burst): a timeout there is no answer either way.
+    if (!t.serving && !body && body.error().code == "timeout") return;
     ++t.misses;
     // Before the first answer, try the server's next address.
     if (!t.serving) t.endpoint_index = (t.endpoint_index + 1) % t.endpoints.size();

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -186,12 +187,20 @@ class Session {
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_;
   std::unique_ptr<SockDrain> sock_drain_;  // the socket ring, emptied by a thread of its own
-  requests::Tracker tracker_{requests::TrackerOptions{o_.tenant_header}};
+  // The kernel side reports the client's hangup at each close (bpf/sock.bpf.h CW_SOCK_HANGUP).
+  requests::Tracker tracker_{requests::TrackerOptions{.tenant_header = o_.tenant_header, .hangups_reported = true}};
   requests::SendWaits send_waits_;  // the served connections' full send buffers (network)
   std::set<uint32_t> servers_;  // pids whose accepted connections are traced (or that could not be)
   bool raw_warned_ = false;
   bool hook_told_ = false;  // why the request hook is what it is: said with the first server
-  std::unique_ptr<EngineScraper> scraper_;  // started with the first server found
+  std::unique_ptr<EngineScraper> scraper_;  // started with the first listener known to speak HTTP
+  void scrape_listener(uint32_t pid, const Endpoint& at);
+  using ListenerKey = std::pair<uint32_t, uint16_t>;  // (server pid, port)
+  std::set<ListenerKey> http_listeners_;              // a user's request was parsed on it
+  std::map<ListenerKey, Endpoint> unproven_listeners_;  // found, not yet seen speaking HTTP: not scraped
+  // Scrape connections no traced server accepted while they were ours (the scraper's thread
+  // counts): with http_own_scrapes_excluded they add up to engine_scrape_connections.
+  std::atomic<uint64_t> own_unaccepted_{0};
   std::set<std::pair<uint64_t, uint16_t>> listen_ports_;  // (netns, port) told to the kernel side
   std::unique_ptr<EarlyMaps> early_maps_;  // after the rings: started with them
   int64_t offset_ = 0;
@@ -360,20 +369,17 @@ void Session::find_servers_now() {
   std::set<uint32_t> traced(allowed_.begin(), allowed_.end());
   for (const auto& [pid, k] : known_)
     if (pid_allowed(pid)) traced.insert(pid);
-  std::set<uint32_t> scraped;
   for (const Server& srv : find_servers(traced, o_.http_ports, static_cast<uint32_t>(::getpid()))) {
     // Every port it listens on: a connection accepted before the trace is taken at its first
     // read or write when its local port is one of them (bpf/sock.bpf.h sock_listen).
     if (listen_ports_.insert({srv.netns, srv.port}).second) bpf_.add_listen_port(static_cast<uint32_t>(srv.netns), srv.port);
-    if (o_.engine_metrics_interval_ns > 0 && scraped.insert(srv.pid).second) {
-      if (!scraper_) {
-        OwnConnections own;
-        own.open = [this](const cw_sock_conn& k) { bpf_.add_own_conn(k); };
-        own.close = [this](const cw_sock_conn& k) { bpf_.remove_own_conn(k); };
-        scraper_ = std::make_unique<EngineScraper>(o_.engine_metrics_interval_ns, std::move(own));
-      }
-      scraper_->add(srv.pid, srv.listen);
-    }
+    // Scraped only once it is known to speak HTTP: a --http-port port (the user said so), or
+    // one a user's request was parsed on (store_requests). A listener of the tree that never
+    // served HTTP (NCCL's bootstrap, a raw TCP receiver) is never connected to.
+    const ListenerKey key{srv.pid, srv.port};
+    const bool declared = std::find(o_.http_ports.begin(), o_.http_ports.end(), srv.port) != o_.http_ports.end();
+    if (declared || http_listeners_.count(key)) scrape_listener(srv.pid, srv.listen);
+    else unproven_listeners_.emplace(key, srv.listen);
     if (servers_.count(srv.pid)) continue;
     auto hook = bpf_.trace_server(srv.pid);
     if (!hook) {
@@ -416,6 +422,19 @@ void Session::find_servers_now() {
   }
 }
 
+void Session::scrape_listener(uint32_t pid, const Endpoint& at) {
+  if (o_.engine_metrics_interval_ns <= 0) return;
+  if (!scraper_) {
+    OwnConnections own;
+    own.open = [this](const cw_sock_conn& k) { bpf_.add_own_conn(k); };
+    own.close = [this](const cw_sock_conn& k) {
+      if (bpf_.remove_own_conn(k)) own_unaccepted_.fetch_add(1, std::memory_order_relaxed);
+    };
+    scraper_ = std::make_unique<EngineScraper>(o_.engine_metrics_interval_ns, std::move(own));
+  }
+  scraper_->add(pid, at);
+}
+
 void Session::on_sock(const void* data, size_t size) {
   auto r = decode_sock(data, size);
   if (!r) return;
@@ -434,6 +453,12 @@ void Session::store_requests() {
   // causeway's own scrapes never get here: the kernel side leaves their connections untraced
   // (bpf/sock.bpf.h own_conns; counted as http_own_scrapes_excluded).
   for (const requests::Request& q : tracker_.take()) {
+    // The listener it came in on speaks HTTP: scraped from now on (find_servers_now).
+    if (q.local_port && http_listeners_.insert({q.pid, q.local_port}).second)
+      if (auto it = unproven_listeners_.find({q.pid, q.local_port}); it != unproven_listeners_.end()) {
+        scrape_listener(q.pid, it->second);
+        unproven_listeners_.erase(it);
+      }
     RequestRecord rec = requests::to_record(q);
     if (request_metrics_) request_metrics_->observe(rec);
     writer_.push_meta(std::move(rec));
@@ -793,7 +818,8 @@ void Session::update_counters() {
   if (scraper_) {
     const ScraperCounters sc = scraper_->counters();
     for (auto [name, v] : {std::pair{"engine_scrapes", sc.scrapes}, {"engine_scrape_failures", sc.failures},
-                           {"engine_metrics_bad_lines", sc.bad_lines}, {"engine_scrape_connections", sc.connections}}) {
+                           {"engine_metrics_bad_lines", sc.bad_lines}, {"engine_scrape_connections", sc.connections},
+                           {"engine_scrape_unaccepted", own_unaccepted_.load(std::memory_order_relaxed)}}) {
       writer_.set_counter(name, static_cast<int64_t>(v));
       sum_.counters[name] = v;
     }
@@ -956,6 +982,10 @@ TraceSummary Session::finish() {
   // Stop the producers, let calls in flight for a moment return, then drain everything
   // queued until both rings are empty. A call still inside the library after that is not
   // recorded (it never completed during the session).
+  // The scraper first: a scrape in flight finishes while the kernel side still sees the
+  // server accept it, so every scrape connection a traced server took is counted as excluded
+  // (http_own_scrapes_excluded equals engine_scrape_connections for one server).
+  if (scraper_) scraper_->stop();
   bpf_.stop_producers();
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   ::usleep(20'000);
@@ -966,7 +996,6 @@ TraceSummary Session::finish() {
   tracker_.finish();  // exchanges still open come out incomplete
   send_waits_.finish();
   store_requests();
-  if (scraper_) scraper_->stop();  // a scrape in flight finishes: its samples are the last
   store_engine_samples();
   // Out of the traced processes' text before we exit: with session or multi-uprobe links one
   // close per link (milliseconds); the perf-event fallback hands its closes to a background

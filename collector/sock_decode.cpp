@@ -77,6 +77,7 @@ std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
     case CW_SOCK_READ: r.op = requests::SockOp::read; break;
     case CW_SOCK_WRITE: r.op = requests::SockOp::write; break;
     case CW_SOCK_CLOSE: r.op = requests::SockOp::close; break;
+    case CW_SOCK_HANGUP: r.op = requests::SockOp::hangup; break;
     default: return std::nullopt;
   }
   r.bytes = e.bytes > 0 ? static_cast<uint64_t>(e.bytes) : 0;
@@ -88,6 +89,7 @@ std::optional<requests::SockRecord> decode_sock(const void* data, size_t size) {
       cw_sock_conn c;
       std::memcpy(&c, payload, sizeof(c));
       if (auto peer = conn_peer(c)) r.peer = peer->text();
+      r.local_port = c.local_port;
     }
     return r;
   }

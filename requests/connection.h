@@ -32,6 +32,7 @@ struct Tracker::Connection {
   uint32_t pid = 0;
   int32_t fd = -1;
   std::string peer;
+  uint16_t local_port = 0;  // the server's (from the accept record)
   Protocol proto = Protocol::unknown_yet;
   bool ignored = false;  // not HTTP/1.x: nothing more is parsed
   uint64_t seq = 0;

@@ -34,6 +34,7 @@ struct SockRecord {
   uint64_t bytes = 0;
   std::string_view data;
   std::string peer;  // accept: the client's address ("10.0.0.2:51234"), "" when unknown
+  uint16_t local_port = 0;  // accept: the server's port the connection came in on (0: unknown)
   SendResult send = SendResult::ok;  // writes; an EAGAIN record moved nothing (bytes 0, no data)
   int64_t enter_ns = 0;              // reads and writes: the syscall's entry, Unix ns (0: unknown)
   uint64_t offset = 0;               // reads and writes: where `data` starts in the syscall's bytes
@@ -62,6 +63,7 @@ struct Request {
   std::string request_id;  // x-request-id, else generated ("gen-PID-CONN-N")
   bool id_generated = false;
   std::string method, path, tenant, peer;
+  uint16_t local_port = 0;     // the server's port it came in on (0: unknown): the listener seen speaking HTTP
   // Arrival times (docs/INFERENCE.md "Arrival time"): the kernel's receipt of the request's
   // first and last byte; the server's read time where the arrival is not known.
   int64_t start_ns = 0;        // the request's first byte arrived

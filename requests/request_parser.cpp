@@ -99,6 +99,7 @@ void RequestParser::start(const HttpHead& h, int64_t first_arrival) {
   q.method = h.method;
   q.path = h.target.substr(0, h.target.find('?'));
   q.peer = c_.peer;
+  q.local_port = c_.local_port;
   q.tls = c_.plaintext;
   q.start_ns = c_.in.head_ts ? c_.in.head_ts : first_arrival;
   ++c_.seq;

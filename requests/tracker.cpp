@@ -84,6 +84,7 @@ void Tracker::add(const SockRecord& r) {
     c->pid = r.pid;
     c->fd = r.fd;
     c->peer = r.peer;
+    c->local_port = r.local_port;
     ++counters_.connections;
     it = conns_.emplace(key, std::move(c)).first;
   }

@@ -15,8 +15,9 @@ if [[ ${1:-} == --tests ]]; then
   # (tests/e2e fleet tests, a private server: scripts/clickhouse_private.sh).
   packages+=(sqlite3 openssl libclang-rt-14-dev util-linux python3 python3-aiohttp python3-setproctitle nftables chromium prometheus
              clickhouse-server)
-  # Go's net/http (a static server with no libc) for the live request tests of several stacks.
-  packages+=(golang-go)
+  # Go's net/http (a static server with no libc) and uvicorn (an ASGI server) for the live
+  # request tests of several stacks.
+  packages+=(golang-go python3-uvicorn)
   # A node/npm already on PATH (Debian's or not) is fine for the e2e tests' MCP client.
   command -v node >/dev/null && command -v npm >/dev/null || packages+=(nodejs npm)
 fi

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 if [ -f tests/e2e/package.json ]; then
   (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 fi
-# Express for the live request tests' Node server (tests/bpf/test_requests_stacks_bpf.cpp).
+# Express, fastify and the openai SDK for the live request tests (tests/bpf/test_requests_node_bpf.cpp).
 if [ -f tests/servers/package.json ]; then
   (cd tests/servers && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -13,11 +13,16 @@ causeway_test(test_requests_hook_bpf LABEL bpf TIMEOUT 300
   LIBS causeway_tracedb)
 add_dependencies(test_requests_hook_bpf causeway causeway_testprogs)
 
-# Real servers of several stacks (Node Express, cpp-httplib, aiohttp): peers from the kernel
-# socket, causeway's own scrapes excluded, --pid alone and --http-port alone both trace the
-# server's scheduling, connections accepted before the trace, and 3 x 5,000 concurrent
-# connections with no socket record lost.
-causeway_test(test_requests_stacks_bpf LABEL bpf TIMEOUT 600
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_stacks_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
-  LIBS causeway_tracedb)
-add_dependencies(test_requests_stacks_bpf causeway causeway_testprogs)
+# Real servers of several stacks (docs/INFERENCE.md "Tested stacks"), one test per runtime:
+# peers from the kernel socket, causeway's own scrapes excluded (and counted exactly), --pid
+# alone and --http-port alone both trace the server's scheduling, a CPU hog on the server's CPU
+# named as the culprit, the `openai` npm SDK as a streaming client, errors / aborts /
+# disconnects live (Node, Python), TLS through Node's bundled OpenSSL counted, and 3 x 5,000
+# concurrent connections with no socket record lost (Python).
+foreach(stack node python go_cpp)
+  causeway_test(test_requests_${stack}_bpf LABEL bpf TIMEOUT 240
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_${stack}_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/requests_stacks_support.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+    LIBS causeway_tracedb)
+  add_dependencies(test_requests_${stack}_bpf causeway causeway_testprogs)
+endforeach()

@@ -66,16 +66,19 @@ Run traced_transfer(const TempDir& dir, int family) {
   Run r;
   r.sender = spawn_in_lossy_netns(dir, nft, family);
   wait_for_file(dir.file("tcp.ready"));
-  // --no-requests: cw_tcp's receiver listens, so the traced tree would count as a server and
-  // the engine scraper would connect to it; a raw receiver that accepts the scraper's
-  // connection first never reads the sender's (seen in CI: "write: Connection reset by peer").
-  Tracer t(dir, {"--pid", S(r.sender), "--no-stack", "--no-requests"});
+  // Requests on (the default): cw_tcp's receiver listens in the traced tree, so it is a server
+  // whose connections are traced, but it never speaks HTTP, so the engine scraper never
+  // connects to it (a raw receiver that accepted a scrape first would never read the
+  // sender's: "write: Connection reset by peer"). Checked below: no scrape connection made.
+  Tracer t(dir, {"--pid", S(r.sender), "--no-stack", "--engine-metrics-interval", "100ms"});
   touch(dir.file("tcp.go"));
   const int rc = wait_exit(r.sender);
   INFO(read_file(dir.file("tcp.log")));
   REQUIRE(rc == 0);
   sleep_ms(300);
   REQUIRE(t.stop(SIGINT) == 0);
+  // The receiver was found as a server (its port told to the kernel side) and never scraped.
+  CHECK(q_int(t.db(), "SELECT coalesce(max(value), 0) FROM collector_stats WHERE name = 'engine_scrape_connections'") == 0);
   r.db = t.db();
   r.log = t.log();
   return r;

@@ -1,4 +1,4 @@
-"""An aiohttp server for the live request tests (tests/bpf/test_requests_stacks_bpf.cpp).
+"""An aiohttp server for the live request tests (tests/bpf/test_requests_python_bpf.cpp).
 
 GET /hello answers "hello"; GET /metrics one Prometheus sample (causeway's scraper reads it).
 Usage: python3 aiohttp_server.py PORT READY_FILE

@@ -1,4 +1,4 @@
-"""Bursts of concurrent HTTP/1.1 connections on loopback (tests/bpf/test_requests_stacks_bpf.cpp).
+"""Bursts of concurrent HTTP/1.1 connections on loopback (tests/bpf/test_requests_*_bpf.cpp).
 
 Each round opens N connections at once, then sends one GET on each (Connection: close,
 x-request-id r<round>-<i>) and reads its answer to the end. Writes one JSON line per request:

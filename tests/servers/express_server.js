@@ -1,4 +1,4 @@
-// An Express server for the live request tests (tests/bpf/test_requests_stacks_bpf.cpp): Node's
+// An Express server for the live request tests (tests/bpf/test_requests_node_bpf.cpp): Node's
 // libuv accepts with accept4(fd, NULL, NULL), so a client's address is only in the kernel socket.
 // GET /hello answers "hello"; GET /metrics one Prometheus sample (causeway's scraper reads it).
 // It starts one child that makes no CUDA call, as an API server starts its engine core: the

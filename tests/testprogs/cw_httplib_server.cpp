@@ -1,14 +1,19 @@
 // A cpp-httplib server (Debian's libcpp-httplib-dev) for the live request tests
-// (tests/bpf/test_requests_stacks_bpf.cpp): a thread pool, blocking accept() and reads.
-// GET /hello answers "hello"; GET /metrics one Prometheus sample. Writes its pid to the ready
+// (tests/bpf/test_requests_go_cpp_bpf.cpp): a thread pool, blocking accept() and reads.
+// GET /hello answers "hello"; GET /metrics one Prometheus sample; GET /spin?ms=N burns N ms of
+// CPU time on the serving thread, then answers "spun" (a hog on its CPU slows it). Writes its pid to the ready
 // file once listening; SIGTERM stops it.
 // Usage: cw_httplib_server PORT READY_FILE
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace {
@@ -25,6 +30,19 @@ int main(int argc, char** argv) {
   svr.Get("/hello", [](const httplib::Request&, httplib::Response& res) { res.set_content("hello", "text/plain"); });
   svr.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("demo_requests_total 1\n", "text/plain");
+  });
+  svr.Get("/spin", [](const httplib::Request& req, httplib::Response& res) {
+    const double ms = req.has_param("ms") ? std::stod(req.get_param_value("ms")) : 2.0;
+    // CPU time, not wall time: preempted meanwhile, it takes longer, as real work would.
+    auto cpu_ns = [] {
+      timespec ts{};
+      ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+      return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+    };
+    const int64_t until = cpu_ns() + static_cast<int64_t>(ms * 1e6);
+    while (cpu_ns() < until) {
+    }
+    res.set_content("spun", "text/plain");
   });
   // Connections opened before a trace starts stay idle until the test says go.
   svr.set_keep_alive_timeout(60);
