@@ -606,8 +606,10 @@ static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_so
   bpf_loop(CW_SOCK_IOV_STEPS, sock_iov_piece, &s, 0);
 }
 
-/* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). */
-static __always_inline int sock_exit(__u64 id, __s64 ret) {
+/* Exit of a syscall of a serving process whose entry noted its arguments: the record(s). A
+ * function of its own (a BPF-to-BPF call with its own stack frame): inlined beside sock_enter
+ * in the session uprobe, the two frames together passed the 512-byte stack limit. */
+static __noinline int sock_exit(__u64 id, __s64 ret) {
   __u32 tid = (__u32)id;
   struct cw_sock_args *ap = bpf_map_lookup_elem(&sock_args, &tid);
   if (!ap) return 0;
