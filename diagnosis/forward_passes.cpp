@@ -52,11 +52,11 @@ PassScan find_forward_passes(std::span<const PassCall> calls) {
   std::set<uint32_t> launched, waited;   // threads that launched / closed a pass
   for (const PassCall& c : calls) {
     // A run of launches counted in the kernel: its calls, from its first one's start.
-    const bool run = c.op == CW_OP_CALLS_AGGREGATED && is_launch_op(static_cast<uint16_t>(c.a[2]));
+    const bool run = c.op == CW_OP_CALLS_AGGREGATED && is_launch_op(counted_run_args(c).last_op);
     if (run || is_launch_op(c.op) || is_graph_launch_op(c.op)) {
       auto [it, fresh] = open.try_emplace(c.tid);
       if (fresh) it->second = ForwardPass{c.pid, c.tid, c.ts_ns, c.ts_ns, 0, false};
-      it->second.launches += run ? static_cast<uint32_t>(std::max<int64_t>(1, c.a[0])) : 1u;
+      it->second.launches += run ? static_cast<uint32_t>(std::max<int64_t>(1, counted_run_args(c).calls)) : 1u;
       it->second.graph = it->second.graph || is_graph_launch_op(c.op);
       launched.insert(c.tid);
     } else if (ends_pass(c)) {

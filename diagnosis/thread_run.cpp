@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 
 namespace causeway {
 
 void add_counted_run(ThreadActivity& a, const Ev& e, int64_t prev_end, const ThreadTimelines* tl) {
-  const int64_t n = std::max<int64_t>(0, e.a[0]), in_calls = std::max<int64_t>(0, e.a[1]);
-  const auto op = static_cast<uint16_t>(e.a[2]);
+  const CountedRunArgs run = counted_run_args(e);
+  const int64_t n = std::max<int64_t>(0, run.calls), in_calls = std::max<int64_t>(0, run.calls_ns);
+  const uint16_t op = run.last_op;
   a.pid = e.pid;
   a.first_ns = std::min(a.first_ns, e.ts);
   a.last_end_ns = std::max(a.last_end_ns, e.end());
@@ -26,9 +28,10 @@ void add_counted_run(ThreadActivity& a, const Ev& e, int64_t prev_end, const Thr
 }
 
 void add_counted_run_to_baseline(const Ev& e, uint64_t& count, LatencyHistogram& hist, uint64_t& min, uint64_t& max) {
-  const auto n = static_cast<uint64_t>(std::max<int64_t>(0, e.a[0]));
+  const CountedRunArgs run = counted_run_args(e);
+  const auto n = static_cast<uint64_t>(std::max<int64_t>(0, run.calls));
   if (n == 0) return;
-  const auto mean = static_cast<uint64_t>(std::max<int64_t>(0, e.a[1])) / n;
+  const auto mean = static_cast<uint64_t>(std::max<int64_t>(0, run.calls_ns)) / n;
   count += n;
   hist.add(mean, n);
   min = std::min(min, mean);

@@ -34,6 +34,8 @@ inline constexpr std::string_view tcp6 = "saddr_hi,saddr_lo,daddr_hi,daddr_lo,sp
 inline constexpr std::string_view page_alloc = "pages,max_order";
 inline constexpr std::string_view oom_kill = "victim_pid,total_pages";
 inline constexpr std::string_view send_wait = "fd,eagain,short_writes,blocking";
+// A thread's run of fast calls counted in the kernel (CW_OP_CALLS_AGGREGATED, tracedb/op_recording.h).
+inline constexpr std::string_view calls_aggregated = "calls,calls_ns,last_op";
 }  // namespace arg_layout
 
 // The slot (0..5) of field `name` in a comma-separated layout; -1 when it has none.
@@ -102,6 +104,18 @@ CollArgs coll_args(const R& r) {
   using namespace arg_layout;
   return {CW_ARG(r, "count", coll), CW_ARG(r, "comm_hash", coll), static_cast<int32_t>(CW_ARG(r, "rank", coll)),
           static_cast<int32_t>(CW_ARG(r, "nranks", coll)), CW_ARG(r, "seq", coll)};
+}
+
+// A run of calls counted in the kernel: how many, their time inside the calls, the op of the last.
+struct CountedRunArgs {
+  int64_t calls = 0, calls_ns = 0;
+  uint16_t last_op = 0;
+};
+template <typename R>
+CountedRunArgs counted_run_args(const R& r) {
+  using namespace arg_layout;
+  return {CW_ARG(r, "calls", calls_aggregated), CW_ARG(r, "calls_ns", calls_aggregated),
+          static_cast<uint16_t>(CW_ARG(r, "last_op", calls_aggregated))};
 }
 
 // Memory copies (kind: 0 HtoH, 1 HtoD, 2 DtoH, 3 DtoD, 4 default).

@@ -173,7 +173,7 @@ constexpr OpInfo kCatalog[] = {
     {CW_OP_PROC_EXIT, CW_SRC_HOST, "process_exit", false, "exit_code", F::host},
     // A thread's fast calls counted in the kernel between two recorded calls: ts = the first's start,
     // dur = until the last returned (bpf/events.h run fields; docs/COLLECTOR.md "Aggregated calls").
-    {CW_OP_CALLS_AGGREGATED, CW_SRC_HOST, "calls_aggregated", false, "calls,calls_ns,last_op", F::host},
+    {CW_OP_CALLS_AGGREGATED, CW_SRC_HOST, "calls_aggregated", false, arg_layout::calls_aggregated, F::host},
     {CW_OP_BLOCK_RQ, CW_SRC_IO, "block_rq", true, arg_layout::block, F::host},
     {CW_OP_TCP_RETRANSMIT, CW_SRC_NET, "tcp_retransmit", false, tcp, F::host},
     {CW_OP_TCP_RETRANSMIT6, CW_SRC_NET, "tcp_retransmit6", false, tcp6, F::host},
