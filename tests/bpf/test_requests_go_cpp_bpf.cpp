@@ -31,6 +31,8 @@ std::string build_go_server(const TempDir& dir) {
 }  // namespace
 
 TEST_CASE("Go net/http (static, no libc: the syscall tracepoints), found by --pid alone: bursts and the openai SDK's streams, each once with its peer, no scrape") {
+  // The SDK first: a skip (exit 77) runs no destructor, so nothing may be started before it.
+  (void)node_with("openai");
   TempDir dir;
   const std::string server = build_go_server(dir);
   const int port = test_port(0);

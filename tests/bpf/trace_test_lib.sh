@@ -33,11 +33,13 @@ trace_test_cleanup() {
 }
 
 # start_trace NAME DB [flags...]: starts `causeway trace` on DB (stderr in $tmp/NAME.err) and
-# waits until its probes are attached; sets tpid.
+# waits until its probes are attached; sets tpid. With --record-all: these tests count the
+# calls stored as rows (probes gone, faults, a full disk), which fast launches counted in the
+# kernel would not be.
 start_trace() {
   name=$1 db=$2; shift 2
   rm -f "$tmp/ready"
-  "$bin" trace --db "$db" --no-diagnose --ready-file "$tmp/ready" "$@" 2> "$tmp/$name.err" &
+  "$bin" trace --db "$db" --no-diagnose --record-all --ready-file "$tmp/ready" "$@" 2> "$tmp/$name.err" &
   tpid=$!
   pids="${pids:-} $tpid"
   i=0
