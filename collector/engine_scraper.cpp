@@ -183,8 +183,8 @@ void EngineScraper::run() {
       if (stop_) break;
     }
   }
-  lk.unlock();
-  forget_lingering(true);  // the trace ends: nothing is accepted any longer
 }
+
+void EngineScraper::forget_all_lingering() { forget_lingering(true); }
 
 }  // namespace causeway::collector

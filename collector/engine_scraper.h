@@ -51,6 +51,10 @@ class EngineScraper {
   void add(uint32_t pid, const Endpoint& at);
   // No scrape after this returns (one in flight is finished); take() still works.
   void stop();
+  // After stop() and once the kernel side no longer sees accepts: the connections the servers
+  // had not answered are no longer told as ours (until then a server may still accept one
+  // from its backlog, and it must be known for a scrape, not stored as a user's request).
+  void forget_all_lingering();
   // The scrapes since the last call, one record each.
   std::vector<EngineSampleRecord> take();
   ScraperCounters counters() const;

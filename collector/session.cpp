@@ -987,6 +987,9 @@ TraceSummary Session::finish() {
   // (http_own_scrapes_excluded equals engine_scrape_connections for one server).
   if (scraper_) scraper_->stop();
   bpf_.stop_producers();
+  // Only now: a server that accepted an unanswered scrape from its backlog after the scraper
+  // stopped still saw it for ours (a /metrics request stored as a user's was the failure).
+  if (scraper_) scraper_->forget_all_lingering();
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
   ::usleep(20'000);
   drain(calls_rb_.get(), 1 << 20, OnFullQueue::drain_anyway);
