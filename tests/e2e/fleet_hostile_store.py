@@ -4,6 +4,7 @@ fleet store"): it speaks enough of ClickHouse's HTTP interface for a causeway cl
 the answer under test, then answers it the hostile way.
 
 Usage: fleet_hostile_store.py MODE PORT_FILE LOG_FILE [--scope all|selects] [--every SECONDS]
+                              [--schema-version N]
 
   huge      200, Content-Length 2 GB, rows of a plausible TabSeparatedWithNamesAndTypes answer,
             streamed (never held): only a byte limit stops a client
@@ -32,12 +33,15 @@ import urllib.parse
 mode, port_file, log_file = sys.argv[1], sys.argv[2], sys.argv[3]
 scope = "selects"
 every = 20.0
+schema_version = 3  # the test passes the client's own (fleet/fleet_schema.h kFleetSchemaVersion)
 args = sys.argv[4:]
 while args:
     if args[0] == "--scope":
         scope = args[1]
     elif args[0] == "--every":
         every = float(args[1])
+    elif args[0] == "--schema-version":
+        schema_version = int(args[1])
     args = args[2:]
 log_lock = threading.Lock()
 
@@ -71,7 +75,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             if kind != "SELECT":
                 return self.send_plain(200, b"")
             if "schema_version" in text:
-                return self.send_plain(200, b"max(version)\nUInt32\n3\n")
+                return self.send_plain(200, b"max(version)\nUInt32\n%d\n" % schema_version)
         try:
             self.hostile()
         except (BrokenPipeError, ConnectionResetError):

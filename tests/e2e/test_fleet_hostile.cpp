@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "fleet/fleet_schema.h"
 #include "tests/support/test_support.h"
 
 using namespace causeway::test;
@@ -91,7 +92,8 @@ class HostileStore {
   HostileStore(const std::string& mode, const std::string& scope = "selects", double every_s = 20) {
     const std::string port_file = dir_.file("port");
     std::vector<std::string> argv = {"/usr/bin/python3", source_dir() + "/tests/e2e/fleet_hostile_store.py", mode, port_file,
-                                     dir_.file("log"), "--scope", scope, "--every", std::to_string(every_s)};
+                                     dir_.file("log"), "--scope", scope, "--every", std::to_string(every_s),
+                                     "--schema-version", std::to_string(causeway::fleet::kFleetSchemaVersion)};
     pid_ = fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
