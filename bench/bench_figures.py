@@ -3,7 +3,7 @@
 what the two cost benches print, into one JSON document.
 
   bench_figures.py --launch trace_cost.out [--launch-err FILE] --requests request_cost.out
-                   [--requests-err FILE] [--cpus JSON] > bench.json
+                   [--requests-err FILE] [--tls tls_cost.out --tls-err FILE] [--cpus JSON] > bench.json
 
 --launch: bench/trace_cost's text. Its table is read by the header's column names (two or
 more spaces apart: "untraced", "bare probes", "causeway", "ratio", "probe ratio", whatever
@@ -12,8 +12,9 @@ and its accounting lines ("CONFIG: 300000 calls made, 299990 recorded, ...") by 
 after each number; a column or count the bench adds or drops changes nothing here, and a
 figure it no longer prints is simply absent.
 --requests: bench/request_cost.py's output, whose last line is its JSON summary.
-Either may be missing or unreadable: its entry then says why ("error", and the tail of its
-stderr: why it did not run or failed), the other stays.
+--tls: bench/tls_cost.py's output, the same way (its per-run details left out).
+Any may be missing or unreadable: its entry then says why ("error", and the tail of its
+stderr: why it did not run or failed), the others stay.
 """
 import argparse
 import json
@@ -54,7 +55,7 @@ def parse_launch(text):
     return {"configs": configs, "header": head}
 
 
-def parse_requests(text):
+def parse_requests(text, what="request bench"):
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
         if line.startswith("{"):
@@ -62,7 +63,13 @@ def parse_requests(text):
                 return json.loads(line)
             except ValueError:
                 break
-    return {"error": "no JSON summary in the request bench's output"}
+    return {"error": "no JSON summary in the %s's output" % what}
+
+
+def parse_tls(text):
+    doc = parse_requests(text, "TLS bench")
+    doc.pop("runs", None)  # every run's details: in tls.out
+    return doc
 
 
 def tail(path, n=400):
@@ -92,6 +99,8 @@ def main():
     ap.add_argument("--launch-err")
     ap.add_argument("--requests")
     ap.add_argument("--requests-err")
+    ap.add_argument("--tls")
+    ap.add_argument("--tls-err")
     ap.add_argument("--cpus", help="a JSON object: which cores each role was pinned to")
     a = ap.parse_args()
     doc = {}
@@ -101,6 +110,9 @@ def main():
     requests = read(a.requests, a.requests_err, parse_requests, "request bench")
     if requests is not None:
         doc["requests"] = requests
+    tls = read(a.tls, a.tls_err, parse_tls, "TLS bench")
+    if tls is not None:
+        doc["tls"] = tls
     if a.cpus:
         doc["cpus"] = json.loads(a.cpus)
     json.dump(doc, sys.stdout, indent=1)

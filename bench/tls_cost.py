@@ -10,16 +10,22 @@ Root; Debian's python3 and the openssl command.
 A Python HTTPS server on the system libssl (tests/testprogs/tls_server.py: asyncio's memory
 BIOs by default) takes an open-loop load of --rate requests/s over --connections keep-alive
 TLS connections: GET /stream, a chunked SSE response of --events `data:` events written one
-by one without pause and `data: [DONE]`. Each round runs the same load untraced, then under
+by one without pause and `data: [DONE]`. Each round runs the same load untraced and under
 `causeway trace --pid SERVER --http-port PORT` (its socket hook plus the SSL uprobes on the
 server's libssl) once per --causeway given (default: BUILD/causeway; two compare a before and
-an after binary in the same run, the order rotating per round); the client measures each
-request itself (send -> the end of the response). Reported per run: p50/p99, the traced/
-untraced p50 ratio, the server's CPU time per request (utime + stime from /proc: on a busy host
-the latency is mostly queueing, the CPU the probes add to the server is not) and the tracer's
-own CPU time (wait4), the requests the DB holds (all with tls = 1) against those sent, and the
-tracer's loss counters (collector_stats: dropped_ring_sock, dropped_sock_queue, http_desync,
-http_tls_*). Exit 1 when a traced run did not store every request.
+an after binary in the same run), the order rotating per round (untraced first, then second,
+...), so a drift of the host's load falls on every kind alike; the client measures each
+request itself (send -> the end of the response). --server-cpus, --load-cpus and
+--tracer-cpus pin each role (taskset's lists). Reported per run: p50/p99, the traced/
+untraced p50 ratio of its round, the server's CPU time per request (utime + stime from /proc:
+on a busy host the latency is mostly queueing, the CPU the probes add to the server is not)
+and the tracer's own CPU time (wait4), the requests the DB holds (all with tls = 1) against
+those sent, and the tracer's loss counters (collector_stats: dropped_ring_sock,
+dropped_sock_queue, http_desync, http_tls_*). The last line is a JSON summary: per kind
+(bare, each --causeway label) the median p50 and p99 over the rounds with their range
+(KIND_p50_ms, KIND_p50_ms_range, ...), the median p50 ratio and its range, the CPU per
+request, the CPUs each role ran on and the machine. Exit 1 when a traced run did not store
+every request.
 """
 import argparse
 import functools
@@ -112,6 +118,38 @@ def traced_run(a, causeway, tmp, tag, server_pid, tracer_cpus, load_cpus):
     return res
 
 
+def median_and_range(values):
+    values = list(values)
+    return statistics.median(values), [min(values), max(values)]
+
+
+def machine():
+    """What ran the bench: CPU model, CPUs, kernel, the load average at the end."""
+    model = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    return {"cpu": model, "cpus": os.cpu_count(), "kernel": os.uname().release, "load": os.getloadavg()[0]}
+
+
+def summary(a, tracers, rounds):
+    """The JSON summary: per kind the median p50/p99 over the rounds and their range."""
+    out = {"mode": a.mode, "rate": a.rate, "seconds": a.seconds, "rounds": len(rounds), "connections": a.connections,
+           "events": a.events, "machine": machine(),
+           "cpus": {"server": a.server_cpus, "load": a.load_cpus, "tracer": a.tracer_cpus}}
+    for label in ["bare"] + [label for label, _ in tracers]:
+        for key in ("p50_ms", "p99_ms", "server_cpu_us_per_request") + (("p50_ratio", "p99_ratio", "tracer_cpu_s")
+                                                                         if label != "bare" else ()):
+            out[label + "_" + key], out[label + "_" + key + "_range"] = median_and_range(r[label][key] for r in rounds)
+        if label != "bare":
+            out[label + "_requests"] = sum(r[label]["requests"] for r in rounds)
+            out[label + "_stored"] = sum(r[label]["stored"] for r in rounds)
+    out["runs"] = rounds
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -150,34 +188,31 @@ def main():
         try:
             wait_file(ready, server, "the server")
             run_load(a.port, a.rate, 1, a.connections, a.events, load_cpus)  # warm-up: imports, first connections
+            kinds = [("bare", None)] + tracers
             for r in range(a.rounds):
-                res = {"bare": measured_load(a, server.pid, load_cpus)}
-                order = tracers[r % len(tracers):] + tracers[:r % len(tracers)]
-                for label, path in order:
+                res = {}
+                for label, path in kinds[r % len(kinds):] + kinds[:r % len(kinds)]:  # each kind first in turn
+                    if path is None:
+                        res["bare"] = measured_load(a, server.pid, load_cpus)
+                        print("round %d bare: p50 %.3f ms p99 %.3f ms, server CPU %.0f us/request" % (
+                            r, res["bare"]["p50_ms"], res["bare"]["p99_ms"], res["bare"]["server_cpu_us_per_request"]),
+                            file=sys.stderr, flush=True)
+                        continue
                     res[label] = traced_run(a, path, tmp, "%d-%s" % (r, label), server.pid, tracer_cpus, load_cpus)
-                    res[label]["p50_ratio"] = res[label]["p50_ms"] / res["bare"]["p50_ms"]
-                    print("round %d %s: p50 %.3f ms (x%.2f) p99 %.3f ms, server CPU %.0f us/request (untraced %.0f), "
-                          "tracer CPU %.2f s, stored %d of %d (tls %d), %s" % (
-                        r, label, res[label]["p50_ms"], res[label]["p50_ratio"], res[label]["p99_ms"],
-                        res[label]["server_cpu_us_per_request"], res["bare"]["server_cpu_us_per_request"],
+                    print("round %d %s: p50 %.3f ms p99 %.3f ms, server CPU %.0f us/request, tracer CPU %.2f s, "
+                          "stored %d of %d (tls %d), %s" % (
+                        r, label, res[label]["p50_ms"], res[label]["p99_ms"], res[label]["server_cpu_us_per_request"],
                         res[label]["tracer_cpu_s"], res[label]["stored"],
                         res[label]["requests"], res[label]["tls_rows"], json.dumps(res[label]["counters"])),
                         file=sys.stderr, flush=True)
-                print("round %d bare: p50 %.3f ms p99 %.3f ms" % (r, res["bare"]["p50_ms"], res["bare"]["p99_ms"]),
-                      file=sys.stderr, flush=True)
+                for label, _ in tracers:
+                    res[label]["p50_ratio"] = res[label]["p50_ms"] / res["bare"]["p50_ms"]
+                    res[label]["p99_ratio"] = res[label]["p99_ms"] / res["bare"]["p99_ms"]
                 rounds.append(res)
         finally:
             server.terminate()
             server.wait()
-    out = {"mode": a.mode, "rate": a.rate, "seconds": a.seconds, "connections": a.connections, "events": a.events,
-           "load": os.getloadavg()[0], "rounds": rounds}
-    for label, _ in tracers:
-        out[label + "_p50_ratio_median"] = statistics.median(r[label]["p50_ratio"] for r in rounds)
-        out[label + "_server_cpu_us_per_request_median"] = statistics.median(
-            r[label]["server_cpu_us_per_request"] for r in rounds)
-        out[label + "_tracer_cpu_s_median"] = statistics.median(r[label]["tracer_cpu_s"] for r in rounds)
-    out["bare_server_cpu_us_per_request_median"] = statistics.median(r["bare"]["server_cpu_us_per_request"] for r in rounds)
-    print(json.dumps(out))
+    print(json.dumps(summary(a, tracers, rounds)))
     exact = all(r[label]["stored"] == r[label]["requests"] == r[label]["tls_rows"] for r in rounds for label, _ in tracers)
     return 0 if exact else 1
 

@@ -108,8 +108,8 @@ static __always_inline __u32 arrival_us_before(__u64 t, __u64 at) {
   return us > 0xffffffffULL ? 0xffffffffU : (__u32)us;
 }
 
-/* A read of `n` bytes on the TCP socket sk that just returned (at `at`): when its first and
- * last bytes arrived, into io. */
+/* The bytes [copied_seq - n, copied_seq) the TCP socket sk handed out last (before `at`):
+ * when their first and last arrived, in µs before `at` (0 unknown). */
 static __always_inline void arrival_of_read(struct sock *sk, __s64 n, __u64 at, __u32 *first_us, __u32 *last_us) {
   *first_us = *last_us = 0;
   if (!sk || n <= 0) return;
@@ -119,6 +119,16 @@ static __always_inline void arrival_of_read(struct sock *sk, __s64 n, __u64 at, 
   const __u32 copied = BPF_CORE_READ((struct tcp_sock *)sk, copied_seq);
   *first_us = arrival_us_before(arrival_of_byte(a, copied - (__u32)n), at);
   *last_us = arrival_us_before(arrival_of_byte(a, copied - 1), at);
+}
+
+/* The same for the bytes handed out since sequence number `from` (TLS: several cipher reads
+ * before one plaintext read, bpf/ssl.bpf.h ssl_read_arrival). */
+static __always_inline void arrival_since(struct sock *sk, __u32 from, __u64 at, __u32 *first_us, __u32 *last_us) {
+  *first_us = *last_us = 0;
+  if (!sk) return;
+  const __u32 copied = BPF_CORE_READ((struct tcp_sock *)sk, copied_seq);
+  const __s32 n = (__s32)(copied - from);
+  if (n > 0) arrival_of_read(sk, n, at, first_us, last_us);
 }
 
 /* The socket is gone from the server (its close): its segments are no longer needed. */

@@ -461,7 +461,8 @@ enum cw_ssl_stat {
   CW_SSL_STAT_REBOUND = 4,    /* an SSL object's plaintext went to another connection than its last
                                * (a memory BIO read on a thread that last read another socket) */
   CW_SSL_STAT_CIPHER_SKIPPED = 5, /* socket calls on TLS-read connections not copied (their cipher bytes) */
-  CW_SSL_STAT__COUNT = 6,
+  CW_SSL_STAT_ARRIVAL = 6,    /* plaintext reads given the arrival of their unrecorded cipher bytes */
+  CW_SSL_STAT__COUNT = 7,
 };
 
 /* Page allocations aggregated in the kernel per process (drained each second). */

@@ -373,11 +373,19 @@ static __always_inline bool sock_conn(__u64 id, __s32 fd) {
 /* ---- For the TLS plaintext (bpf/ssl.bpf.h): the traced connection each thread last read
  * from (tid → fd). An SSL_read's plaintext belongs to that connection when its SSL object was
  * not bound by SSL_set_fd: the read happened just before it (a memory BIO fed by the caller:
- * Python's asyncio). */
+ * Python's asyncio).
+ * On a connection read through libssl (CW_FD_TLS) it also keeps where the thread's cipher
+ * reads since its last plaintext read began in the socket's byte stream (copied_seq at the
+ * first one's entry): the SSL_read that returns their plaintext, inside them (a socket BIO)
+ * or just after them (a memory BIO), is given the arrival of those bytes (bpf/arrival.bpf.h,
+ * docs/INFERENCE.md "Arrival time"), though they are not recorded. */
 struct cw_thread_read {
   __s32 fd;
-  __u32 _pad;
-  __u64 ts; /* when: a read inside an SSL_read (after its entry) is its own socket BIO's */
+  __u8 cipher_open; /* seq_start holds: cipher reads on fd not yet followed by plaintext */
+  __u8 _pad[3];
+  __u64 ts;         /* when: a read inside an SSL_read (after its entry) is its own socket BIO's */
+  __u32 seq_start;  /* the first cipher byte read since the thread's last plaintext read */
+  __u32 _pad2;
 };
 struct {
   __uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -388,6 +396,25 @@ struct {
 
 static __always_inline void sock_thread_read(__u32 tid, __s32 fd) {
   struct cw_thread_read r = {.fd = fd, .ts = bpf_ktime_get_ns()};
+  bpf_map_update_elem(&sock_thread_fd, &tid, &r, BPF_ANY);
+}
+
+/* The entry of a cipher read on a TLS-read connection (not recorded): the thread's last read,
+ * and the start of its cipher bytes since its last plaintext read (the first such read's
+ * copied_seq: the next byte the socket will hand out, queued or still to come). */
+static __always_inline void sock_thread_cipher_read(__u32 tid, __s32 fd) {
+  const __u64 now = bpf_ktime_get_ns();
+  struct cw_thread_read *open = bpf_map_lookup_elem(&sock_thread_fd, &tid);
+  if (open && open->fd == fd && open->cipher_open) {
+    open->ts = now;
+    return;
+  }
+  struct cw_thread_read r = {.fd = fd, .ts = now};
+  struct sock *sk = sock_of_fd(fd);
+  if (sk) {
+    r.seq_start = BPF_CORE_READ((struct tcp_sock *)sk, copied_seq);
+    r.cipher_open = 1;
+  }
   bpf_map_update_elem(&sock_thread_fd, &tid, &r, BPF_ANY);
 }
 
@@ -488,8 +515,9 @@ static __always_inline int sock_enter(__u64 id, const void *src, const enum cw_s
     if (what == CW_FD_TLS) {
       /* Its plaintext comes from libssl: the cipher bytes are neither copied nor looked at on
        * return (on the libc session hook: no return trap). A read still names the thread's
-       * connection for the SSL_read that follows it (a memory BIO). */
-      if (a.sock_op == CW_SOCK_READ) sock_thread_read((__u32)id, a.fd);
+       * connection for the SSL_read that follows it (a memory BIO), and where its bytes start,
+       * for that SSL_read's arrival. */
+      if (a.sock_op == CW_SOCK_READ) sock_thread_cipher_read((__u32)id, a.fd);
       ssl_count(CW_SSL_STAT_CIPHER_SKIPPED);
       return 0;
     }

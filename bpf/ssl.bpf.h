@@ -25,7 +25,9 @@
  * the entry, whole, and on kernels with session uprobes (6.13+) its return does not trap at
  * all. Every other write is copied at its return, with the count it reports.
  * Once a connection's plaintext is read, the socket hook stops copying its cipher bytes
- * (bpf/sock.bpf.h CW_FD_TLS). Everything not recorded is counted (enum cw_ssl_stat). */
+ * (bpf/sock.bpf.h CW_FD_TLS); it still notes where they start, and an SSL_read's record
+ * carries when the cipher bytes read for it arrived (ssl_read_arrival). Everything not
+ * recorded is counted (enum cw_ssl_stat). */
 #pragma once
 
 #include "sock.bpf.h"
@@ -86,10 +88,30 @@ static __always_inline bool ssl_conn(__u64 id, __s32 fd) {
   return true;
 }
 
-/* Plaintext of n bytes at buf, moved by an SSL call on fd: its records. */
-static __always_inline void ssl_emit(__u64 id, __u64 ts, bool read, __s32 fd, __s64 n, __u64 buf, __u64 enter_ns) {
+/* An SSL_read on fd returned plaintext at `at`: when the cipher bytes its thread read from fd
+ * since its last plaintext read arrived (bpf/sock.bpf.h sock_thread_cipher_read; those reads
+ * are not recorded), as (first_us << 32 | last_us) µs before `at`, 0 unknown; the next cipher
+ * read starts a new span. Only spans opened on a TLS-read connection: before its first
+ * plaintext the cipher reads are recorded with their own arrival (requests/tracker.cpp).
+ * A function of its own, so its frame is not added to the session uprobe's. */
+static __noinline __u64 ssl_read_arrival(__u32 tid, __s32 fd, __u64 at) {
+  struct cw_thread_read *span = bpf_map_lookup_elem(&sock_thread_fd, &tid);
+  if (!span || span->fd != fd || !span->cipher_open) return 0;
+  span->cipher_open = 0;
+  __u32 first_us = 0, last_us = 0;
+  arrival_since(sock_of_fd(fd), span->seq_start, at, &first_us, &last_us);
+  if (!first_us || !last_us) return 0;
+  ssl_count(CW_SSL_STAT_ARRIVAL);
+  return (__u64)first_us << 32 | last_us;
+}
+
+/* Plaintext of n bytes at buf, moved by an SSL call on fd: its records (a read's with the
+ * arrival of its cipher bytes where known, else 0). */
+static __always_inline void ssl_emit(__u64 id, __u64 ts, bool read, __s32 fd, __s64 n, __u64 buf, __u64 enter_ns,
+                                     __u64 arrival) {
   ssl_count(CW_SSL_STAT_PLAINTEXT);
-  struct cw_sock_io io = {.enter_ns = enter_ns, .total = n, .flags = CW_F_SOCK_TLS};
+  struct cw_sock_io io = {.enter_ns = enter_ns, .total = n, .flags = CW_F_SOCK_TLS,
+                          .arrive_first_us = (__u32)(arrival >> 32), .arrive_last_us = (__u32)arrival};
   sock_emit_span(id, ts, read ? CW_SOCK_READ : CW_SOCK_WRITE, fd, n, buf, io, CW_SOCK_MAX_COPY);
 }
 
@@ -110,7 +132,7 @@ static __always_inline int ssl_enter(struct pt_regs *ctx, __u64 id) {
     if (bound && bound->mem_bio && !bound->exact) {
       const __s32 fd = bound->fd;
       const __s64 n = call == CW_SSL_WRITE ? (__s64)(int)PT_REGS_PARM3(ctx) : (__s64)PT_REGS_PARM3(ctx);
-      if (n > 0 && ssl_conn(id, fd)) ssl_emit(id, now, false, fd, n, PT_REGS_PARM2(ctx), now);
+      if (n > 0 && ssl_conn(id, fd)) ssl_emit(id, now, false, fd, n, PT_REGS_PARM2(ctx), now, 0);
       return CW_SKIP_RETURN;
     }
   }
@@ -175,7 +197,8 @@ static __always_inline void ssl_exit(struct pt_regs *ctx, __u64 id) {
   }
   if (!ssl_conn(id, fd)) return;
   /* Writes are stamped at their entry, as on the libc hook (bpf/sock.bpf.h cw_sock_args). */
-  ssl_emit(id, read ? bpf_ktime_get_ns() : a.enter_ns, read, fd, n, a.buf, a.enter_ns);
+  const __u64 ts = read ? bpf_ktime_get_ns() : a.enter_ns;
+  ssl_emit(id, ts, read, fd, n, a.buf, a.enter_ns, read ? ssl_read_arrival(tid, fd, ts) : 0);
 }
 
 /* Kernels with session uprobes (6.13+; collector/uprobe_multi.h): one program at the entry

@@ -25,7 +25,8 @@ bool is_libssl_name(std::string_view name) { return name.starts_with("libssl.so"
 const char* ssl_stat_name(uint32_t stat) {
   // bpf/sock.bpf.h enum cw_ssl_stat, in order.
   constexpr const char* kNames[] = {"http_tls_plaintext_calls", "http_tls_no_connection", "http_tls_untraced",
-                                    "http_tls_calls_lost",      "http_tls_rebound",       "http_tls_cipher_skipped"};
+                                    "http_tls_calls_lost",      "http_tls_rebound",       "http_tls_cipher_skipped",
+                                    "http_tls_arrival_reads"};
   return stat < std::size(kNames) ? kNames[stat] : "";
 }
 

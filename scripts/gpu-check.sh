@@ -327,8 +327,9 @@ run_phase() {
 # as traced by causeway vs an empty bpftrace uprobe+uretprobe pair vs untraced; the caller on
 # one core, the tracer on another. bench/request_cost.py: a 1,000 req/s aiohttp server's
 # served p50 untraced vs traced by causeway as shipped (the hook it picks), and an untraced
-# process's socket syscalls; the server, the load and the tracer each on their own cores
-# (the method Coroot publishes). Both are bounded; bench/bench_figures.py reads their
+# process's socket syscalls; bench/tls_cost.py: the same rate over TLS (the libssl uprobes);
+# the server, the load and the tracer each on their own cores (the method Coroot
+# publishes). All are bounded; bench/bench_figures.py reads their
 # figures by name into bench/bench.json, which the verdict carries as "bench".
 # The cores: server 1, tracer 2, load 3-6 (the tracer and the bench on 0 and 1 with few CPUs;
 # fewer than 4 CPUs cannot separate them, and bench.json says so).
@@ -349,8 +350,8 @@ run_bench() {
   wrapper="$work/causeway-pinned"
   printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$trc" "$cw" > "$wrapper"; chmod +x "$wrapper"
   log "bench: starting ($ncpu CPUs: server/caller $srv, tracer $trc, load $load)"
-  local launch_args=(--calls 100000 --rounds 3) req_args=(--rounds 1 --seconds 8 --syscalls 300000)
-  [ $mode = fake ] && launch_args=(--calls 30000 --rounds 1) req_args=(--rounds 1 --seconds 3 --syscalls 100000)
+  local launch_args=(--calls 100000 --rounds 3) req_args=(--rounds 1 --seconds 8 --syscalls 300000) tls_args=(--rounds 3 --seconds 4)
+  [ $mode = fake ] && launch_args=(--calls 30000 --rounds 1) req_args=(--rounds 1 --seconds 3 --syscalls 100000) tls_args=(--rounds 1 --seconds 3)
   if [ ! -x "$bdir/trace_cost" ]; then echo "no $bdir/trace_cost (ninja trace_cost)" > "$d/launch.err"
   elif ! command -v bpftrace > /dev/null; then echo "no bpftrace on PATH: the launch bench compares with its bare probe pair (apt-get install bpftrace)" > "$d/launch.err"
   else
@@ -367,8 +368,15 @@ run_bench() {
       --rate 1000 --connections 8 --hooks auto "${req_args[@]}" --server-cpus "$srv" --load-cpus "$load" --tracer-cpus "$trc" \
       || log "bench: request bench exited $? (bench/requests.err)"
   fi
+  # TLS: a 1,000 req/s HTTPS server on the libssl its python maps, untraced and traced (the SSL
+  # uprobes), the order rotating per round (bench/tls_cost.py, docs/BENCHMARKS.md "TLS plaintext")
+  if ! command -v openssl > /dev/null; then echo "no openssl command: the TLS bench makes its certificate with it (apt-get install openssl)" > "$d/tls.err"
+  else
+    step bench/tls 75 "$bpy" "$root/bench/tls_cost.py" --causeway "causeway=$cw" --rate 1000 --connections 8 "${tls_args[@]}" \
+      --server-cpus "$srv" --load-cpus "$load" --tracer-cpus "$trc" || log "bench: TLS bench exited $? (bench/tls.err)"
+  fi
   "$py" "$root/bench/bench_figures.py" --launch "$d/launch.out" --launch-err "$d/launch.err" --requests "$d/requests.out" \
-    --requests-err "$d/requests.err" --cpus "$cpus" > "$d/bench.json" 2> "$d/figures.err"
+    --requests-err "$d/requests.err" --tls "$d/tls.out" --tls-err "$d/tls.err" --cpus "$cpus" > "$d/bench.json" 2> "$d/figures.err"
   [ -s "$d/figures.err" ] || rm -f "$d/figures.err"
   log "bench: $("$py" -c '
 import json, sys
@@ -378,6 +386,8 @@ for name, c in (b.get("launch") or {}).get("configs", {}).items():
     if "ratio" in c: out.append("launch %s %.2fx the bare probes (%.3f us vs %.3f us)" % (name, c["ratio"], c.get("causeway_us", 0), c.get("bare_probes_us", 0)))
 r = b.get("requests") or {}
 if "auto_p50_ratio" in r: out.append("served p50 %.2fx traced (%s hook; %.3f ms vs %.3f ms), untraced socket syscalls %.2fx" % (r["auto_p50_ratio"], r.get("auto_hook_used"), r.get("auto_p50_ms", 0), r.get("bare_p50_ms", 0), r.get("auto_rw_ratio", 0)))
+t = b.get("tls") or {}
+if "causeway_p50_ratio" in t: out.append("TLS served p50 %.2fx traced (%.3f ms vs %.3f ms, p99 %.3f vs %.3f ms)" % (t["causeway_p50_ratio"], t.get("causeway_p50_ms", 0), t.get("bare_p50_ms", 0), t.get("causeway_p99_ms", 0), t.get("bare_p99_ms", 0)))
 print("; ".join(out) or "no figures (see results/bench)")' "$d/bench.json" 2>&1)"
 }
 

@@ -3,5 +3,6 @@
 # itself with kernel receive timestamps; TTFT from arrival, the API wait, api_server_busy.
 causeway_test(test_requests_arrival_bpf LABEL bpf TIMEOUT 300
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_arrival_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/tls_certificate.cpp
   LIBS causeway_tracedb)
 add_dependencies(test_requests_arrival_bpf causeway)

@@ -1,8 +1,11 @@
 // Requests timed from the kernel's arrival of their bytes (bpf/arrival.bpf.h; docs/INFERENCE.md
-// "Arrival time") against a plain-asyncio streaming server whose event loop is blocked in
-// bursts (tests/testprogs/busy_api_server.py), so requests wait unread in their sockets, and a
-// client that times itself from the kernel (tests/testprogs/arrival_client.py: SO_TIMESTAMPNS
-// receive times, CLOCK_REALTIME like the trace's Unix times).
+// "Arrival time") against an asyncio streaming server whose event loop is blocked in bursts
+// (tests/testprogs/busy_api_server.py), so requests wait unread in their sockets, and a client
+// that times itself from the kernel (tests/testprogs/arrival_client.py: SO_TIMESTAMPNS receive
+// times, CLOCK_REALTIME like the trace's Unix times). Served plain, and served over TLS through
+// the system libssl (asyncio's memory BIOs): there the plaintext comes from the SSL_read
+// uprobes and the arrival from the unrecorded cipher reads before it (bpf/ssl.bpf.h
+// ssl_read_arrival; each connection's first request from its recorded cipher reads).
 #include <doctest/doctest.h>
 
 #include <signal.h>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "tests/bpf/collector_harness.h"
+#include "tests/bpf/tls_certificate.h"
 
 using namespace causeway;
 using namespace causeway::test;
@@ -42,48 +46,53 @@ struct ServerReap {
   }
 };
 
-}  // namespace
+enum class Served { plain, tls };
 
-TEST_CASE("arrival: TTFT from the request's arrival matches a kernel-timestamped client; the API wait and its busy thread") {
-  if (::access(kArrivalPython, X_OK) != 0) {
-    std::printf("SKIPPED: python3 is not installed\n");
-    std::exit(77);
-  }
+// The server (busy in bursts) and the client's command line, plain or TLS.
+struct ArrivalRun {
   TempDir dir;
-  const int port = 21000 + static_cast<int>(::getpid() % 20000);
-  pid_t server = spawn({kArrivalPython, source_dir() + "/tests/testprogs/busy_api_server.py", "--port", std::to_string(port),
-                        "--burst-ms", "25", "--every-ms", "60", "--step-ms", "8", "--ready-file", dir.file("server.ready"),
-                        "--bursts", dir.file("bursts.json")},
-                       dir.file("server.log"));
-  const ServerReap reap{server};
-  wait_for_file(dir.file("server.ready"), 30000);
-  const std::string client_py = source_dir() + "/tests/testprogs/arrival_client.py";
+  int port = 21000 + static_cast<int>(::getpid() % 20000);
+  std::vector<std::string> server, client;
+};
 
-  Tracer t(dir, {"--pid", std::to_string(server), "--http-port", std::to_string(port), "--no-stack"});
-  auto c = run_process({kArrivalPython, client_py, "--port", std::to_string(port), "--requests", "80", "--workers", "4",
-                        "--out", dir.file("client.json")});
-  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  CAPTURE(t.log());
+void command_lines(ArrivalRun& run, Served how) {
+  const TempDir& dir = run.dir;
+  run.server = {kArrivalPython, source_dir() + "/tests/testprogs/busy_api_server.py", "--port", std::to_string(run.port),
+                "--burst-ms", "25", "--every-ms", "60", "--step-ms", "8", "--ready-file", dir.file("server.ready"),
+                "--bursts", dir.file("bursts.json")};
+  run.client = {kArrivalPython, source_dir() + "/tests/testprogs/arrival_client.py", "--port", std::to_string(run.port),
+                "--requests", "80", "--workers", "4", "--out", dir.file("client.json")};
+  if (how == Served::tls) {
+    make_tls_certificate(dir);
+    run.server.insert(run.server.end(), {"--cert", dir.file("cert.pem"), "--key", dir.file("key.pem")});
+    run.client.push_back("--tls");
+  }
+}
 
-  const auto client = json_lines(dir.file("client.json"));
-  const auto bursts = json_lines(dir.file("bursts.json"));
-  REQUIRE(client.size() == 80);
-  REQUIRE(bursts.size() >= 3);
-  const std::string mine = "server_pid = " + std::to_string(server) + " AND request_id LIKE 'arr-%'";
-  // Exact: every request once, none invented.
-  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE " + mine) == 80);
-  CHECK(q_int(t.db(), "SELECT count(DISTINCT request_id) FROM requests WHERE " + mine) == 80);
-  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE " + mine + " AND (status != 200 OR events != 4)") == 0);
+// Exact: every request once, none invented, each with its wait; over TLS each read through libssl.
+void check_rows(const std::string& db, const std::string& mine, Served how) {
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE " + mine) == 80);
+  CHECK(q_int(db, "SELECT count(DISTINCT request_id) FROM requests WHERE " + mine) == 80);
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE " + mine + " AND (status != 200 OR events != 4)") == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE " + mine + " AND tls = " + (how == Served::tls ? "1" : "0")) == 80);
+  if (how == Served::tls) {
+    // 4 keep-alive connections: each one's first request is timed from its recorded cipher
+    // reads (before its first plaintext), the 76 others from the unrecorded ones.
+    CHECK(q_int(db, "SELECT value FROM collector_stats WHERE name = 'http_tls_arrival_reads'") >= 76);
+    CHECK(q_int(db, "SELECT value FROM collector_stats WHERE name = 'http_tls_cipher_skipped'") > 0);
+  }
   // The wait is the read's lateness: read_end_ns - end_ns, never negative.
-  CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE " + mine + " AND (api_wait_ns IS NULL OR api_wait_ns < 0 OR "
-                      "api_wait_ns != read_end_ns - end_ns)") == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE " + mine + " AND (api_wait_ns IS NULL OR api_wait_ns < 0 OR "
+                  "api_wait_ns != read_end_ns - end_ns)") == 0);
+}
 
+// Traced against the client's own kernel-timestamped measure, request by request.
+void check_against_client(const std::string& db, const std::string& mine, const std::vector<json>& client,
+                          const std::vector<json>& bursts) {
   std::map<std::string, std::vector<int64_t>> traced;  // id → end_ns, ttft_ns, api_wait_ns, start_ns
-  for (const auto& id : q_rows(t.db(), "SELECT rowid FROM requests WHERE " + mine)) {
+  for (const auto& id : q_rows(db, "SELECT rowid FROM requests WHERE " + mine)) {
     const std::string where = " FROM requests WHERE rowid = " + std::to_string(id[0]);
-    traced[q_text(t.db(), "SELECT request_id" + where)] = q_rows(t.db(), "SELECT end_ns, ttft_ns, api_wait_ns, start_ns" + where)[0];
+    traced[q_text(db, "SELECT request_id" + where)] = q_rows(db, "SELECT end_ns, ttft_ns, api_wait_ns, start_ns" + where)[0];
   }
   size_t close = 0, arrival_close = 0, matched = 0, burst_hit = 0, burst_waited = 0, kernel_ts = 0;
   for (const json& m : client) {
@@ -120,9 +129,11 @@ TEST_CASE("arrival: TTFT from the request's arrival matches a kernel-timestamped
   CHECK(burst_hit >= 3);
   CHECK(static_cast<double>(kernel_ts) >= 0.9 * static_cast<double>(matched));
   CHECK(static_cast<double>(burst_waited) >= 0.9 * static_cast<double>(burst_hit));
+}
 
-  // What the user sees: the wait in percentiles and per request, and its cause with the thread.
-  auto r = run_causeway({"requests", "--db", t.db(), "--json", "--pid", std::to_string(server), "--quantile", "0.9",
+// What the user sees: the wait in percentiles and per request, and its cause with the thread.
+void check_user_view(const std::string& db, pid_t server) {
+  auto r = run_causeway({"requests", "--db", db, "--json", "--pid", std::to_string(server), "--quantile", "0.9",
                          "--slowest", "8"});
   REQUIRE(r.exit_code == 0);
   const json d = json::parse(r.out)["requests"];
@@ -136,7 +147,44 @@ TEST_CASE("arrival: TTFT from the request's arrival matches a kernel-timestamped
   CHECK((*busy)["culprit"]["pid"] == server);
   CHECK((*busy)["culprit"]["tid"] == server);  // asyncio's loop runs on the main thread
   CHECK((*busy)["culprit"]["comm"] == "python3");
-  auto text = run_causeway({"requests", "--db", t.db(), "--pid", std::to_string(server)});
+  auto text = run_causeway({"requests", "--db", db, "--pid", std::to_string(server)});
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("API wait p50") != std::string::npos);
+}
+
+void ttft_from_arrival(Served how) {
+  if (::access(kArrivalPython, X_OK) != 0) {
+    std::printf("SKIPPED: python3 is not installed\n");
+    std::exit(77);
+  }
+  ArrivalRun run;
+  command_lines(run, how);
+  const pid_t server = spawn(run.server, run.dir.file("server.log"));
+  const ServerReap reap{server};
+  wait_for_file(run.dir.file("server.ready"), 30000);
+  Tracer t(run.dir, {"--pid", std::to_string(server), "--http-port", std::to_string(run.port), "--no-stack"});
+  auto c = run_process(run.client);
+  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  CAPTURE(t.log());
+
+  const auto client = json_lines(run.dir.file("client.json"));
+  const auto bursts = json_lines(run.dir.file("bursts.json"));
+  REQUIRE(client.size() == 80);
+  REQUIRE(bursts.size() >= 3);
+  const std::string mine = "server_pid = " + std::to_string(server) + " AND request_id LIKE 'arr-%'";
+  check_rows(t.db(), mine, how);
+  check_against_client(t.db(), mine, client, bursts);
+  check_user_view(t.db(), server);
+}
+
+}  // namespace
+
+TEST_CASE("arrival: TTFT from the request's arrival matches a kernel-timestamped client; the API wait and its busy thread") {
+  ttft_from_arrival(Served::plain);
+}
+
+TEST_CASE("arrival over TLS (system libssl, memory BIOs): the same, from the cipher bytes' arrival") {
+  ttft_from_arrival(Served::tls);
 }

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "tests/bpf/collector_harness.h"
+#include "tests/bpf/tls_certificate.h"
 
 using namespace causeway;
 using namespace causeway::test;
@@ -36,18 +37,6 @@ struct TlsReap {
     wait_exit(pid);
   }
 };
-
-// A throwaway self-signed certificate and key in dir (cert.pem, key.pem); exits 77 without
-// the openssl CLI.
-void make_certificate(const TempDir& dir) {
-  if (run_process({"openssl", "version"}).exit_code != 0) {
-    std::printf("SKIPPED: the openssl command is not installed (apt-get install openssl)\n");
-    std::exit(77);
-  }
-  auto r = run_process({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
-                        "-keyout", dir.file("key.pem"), "-out", dir.file("cert.pem")});
-  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
-}
 
 enum class ClientLoad { warm, one_by_one, concurrent };
 
@@ -68,15 +57,31 @@ int64_t stat_of(const std::string& db, const std::string& name) {
 }
 
 // The rows of one server's requests over plain HTTP (tls 0) or HTTPS (tls 1), grouped by
-// what must not differ between the two.
+// what must not differ between the two (the request's and the response's bytes, framing,
+// tokens, model, how it ended).
 std::string rows_of(const std::string& db, pid_t server, int tls) {
   return q_text(db,
                 "SELECT group_concat(k || ' x' || n, ' | ') FROM (SELECT k, count(*) AS n FROM (SELECT method || ' ' || path || "
-                "' ' || status || ' ' || response_bytes || ' ' || events || ' ' || content_events || ' ' || "
+                "' ' || status || ' ' || prompt_bytes || ' ' || response_bytes || ' ' || streamed || ' ' || complete || ' ' || "
+                "events || ' ' || content_events || ' ' || "
                 "coalesce(model, '-') || ' ' || coalesce(max_tokens, '-') || ' ' || coalesce(input_tokens, '-') || ' ' || "
                 "coalesce(output_tokens, '-') || ' ' || end_reason AS k FROM requests WHERE server_pid = " +
                     std::to_string(server) + " AND tls = " + std::to_string(tls) +
                     " AND path != '/warm') GROUP BY k ORDER BY k)");
+}
+
+// The peers of one server's requests (tls 0 or 1), each with its request count: "peer xN | …".
+std::string peers_of(const std::string& db, pid_t server, int tls) {
+  return q_text(db, "SELECT group_concat(peer || ' x' || n, ' | ') FROM (SELECT peer, count(*) AS n FROM requests WHERE "
+                    "server_pid = " + std::to_string(server) + " AND tls = " + std::to_string(tls) +
+                    " AND path != '/warm' GROUP BY peer ORDER BY peer)");
+}
+
+// The client's connections (tls_client.py "peers", sorted) as peers_of writes them, n requests each.
+std::string peer_counts(const json& client, int n) {
+  std::string out;
+  for (const auto& p : client["peers"]) out += (out.empty() ? "" : " | ") + p.get<std::string>() + " x" + std::to_string(n);
+  return out;
 }
 
 // What the TLS hook counts as not recorded (collector_stats, bpf/events.h enum cw_ssl_stat),
@@ -101,7 +106,7 @@ struct TlsServerRun {
 
 // One tls_server.py in `mode`, ready, its first TLS connection made (imports).
 pid_t start_server(TlsServerRun& run, const std::string& mode, int port_base) {
-  make_certificate(run.dir);
+  make_tls_certificate(run.dir);
   run.plain_port = port_base + static_cast<int>(::getpid() % 6000) * 2;  // port_base ≤ 52000: under 65536
   run.tls_port = run.plain_port + 1;
   run.pid = spawn({kPython, source_dir() + "/tests/testprogs/tls_server.py", "--mode", mode, "--plain-port",
@@ -133,18 +138,23 @@ void same_rows_through_tls(const std::string& mode) {
   REQUIRE(t.stop(SIGINT) == 0);
   CAPTURE(t.log());
   REQUIRE(plain["requests"] == 36);
-  REQUIRE(tls == plain);
+  REQUIRE(tls["requests"] == plain["requests"]);
+  REQUIRE(tls["events"] == plain["events"]);
   // 4 connections × 3 rounds of a plain response (300 bytes), a stream (5 events) and a chat
   // stream (3 content deltas and a usage event: model, max_tokens, 7 prompt and 3 completion tokens).
   const std::string plain_rows = rows_of(t.db(), server, 0);
   const std::string tls_rows = rows_of(t.db(), server, 1);
   CAPTURE(plain_rows);
   CAPTURE(tls_rows);
-  CHECK(plain_rows.rfind("GET /plain 200 300 0 0 - - - - complete x12 | GET /stream 200 ", 0) == 0);
-  CHECK(plain_rows.find(" 5 0 - - - - complete x12") != std::string::npos);
+  CHECK(plain_rows.rfind("GET /plain 200 0 300 0 1 0 0 - - - - complete x12 | GET /stream 200 0 ", 0) == 0);
+  CHECK(plain_rows.find(" 1 1 5 0 - - - - complete x12") != std::string::npos);
   CHECK(plain_rows.find("POST /v1/chat/completions 200 ") != std::string::npos);
   CHECK(plain_rows.find(" 4 3 cw-tls-model 16 7 3 complete x12") != std::string::npos);
   CHECK(tls_rows == plain_rows);
+  // The peers: each of the client's connections, as the client saw its own address, with its
+  // 9 requests, plain and TLS alike.
+  CHECK(peers_of(t.db(), server, 0) == peer_counts(plain, 9));
+  CHECK(peers_of(t.db(), server, 1) == peer_counts(tls, 9));
   CHECK(q_int(t.db(), "SELECT count(*) FROM requests WHERE path != '/warm' AND server_pid = " + std::to_string(server)) == 72);
   CHECK(stat_of(t.db(), "http_tls_servers") == 1);
   CHECK(stat_of(t.db(), "http_tls_links") >= 1);  // one session link (6.13+), else an entry and a return per function
@@ -197,7 +207,7 @@ TEST_CASE("Node https (OpenSSL linked into node): TLS connections counted, not p
     std::exit(77);
   }
   TempDir dir;
-  make_certificate(dir);
+  make_tls_certificate(dir);
   const int port = 30000 + static_cast<int>(::getpid() % 7000) * 2 + 16001;
   pid_t server = spawn({"/usr/bin/env", "node", source_dir() + "/tests/testprogs/tls_node_server.js", std::to_string(port),
                         dir.file("cert.pem"), dir.file("key.pem"), dir.file("server.ready")},

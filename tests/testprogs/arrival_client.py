@@ -4,12 +4,16 @@
 request: the send's start and end (CLOCK_REALTIME ns around sendall: on loopback the kernel
 delivers the bytes to the server's socket inside it) and the kernel's receive time of the first
 SSE data event (SO_TIMESTAMPNS ancillary data of the recvmsg that returned it: CLOCK_REALTIME,
-the trace's Unix time). TTFT = first token received - send end. One JSON line per request."""
+the trace's Unix time). TTFT = first token received - send end. One JSON line per request.
+With --tls the connection speaks TLS through an ssl.SSLObject on memory BIOs over the plain
+socket, so every ciphertext read is still a recvmsg with its kernel receive time: the first
+token's time is that of the read that completed its TLS record."""
 import argparse
 import json
 import multiprocessing
 import os
 import socket
+import ssl
 import struct
 import time
 
@@ -20,31 +24,94 @@ p.add_argument("--workers", type=int, default=4)
 p.add_argument("--tokens", type=int, default=4)
 p.add_argument("--gap-ms", type=float, default=7)
 p.add_argument("--out", required=True)
+p.add_argument("--tls", action="store_true")
 ARGS = p.parse_args()
 
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
 
 
-def one(sock, rid):
+def kernel_rx(anc):
+    """The SO_TIMESTAMPNS receive time of a recvmsg's ancillary data, 0 without one."""
+    for level, kind, raw in anc:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
+            sec, nsec = struct.unpack("qq", raw[:16])
+            return sec * 1_000_000_000 + nsec
+    return 0
+
+
+class PlainConn:
+    def __init__(self, sock):
+        self.sock = sock
+
+    def sendall(self, data):
+        self.sock.sendall(data)
+
+    def recvmsg(self, n):
+        data, anc, _, _ = self.sock.recvmsg(n, socket.CMSG_SPACE(16))
+        return data, kernel_rx(anc)
+
+
+class TlsConn:
+    """TLS over the plain socket through memory BIOs: ciphertext moves with sendall and
+    recvmsg (so reads keep their kernel receive times), the SSLObject turns it to plaintext."""
+
+    def __init__(self, sock):
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE  # the test's own throwaway certificate
+        self.sock, self.incoming, self.outgoing = sock, ssl.MemoryBIO(), ssl.MemoryBIO()
+        self.tls = ctx.wrap_bio(self.incoming, self.outgoing)
+        self.rx = 0
+        while True:
+            try:
+                self.tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self.flush()
+                self.feed(65536)
+        self.flush()
+
+    def flush(self):
+        data = self.outgoing.read()
+        if data:
+            self.sock.sendall(data)
+
+    def feed(self, n):
+        data, anc, _, _ = self.sock.recvmsg(n, socket.CMSG_SPACE(16))
+        if not data:
+            raise ConnectionError("server closed")
+        self.incoming.write(data)
+        return kernel_rx(anc)
+
+    def sendall(self, data):
+        self.tls.write(data)
+        self.flush()
+
+    def recvmsg(self, n):
+        """Plaintext, and the receive time of the last ciphertext read: the one that completed
+        the newest TLS record (the server writes each event as a record of its own)."""
+        while True:
+            try:
+                return self.tls.read(n), self.rx
+            except ssl.SSLWantReadError:
+                self.rx = self.feed(n)
+
+
+def one(conn, rid):
     body = json.dumps({"model": "m", "prompt": "hello", "max_tokens": ARGS.tokens, "stream": True}).encode()
     req = (b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nx-request-id: " + rid.encode() +
            b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
     send_start = time.time_ns()
-    sock.sendall(req)
+    conn.sendall(req)
     send_end = time.time_ns()
     buf, first_rx, events, kernel_ts = b"", 0, 0, True
     while not (b"data: [DONE]" in buf and buf.endswith(b"\r\n0\r\n\r\n")):
         # Small reads until the first event: a read's stamp is its last segment's, and a
         # client scheduled late on a busy host finds several events queued.
-        data, anc, _, _ = sock.recvmsg(48 if not first_rx else 65536, socket.CMSG_SPACE(16))
+        data, rx = conn.recvmsg(48 if not first_rx else 65536)
         returned = time.time_ns()
         if not data:
             raise ConnectionError("server closed")
-        rx = 0
-        for level, kind, raw in anc:
-            if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS:
-                sec, nsec = struct.unpack("qq", raw[:16])
-                rx = sec * 1_000_000_000 + nsec
         buf += data
         n = buf.count(b"data: ") - buf.count(b"data: [DONE]")
         if n > 0 and not first_rx:
@@ -58,14 +125,15 @@ def one(sock, rid):
 
 
 def worker(w, n, q):
-    sock = socket.create_connection(("127.0.0.1", ARGS.port))
-    sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    raw = socket.create_connection(("127.0.0.1", ARGS.port))
+    raw.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn = TlsConn(raw) if ARGS.tls else PlainConn(raw)
     out = []
     for i in range(n):
-        out.append(one(sock, "arr-%d-%d-%d" % (os.getpid(), w, i)))
+        out.append(one(conn, "arr-%d-%d-%d" % (os.getpid(), w, i)))
         time.sleep(ARGS.gap_ms / 1000)
-    sock.close()
+    raw.close()
     q.put(out)
 
 

@@ -3,11 +3,14 @@
 bursts: a background task spins the CPU for --burst-ms every --every-ms, so requests that
 arrive meanwhile wait unread in their sockets (tests/bpf/test_requests_arrival_bpf.cpp;
 docs/INFERENCE.md "Arrival time"). Each request streams --tokens SSE events --step-ms apart.
-The bursts are logged (CLOCK_REALTIME ns, the trace's Unix time) to --bursts as JSON lines."""
+The bursts are logged (CLOCK_REALTIME ns, the trace's Unix time) to --bursts as JSON lines.
+With --cert and --key it serves HTTPS instead (asyncio's ssl: the system libssl through memory
+BIOs), so the same wait is seen through the TLS hooks."""
 import argparse
 import asyncio
 import json
 import os
+import ssl
 import time
 
 
@@ -19,6 +22,8 @@ def parse_args():
     p.add_argument("--step-ms", type=float, default=8)
     p.add_argument("--ready-file", required=True)
     p.add_argument("--bursts", required=True)
+    p.add_argument("--cert")
+    p.add_argument("--key")
     return p.parse_args()
 
 
@@ -70,7 +75,11 @@ async def burner(log):
 
 
 async def main():
-    server = await asyncio.start_server(handle, "127.0.0.1", ARGS.port, backlog=256)
+    tls = None
+    if ARGS.cert:
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(ARGS.cert, ARGS.key)
+    server = await asyncio.start_server(handle, "127.0.0.1", ARGS.port, backlog=256, ssl=tls)
     with open(ARGS.bursts, "w") as log:
         task = asyncio.ensure_future(burner(log))
         with open(ARGS.ready_file, "w") as f:

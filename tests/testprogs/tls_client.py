@@ -9,7 +9,8 @@ OpenAI-shaped POST /v1/chat/completions (model "cw-tls-model", max_tokens 16, st
 connection after another; --concurrent opens all C connections first (hundreds of TLS
 connections held at once) and sends each round's request on every one of them before
 reading any answer. Prints one JSON line: {"requests": N, "events": total data: events seen
-(without [DONE])}. Exits 1 on any error."""
+(without [DONE]), "peers": each connection's own address "ip:port" as the server sees it as
+its peer}. Exits 1 on any error."""
 import argparse
 import http.client
 import json
@@ -51,11 +52,14 @@ def main():
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE  # the test's own throwaway certificate
+    peers = []
 
     def connect():
         c = (http.client.HTTPSConnection("127.0.0.1", a.port, context=ctx, timeout=60) if a.tls
              else http.client.HTTPConnection("127.0.0.1", a.port, timeout=60))
         c.connect()
+        host, port = c.sock.getsockname()[:2]
+        peers.append("%s:%d" % (host, port))
         return c
 
     if a.warm:
@@ -63,7 +67,7 @@ def main():
         c.request("GET", "/warm")
         c.getresponse().read()
         c.close()
-        print(json.dumps({"requests": 1, "events": 0}))
+        print(json.dumps({"requests": 1, "events": 0, "peers": peers}))
         return
     n = events = 0
     if a.concurrent:
@@ -86,7 +90,7 @@ def main():
                     events += read(c, target)
                     n += 1
             c.close()
-    print(json.dumps({"requests": n, "events": events}))
+    print(json.dumps({"requests": n, "events": events, "peers": sorted(peers)}))
 
 
 if __name__ == "__main__":

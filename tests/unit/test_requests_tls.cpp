@@ -172,6 +172,7 @@ TEST_CASE("ssl_stat_name: one collector_stats name per enum cw_ssl_stat, none pa
   }
   CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT_NO_CONN)) == "http_tls_no_connection");
   CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT_CIPHER_SKIPPED)) == "http_tls_cipher_skipped");
+  CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT_ARRIVAL)) == "http_tls_arrival_reads");
   CHECK(std::string(collector::ssl_stat_name(CW_SSL_STAT__COUNT)).empty());
 }
 
