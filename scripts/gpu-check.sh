@@ -350,7 +350,7 @@ run_bench() {
   wrapper="$work/causeway-pinned"
   printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$trc" "$cw" > "$wrapper"; chmod +x "$wrapper"
   log "bench: starting ($ncpu CPUs: server/caller $srv, tracer $trc, load $load)"
-  local launch_args=(--calls 100000 --rounds 3) req_args=(--rounds 1 --seconds 8 --syscalls 300000) tls_args=(--rounds 3 --seconds 4)
+  local launch_args=(--calls 100000 --rounds 3) req_args=(--rounds 1 --seconds 8 --syscalls 300000) tls_args=(--rounds 2 --seconds 4)
   [ $mode = fake ] && launch_args=(--calls 30000 --rounds 1) req_args=(--rounds 1 --seconds 3 --syscalls 100000) tls_args=(--rounds 1 --seconds 3)
   if [ ! -x "$bdir/trace_cost" ]; then echo "no $bdir/trace_cost (ninja trace_cost)" > "$d/launch.err"
   elif ! command -v bpftrace > /dev/null; then echo "no bpftrace on PATH: the launch bench compares with its bare probe pair (apt-get install bpftrace)" > "$d/launch.err"
@@ -372,7 +372,7 @@ run_bench() {
   # uprobes), the order rotating per round (bench/tls_cost.py, docs/BENCHMARKS.md "TLS plaintext")
   if ! command -v openssl > /dev/null; then echo "no openssl command: the TLS bench makes its certificate with it (apt-get install openssl)" > "$d/tls.err"
   else
-    step bench/tls 75 "$bpy" "$root/bench/tls_cost.py" --causeway "causeway=$cw" --rate 1000 --connections 8 "${tls_args[@]}" \
+    step bench/tls 90 "$bpy" "$root/bench/tls_cost.py" --causeway "causeway=$cw" --rate 1000 --connections 8 "${tls_args[@]}" \
       --server-cpus "$srv" --load-cpus "$load" --tracer-cpus "$trc" || log "bench: TLS bench exited $? (bench/tls.err)"
   fi
   "$py" "$root/bench/bench_figures.py" --launch "$d/launch.out" --launch-err "$d/launch.err" --requests "$d/requests.out" \
