@@ -2,8 +2,9 @@
 # Byte-identical proof of a refactor (docs/DIAGNOSIS.md "Same answers before and after"): dumps
 # what two causeway binaries answer (tests/golden/dump_outputs.sh) on every demo scenario and on
 # the trace DBs of an optional folder, then lists every file that differs. Exit 0 when the
-# answers are the same byte for byte, 1 when some differ (each named, with its first differing
-# lines), 2 on bad usage or when a dump could not be made.
+# answers are the same byte for byte, 1 when some differ (each named, with what differs: for a
+# JSON answer by path, tests/golden/summarize_diff.py; else its first differing lines), 2 on bad
+# usage or when a dump could not be made.
 #
 #   tests/golden/compare_binaries.sh BEFORE AFTER [TRACES_DIR]
 #   SCENARIOS="incident requests-prefill" tests/golden/compare_binaries.sh B A   # a subset
@@ -92,7 +93,10 @@ cat "$work/list"
 while read -r _ a _ b _; do
   [ -f "$a" ] && [ -f "$b" ] || continue
   echo "--- $(basename "$a")"
-  diff "$a" "$b" | head -c 2000
+  case "$a" in
+    *.json | *.jsonl) python3 "$here/summarize_diff.py" "$a" "$b" | head -c 4000 ;;  # by path: added, changed
+    *) diff "$a" "$b" | head -c 2000 ;;
+  esac
   echo
 done < <(grep '^Files ' "$work/list")
 exit 1
