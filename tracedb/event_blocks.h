@@ -16,8 +16,9 @@ namespace causeway {
 // maps to a narrow id range (a live writer's 200 ms batches hold about as many at 20k calls/s).
 inline constexpr int64_t kEventsPerLaidOutBlock = 4096;
 
-// Replaces the session's event_blocks rows with one block per `rows_per_block` events in rowid
-// order (the last block holds the rest). Runs in the caller's transaction when there is one.
+// Replaces the session's event_blocks rows with one block per `rows_per_block` rowids counted
+// from the session's first event (its rows alone: fewer where another session's rows sit in
+// between). Runs in the caller's transaction when there is one.
 Result<void> rebuild_event_blocks(sqlite3* db, int64_t session_id, int64_t rows_per_block);
 
 }  // namespace causeway
