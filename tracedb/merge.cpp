@@ -12,6 +12,7 @@
 #include <set>
 
 #include "common/fs_user.h"
+#include "tracedb/event_blocks.h"
 #include "tracedb/schema.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -417,14 +418,14 @@ Result<void> write_staged_events(sqlite3* db, int64_t session_id) {
   std::string list;
   for (const std::string& c : cols)
     if (c != "id") list += (list.empty() ? "" : ", ") + c;
-  const std::string SID = std::to_string(session_id);
   std::string sql = "BEGIN; INSERT INTO main.events (" + list + ") SELECT " + list +
-                    " FROM temp.ev_stage ORDER BY ts_ns; DROP TABLE temp.ev_stage;"
-                    "INSERT INTO main.event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) "
-                    "SELECT " + SID + ", min(id), max(id), min(ts_ns), max(ts_ns), max(ts_ns + dur_ns) FROM main.events "
-                    "GROUP BY (id - 1) / 4096; COMMIT;";
+                    " FROM temp.ev_stage ORDER BY ts_ns; DROP TABLE temp.ev_stage;";
   if (auto r = exec_sql(db, sql); !r) return make_error("db_write", "writing the merged events: " + r.error().message);
-  return {};
+  if (auto r = rebuild_event_blocks(db, session_id, kEventsPerLaidOutBlock); !r) {
+    (void)exec_sql(db, "ROLLBACK");
+    return r;
+  }
+  return exec_sql(db, "COMMIT");
 }
 
 }  // namespace

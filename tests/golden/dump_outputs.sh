@@ -11,10 +11,15 @@
 #   S.explain.json  explain --json          S.stats.json    stats --json
 #   S.requests.json requests --json         (requests-* scenarios)
 #   S.mcp.jsonl     the MCP tools get_causal_chains and get_request_latency over stdio (results only)
+#   S.call_causes.tsv  the call_causes table (below)
 #   S.perfetto.sha256  the digest of export --format perfetto
-# Per TRACES_DIR/*.db T (copied and migrated first; the original is never opened):
-#   T.explain.json, T.stats.json, and T.merged.explain.json / T.merged.stats.json (on
-#   `merge -o M T`: the correlator re-run by merge).
+# Per TRACES_DIR/*.db T (copied and migrated first; the original is never opened), on the DB as
+# stored and again on `merge -o M T` (T.merged.*: the correlator and the request chains re-run
+# by this binary):
+#   T.explain.json, T.stats.json, T.requests.json (when T holds requests), T.mcp.jsonl, and
+#   T.call_causes.tsv (the call_causes table: every slow call's cause, in key order).
+# So two binaries compare on the same DB files: a demo DB written twice differs, the writer
+# being free to cut its batches where it likes (tests/golden/compare_binaries.sh writes them once).
 # SCENARIOS="incident requests-prefill" dumps only those scenarios ("none": only the traces).
 # A command's stderr and exit status go to NAME.err / NAME.rc only when it fails, so a failure
 # shows in the diff too. Needs bash, coreutils and python3 (for the MCP transcript).
@@ -78,6 +83,36 @@ for i in sorted(got):
 PY
 }
 
+# call_causes_dump DB OUTFILE: the call_causes rows, op by name, in key order, tab-separated.
+call_causes_dump() {
+  python3 - "$1" > "$2" 2> "$work/cc.err" <<'PY' || cp "$work/cc.err" "$2.err"
+import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+rows = db.execute("SELECT c.session_id, coalesce(o.name, c.op_id), c.pid, c.tid, c.ts_ns, c.gap, c.dur_ns, "
+                  "c.lost_ns, c.cause, c.chain_id FROM call_causes c LEFT JOIN ops o ON o.id = c.op_id "
+                  "ORDER BY c.session_id, c.op_id, c.pid, c.tid, c.ts_ns, c.gap")
+for r in rows:
+    print("\t".join(str(v) for v in r))
+PY
+}
+
+# has_requests DB: true when the DB stores inference requests.
+has_requests() {
+  python3 -c 'import sqlite3, sys
+db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
+sys.exit(0 if db.execute("SELECT count(*) FROM requests").fetchone()[0] else 1)' "$1" 2> /dev/null
+}
+
+# dump_db DB NAME: what the binary answers on one stored DB.
+dump_db() {
+  local db=$1 name=$2
+  run "$name.explain.json" "$bin" explain --json --db "$db"
+  run "$name.stats.json" "$bin" stats --json --db "$db"
+  if has_requests "$db"; then run "$name.requests.json" "$bin" requests --json --db "$db"; fi
+  mcp_dump "$db" "$name"
+  call_causes_dump "$db" "$out/$name.call_causes.tsv"
+}
+
 if [ -n "${SCENARIOS:-}" ]; then
   scenarios=$SCENARIOS
   [ "$scenarios" != none ] || scenarios=""
@@ -97,6 +132,7 @@ for s in $scenarios; do
   run "$s.stats.json" "$bin" stats --json --db "$db"
   case "$s" in requests*) run "$s.requests.json" "$bin" requests --json --db "$db" ;; esac
   mcp_dump "$db" "$s"
+  call_causes_dump "$db" "$out/$s.call_causes.tsv"
   # The Perfetto export is large: its digest stands for it.
   run "$s.perfetto.txt" "$bin" export --format perfetto --db "$db" -o "$s.perfetto.json"
   { [ -f "$s.perfetto.json" ] && sha256sum < "$s.perfetto.json"; } > "$out/$s.perfetto.sha256"
@@ -112,12 +148,10 @@ if [ -n "$traces" ]; then
     # An older schema is migrated in the copy (readers refuse it otherwise).
     run "$t.migrate.txt" "$bin" migrate --db "$t.db"
     rm -f "$out/$t.migrate.txt"
-    run "$t.explain.json" "$bin" explain --json --db "$t.db"
-    run "$t.stats.json" "$bin" stats --json --db "$t.db"
     run "$t.merge.txt" "$bin" merge -o "$t.merged.db" "$t.db"
     rm -f "$out/$t.merge.txt"
-    run "$t.merged.explain.json" "$bin" explain --json --db "$t.merged.db"
-    run "$t.merged.stats.json" "$bin" stats --json --db "$t.merged.db"
+    dump_db "$t.db" "$t"
+    dump_db "$t.merged.db" "$t.merged"
     rm -f "$t".*
   done
 fi

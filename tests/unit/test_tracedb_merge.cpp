@@ -1,4 +1,5 @@
-// `causeway merge` on real SQLite files: hosts' sessions combined without collisions, an older
+// `causeway merge` on real SQLite files (and the zone map it lays out by rows, which the demos
+// use too): hosts' sessions combined without collisions, an older
 // schema migrated in the copy, inputs untouched, and the refusals (same DB twice, a merged DB,
 // a newer schema, an existing output) leave nothing behind.
 #include <doctest/doctest.h>
@@ -8,6 +9,7 @@
 #include <tuple>
 
 #include "tests/support/test_support.h"
+#include "tracedb/event_blocks.h"
 #include "tracedb/merge.h"
 #include "tracedb/schema.h"
 #include "tracedb/sqlite_handle.h"
@@ -141,6 +143,47 @@ TEST_CASE("merge carries the hosts' served requests and engine metrics, their se
   CHECK(q(out, "SELECT count(*) FROM requests WHERE server_pid = 20000100 AND request_id = 'r2' AND ttft_ns = 40") == 1);
   CHECK(q(out, "SELECT count(*) FROM engines WHERE pid IN (10000100, 20000100) AND engine = 'vllm'") == 2);
   CHECK(q(out, "SELECT count(*) FROM engine_metrics WHERE pid IN (10000100, 20000100) AND value = 2") == 2);
+}
+
+TEST_CASE("the zone map laid out by rows depends on the rows alone, per session") {
+  TempDir dir;
+  const std::string path = dir.file("z.db");
+  DbHandle db = open_rw(path);
+  REQUIRE(migrate(db.get(), latest_schema_version()));
+  // Session 1: 10 events, ts 100, 200, ... with a long call (dur 5000) at the 4th; session 2's
+  // 3 events between them by rowid; a stale block of session 1 as a writer would have cut it.
+  std::string sql =
+      "INSERT INTO ops (id, source, name, kind) VALUES (1, 'cuda', 'cudaMalloc', 'call');"
+      "INSERT INTO sessions (source_kind, host, tool_version, started_ns) VALUES ('demo', 'h', 'x', 0), ('demo', 'h', 'x', 0);";
+  for (int i = 1; i <= 10; ++i) {
+    sql += "INSERT INTO events (session_id, ts_ns, dur_ns, pid, tid, op_id) VALUES (1, " + std::to_string(i * 100) +
+           ", " + (i == 4 ? "5000" : "10") + ", 1, 1, 1);";
+    if (i == 5) sql += "INSERT INTO events (session_id, ts_ns, dur_ns, pid, tid, op_id) VALUES (2, 7, 1, 2, 2, 1), (2, 8, 1, 2, 2, 1), (2, 9, 1, 2, 2, 1);";
+  }
+  sql += "INSERT INTO event_blocks VALUES (1, 1, 13, 100, 1000, 5400), (2, 6, 8, 7, 9, 10);";
+  REQUIRE(exec_sql(db.get(), sql).ok());
+
+  REQUIRE(rebuild_event_blocks(db.get(), 1, 4).ok());
+  // Blocks span 4 rowids counted from the session's first row (1..4, 5..8, 9..12, 13): session
+  // 2's rows inside a span are not its rows (5..8 holds session 1's id 5 alone).
+  auto block = [&](int64_t first, const char* col) {
+    return q(path, std::string("SELECT ") + col + " FROM event_blocks WHERE session_id = 1 AND first_id = " +
+                       std::to_string(first));
+  };
+  CHECK(q(path, "SELECT count(*) FROM event_blocks WHERE session_id = 1") == 4);
+  CHECK(block(1, "last_id") == 4);
+  CHECK(block(1, "min_ts") == 100);
+  CHECK(block(1, "max_ts") == 400);
+  CHECK(block(1, "max_end_ns") == 5400);  // the long call's end
+  CHECK(block(5, "last_id") == 5);
+  CHECK(block(5, "min_ts") == 500);
+  CHECK(block(9, "last_id") == 12);
+  CHECK(block(13, "max_ts") == 1000);
+  // Session 2's block is left alone; laying out again gives the same map.
+  CHECK(q(path, "SELECT count(*) FROM event_blocks WHERE session_id = 2 AND first_id = 6 AND last_id = 8") == 1);
+  REQUIRE(rebuild_event_blocks(db.get(), 1, 4).ok());
+  CHECK(q(path, "SELECT count(*) FROM event_blocks WHERE session_id = 1") == 4);
+  CHECK_FALSE(rebuild_event_blocks(db.get(), 1, 0).ok());
 }
 
 }  // namespace causeway
