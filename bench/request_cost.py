@@ -187,7 +187,7 @@ def stored_requests(db, server_pid):
 
 
 def hook_used(db):
-    """The hook the tracer attached, from its collector_stats (collector/session.cpp): libc
+    """The hook the tracer attached, from its collector_stats (collector/session_write.cpp): libc
     only when no tracepoint hook was attached at all."""
     con = sqlite3.connect("file:%s?mode=ro" % db, uri=True)
     try:

@@ -224,6 +224,16 @@ CallRecord decode_run(const cw_run& r) {
   return c;
 }
 
+CallRecord decode_page_agg(uint32_t pid, const cw_page_agg& agg) {
+  CallRecord c;
+  c.pid = pid;
+  c.tid = pid;
+  c.op = CW_OP_PAGE_ALLOC;
+  c.a[0] = static_cast<int64_t>(agg.pages);
+  c.a[1] = agg.max_order;
+  return c;
+}
+
 SwitchRecord decode_switch(const cw_switch_event& e) {
   SwitchRecord s;
   s.ts_ns = static_cast<int64_t>(e.hdr.ts_ns);

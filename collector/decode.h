@@ -23,6 +23,9 @@ CallRecord decode_call(const cw_call_event& e);
 // last return). The run a recorded call carries (run_* fields), or one still open at stop.
 cw_run run_of(const cw_call_event& e);
 CallRecord decode_run(const cw_run& r);
+// A process's page allocations since the last drain (the kernel's page_agg map) as one
+// page_alloc point event (a0 pages, a1 the largest order); ts_ns is the caller's.
+CallRecord decode_page_agg(uint32_t pid, const cw_page_agg& agg);
 SwitchRecord decode_switch(const cw_switch_event& e);
 WakeupRecord decode_wakeup(const cw_wakeup_event& e);
 CallRecord decode_host(const cw_host_event& e);

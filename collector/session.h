@@ -56,7 +56,9 @@ struct TraceOptions {
   int64_t stall_exit_ns = 30'000'000'000;
 };
 
-// What the writer could not store, for the summary and the exit status.
+// What the writer could not store, for the summary and the exit status. Not a stored record:
+// the writer's WriterCounters and WriterHealth (tracedb/store_writer.h) once it is closed, with
+// op ids turned into op names for the person reading the summary.
 struct WriteLoss {
   bool failed = false;                          // a write failed or the DB went away
   std::string fault;                            // write_fault_name() of the last failure
@@ -67,6 +69,11 @@ struct WriteLoss {
   std::string record_error;                     // the loss counts themselves could not be stored: why
 };
 
+// What `trace` prints when it ends. Not a stored record either: the session row is
+// tracedb/records.h SessionInfo; `counters` are the collector_stats rows the session stored
+// (collector/session_write.cpp update_counters), where calls, switches, wakeups and
+// host_events are stored as calls_received, switches_received, wakeups_received and
+// host_events_received.
 struct TraceSummary {
   int64_t session_id = 0;
   int64_t elapsed_ns = 0;

@@ -12,6 +12,8 @@
 
 namespace causeway {
 
+// Not a stored row (tracedb/records.h SessionInfo is the `sessions` row a writer stores: the
+// host's identity): the window a reader asks about, resolved from that row and the session's data.
 struct SessionScope {
   int64_t session_id = 0;
   int64_t from_ns = 0;

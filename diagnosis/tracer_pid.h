@@ -12,7 +12,7 @@
 
 namespace causeway {
 
-// The collector_stats row the collector stores its own pid under (collector/session.cpp).
+// The collector_stats row the collector stores its own pid under (collector/session_write.cpp update_counters).
 inline constexpr std::string_view kTracerPidCounter = "tracer_pid";
 
 // nullopt when the session does not say (a demo, an import, a DB from an older collector).

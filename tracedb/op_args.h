@@ -98,12 +98,14 @@ struct CollArgs {
   int64_t count = 0, comm = 0;
   int32_t rank = -1, nranks = 0;
   int64_t seq = 0;
+  int64_t datatype = 0;  // ncclDataType_t: the low byte of the last slot (redop and peer above it)
 };
 template <typename R>
 CollArgs coll_args(const R& r) {
   using namespace arg_layout;
   return {CW_ARG(r, "count", coll), CW_ARG(r, "comm_hash", coll), static_cast<int32_t>(CW_ARG(r, "rank", coll)),
-          static_cast<int32_t>(CW_ARG(r, "nranks", coll)), CW_ARG(r, "seq", coll)};
+          static_cast<int32_t>(CW_ARG(r, "nranks", coll)), CW_ARG(r, "seq", coll),
+          CW_ARG(r, "datatype|redop<<8|peer<<16", coll) & 255};
 }
 
 // A run of calls counted in the kernel: how many, their time inside the calls, the op of the last.
@@ -169,6 +171,19 @@ struct OomKillArgs {
 template <typename R>
 OomKillArgs oom_kill_args(const R& r) {
   return {CW_ARG(r, "victim_pid", arg_layout::oom_kill), CW_ARG(r, "total_pages", arg_layout::oom_kill)};
+}
+
+// A served connection's full send buffer (requests/send_waits.h): the socket, its EAGAIN
+// returns and short writes, and whether the write blocked.
+struct SendWaitArgs {
+  int64_t fd = 0, eagain = 0, short_writes = 0;
+  bool blocking = false;
+};
+template <typename R>
+SendWaitArgs send_wait_args(const R& r) {
+  using namespace arg_layout;
+  return {CW_ARG(r, "fd", send_wait), CW_ARG(r, "eagain", send_wait), CW_ARG(r, "short_writes", send_wait),
+          CW_ARG(r, "blocking", send_wait) != 0};
 }
 
 // TCP retransmits: IPv4 addresses whole, IPv6 as two halves; ports unpacked. sock_owner: the

@@ -5,6 +5,8 @@
 #include "diagnosis/event_window.h"
 #include "bpf/events.h"
 #include "diagnosis/engine_series.h"
+#include "tracedb/event_row.h"
+#include "tracedb/op_args.h"
 #include "tracedb/sqlite_handle.h"
 #include "diagnosis/causes/request_cause_util.h"
 #include "diagnosis/request_evidence.h"
@@ -45,18 +47,22 @@ Spans d_waits(sqlite3* db, int64_t sid, const std::string& in, int64_t from, int
   return out;
 }
 
+// A block request or a page allocation as the claims read it: its span, whose it was, and the
+// row its args are read from (block_args, page_alloc_args: tracedb/op_args.h).
 struct HostEvent {
   int64_t ts, end;
   uint32_t pid;
-  int64_t a0;
+  CallRecord row;
 };
+constexpr EventColumns<5> kHostEventColumns{{EventCol::ts_ns, EventCol::dur_ns, EventCol::pid, EventCol::op_id, EventCol::a0}};
 
 std::vector<HostEvent> host_events(sqlite3* db, int64_t sid, uint16_t op, int64_t from, int64_t to) {
   std::vector<HostEvent> out;
   auto ids = event_ids_for_window(db, sid, from, to);
   if (!ids || ids->empty()) return out;
-  auto st = Statement::prepare(db, "SELECT ts_ns, ts_ns + dur_ns, pid, coalesce(a0, 0) FROM events WHERE session_id = ?1 AND id "
-                                   "BETWEEN ?2 AND ?3 AND op_id = ?4 AND ts_ns <= ?6 AND ts_ns + dur_ns >= ?5");
+  auto st = Statement::prepare(db, "SELECT " + kHostEventColumns.sql() +
+                                       " FROM events WHERE session_id = ?1 AND id "
+                                       "BETWEEN ?2 AND ?3 AND op_id = ?4 AND ts_ns <= ?6 AND ts_ns + dur_ns >= ?5");
   if (!st) return out;
   st->bind(1, sid);
   st->bind(2, ids->lo);
@@ -64,8 +70,10 @@ std::vector<HostEvent> host_events(sqlite3* db, int64_t sid, uint16_t op, int64_
   st->bind(4, int64_t{op});
   st->bind(5, from);
   st->bind(6, to);
-  while (st->step() == SQLITE_ROW)
-    out.push_back({st->col_int(0), st->col_int(1), static_cast<uint32_t>(st->col_int(2)), st->col_int(3)});
+  while (st->step() == SQLITE_ROW) {
+    const CallRecord e = decode_event(st->get(), kHostEventColumns).call;
+    out.push_back({e.ts_ns, e.ts_ns + e.dur_ns, e.pid, e});
+  }
   return out;
 }
 
@@ -120,8 +128,9 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
     bool during = false;
     for (const auto& [a, b] : waits) during = during || overlap_ns(a, b, p.ts, p.end) > 0;
     if (!during) continue;
-    pages[p.pid] += p.a0;
-    burst = burst || static_cast<double>(p.a0) * 1e8 / static_cast<double>(std::max<int64_t>(p.end - p.ts, 1)) >= kBurstPagesPer100ms;
+    const int64_t n_pages = page_alloc_args(p.row).pages;
+    pages[p.pid] += n_pages;
+    burst = burst || static_cast<double>(n_pages) * 1e8 / static_cast<double>(std::max<int64_t>(p.end - p.ts, 1)) >= kBurstPagesPer100ms;
   }
   const auto ooms = host_events(db, sid, CW_OP_OOM_KILL, from - kOomNearNs, to + kOomNearNs);
   if (!burst && ooms.empty()) return out;

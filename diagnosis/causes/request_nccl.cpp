@@ -6,6 +6,8 @@
 #include "diagnosis/event_window.h"
 #include "diagnosis/rank_inference.h"
 #include "diagnosis/engine_series.h"
+#include "tracedb/event_row.h"
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 #include "diagnosis/causes/request_cause_util.h"
@@ -26,14 +28,19 @@ std::string collective_ops() {
   return in;
 }
 
+// The columns a collective is read from: its times and ids, and its args through coll_args()
+// (tracedb/op_args.h), the one column list (tracedb/event_columns.h).
+constexpr EventColumns<11> kCollectiveColumns{{EventCol::ts_ns, EventCol::dur_ns, EventCol::pid, EventCol::tid,
+                                               EventCol::op_id, EventCol::a0, EventCol::a1, EventCol::a2, EventCol::a3,
+                                               EventCol::a4, EventCol::a5}};
+
 // A collective row as the grouping reads it.
-CollectiveEntry read_entry(Statement& st) {  // a1, a4, pid, tid, a2, a3, op_id, ts_ns
-  return {st.col_int(0), st.col_int(1), static_cast<uint32_t>(st.col_int(2)), static_cast<uint32_t>(st.col_int(3)),
-          static_cast<int32_t>(st.col_int(4)), static_cast<int32_t>(st.col_int(5)), static_cast<uint16_t>(st.col_int(6)),
-          st.col_int(7)};
+CollectiveEntry entry_of(const CallRecord& e) {
+  const CollArgs c = coll_args(e);
+  return {c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts_ns};
 }
 
-constexpr const char* kColumns = "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns, dur_ns FROM events WHERE session_id = ?1 ";
+std::string collective_select() { return "SELECT " + kCollectiveColumns.sql() + " FROM events WHERE session_id = ?1 "; }
 // Entries resolved between two alignments (the correlator aligns chunk by chunk too).
 constexpr size_t kAlignBatch = 65536;
 
@@ -43,7 +50,7 @@ std::vector<CollectiveEntry> NcclStragglers::window(const std::vector<uint32_t>&
   std::vector<CollectiveEntry> entries;
   auto ids = event_ids_for_window(db_, session_id_, from - kPassLookbackNs, to + kPassLookbackNs);
   if (!ids || ids->empty()) return entries;
-  auto st = Statement::prepare(db_, std::string(kColumns) + "AND id BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" +
+  auto st = Statement::prepare(db_, collective_select() + "AND id BETWEEN ?2 AND ?3 AND ts_ns BETWEEN ?4 AND ?5 AND op_id IN (" +
                                         collective_ops() + ") AND pid IN (" + sql_id_list(pids) + ")");
   if (!st) return entries;
   st->bind(1, session_id_);
@@ -51,7 +58,7 @@ std::vector<CollectiveEntry> NcclStragglers::window(const std::vector<uint32_t>&
   st->bind(3, ids->hi);
   st->bind(4, from - kPassLookbackNs);
   st->bind(5, to + kPassLookbackNs);
-  while (st->step() == SQLITE_ROW) entries.push_back(read_entry(*st));
+  while (st->step() == SQLITE_ROW) entries.push_back(entry_of(decode_event(st->get(), kCollectiveColumns).call));
   return entries;
 }
 
@@ -64,19 +71,20 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
   std::vector<CollectiveEntry>& out = r.entries;
   RankInference ranks;
   if (!ranks.load(db_, session_id_)) return r;
-  auto st = Statement::prepare(db_,
-                               "SELECT a1, a4, pid, tid, a2, a3, op_id, ts_ns, dur_ns, coalesce(a0, 0), coalesce(a5, 0) & 255 "
-                               "FROM events WHERE session_id = ?1 AND op_id IN (" +
-                                   collective_ops() + ") AND pid IN (" + sql_id_list(pids) + ") ORDER BY id");
+  auto st = Statement::prepare(db_, collective_select() + "AND op_id IN (" + collective_ops() + ") AND pid IN (" +
+                                        sql_id_list(pids) + ") ORDER BY id");
   if (!st) return r;
   st->bind(1, session_id_);
   // Read once: the communicators of ranks that no source names come from the calls themselves.
   std::vector<std::pair<CollectiveEntry, int64_t>> rows;  // entry, return time
   std::vector<CollectiveReturn> returns;
   while (st->step() == SQLITE_ROW) {
-    rows.emplace_back(read_entry(*st), st->col_int(7) + st->col_int(8));
-    if (rows.back().first.rank < 0)
-      returns.push_back({rows.back().first.pid, rows.back().first.op, st->col_int(9), st->col_int(10), rows.back().second});
+    const CallRecord e = decode_event(st->get(), kCollectiveColumns).call;
+    rows.emplace_back(entry_of(e), e.ts_ns + e.dur_ns);
+    if (rows.back().first.rank < 0) {
+      const CollArgs c = coll_args(e);
+      returns.push_back({e.pid, e.op, c.count, c.datatype, rows.back().second});
+    }
   }
   ranks.add_from_returns(returns);
   if (!ranks.has_ranks()) return r;

@@ -1,6 +1,5 @@
 #include "diagnosis/causes/request_network.h"
 
-#include <array>
 #include <utility>
 #include <vector>
 
@@ -8,6 +7,7 @@
 #include "diagnosis/causes/network.h"
 #include "diagnosis/event_window.h"
 #include "diagnosis/engine_series.h"
+#include "tracedb/event_row.h"
 #include "tracedb/op_args.h"
 #include "tracedb/sqlite_handle.h"
 #include "common/sanitize.h"
@@ -24,11 +24,11 @@ constexpr int64_t kWaitLookbackNs = 10'000'000'000;
 // first RTO is 200 ms; backed off, a second).
 constexpr int64_t kRetransmitLookbackNs = 1'000'000'000;
 
-// An events row with the args the op_args views read.
-struct OpRow {
-  uint16_t op = 0;
-  std::array<int64_t, 6> a{};
-};
+// The columns of a retransmit or a send wait as read here, from the one column list
+// (tracedb/event_columns.h); their args through tcp_args() / send_wait_args() (tracedb/op_args.h).
+constexpr EventColumns<10> kNetworkEventColumns{{EventCol::ts_ns, EventCol::dur_ns, EventCol::tid, EventCol::op_id,
+                                                 EventCol::a0, EventCol::a1, EventCol::a2, EventCol::a3, EventCol::a4,
+                                                 EventCol::a5}};
 
 // The time thread tid slept (switched out in a sleeping state until its next switch-in)
 // inside [a, b]; nullopt when the session has no context switches to tell.
@@ -55,8 +55,9 @@ int64_t retransmits_to(sqlite3* db, int64_t sid, const std::string& peer, int64_
   if (peer.empty()) return 0;
   auto ids = event_ids_for_window(db, sid, from, to);
   if (!ids || ids->empty()) return 0;
-  auto st = Statement::prepare(db, "SELECT op_id, a0, a1, a2, a3, a4 FROM events WHERE session_id = ?1 AND id BETWEEN ?2 AND ?3 "
-                                   "AND op_id IN (?4, ?5) AND ts_ns BETWEEN ?6 AND ?7");
+  auto st = Statement::prepare(db, "SELECT " + kNetworkEventColumns.sql() +
+                                       " FROM events WHERE session_id = ?1 AND id BETWEEN ?2 AND ?3 "
+                                       "AND op_id IN (?4, ?5) AND ts_ns BETWEEN ?6 AND ?7");
   if (!st) return 0;
   st->bind(1, sid);
   st->bind(2, ids->lo);
@@ -67,9 +68,7 @@ int64_t retransmits_to(sqlite3* db, int64_t sid, const std::string& peer, int64_
   st->bind(7, to);
   int64_t n = 0;
   while (st->step() == SQLITE_ROW) {
-    OpRow r;
-    r.op = static_cast<uint16_t>(st->col_int(0));
-    for (int i = 0; i < 5; ++i) r.a[i] = st->col_int(i + 1);
+    const CallRecord r = decode_event(st->get(), kNetworkEventColumns).call;
     const bool v6 = r.op == CW_OP_TCP_RETRANSMIT6;
     const TcpArgs t = v6 ? tcp6_args(r) : tcp_args(r);
     n += endpoint_text({v6, t.daddr_hi, t.daddr, t.dport}) == peer;
@@ -83,8 +82,9 @@ std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connecti
   if (to <= from || conn.fd < 0) return std::nullopt;
   auto ids = event_ids_for_window(db, sid, from - kWaitLookbackNs, to);
   if (!ids || ids->empty()) return std::nullopt;
-  auto st = Statement::prepare(db, "SELECT ts_ns, ts_ns + dur_ns, tid, a1, a2, a3 FROM events WHERE session_id = ?1 AND id BETWEEN "
-                                   "?2 AND ?3 AND op_id = ?4 AND pid = ?5 AND a0 = ?6 AND ts_ns <= ?8 AND ts_ns + dur_ns >= ?7");
+  auto st = Statement::prepare(db, "SELECT " + kNetworkEventColumns.sql() +
+                                       " FROM events WHERE session_id = ?1 AND id BETWEEN ?2 AND ?3 AND op_id = ?4 AND pid = ?5 AND " +
+                                       CW_ARG_COLUMN("fd", arg_layout::send_wait) + " = ?6 AND ts_ns <= ?8 AND ts_ns + dur_ns >= ?7");
   if (!st) return std::nullopt;
   st->bind(1, sid);
   st->bind(2, ids->lo);
@@ -97,10 +97,12 @@ std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connecti
   Spans waits;
   int64_t eagain = 0, short_writes = 0, blocked = 0, first = to;
   while (st->step() == SQLITE_ROW) {
-    const int64_t a = st->col_int(0), b = st->col_int(1);
-    if (st->col_int(5) != 0) {
+    const CallRecord e = decode_event(st->get(), kNetworkEventColumns).call;
+    const SendWaitArgs w = send_wait_args(e);
+    const int64_t a = e.ts_ns, b = e.ts_ns + e.dur_ns;
+    if (w.blocking) {
       // A blocking write: the thread's sleep in it, not a preemption (cpu_contention's).
-      auto s = slept(db, sid, static_cast<uint32_t>(st->col_int(2)), a, b);
+      auto s = slept(db, sid, e.tid, a, b);
       if (s && s->empty()) continue;
       if (s) waits.insert(waits.end(), s->begin(), s->end());
       else waits.emplace_back(a, b);
@@ -108,8 +110,8 @@ std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connecti
     } else {
       waits.emplace_back(a, b);
     }
-    eagain += st->col_int(3);
-    short_writes += st->col_int(4);
+    eagain += w.eagain;
+    short_writes += w.short_writes;
     first = std::min(first, a);
   }
   const double lost = covered_ns(std::move(waits), from, to);
