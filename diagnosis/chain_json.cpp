@@ -4,11 +4,46 @@
 #include <nlohmann/json.hpp>
 
 namespace causeway {
-namespace {
 
 using json = nlohmann::json;
 
-double round_to(double v, double scale) { return std::round(v * scale) / scale; }
+namespace {
+
+void long_requests_json(json& j, const std::vector<LongRequest>& longs) {
+  json ids = json::array(), entries = json::array();
+  for (const LongRequest& l : longs) {
+    ids.push_back(l.id);
+    json e = {{"id", l.id}, {"tenant", l.tenant}};
+    if (l.prompt_tokens) e["prompt_tokens"] = *l.prompt_tokens;
+    else e["prompt_bytes"] = l.prompt_bytes;
+    entries.push_back(std::move(e));
+  }
+  j["requests"] = std::move(ids);
+  j["long_requests"] = std::move(entries);
+}
+
+// The request causes' keys (docs/INTERFACES.md "Inference requests").
+void request_culprit_json(json& j, const Culprit& c) {
+  if (c.nranks) j["nranks"] = *c.nranks;
+  if (c.tracer_overhead_ms) j["tracer_overhead_ms"] = *c.tracer_overhead_ms;
+  if (c.on_cpu_ms) j["on_cpu_ms"] = *c.on_cpu_ms;
+  if (c.api_wait_ms) j["api_wait_ms"] = *c.api_wait_ms;
+  if (c.send_waits) {
+    j["eagain"] = c.send_waits->eagain;
+    j["short_writes"] = c.send_waits->short_writes;
+    j["blocked_writes"] = c.send_waits->blocked_writes;
+  }
+  if (c.kv_cache_usage) j["kv_cache_usage"] = *c.kv_cache_usage;
+  if (c.preemptions) j["preemptions"] = *c.preemptions;
+  if (c.waiting_max) j["waiting_max"] = *c.waiting_max;
+  if (c.pages) j["pages"] = *c.pages;
+  if (c.long_requests) long_requests_json(j, *c.long_requests);
+  if (c.basis) j["basis"] = prefill_basis_name(*c.basis);
+  if (c.pass_ms) j["pass_ms"] = *c.pass_ms;
+  if (c.median_pass_ms) j["median_pass_ms"] = *c.median_pass_ms;
+}
+
+}  // namespace
 
 json culprit_json(const Culprit& c) {
   json j = json::object();
@@ -16,7 +51,7 @@ json culprit_json(const Culprit& c) {
   if (c.tid) j["tid"] = *c.tid;
   if (c.comm) j["comm"] = *c.comm;
   if (c.peer) j["peer"] = *c.peer;
-  j[std::string(share_key(c.share_kind))] = c.share;
+  if (c.share_kind != ShareKind::none) j[std::string(share_key(c.share_kind))] = c.share;
   if (c.cpu) j["cpu"] = *c.cpu;
   if (c.own_io) j["own_io"] = *c.own_io;
   if (c.oom_killed) j["oom_killed"] = *c.oom_killed;
@@ -47,8 +82,13 @@ json culprit_json(const Culprit& c) {
     j["container"] = c.tenant->container ? json(*c.tenant->container) : json(nullptr);
     if (c.tenant->pod) j["pod"] = *c.tenant->pod;
   }
+  request_culprit_json(j, c);
   return j;
 }
+
+namespace {
+
+double round_to(double v, double scale) { return std::round(v * scale) / scale; }
 
 json victims_json(const std::vector<StragglerVictim>& victims) {
   json a = json::array();
@@ -61,9 +101,9 @@ json victims_json(const std::vector<StragglerVictim>& victims) {
   return a;
 }
 
-}  // namespace
-
-ChainRecord chain_record(const Doc& d, std::string_view cause) {
+// The row's columns every chain has, whatever its level (both docs name them alike).
+template <typename ChainDoc>
+ChainRecord chain_row(const ChainDoc& d, std::string_view cause) {
   ChainRecord r;
   r.id = d.id;
   r.from_ns = d.from_ns;
@@ -73,88 +113,76 @@ ChainRecord chain_record(const Doc& d, std::string_view cause) {
   r.pid = d.pid;
   r.comm = d.comm;
   r.op = d.op;
-  r.calls = d.calls;
-  r.p50_us = round_to(d.p50_us, 10);
-  r.p99_us = round_to(d.p99_us, 10);
-  r.slow_share = round_to(d.slow_share, 1000);
   r.summary = d.summary;
-  if (d.culprit) {
-    r.culprit_pid = d.culprit->pid;
-    r.culprit_comm = d.culprit->comm ? *d.culprit->comm : d.culprit->peer.value_or("");
-    r.culprit_share = d.culprit->share;
-  }
+  return r;
+}
 
-  json doc;
-  doc["id"] = d.id;
+// The one path that writes a chain: the row `r` (its level's columns already set, rounded as
+// the level writes them), its culprit's columns and key, and the document's shared keys, to
+// which `doc` brings the level's own.
+template <typename ChainDoc>
+ChainRecord write_chain_record(ChainRecord r, const ChainDoc& d, const Culprit* culprit, double impact, json doc) {
+  if (culprit) {
+    r.culprit_pid = culprit->pid;
+    r.culprit_comm = culprit->comm ? *culprit->comm : culprit->peer.value_or("");
+    if (culprit->share_kind != ShareKind::none) r.culprit_share = culprit->share;
+    doc["culprit"] = culprit_json(*culprit);
+  }
+  doc["id"] = r.id;
   doc["severity"] = r.severity;
   doc["cause"] = r.cause;
-  doc["summary"] = d.summary;
+  doc["summary"] = r.summary;
   doc["pid"] = d.pid;
-  doc["comm"] = d.comm;
-  if (d.tid) doc["tid"] = d.tid;
-  if (d.host) doc["host"] = *d.host;
-  if (d.host_pid) doc["host_pid"] = *d.host_pid;
-  doc["op"] = d.op;
-  doc["where"] = d.between ? "between_calls" : "in_call";
-  doc["calls"] = d.calls;
-  doc["p50_us"] = r.p50_us;
-  doc["p99_us"] = r.p99_us;
-  doc["slow_share"] = r.slow_share;
-  doc["lost_us"] = d.lost_ns / 1000;
-  doc["impact"] = round_to(d.impact, 10000);
-  doc["window"] = {{"from_ns", d.from_ns}, {"to_ns", d.to_ns}};
-  if (d.culprit) doc["culprit"] = culprit_json(*d.culprit);
-  if (d.victims) doc["victims"] = victims_json(*d.victims);
+  doc["comm"] = r.comm;
+  doc["op"] = r.op;
+  doc["impact"] = impact;
+  doc["window"] = {{"from_ns", r.from_ns}, {"to_ns", r.to_ns}};
   doc["evidence"] = d.evidence;
-  json tl = json::array();
-  for (const auto& t : d.timeline) tl.push_back({{"ts_ns", t.ts_ns}, {"layer", t.layer}, {"what", t.what}});
-  doc["timeline"] = std::move(tl);
-  doc["stack"] = d.frames;
   doc["recommendation"] = d.recommendation;
   // Traced strings are sanitized where they enter; a byte that is still not UTF-8 is replaced.
   r.doc = doc.dump(-1, ' ', false, json::error_handler_t::replace);
   return r;
 }
 
-ChainRecord request_chain_record(const RequestChainDoc& d, std::string_view cause) {
-  ChainRecord r;
-  r.id = d.id;
-  r.from_ns = d.from_ns;
-  r.to_ns = d.to_ns;
-  r.severity = severity_name(d.severity);
-  r.cause = cause;
-  r.pid = d.pid;
-  r.comm = d.comm;
-  r.op = d.op;
+}  // namespace
+
+ChainRecord chain_record(const Doc& d, std::string_view cause) {
+  ChainRecord r = chain_row(d, cause);
+  r.calls = d.calls;
+  r.p50_us = round_to(d.p50_us, 10);
+  r.p99_us = round_to(d.p99_us, 10);
+  r.slow_share = round_to(d.slow_share, 1000);
+  json doc;
+  if (d.tid) doc["tid"] = d.tid;
+  if (d.host) doc["host"] = *d.host;
+  if (d.host_pid) doc["host_pid"] = *d.host_pid;
+  doc["where"] = d.between ? "between_calls" : "in_call";
+  doc["calls"] = d.calls;
+  doc["p50_us"] = r.p50_us;
+  doc["p99_us"] = r.p99_us;
+  doc["slow_share"] = r.slow_share;
+  doc["lost_us"] = d.lost_ns / 1000;
+  if (d.victims) doc["victims"] = victims_json(*d.victims);
+  json tl = json::array();
+  for (const auto& t : d.timeline) tl.push_back({{"ts_ns", t.ts_ns}, {"layer", t.layer}, {"what", t.what}});
+  doc["timeline"] = std::move(tl);
+  doc["stack"] = d.frames;
+  return write_chain_record(std::move(r), d, d.culprit ? &*d.culprit : nullptr, round_to(d.impact, 10000), std::move(doc));
+}
+
+// The request level's numbers are rounded where the tail is typed (diagnosis/request_latency.cpp).
+ChainRecord chain_record(const RequestChainDoc& d, std::string_view cause) {
+  ChainRecord r = chain_row(d, cause);
   r.calls = static_cast<int64_t>(d.requests);
   r.p50_us = d.p50_us;
   r.p99_us = d.p99_us;
   r.slow_share = d.share_time;
-  const json& k = d.culprit;
-  if (k.contains("pid") && k["pid"].is_number_integer()) r.culprit_pid = k["pid"].get<uint32_t>();
-  if (k.contains("comm") && k["comm"].is_string()) r.culprit_comm = k["comm"].get<std::string>();
-  if (k.contains("share") && k["share"].is_number()) r.culprit_share = k["share"].get<double>();
-  r.summary = d.summary;
-
   json doc;
-  doc["id"] = d.id;
   doc["level"] = "request";
-  doc["severity"] = r.severity;
-  doc["cause"] = r.cause;
   doc["metric"] = d.metric;
-  doc["op"] = d.op;
-  doc["pid"] = d.pid;
-  doc["comm"] = d.comm;
-  doc["window"] = {{"from_ns", d.from_ns}, {"to_ns", d.to_ns}};
   doc["requests"] = d.request_ids;
   doc["share_time"] = d.share_time;
-  doc["impact"] = d.impact;
-  doc["culprit"] = d.culprit;
-  doc["recommendation"] = d.recommendation;
-  doc["summary"] = d.summary;
-  doc["evidence"] = d.evidence;
-  r.doc = doc.dump(-1, ' ', false, json::error_handler_t::replace);
-  return r;
+  return write_chain_record(std::move(r), d, &d.culprit, d.impact, std::move(doc));
 }
 
 }  // namespace causeway

@@ -13,6 +13,19 @@ std::string percent_text(double v) {
   return b;
 }
 
+std::string long_request_text(const nlohmann::json& l) {
+  if (!l.is_object() || !l.contains("id") || !l["id"].is_string()) return "";
+  std::string s = sanitize_untrusted(l["id"].get<std::string>(), 64);
+  // The culprit carries one size: tokens when the server said, else the body's bytes.
+  const bool tokens = l.contains("prompt_tokens") && l["prompt_tokens"].is_number();
+  const char* key = tokens ? "prompt_tokens" : "prompt_bytes";
+  if (l.contains(key) && l[key].is_number())
+    s += " (" + std::to_string(l[key].get<int64_t>()) + (tokens ? " prompt tokens" : " prompt bytes") +
+         (l.contains("tenant") && l["tenant"].is_string() ? ", tenant " + sanitize_untrusted(l["tenant"].get<std::string>(), 48) : "") +
+         ")";
+  return s;
+}
+
 namespace {
 
 // prefill_interference's culprit is the long requests themselves: named first, with their
@@ -22,11 +35,7 @@ std::string long_requests_text(const nlohmann::json& longs) {
   size_t shown = 0;
   for (const auto& l : longs) {
     if (!l.is_object() || !l.contains("id") || !l["id"].is_string() || shown++ >= 5) continue;
-    s += (shown > 1 ? ", " : "") + sanitize_untrusted(l["id"].get<std::string>(), 64);
-    if (l.contains("prompt_bytes") && l["prompt_bytes"].is_number())
-      s += " (" + std::to_string(l["prompt_bytes"].get<int64_t>()) + " prompt bytes" +
-           (l.contains("tenant") && l["tenant"].is_string() ? ", tenant " + sanitize_untrusted(l["tenant"].get<std::string>(), 48) : "") +
-           ")";
+    s += (shown > 1 ? ", " : "") + long_request_text(l);
   }
   if (longs.size() > 5) s += ", … " + std::to_string(longs.size() - 5) + " more";
   return s + "; prefilled by ";

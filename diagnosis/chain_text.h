@@ -12,6 +12,10 @@ namespace causeway {
 // chain's `culprit` object ("" when it is not an object).
 std::string culprit_line(const nlohmann::json& culprit);
 
+// One of prefill_interference's long requests: "docs-1 (9000 prompt tokens, tenant docs)",
+// bytes when the server gave no token count ("" when it has no id).
+std::string long_request_text(const nlohmann::json& long_request);
+
 // "81%" from 0.81.
 std::string percent_text(double share);
 

@@ -21,6 +21,8 @@ enum class ShareKind : uint8_t {
   page,        // "page_share": of the pages allocated (memory_pressure)
   late,        // "late_share": of the collectives entered last (nccl_straggler)
   slow_calls,  // "share": of the slow calls (network)
+  claimed,     // "share": of the time its request cause claimed, among the parties (request level)
+  none,        // no share: the culprit is the one party (most request causes)
 };
 
 constexpr std::string_view share_key(ShareKind k) {
@@ -31,6 +33,8 @@ constexpr std::string_view share_key(ShareKind k) {
     case ShareKind::page: return "page_share";
     case ShareKind::late: return "late_share";
     case ShareKind::slow_calls: return "share";
+    case ShareKind::claimed: return "share";
+    case ShareKind::none: return "";
   }
   return "share";
 }
@@ -64,6 +68,34 @@ struct CulpritTenant {
   std::optional<std::string> pod;
 };
 
+// One entry of "long_requests" (prefill_interference): a request whose long prefill held the
+// engine. The prompt's size is written once: "prompt_tokens" when the server said it (usage),
+// else "prompt_bytes" (the body's size). Id and tenant are the client's: untrusted, sanitized
+// where they are shown.
+struct LongRequest {
+  std::string id;                         // "id"
+  std::optional<uint64_t> prompt_tokens;  // "prompt_tokens": usage.prompt_tokens (requests/llm_payload.h)
+  uint64_t prompt_bytes = 0;              // "prompt_bytes": written only when the tokens are not known
+  std::string tenant;                     // "tenant"
+};
+
+// How prefill_interference saw the long prefills ("basis").
+enum class PrefillBasis : uint8_t {
+  forward_pass,  // "forward_pass": a pass much longer than the median, during a long request's prefill
+  prompt_bytes,  // "prompt_bytes": the passes could not be delimited; the long prompts' prefill time
+};
+
+constexpr std::string_view prefill_basis_name(PrefillBasis b) {
+  return b == PrefillBasis::forward_pass ? "forward_pass" : "prompt_bytes";
+}
+
+// What the server's writes to a slow reader waited on (network, request level).
+struct SendBufferWaits {
+  int64_t eagain = 0;          // "eagain"
+  int64_t short_writes = 0;    // "short_writes"
+  int64_t blocked_writes = 0;  // "blocked_writes"
+};
+
 struct Culprit {
   std::optional<uint32_t> pid;      // "pid" (absent for a network peer)
   std::optional<uint32_t> tid;      // "tid": the lock holder's thread
@@ -90,6 +122,22 @@ struct Culprit {
   std::optional<std::string> rank_source;                // "rank_source": init or the environment variable
   std::optional<std::vector<WaitingHost>> waiting_hosts;  // "waiting_hosts" (merged sessions)
   std::optional<CulpritTenant> tenant;                   // "cgroup", "container", "pod"
+
+  // Request causes (docs/INTERFACES.md "Inference requests"), each set by its module.
+  std::optional<int64_t> nranks;              // "nranks" (nccl_straggler)
+  std::optional<double> tracer_overhead_ms;   // "tracer_overhead_ms": the tracer's own share, never the culprit (cpu_contention)
+  std::optional<double> on_cpu_ms;            // "on_cpu_ms": the API thread's time on CPU (api_server_busy)
+  std::optional<double> api_wait_ms;          // "api_wait_ms": received → read (api_server_busy)
+  std::optional<SendBufferWaits> send_waits;  // "eagain", "short_writes", "blocked_writes" (network)
+  std::optional<double> kv_cache_usage;       // "kv_cache_usage": the highest, 0–1 (kv_cache_pressure)
+  std::optional<double> preemptions;          // "preemptions": the engine's counter's rise (kv_cache_pressure)
+  std::optional<double> waiting_max;          // "waiting_max": the engine's queue at its longest (queueing)
+  std::optional<int64_t> pages;               // "pages": pages it allocated during the waits (memory_pressure)
+  // prefill_interference: "requests" (their ids) and "long_requests", the culprit shown first.
+  std::optional<std::vector<LongRequest>> long_requests;
+  std::optional<PrefillBasis> basis;   // "basis"
+  std::optional<double> pass_ms;       // "pass_ms": the longest such pass (basis forward_pass)
+  std::optional<double> median_pass_ms;  // "median_pass_ms"
 };
 
 }  // namespace causeway

@@ -1,15 +1,15 @@
 // A request-level chain in memory (docs/INFERENCE.md "Request chains"): typed from the tail of
 // a metric (diagnosis/request_latency.h RequestTail) by diagnosis/request_chains.cpp, until the
-// one chain serializer (diagnosis/chain_json.h request_chain_record) writes it as the chains
+// one chain serializer (diagnosis/chain_json.h chain_record) writes it as the chains
 // table's row and its JSON document.
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "diagnosis/causes/cause_module.h"
+#include "diagnosis/culprit.h"
 
 namespace causeway {
 
@@ -26,7 +26,7 @@ struct RequestChainDoc {
   double share_time = 0;  // of the tail's time above the median
   double impact = 0;      // seconds lost
   double p50_us = 0, p99_us = 0;  // the metric's median and the tail's threshold
-  nlohmann::json culprit;  // the cause's culprit keys (docs/INTERFACES.md "Inference requests"), with "comm"
+  Culprit culprit;  // the cause's culprit (docs/INTERFACES.md "Inference requests"), with its comm
   std::string summary;
   std::vector<std::string> evidence;
   std::string recommendation;

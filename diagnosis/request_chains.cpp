@@ -15,8 +15,6 @@
 namespace causeway::requests {
 namespace {
 
-using json = nlohmann::json;
-
 // A chain that names one slowed request is an anecdote: at most MEDIUM (kHighMinRequests).
 Severity request_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests) {
   const double above = tail_mean_ms - median_ms;
@@ -64,10 +62,7 @@ void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<
     d.culprit = c.culprit;
     // The chain names the culprit process (the interface's culprit of queueing and
     // kv_cache_pressure is the engine's pid alone).
-    if (!d.culprit.contains("comm") && d.culprit.contains("pid") && d.culprit["pid"].is_number_integer())
-      d.culprit["comm"] = request_chain_comm(db, tail.session_id, d.culprit["pid"].get<int64_t>());
-    else if (!d.culprit.contains("comm") && d.culprit.contains("pid"))
-      d.culprit["comm"] = "";
+    if (!d.culprit.comm && d.culprit.pid) d.culprit.comm = request_chain_comm(db, tail.session_id, *d.culprit.pid);
     d.recommendation = RequestCauses::recommendation(c.cause, d.culprit);
     // What the cause's own module adds (diagnosis/causes/request_<cause>.h chain_words).
     RequestChainWords words = RequestCauses::chain_words(c.cause, d.culprit);
@@ -107,7 +102,7 @@ Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t sess
     return a.first.impact > b.first.impact;
   });
   std::vector<ChainRecord> out;
-  for (const auto& [d, cause] : chains) out.push_back(request_chain_record(d, RequestCauses::name(cause)));
+  for (const auto& [d, cause] : chains) out.push_back(chain_record(d, RequestCauses::name(cause)));
   return out;
 }
 

@@ -30,6 +30,7 @@ struct RequestSpan {
   std::string peer;  // the client's address:port ("" when unknown)
   std::string tenant;
   int64_t read_end_ns = 0;  // the server's read that took the request (end_ns: its arrival)
+  std::optional<uint64_t> prompt_tokens;  // the server's usage.prompt_tokens (requests.input_tokens), when it said
 };
 
 // One slow part of one request (a TTFT, a token gap): what each module is asked to explain.

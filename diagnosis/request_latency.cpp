@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "diagnosis/session_scope.h"
+#include "diagnosis/chain_json.h"
+#include "diagnosis/chain_text.h"
 #include "common/sanitize.h"
 #include "diagnosis/causes/request_nccl.h"
 #include "diagnosis/causes/request_registry.h"
@@ -256,7 +258,7 @@ json request_causes(CauseFinder& finder, const ChainIds& chain_ids, const Row& r
   auto [from, to] = slow_part(r, m);
   const double excess = std::max(0.0, static_cast<double>(to - from) - median);
   for (const CauseClaim& c : finder.explain(r.id, r.pid, from, to, excess))
-    out.push_back({{"cause", RequestCauses::name(c.cause)}, {"lost_ms", ms(c.lost_ns)}, {"culprit", c.culprit},
+    out.push_back({{"cause", RequestCauses::name(c.cause)}, {"lost_ms", ms(c.lost_ns)}, {"culprit", culprit_json(c.culprit)},
                    {"chain_id", chain_ids(std::string(RequestCauses::name(c.cause)))}});
   return out;
 }
@@ -401,7 +403,8 @@ CauseFinder request_finder_over(sqlite3* db, const JudgedRequestRows& j) {
   std::vector<RequestSpan> spans;
   for (const Row& r : j.evidence)
     spans.push_back({r.id, r.pid, r.end_ns, r.first_out_ns, r.prompt_bytes, r.start_ns, r.e2e ? r.start_ns + *r.e2e : r.end_ns, r.fd, r.peer, r.tenant,
-                     r.read_end_ns});
+                     r.read_end_ns,
+                     r.input_tokens && *r.input_tokens >= 0 ? std::optional<uint64_t>(static_cast<uint64_t>(*r.input_tokens)) : std::nullopt});
   return CauseFinder(db, j.scope.session_id, std::move(spans));
 }
 
@@ -446,7 +449,7 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
     std::map<uint32_t, double> lost_by_server;
     int64_t from_ns = INT64_MAX, to_ns = INT64_MIN;
     double top_lost = 0;
-    json culprit;
+    Culprit culprit;
   };
   std::map<std::string, Agg> by_cause;  // by name: the answer lists equal shares in name order
   double excess_total = 0;
@@ -507,7 +510,7 @@ json request_tail_json(const RequestTail& t, const ChainIds& chain_ids, bool cha
   for (const TailCause& c : t.causes) {
     const std::string name(RequestCauses::name(c.cause));
     causes.push_back({{"cause", name}, {"share_time", c.share_time}, {"requests", c.requests},
-                      {"culprit", c.culprit}, {"chain_id", chain_ids(name)}});
+                      {"culprit", culprit_json(c.culprit)}, {"chain_id", chain_ids(name)}});
     if (chain_detail) {
       causes.back()["server_pid"] = c.server_pid;
       causes.back()["from_ns"] = c.from_ns;
@@ -664,12 +667,13 @@ std::string request_latency_text(const json& doc) {
       << c["requests"].get<uint64_t>() << " requests";
     const json& k = c["culprit"];
     if (k.contains("comm")) o << ", culprit pid " << k["pid"].get<int64_t>() << " (" << sanitize_untrusted(k["comm"].get<std::string>(), 32) << ")";
-    if (const std::string rank = nccl_rank_phrase(k); !rank.empty()) o << ", " << rank;
+    const std::string rank = nccl_rank_phrase(k.contains("rank_source"),
+                                              k.contains("rank") ? std::optional<int64_t>(k["rank"].get<int64_t>()) : std::nullopt,
+                                              k.value("nranks", int64_t{0}));
+    if (!rank.empty()) o << ", " << rank;
     if (k.contains("long_requests")) {
       o << ", long requests";
-      for (const auto& l : k["long_requests"])
-        o << " " << sanitize_untrusted(l["id"].get<std::string>(), 64) << " (" << l["prompt_bytes"].get<uint64_t>()
-          << " prompt bytes, tenant " << sanitize_untrusted(l["tenant"].get<std::string>(), 48) << ")";
+      for (const auto& l : k["long_requests"]) o << " " << long_request_text(l);
       if (k.contains("pass_ms"))
         o << " (a " << k["pass_ms"].get<double>() << " ms forward pass, median " << k["median_pass_ms"].get<double>() << " ms)";
     }

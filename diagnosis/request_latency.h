@@ -45,7 +45,7 @@ struct TailCause {
   double share_time = 0;  // of the tail's time above the median, rounded to 0.001
   double lost_ns = 0;     // claimed in all
   uint64_t requests = 0;  // requests slowed
-  nlohmann::json culprit;  // the culprit of its largest claim
+  Culprit culprit;  // the culprit of its largest claim
   uint32_t server_pid = 0;                // the server that lost the most to it
   int64_t from_ns = 0, to_ns = 0;         // the span of the units it claimed
   std::vector<std::string> request_ids;   // most lost first, 20 at most

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "diagnosis/chain_json.h"
 #include "diagnosis/chain_view.h"
 #include "common/sanitize.h"
 #include "common/units.h"
@@ -133,8 +134,14 @@ nlohmann::json straggler_chain(const Candidate& c, size_t members, std::map<Host
   d["lost_us"] = lost_ns / 1000;
   d["where"] = "in_call";
   d["window"] = {{"from_ns", c.first_ns}, {"to_ns", c.last_ns}};
-  d["culprit"] = {{"host", host}, {"pid", c.pid}, {"comm", names[{c.host, c.pid}]}, {"rank", c.rank},
-                  {"late_share", std::round(late_share * 1000) / 1000}};
+  // The culprit is written by the one serializer of every chain's culprit (diagnosis/chain_json.h).
+  Culprit culprit{.pid = static_cast<uint32_t>(c.pid),
+                  .comm = names[{c.host, c.pid}],
+                  .share_kind = ShareKind::late,
+                  .share = std::round(late_share * 1000) / 1000,
+                  .rank = c.rank};
+  culprit.host = host;
+  d["culprit"] = culprit_json(culprit);
   d["victims"] = victims;
   d["stack"] = nlohmann::json::array();
   d["timeline"] = nlohmann::json::array();

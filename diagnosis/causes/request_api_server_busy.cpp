@@ -64,7 +64,7 @@ std::string api_busy_thread_comm(sqlite3* db, int64_t session_id, uint32_t tid, 
 
 }  // namespace
 
-const char* ApiServerBusyRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* ApiServerBusyRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "The API server's thread was busy on CPU while requests waited unread in its socket: move CPU-bound work "
          "(tokenization, detokenization, JSON of long responses, sync handlers) off the event loop (a thread or process "
          "pool, more API server processes), or profile the named thread.";
@@ -89,11 +89,12 @@ std::optional<CauseClaim> api_server_busy_claim(sqlite3* db, int64_t session_id,
   const auto top = std::max_element(on_cpu.begin(), on_cpu.end(), [](auto& a, auto& b) { return a.second < b.second; });
   if (top->second <= 0) return std::nullopt;
   auto ms = [](int64_t ns) { return std::round(static_cast<double>(ns) / 1e3) / 1e3; };
-  nlohmann::json culprit = {{"pid", wait.server_pid},
-                            {"tid", top->first},
-                            {"comm", api_busy_thread_comm(db, session_id, top->first, wait.server_pid)},
-                            {"on_cpu_ms", ms(top->second)},
-                            {"api_wait_ms", ms(wait.read_end_ns - wait.end_ns)}};
+  Culprit culprit{.pid = wait.server_pid,
+                  .tid = top->first,
+                  .comm = api_busy_thread_comm(db, session_id, top->first, wait.server_pid),
+                  .share_kind = ShareKind::none};
+  culprit.on_cpu_ms = ms(top->second);
+  culprit.api_wait_ms = ms(wait.read_end_ns - wait.end_ns);
   return CauseClaim{RequestCause::api_server_busy, static_cast<double>(top->second), std::move(culprit)};
 }
 

@@ -22,7 +22,7 @@ struct ApiServerBusyRequestCause {
   static constexpr std::string_view name = "api_server_busy";
   // The server did other work instead of reading this request.
   static constexpr ClaimTier tier = ClaimTier::engine_work;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // The request's own API wait (its span's end_ns → read_end_ns) inside the slow part.
   static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };

@@ -14,12 +14,12 @@
 
 #include <concepts>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "diagnosis/causes/cause_module.h"
+#include "diagnosis/culprit.h"
 
 namespace causeway::requests {
 
@@ -46,11 +46,12 @@ enum class ClaimTier : uint8_t {
 };
 
 // What a module's finder returns: the time it takes from one slow part of a request, and who
-// it blames (each cause's culprit keys: docs/INTERFACES.md "Inference requests").
+// it blames: the one Culprit type of both levels (diagnosis/culprit.h; each cause's keys:
+// docs/INTERFACES.md "Inference requests"), written only by diagnosis/chain_json.h culprit_json.
 struct CauseClaim {
   RequestCause cause = RequestCause::cpu_contention;  // its name: RequestCauses::name (request_registry.h)
   double lost_ns = 0;
-  nlohmann::json culprit;
+  Culprit culprit;
 };
 
 class RequestEvidence;  // diagnosis/request_evidence.h
@@ -78,12 +79,12 @@ concept FoundWithAnother = requires {
   { M::found_with } -> std::convertible_to<RequestCause>;
 };
 template <typename M>
-concept AddsChainWords = requires(const nlohmann::json& culprit) {
+concept AddsChainWords = requires(const Culprit& culprit) {
   { M::chain_words(culprit) } -> std::same_as<RequestChainWords>;
 };
 
 template <typename M>
-concept RequestCauseModule = requires(const nlohmann::json& culprit) {
+concept RequestCauseModule = requires(const Culprit& culprit) {
   { M::id } -> std::convertible_to<RequestCause>;
   { M::name } -> std::convertible_to<std::string_view>;
   { M::tier } -> std::convertible_to<ClaimTier>;

@@ -104,26 +104,29 @@ void CpuContentionRequestCause::find(RequestEvidence& ev, const SlowPart& part, 
   // the proportion that outsiders held the CPUs — never the sum over threads.
   const double total = held_ns > 0 ? covered_ns(std::move(waits), from, to) * others / held_ns : 0;
   if (total < kMinRequestClaimNs) return;
-  nlohmann::json culprit = {{"pid", top->first}, {"comm", ev.comm(top->first)}, {"share", others > 0 ? top->second / others : 0}};
-  if (tracer_ns >= kMinRequestClaimNs) culprit["tracer_overhead_ms"] = std::round(tracer_ns / 1e3) / 1e3;
+  Culprit culprit{.pid = top->first,
+                  .comm = ev.comm(top->first),
+                  .share_kind = ShareKind::claimed,
+                  .share = others > 0 ? top->second / others : 0};
+  if (tracer_ns >= kMinRequestClaimNs) culprit.tracer_overhead_ms = std::round(tracer_ns / 1e3) / 1e3;
   out.push_back({RequestCause::cpu_contention, total, std::move(culprit)});
 }
 
-const char* CpuContentionRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* CpuContentionRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "Keep other work off the engine's CPUs: pin the engine core and its workers (taskset / cpuset) or move "
          "the culprit to other cores or a lower priority.";
 }
 
-RequestChainWords CpuContentionRequestCause::chain_words(const nlohmann::json& culprit) {
+RequestChainWords CpuContentionRequestCause::chain_words(const Culprit& culprit) {
   RequestChainWords w;
   if (std::string line = cpu_contention_tracer_evidence(culprit); !line.empty()) w.evidence.push_back(std::move(line));
   return w;
 }
 
-std::string cpu_contention_tracer_evidence(const nlohmann::json& culprit) {
-  if (!culprit.contains("tracer_overhead_ms")) return "";
+std::string cpu_contention_tracer_evidence(const Culprit& culprit) {
+  if (!culprit.tracer_overhead_ms) return "";
   char ms[32];
-  std::snprintf(ms, sizeof ms, "%.1f", culprit["tracer_overhead_ms"].get<double>());
+  std::snprintf(ms, sizeof ms, "%.1f", *culprit.tracer_overhead_ms);
   return std::string("tracer overhead: ") + ms +
          " ms (causeway's own threads held the engine's CPUs for that long while its threads were runnable; "
          "counted apart, never the culprit)";

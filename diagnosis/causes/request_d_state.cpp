@@ -113,10 +113,11 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
       for (const auto& kv : io_by_pid)
         if (!top || kv.second > top->second) top = &kv;
     out.push_back({RequestCause::io_contention, io_ns,
-                   {{"pid", top->first},
-                    {"comm", comm_of(comms, top->first)},
-                    {"overlap_share", std::min(1.0, top->second / d_ns)},
-                    {"own_io", own}}});
+                   Culprit{.pid = top->first,
+                           .comm = comm_of(comms, top->first),
+                           .share_kind = ShareKind::overlap,
+                           .share = std::min(1.0, top->second / d_ns),
+                           .own_io = own}});
   }
 
   // Memory: the rest of the D time, when pages were allocated in bursts or the OOM killer ran.
@@ -139,7 +140,9 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
   for (const auto& [pid, n] : pages)
     if (n > top_pages) top = pid, top_pages = n;
   if (top_pages < 0 && !ooms.empty()) top = ooms.front().pid, top_pages = 0;
-  out.push_back({RequestCause::memory_pressure, rest, {{"pid", top}, {"comm", comm_of(comms, top)}, {"pages", top_pages}}});
+  Culprit culprit{.pid = top, .comm = comm_of(comms, top), .share_kind = ShareKind::none};
+  culprit.pages = top_pages;
+  out.push_back({RequestCause::memory_pressure, rest, std::move(culprit)});
   return out;
 }
 
@@ -148,12 +151,12 @@ void IoContentionRequestCause::find(RequestEvidence& ev, const SlowPart& part, s
     out.push_back(std::move(c));
 }
 
-const char* IoContentionRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* IoContentionRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "The engine's threads waited on the disk while serving: move the culprit's I/O off the engine's disk or "
          "throttle it (ionice -c3, a cgroup io.max), and keep model weights and caches off a busy disk.";
 }
 
-const char* MemoryPressureRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* MemoryPressureRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "The engine's threads stalled in memory reclaim: give the host memory headroom (limit the culprit's memory "
          "with a cgroup memory.max, or lower the engine's own CPU-memory use such as --swap-space).";
 }

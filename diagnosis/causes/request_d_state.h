@@ -22,7 +22,7 @@ struct IoContentionRequestCause {
   static constexpr RequestCause id = RequestCause::io_contention;
   static constexpr std::string_view name = "io_contention";
   static constexpr ClaimTier tier = ClaimTier::host_state;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // Both D-state causes' claims (d_state_claims below): memory_pressure is found with it.
   static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
@@ -33,7 +33,7 @@ struct MemoryPressureRequestCause {
   static constexpr std::string_view name = "memory_pressure";
   static constexpr ClaimTier tier = ClaimTier::host_state;
   static constexpr RequestCause found_with = RequestCause::io_contention;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
 };
 
 // [from, to]: a request's slow part; pids: the engine's processes. At most one claim each of

@@ -34,8 +34,10 @@ std::optional<CauseClaim> kv_cache_claim(const EngineSeries& s, uint32_t engine_
   });
   const double lost = covered_ns(std::move(pressed), from, to);
   if (lost <= 0) return std::nullopt;
-  return CauseClaim{RequestCause::kv_cache_pressure, lost,
-                    {{"pid", engine_pid}, {"kv_cache_usage", std::round(usage_max * 1000) / 1000}, {"preemptions", preempted}}};
+  Culprit culprit{.pid = engine_pid, .share_kind = ShareKind::none};
+  culprit.kv_cache_usage = std::round(usage_max * 1000) / 1000;
+  culprit.preemptions = preempted;
+  return CauseClaim{RequestCause::kv_cache_pressure, lost, std::move(culprit)};
 }
 
 void KvCacheRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
@@ -44,13 +46,13 @@ void KvCacheRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::v
   if (auto c = kv_cache_claim(*s, part.server_pid, part.from_ns, part.to_ns)) out.push_back(std::move(*c));
 }
 
-RequestChainWords KvCacheRequestCause::chain_words(const nlohmann::json& culprit) {
-  return {"; KV cache " + one_decimal(culprit.value("kv_cache_usage", 0.0) * 100) + "% full, " +
-              one_decimal(culprit.value("preemptions", 0.0)) + " preemptions",
+RequestChainWords KvCacheRequestCause::chain_words(const Culprit& culprit) {
+  return {"; KV cache " + one_decimal(culprit.kv_cache_usage.value_or(0.0) * 100) + "% full, " +
+              one_decimal(culprit.preemptions.value_or(0.0)) + " preemptions",
           {}};
 }
 
-const char* KvCacheRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* KvCacheRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "Give the KV cache more room: raise --gpu-memory-utilization, lower --max-num-seqs or --max-model-len, "
          "or quantize the KV cache (--kv-cache-dtype fp8).";
 }

@@ -18,9 +18,9 @@ struct KvCacheRequestCause {
   static constexpr RequestCause id = RequestCause::kv_cache_pressure;
   static constexpr std::string_view name = "kv_cache_pressure";
   static constexpr ClaimTier tier = ClaimTier::engine_state;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // "; KV cache N% full, M preemptions"
-  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  static RequestChainWords chain_words(const Culprit& culprit);
   // kv_cache_claim over the slow part.
   static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };

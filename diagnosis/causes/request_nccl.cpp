@@ -146,12 +146,13 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
   auto c = comms.find(top->first);
   std::string source = e.rank < 0 ? "" : inferred ? inferred->source(e.pid) : "";
   if (e.rank >= 0 && source.empty()) source = "init";
-  nlohmann::json culprit = {{"pid", top->first},
-                            {"comm", c == comms.end() ? "" : c->second},
-                            {"nranks", e.nranks},
-                            {"share", total > 0 ? top->second / total : 0}};
-  if (!source.empty()) culprit["rank_source"] = source;
-  if (e.rank >= 0 && rank_number_known(source)) culprit["rank"] = e.rank;
+  Culprit culprit{.pid = top->first,
+                  .comm = c == comms.end() ? "" : c->second,
+                  .share_kind = ShareKind::claimed,
+                  .share = total > 0 ? top->second / total : 0};
+  culprit.nranks = e.nranks;
+  if (!source.empty()) culprit.rank_source = source;
+  if (e.rank >= 0 && rank_number_known(source)) culprit.rank = e.rank;
   return CauseClaim{RequestCause::nccl_straggler, lost, std::move(culprit)};
 }
 
@@ -160,23 +161,23 @@ void NcclStragglerRequestCause::find(State& st, RequestEvidence& ev, const SlowP
   if (auto c = st.stragglers->claim(ev.engine_pids(part.server_pid), ev.comms(), part.from_ns, part.to_ns)) out.push_back(std::move(*c));
 }
 
-std::string nccl_rank_phrase(const nlohmann::json& culprit) {
-  if (!culprit.contains("rank_source")) return "";
-  if (!culprit.contains("rank")) return "rank unknown";
-  return "rank " + std::to_string(culprit["rank"].get<int64_t>()) + " of " + std::to_string(culprit.value("nranks", int64_t{0}));
+std::string nccl_rank_phrase(bool has_rank_source, std::optional<int64_t> rank, int64_t nranks) {
+  if (!has_rank_source) return "";
+  if (!rank) return "rank unknown";
+  return "rank " + std::to_string(*rank) + " of " + std::to_string(nranks);
 }
 
-RequestChainWords NcclStragglerRequestCause::chain_words(const nlohmann::json& culprit) {
+RequestChainWords NcclStragglerRequestCause::chain_words(const Culprit& culprit) {
   RequestChainWords w;
   if (std::string line = nccl_rank_evidence(culprit); !line.empty()) w.evidence.push_back(std::move(line));
   return w;
 }
 
-std::string nccl_rank_evidence(const nlohmann::json& culprit) {
-  const std::string phrase = nccl_rank_phrase(culprit);
+std::string nccl_rank_evidence(const Culprit& culprit) {
+  const std::string phrase = nccl_rank_phrase(culprit.rank_source.has_value(), culprit.rank, culprit.nranks.value_or(0));
   if (phrase.empty()) return "";
-  const std::string source = culprit["rank_source"].get<std::string>();
-  const std::string pid = std::to_string(culprit.value("pid", int64_t{0}));
+  const std::string& source = *culprit.rank_source;
+  const std::string pid = std::to_string(culprit.pid.value_or(0));
   if (source == kTimingRank)
     return "late worker pid " + pid + ", " + phrase +
            ": its communicator was found from the collectives themselves (same op, count and datatype returning together, "
@@ -187,7 +188,7 @@ std::string nccl_rank_evidence(const nlohmann::json& culprit) {
   return "late worker pid " + pid + ", " + phrase + " (rank from " + source + ")";
 }
 
-const char* NcclStragglerRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* NcclStragglerRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "One tensor-parallel rank starts the forward pass late and every other rank waits for it in the all-reduce: "
          "look at what that rank's process does before its collective (its own CPU, another process on its core, I/O), "
          "and pin the workers to their own cores.";

@@ -25,12 +25,12 @@ struct NcclStragglerRequestCause {
   static constexpr RequestCause id = RequestCause::nccl_straggler;
   static constexpr std::string_view name = "nccl_straggler";
   static constexpr ClaimTier tier = ClaimTier::engine_work;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // The finder of the class below, made at the first slow part and kept (its reading is cached).
   struct State;
   static void find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
   // The late rank's phrase and communicator source as an evidence line (nccl_rank_evidence).
-  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  static RequestChainWords chain_words(const Culprit& culprit);
 };
 
 // [from, to]: the slow part of a request; pids: the engine's processes (the server and its
@@ -48,10 +48,10 @@ struct NcclStragglerRequestCause {
 // a "structural" culprit has no "rank": its place by pid is not one.
 // How a culprit names the late rank: "rank 1 of 2" when a source gives rank numbers, else
 // "rank unknown" (a communicator found by structure or by its collectives' return times knows
-// which process was late, not its number). "" for a culprit without rank_source.
-std::string nccl_rank_phrase(const nlohmann::json& culprit);
+// which process was late, not its number). "" for a culprit without a rank source.
+std::string nccl_rank_phrase(bool has_rank_source, std::optional<int64_t> rank, int64_t nranks);
 // The chain's evidence line for the late rank: its phrase and where the communicator came from.
-std::string nccl_rank_evidence(const nlohmann::json& culprit);
+std::string nccl_rank_evidence(const Culprit& culprit);
 
 class NcclStragglers {
  public:

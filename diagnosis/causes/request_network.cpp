@@ -116,13 +116,12 @@ std::optional<CauseClaim> network_claim(sqlite3* db, int64_t sid, const Connecti
   }
   const double lost = covered_ns(std::move(waits), from, to);
   if (lost <= 0) return std::nullopt;
-  nlohmann::json culprit = {{"pid", conn.server_pid},
-                            {"comm", conn.comm},
-                            {"peer", conn.peer},
-                            {"retransmits", retransmits_to(db, sid, conn.peer, std::min(first, from) - kRetransmitLookbackNs, to)},
-                            {"eagain", eagain},
-                            {"short_writes", short_writes},
-                            {"blocked_writes", blocked}};
+  Culprit culprit{.pid = conn.server_pid,
+                  .comm = conn.comm,
+                  .peer = conn.peer,
+                  .share_kind = ShareKind::none,
+                  .retransmits = retransmits_to(db, sid, conn.peer, std::min(first, from) - kRetransmitLookbackNs, to)};
+  culprit.send_waits = SendBufferWaits{eagain, short_writes, blocked};
   return CauseClaim{RequestCause::network, lost, std::move(culprit)};
 }
 
@@ -139,16 +138,17 @@ void NetworkRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::v
   }
 }
 
-RequestChainWords NetworkRequestCause::chain_words(const nlohmann::json& k) {
-  auto count = [&](const char* key) { return std::to_string(k.value(key, int64_t{0})); };
-  return {"; the server's writes to " + sanitize_untrusted(k.value("peer", ""), 64) + " waited on a full send buffer: " +
-              count("eagain") + " EAGAIN, " + count("short_writes") + " short writes, " + count("blocked_writes") +
-              " blocking writes, " + count("retransmits") + " TCP retransmits",
+RequestChainWords NetworkRequestCause::chain_words(const Culprit& k) {
+  const SendBufferWaits w = k.send_waits.value_or(SendBufferWaits{});
+  return {"; the server's writes to " + sanitize_untrusted(k.peer.value_or(""), 64) + " waited on a full send buffer: " +
+              std::to_string(w.eagain) + " EAGAIN, " + std::to_string(w.short_writes) + " short writes, " +
+              std::to_string(w.blocked_writes) + " blocking writes, " + std::to_string(k.retransmits.value_or(0)) +
+              " TCP retransmits",
           {}};
 }
 
-const char* NetworkRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
-  if (culprit.value("retransmits", int64_t{0}) > 0)
+const char* NetworkRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
+  if (culprit.retransmits.value_or(0) > 0)
     return "The responses backed up in the send buffer while TCP retransmitted to the client: the link drops "
            "packets, or the client's receive buffer overflowed. Check the path to the peer (NIC error counters with "
            "ethtool -S, MTU, a congested or lossy proxy) and the client's read loop; the engine itself was not slow.";

@@ -24,9 +24,9 @@ struct NetworkRequestCause {
   static constexpr RequestCause id = RequestCause::network;
   static constexpr std::string_view name = "network";
   static constexpr ClaimTier tier = ClaimTier::own_connection;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // "; the server's writes to PEER waited on a full send buffer: …"
-  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  static RequestChainWords chain_words(const Culprit& culprit);
   // network_claim on the request's own connection.
   static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };

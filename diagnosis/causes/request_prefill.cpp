@@ -12,6 +12,8 @@ namespace {
 // requests"): at least twice as long, and 5 ms more (a fast engine's jitter is not a prefill).
 constexpr double kLongPassFactor = 2.0;
 constexpr int64_t kLongPassMinExcessNs = 5'000'000;
+// The culprit names at most this many long requests (the chain's words show 5 of them).
+constexpr size_t kMaxLongRequestsNamed = 10;
 
 // The engine's forward passes over its server's serving time (the slow parts lie in it).
 const PrefillInterferenceRequestCause::EnginePasses& prefill_engine_passes(PrefillInterferenceRequestCause::State& st,
@@ -49,14 +51,20 @@ void PrefillInterferenceRequestCause::find(State& state, RequestEvidence& ev, co
   const auto& pids = ev.engine_pids(part.server_pid);
   const EnginePasses& ep = prefill_engine_passes(state, ev, part.server_pid);
   std::vector<std::pair<int64_t, int64_t>> spans;
-  // The culprit is the long requests themselves: ids, and for each its prompt and tenant
-  // (another tenant's, often: evidence is never filtered by the question's tenant).
-  nlohmann::json ids = nlohmann::json::array(), long_requests = nlohmann::json::array();
+  // The culprit is the long requests themselves: ids, and for each its prompt (tokens when the
+  // server said, else bytes) and tenant (another tenant's, often: evidence is never filtered
+  // by the question's tenant).
+  std::vector<LongRequest> named;
   auto name = [&](const RequestSpan& s) {
-    if (ids.size() < 10 && std::find(ids.begin(), ids.end(), s.id) == ids.end()) {
-      ids.push_back(s.id);
-      long_requests.push_back({{"id", s.id}, {"prompt_bytes", s.prompt_bytes}, {"tenant", s.tenant}});
-    }
+    if (named.size() < kMaxLongRequestsNamed &&
+        std::none_of(named.begin(), named.end(), [&](const LongRequest& l) { return l.id == s.id; }))
+      named.push_back({.id = s.id, .prompt_tokens = s.prompt_tokens, .prompt_bytes = s.prompt_bytes, .tenant = s.tenant});
+  };
+  auto culprit_of = [&](uint32_t pid, PrefillBasis basis) {
+    Culprit c{.pid = pid, .share_kind = ShareKind::none};
+    c.long_requests = std::move(named);
+    c.basis = basis;
+    return c;
   };
   if (ep.scan.passes.empty()) {
     for (const RequestSpan* s : longs) {
@@ -65,11 +73,7 @@ void PrefillInterferenceRequestCause::find(State& state, RequestEvidence& ev, co
       name(*s);
     }
     const double lost = covered_ns(std::move(spans), from, to);
-    out.push_back({RequestCause::prefill_interference, lost,
-                   {{"requests", ids},
-                    {"long_requests", long_requests},
-                    {"pid", pids.size() > 1 ? pids[1] : pids[0]},
-                    {"basis", "prompt_bytes"}}});
+    out.push_back({RequestCause::prefill_interference, lost, culprit_of(pids.size() > 1 ? pids[1] : pids[0], PrefillBasis::prompt_bytes)});
     return;
   }
   const int64_t median = ep.median_ns;
@@ -94,28 +98,25 @@ void PrefillInterferenceRequestCause::find(State& state, RequestEvidence& ev, co
     if (p.dur_ns() > longest) longest = p.dur_ns(), pass_pid = p.pid;
   }
   const double lost = covered_ns(std::move(spans), from, to);
-  out.push_back({RequestCause::prefill_interference, lost,
-                 {{"requests", ids},
-                  {"long_requests", long_requests},
-                  {"pid", pass_pid},
-                  {"basis", "forward_pass"},
-                  {"pass_ms", static_cast<double>(longest) / 1e6},
-                  {"median_pass_ms", static_cast<double>(median) / 1e6}}});
+  Culprit culprit = culprit_of(pass_pid, PrefillBasis::forward_pass);
+  culprit.pass_ms = static_cast<double>(longest) / 1e6;
+  culprit.median_pass_ms = static_cast<double>(median) / 1e6;
+  out.push_back({RequestCause::prefill_interference, lost, std::move(culprit)});
 }
 
-const char* PrefillInterferenceRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* PrefillInterferenceRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "Bound the prefill a decode step waits for: enable chunked prefill (vLLM --enable-chunked-prefill with a "
          "smaller --max-num-batched-tokens), or route long prompts to their own replica.";
 }
 
 // How it was seen: from the engine's forward passes, or, when they cannot be delimited, from
 // the long requests' prompt bytes alone.
-RequestChainWords PrefillInterferenceRequestCause::chain_words(const nlohmann::json& culprit) {
-  if (culprit.value("basis", "") == "forward_pass")
+RequestChainWords PrefillInterferenceRequestCause::chain_words(const Culprit& culprit) {
+  if (culprit.basis == PrefillBasis::forward_pass)
     return {"",
             {"forward passes (the engine thread's launches up to the sync that waits for them): a " +
-             one_decimal(culprit.value("pass_ms", 0.0)) + " ms pass against a median pass of " +
-             one_decimal(culprit.value("median_pass_ms", 0.0)) + " ms, during the long requests' prefill"}};
+             one_decimal(culprit.pass_ms.value_or(0.0)) + " ms pass against a median pass of " +
+             one_decimal(culprit.median_pass_ms.value_or(0.0)) + " ms, during the long requests' prefill"}};
   return {"",
           {"forward passes could not be delimited (no sync waits for the engine's launches, e.g. asynchronous scheduling, "
            "or no CUDA calls traced): inferred from the long requests' prompt bytes and their prefill time"}};

@@ -15,9 +15,9 @@ struct PrefillInterferenceRequestCause {
   static constexpr RequestCause id = RequestCause::prefill_interference;
   static constexpr std::string_view name = "prefill_interference";
   static constexpr ClaimTier tier = ClaimTier::engine_work;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // How it was seen: from the engine's forward passes, or from the long prompts alone.
-  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  static RequestChainWords chain_words(const Culprit& culprit);
 
   // The engine's forward passes over each server's serving time, read at the first need.
   struct EnginePasses {
@@ -28,8 +28,9 @@ struct PrefillInterferenceRequestCause {
   struct State {
     std::map<uint32_t, EnginePasses> by_server;
   };
-  // Culprit {"requests" (ids), "long_requests" [{"id", "prompt_bytes", "tenant"}], "pid",
-  // "basis" ("forward_pass" with "pass_ms" and "median_pass_ms", or "prompt_bytes")}.
+  // Culprit: the long requests (ids; each with its prompt tokens when known, else bytes, and
+  // its tenant), the engine pid, the basis (forward_pass with pass_ms and median_pass_ms, or
+  // prompt_bytes).
   static void find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };
 

@@ -18,7 +18,9 @@ std::optional<CauseClaim> queueing_claim(const EngineSeries& s, uint32_t engine_
   });
   const double lost = covered_ns(std::move(waited), from, to);
   if (lost <= 0) return std::nullopt;
-  return CauseClaim{RequestCause::queueing, lost, {{"pid", engine_pid}, {"waiting_max", waiting_max}}};
+  Culprit culprit{.pid = engine_pid, .share_kind = ShareKind::none};
+  culprit.waiting_max = waiting_max;
+  return CauseClaim{RequestCause::queueing, lost, std::move(culprit)};
 }
 
 void QueueingRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
@@ -31,11 +33,11 @@ void QueueingRequestCause::find(RequestEvidence& ev, const SlowPart& part, std::
   if (auto c = queueing_claim(*s, part.server_pid, part.from_ns, first_out)) out.push_back(std::move(*c));
 }
 
-RequestChainWords QueueingRequestCause::chain_words(const nlohmann::json& culprit) {
-  return {"; up to " + one_decimal(culprit.value("waiting_max", 0.0)) + " requests waiting in the engine's queue", {}};
+RequestChainWords QueueingRequestCause::chain_words(const Culprit& culprit) {
+  return {"; up to " + one_decimal(culprit.waiting_max.value_or(0.0)) + " requests waiting in the engine's queue", {}};
 }
 
-const char* QueueingRequestCause::recommendation([[maybe_unused]] const nlohmann::json& culprit) {
+const char* QueueingRequestCause::recommendation([[maybe_unused]] const Culprit& culprit) {
   return "The engine is at capacity: add replicas, raise the batch limit if memory allows (vLLM --max-num-seqs), "
          "or shed load before the queue grows.";
 }

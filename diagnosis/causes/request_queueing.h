@@ -17,9 +17,9 @@ struct QueueingRequestCause {
   static constexpr RequestCause id = RequestCause::queueing;
   static constexpr std::string_view name = "queueing";
   static constexpr ClaimTier tier = ClaimTier::engine_state;
-  static const char* recommendation(const nlohmann::json& culprit);
+  static const char* recommendation(const Culprit& culprit);
   // "; up to N requests waiting in the engine's queue"
-  static RequestChainWords chain_words(const nlohmann::json& culprit);
+  static RequestChainWords chain_words(const Culprit& culprit);
   // queueing_claim over the part before the request's first token.
   static void find(RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out);
 };

@@ -82,13 +82,13 @@ struct RequestModuleList {
     ((M::id == c ? (t = M::tier, true) : false) || ...);
     return t;
   }
-  static const char* recommendation(RequestCause c, const nlohmann::json& culprit) {
+  static const char* recommendation(RequestCause c, const Culprit& culprit) {
     const char* r = "";
     ((M::id == c ? (r = M::recommendation(culprit), true) : false) || ...);
     return r;
   }
   // What the cause's module adds to its chain; nothing when it adds nothing.
-  static RequestChainWords chain_words(RequestCause c, const nlohmann::json& culprit) {
+  static RequestChainWords chain_words(RequestCause c, const Culprit& culprit) {
     RequestChainWords w;
     auto one = [&]<typename X>() {
       if constexpr (AddsChainWords<X>)

@@ -123,3 +123,54 @@ TEST_CASE("a culprit's tenant names its container and pod; a data worker's culpr
       "workers":[{"pid":4901,"comm":"pt_data_worker","wait_share":1.0,"doing":"block_io"}],"io_bytes":4096,
       "cgroup":"/kubepods.slice/x.scope","container":"3f9a","pod":"default/vllm"})"));
 }
+
+// Issue 37: a request chain goes through the same serializer; its culprit is the same typed
+// Culprit. prefill_interference's has no share (ShareKind::none: no key, no culprit_share), and
+// each long request carries its prompt in tokens when known, else in bytes — one of the two.
+TEST_CASE("a request chain's typed culprit: the long requests with tokens or bytes, no share key") {
+  RequestChainDoc d;
+  d.id = "s1-req-itl-prefill_interference";
+  d.severity = Severity::high;
+  d.metric = "itl";
+  d.op = "ITL (token gaps)";
+  d.pid = 5300;
+  d.comm = "python3";
+  d.requests = 40;
+  d.request_ids = {"req-1"};
+  d.share_time = 0.969;
+  d.impact = 12.8;
+  d.p50_us = 20000;
+  d.p99_us = 327000;
+  d.culprit = Culprit{.pid = 5301, .comm = "EngineCore", .share_kind = ShareKind::none};
+  d.culprit.long_requests = std::vector<LongRequest>{{.id = "docs-1", .prompt_tokens = 9000, .prompt_bytes = 40000, .tenant = "docs"},
+                                                     {.id = "docs-2", .prompt_bytes = 38000, .tenant = "docs"}};
+  d.culprit.basis = PrefillBasis::forward_pass;
+  d.culprit.pass_ms = 40.0;
+  d.culprit.median_pass_ms = 9.5;
+  const ChainRecord r = chain_record(d, "prefill_interference");
+  CHECK(r.calls == 40);
+  CHECK(r.slow_share == 0.969);
+  CHECK(r.culprit_pid == 5301u);
+  CHECK(r.culprit_comm == "EngineCore");
+  CHECK(!r.culprit_share);
+  const json doc = json::parse(r.doc);
+  CHECK(doc["level"] == "request");
+  CHECK(doc["share_time"] == 0.969);
+  for (const char* k : {"calls", "p50_us", "p99_us", "where", "timeline"}) CHECK_MESSAGE(!doc.contains(k), k);
+  CHECK(doc["culprit"] == json::parse(R"({"pid":5301,"comm":"EngineCore","requests":["docs-1","docs-2"],
+      "long_requests":[{"id":"docs-1","prompt_tokens":9000,"tenant":"docs"},{"id":"docs-2","prompt_bytes":38000,"tenant":"docs"}],
+      "basis":"forward_pass","pass_ms":40.0,"median_pass_ms":9.5})"));
+}
+
+TEST_CASE("a request cause's share is written under \"share\" and fills culprit_share; io_contention's under overlap_share") {
+  RequestChainDoc d;
+  d.culprit = Culprit{.pid = 901, .comm = "hog", .share_kind = ShareKind::claimed, .share = 0.96};
+  d.culprit.tracer_overhead_ms = 3.2;
+  ChainRecord r = chain_record(d, "cpu_contention");
+  CHECK(json::parse(r.doc)["culprit"] == json::parse(R"({"pid":901,"comm":"hog","share":0.96,"tracer_overhead_ms":3.2})"));
+  CHECK(r.culprit_share == 0.96);
+  d.culprit = Culprit{.pid = 900, .comm = "tar", .share_kind = ShareKind::overlap, .share = 0.5, .own_io = false};
+  r = chain_record(d, "io_contention");
+  CHECK(json::parse(r.doc)["culprit"] == json::parse(R"({"pid":900,"comm":"tar","overlap_share":0.5,"own_io":false})"));
+  CHECK(r.culprit_share == 0.5);
+}

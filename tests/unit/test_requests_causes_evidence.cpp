@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include "diagnosis/causes/request_registry.h"
+#include "diagnosis/chain_text.h"
 #include "diagnosis/request_evidence.h"
 #include "diagnosis/request_latency.h"
 #include "requests/to_record.h"
@@ -46,12 +47,14 @@ json ask(Db& db, Metric m, std::optional<std::string> tenant) {
 // a sync), but from 6000 ms five chunked-prefill passes of 40 ms (another tenant's long
 // prompt, 40 kB, prefilled in 5 chunks). Chat streams: 95 quick ones, five whose second gap
 // (around 6000..6215 ms) waited for those chunks.
-void chunked_prefill_db(StoreWriter& w) {
+// `docs_prompt_tokens`: the server's usage.prompt_tokens for the long prompt, when it said.
+void chunked_prefill_db(StoreWriter& w, std::optional<uint64_t> docs_prompt_tokens = std::nullopt) {
   w.push_meta(ProcessRecord{.pid = 101, .ppid = 100, .comm = "EngineCore"});
   for (int i = 0; i < 95; ++i) w.push_meta(to_record(chat_stream("c" + std::to_string(i), i * 50, "chat")));
   for (int i = 0; i < 5; ++i) w.push_meta(to_record(chat_stream("s" + std::to_string(i), 5970, "chat", 2, 215)));
   Request doc = streamed("docs-1", 5995, 210, 4, 10, "docs");
   doc.prompt_bytes = 40000;
+  doc.input_tokens = docs_prompt_tokens;
   w.push_meta(to_record(doc));
   int64_t t10 = 0;  // in 0.1 ms
   int chunks = 0;
@@ -108,6 +111,33 @@ TEST_CASE("--tenant chooses the requests judged, not the evidence: another tenan
   const std::string text = request_latency_text(text_doc);
   CAPTURE(text);
   CHECK(text.find("docs-1 (40000 prompt bytes, tenant docs)") != std::string::npos);
+}
+
+// Issue 37: the long requests carry their prompt in tokens when the server said (usage.prompt_tokens,
+// stored as requests.input_tokens), in bytes only otherwise; requests --json and MCP (one answer),
+// the text, and the stored chain that explain and the report show ("the long requests" first).
+TEST_CASE("prefill_interference names the long requests' prompt tokens when known, bytes otherwise") {
+  Db db([](StoreWriter& w) { chunked_prefill_db(w, 9000); });
+  const json d = ask(db, Metric::itl, "chat");
+  const json* p = cause(d["requests"]["tail"], "prefill_interference");
+  REQUIRE(p != nullptr);
+  const json& l = (*p)["culprit"]["long_requests"];
+  REQUIRE(l.size() == 1);
+  CHECK(l[0] == json({{"id", "docs-1"}, {"prompt_tokens", 9000}, {"tenant", "docs"}}));
+  CHECK(request_latency_text(d).find("docs-1 (9000 prompt tokens, tenant docs)") != std::string::npos);
+
+  auto h = open_read_only(db.path);
+  REQUIRE(h);
+  const json chains = request_chain_docs(h->get());
+  const json* chain = nullptr;
+  for (const json& c : chains)
+    if (c["cause"] == "prefill_interference") chain = &c;
+  REQUIRE(chain != nullptr);
+  CHECK((*chain)["culprit"]["long_requests"] == l);
+  // The culprit line of explain and the report: the long requests first, then the engine.
+  const std::string line = culprit_line((*chain)["culprit"]);
+  CAPTURE(line);
+  CHECK(line.rfind("long request docs-1 (9000 prompt tokens, tenant docs); prefilled by EngineCore (pid 101)", 0) == 0);
 }
 
 namespace {
@@ -223,14 +253,14 @@ struct Complete {
   static constexpr RequestCause id = RequestCause::queueing;
   static constexpr std::string_view name = "queueing";
   static constexpr ClaimTier tier = ClaimTier::engine_state;
-  static const char* recommendation(const json&) { return "r"; }
+  static const char* recommendation(const Culprit&) { return "r"; }
   static void find(RequestEvidence&, const SlowPart&, std::vector<CauseClaim>&) {}
 };
 struct NoDetector {  // neither find() nor found_with
   static constexpr RequestCause id = RequestCause::queueing;
   static constexpr std::string_view name = "queueing";
   static constexpr ClaimTier tier = ClaimTier::engine_state;
-  static const char* recommendation(const json&) { return "r"; }
+  static const char* recommendation(const Culprit&) { return "r"; }
 };
 struct NoRecommendation {
   static constexpr RequestCause id = RequestCause::queueing;
@@ -238,21 +268,29 @@ struct NoRecommendation {
   static constexpr ClaimTier tier = ClaimTier::engine_state;
   static void find(RequestEvidence&, const SlowPart&, std::vector<CauseClaim>&) {}
 };
+struct UntypedCulprit {  // a culprit as JSON, not the one Culprit type (diagnosis/culprit.h)
+  static constexpr RequestCause id = RequestCause::queueing;
+  static constexpr std::string_view name = "queueing";
+  static constexpr ClaimTier tier = ClaimTier::engine_state;
+  static const char* recommendation(const json&) { return "r"; }
+  static void find(RequestEvidence&, const SlowPart&, std::vector<CauseClaim>&) {}
+};
 struct FoundWithOther {
   static constexpr RequestCause id = RequestCause::memory_pressure;
   static constexpr std::string_view name = "memory_pressure";
   static constexpr ClaimTier tier = ClaimTier::host_state;
   static constexpr RequestCause found_with = RequestCause::io_contention;
-  static const char* recommendation(const json&) { return "r"; }
+  static const char* recommendation(const Culprit&) { return "r"; }
 };
 }  // namespace request_module_shapes
 
-TEST_CASE("the request registry's concept refuses a module without a detector or a recommendation") {
+TEST_CASE("the request registry's concept refuses a module without a detector or a recommendation, or with an untyped culprit") {
   using namespace request_module_shapes;
   static_assert(RequestCauseModule<Complete>);
   static_assert(RequestCauseModule<FoundWithOther>);
   static_assert(!RequestCauseModule<NoDetector>);
   static_assert(!RequestCauseModule<NoRecommendation>);
+  static_assert(!RequestCauseModule<UntypedCulprit>);
   // A list that leaves an enumerator without a module does not compile (the registry's
   // static_assert); the real one has one module per enumerator.
   CHECK(RequestCauses::complete());
