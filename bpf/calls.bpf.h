@@ -110,6 +110,9 @@ static __always_inline __s32 call_stack(struct pt_regs *ctx, bool explains, __u6
 }
 /* ========================================== end of user stacks ========================================== */
 
+/* --record-all (targ_record_all): every call a record, none only counted ("Aggregated calls" below). */
+const volatile bool targ_record_all = false;
+
 struct cw_frame {
   __u64 ts;
   __u64 cookie;
@@ -212,6 +215,30 @@ static __always_inline void nccl_entry(struct cw_frame *fr, __u64 cookie, struct
   fr->extra[CW_X_SEQ] = role == CW_NCCL_COLL ? __sync_fetch_and_add(&ci->seq, 1) : ci->seq;
 }
 
+/* The call's stack arguments (CW_COOKIE_NSTACK words above the return address at entry) or the
+ * struct its CW_COOKIE_STRUCT_REG argument points to, into extra. */
+static __always_inline void copy_arguments(__u64 *extra, const struct cw_frame *fr, __u64 cookie) {
+  __u32 nstack = CW_COOKIE_NSTACK(cookie);
+  if (nstack) {
+    __u32 n = nstack > 4 ? 4 : nstack;
+    if (bpf_probe_read_user(extra, n * 8, (void *)(fr->sp + 8))) extra[0] = 0;
+  }
+  __u32 sreg = CW_COOKIE_STRUCT_REG(cookie);
+  if (sreg) {
+    if (bpf_probe_read_user(extra, CW_STRUCT_BYTES, (void *)saved_reg(fr, sreg)))
+      __builtin_memset(extra, 0, CW_NEXTRA * sizeof(__u64));
+  }
+}
+
+/* Whether the entry leaves the argument copies to the return: a fast_counted op's call is mostly
+ * only counted, and a copy is a user-memory read (~80 ns a call here, docs/BENCHMARKS.md). At the
+ * return both are still the caller's: the stack arguments sit in the caller's outgoing argument
+ * area (the callee may reuse it by the ABI; launch entry points forward them unchanged), and the
+ * launch config struct is caller memory. docs/COLLECTOR.md "Aggregated calls". */
+static __always_inline bool copies_at_return(__u64 cookie) {
+  return CW_COOKIE_AGG(cookie) && !targ_record_all;
+}
+
 /* What an entry tells a session uprobe (bpf_session_is_return): run the return for this call, or
  * skip it (the kernel then does not hijack the return address: no return trap at all). */
 #define CW_RUN_RETURN 0
@@ -281,17 +308,8 @@ static __always_inline int enter_call(struct pt_regs *ctx) {
   fr->regs[4] = PT_REGS_PARM5(ctx);
   fr->regs[5] = PT_REGS_PARM6(ctx);
 
-  __u32 nstack = CW_COOKIE_NSTACK(cookie);
-  if (nstack) {
-    /* Stack arguments start above the return address. */
-    __u32 n = nstack > 4 ? 4 : nstack;
-    if (bpf_probe_read_user(fr->extra, n * 8, (void *)(PT_REGS_SP(ctx) + 8))) fr->extra[0] = 0;
-  }
-  __u32 sreg = CW_COOKIE_STRUCT_REG(cookie);
-  if (sreg) {
-    if (bpf_probe_read_user(fr->extra, CW_STRUCT_BYTES, (void *)saved_reg(fr, sreg)))
-      __builtin_memset(fr->extra, 0, sizeof(fr->extra));
-  }
+  /* A counted op's copies wait for its return, which makes them only for a call it records. */
+  if (!copies_at_return(cookie)) copy_arguments(fr->extra, fr, cookie);
   if (CW_COOKIE_NCCL_ROLE(cookie)) nccl_entry(fr, cookie, ctx);
   /* Last, so the time spent above is not charged to the call. */
   fr->ts = bpf_ktime_get_ns();
@@ -379,7 +397,6 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
  * A thread's run is closed at least every targ_run_max_ns (the call then recorded) so a long
  * launch loop still shows up in the timeline. --record-all (targ_record_all) records every call.
  * Why this loses nothing an answer needs: docs/COLLECTOR.md "Aggregated calls". */
-const volatile bool targ_record_all = false;
 const volatile __u64 targ_run_max_ns = 100000000;
 
 struct {
@@ -515,7 +532,11 @@ static __always_inline void return_call(struct pt_regs *ctx) {
   e->dur_ns = now - fr->ts;
   e->ret = (__s32)ret; /* every traced API returns a 32-bit status enum */
   __builtin_memcpy(e->regs, fr->regs, sizeof(e->regs));
-  __builtin_memcpy(e->extra, fr->extra, sizeof(e->extra));
+  if (copies_at_return(cookie)) {
+    __builtin_memset(e->extra, 0, sizeof(e->extra));
+    copy_arguments(e->extra, fr, cookie);
+  } else
+    __builtin_memcpy(e->extra, fr->extra, sizeof(e->extra));
   e->stack_id = stack_id;
   e->dclass = CW_COOKIE_CLASS(cookie);
   e->aux = CW_COOKIE_AUX(cookie);

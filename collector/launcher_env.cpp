@@ -1,5 +1,7 @@
 #include "collector/launcher_env.h"
 
+#include <algorithm>
+#include <array>
 #include <fstream>
 #include <map>
 #include <string>
@@ -96,9 +98,17 @@ std::optional<LauncherRank> launcher_rank_from_environ(std::string_view environ)
 std::optional<LauncherRank> read_launcher_rank(uint32_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
   if (!in) return std::nullopt;
-  std::string text(kMaxEnviron, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
+  // Read as it comes, up to kMaxEnviron: the tracer reads this for every process it sees (on a
+  // busy host, every compiler started), and zeroing a 1 MiB string up front each time was most
+  // of the idle tracer's CPU (docs/BENCHMARKS.md "Fast calls counted in the kernel").
+  std::string text;
+  std::array<char, 16384> chunk{};
+  while (text.size() < kMaxEnviron) {
+    in.read(chunk.data(), static_cast<std::streamsize>(std::min(chunk.size(), kMaxEnviron - text.size())));
+    const std::streamsize got = in.gcount();
+    if (got <= 0) break;
+    text.append(chunk.data(), static_cast<size_t>(got));
+  }
   return launcher_rank_from_environ(text);
 }
 

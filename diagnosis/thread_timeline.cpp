@@ -52,7 +52,7 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
         if (v.empty() || v.back().to_ns <= iv.from_ns) v.push_back(iv);
       }
     }
-    cpu_rows.push_back({r.ts_ns, r.next_tid, r.next_pid});
+    cpu_rows.push_back({r.ts_ns, r.next_tid, r.next_pid, r.prev_tid, r.prev_pid});
     if (r.prev_tid != 0) {
       auto& v = by_tid_[r.prev_tid];
       // A switch-out while already out means a record was lost: close the stale interval here.
@@ -162,11 +162,25 @@ void ThreadTimelines::who_ran(int32_t cpu, int64_t from, int64_t to, std::vector
       }
     out.push_back({pid, tid, ns});
   };
+  // Only switches touching a traced process are recorded (bpf/sched.bpf.h): between two of them
+  // untraced tasks may have switched among themselves unseen. When the task a switch leaves is
+  // not the one the previous switch put there, the segment goes to the one that held the CPU up
+  // to the switch, not to the first: a kernel thread that preempts a traced thread for a few µs
+  // and hands the CPU to a compiler for 20 ms must not be named for the 20 ms.
   for (++pos; pos != v.end() && pos->ts_ns < to; ++pos) {
+    if (pos->prev_tid != cur_tid) {
+      cur_tid = pos->prev_tid;
+      cur_pid = pos->prev_pid;
+    }
     add(cur_tid, cur_pid, pos->ts_ns - seg_from);
     seg_from = pos->ts_ns;
     cur_tid = pos->next_tid;
     cur_pid = pos->next_pid;
+  }
+  // The same for the last segment: the switch after `to` names who held the CPU until then.
+  if (pos != v.end() && pos->prev_tid != cur_tid) {
+    cur_tid = pos->prev_tid;
+    cur_pid = pos->prev_pid;
   }
   add(cur_tid, cur_pid, to - seg_from);
 }

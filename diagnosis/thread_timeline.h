@@ -97,6 +97,7 @@ class ThreadTimelines {
   struct CpuSwitch {
     int64_t ts_ns;
     uint32_t next_tid, next_pid;
+    uint32_t prev_tid, prev_pid;  // who held the CPU up to this switch
   };
   std::unordered_map<uint32_t, std::vector<OffCpuInterval>> by_tid_;
   std::unordered_map<int32_t, std::vector<CpuSwitch>> by_cpu_;

@@ -29,6 +29,14 @@ int64_t pack(int64_t x, int64_t y, int64_t z) { return x | y << 21 | z << 42; }
 
 // Per-op call counts of one process, from the rollups: every call, whether recorded as a row or
 // counted in the kernel (docs/COLLECTOR.md "Aggregated calls"); complete once the trace stopped.
+// Rows of launch op `op` by pid that carry cw_workload's fixed launch arguments: function
+// 0xdead0000, stream 0x1000 + thread index, grid (4,2,1), block (128,1,1).
+int64_t launches_with_workload_args(const std::string& db, pid_t pid, int op) {
+  return q_int(db, "SELECT count(*) FROM events WHERE pid = " + S(pid) + " AND op_id = " + S(op) + " AND a1 = " +
+                       S(0xdead0000) + " AND a3 BETWEEN 4096 AND 4099 AND a4 = " + S(pack(4, 2, 1)) +
+                       " AND a5 = " + S(pack(128, 1, 1)));
+}
+
 std::map<int64_t, int64_t> op_counts(const std::string& db, pid_t pid) {
   std::map<int64_t, int64_t> m;
   for (auto& r : q_rows(db, "SELECT op_id, sum(count) FROM rollups WHERE pid = " + S(pid) + " GROUP BY op_id")) m[r[0]] = r[1];
@@ -88,9 +96,7 @@ TEST_CASE("exact per-op counts, decoded args and durations from several threads;
   for (int op : {CW_OP_CUDA_LAUNCH_KERNEL, CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL, CW_OP_CUDA_LAUNCH_KERNEL_EXC,
                  CW_OP_CU_LAUNCH_KERNEL, CW_OP_CU_LAUNCH_KERNEL_EX}) {
     CAPTURE(op);
-    CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid = " + S(pid) + " AND op_id = " + S(op) + " AND a1 = " +
-                        S(0xdead0000) + " AND a3 BETWEEN 4096 AND 4099 AND a4 = " + S(pack(4, 2, 1)) +
-                        " AND a5 = " + S(pack(128, 1, 1))) == counts[op]);
+    CHECK(launches_with_workload_args(db, pid, op) == counts[op]);
   }
   CHECK(q_int(db, "SELECT count(*) FROM events WHERE pid = " + S(pid) + " AND op_id = 118 AND a1 = " + S(0xe0e0)) == n);
 
@@ -466,6 +472,30 @@ TEST_CASE("fast launches are counted in the kernel: every call in the rollups, t
   CHECK(counted == n);
   CHECK(recorded == n);
   CHECK(in_runs == 0);
+}
+
+TEST_CASE("a counted launch that is recorded still carries its arguments, copied at its return") {
+  // Launch ops read their stack arguments and config struct at the return, and only for the
+  // calls they record (bpf/calls.bpf.h copies_at_return): every recorded row of the four launch
+  // ABIs must hold the fixed function, stream, grid and block of cw_workload.
+  TempDir dir;
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13"), "--lib", testprog("libcuda.so.1")});
+  const int threads = 2, iters = 3000;
+  pid_t pid = spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops",
+                              "launch,launch_internal,launch_exc,cu_launch,cu_launch_ex"}),
+                    dir.file("w.log"));
+  REQUIRE(wait_exit(pid) == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  const std::string db = t.db();
+  INFO(t.log());
+  for (int op : {CW_OP_CUDA_LAUNCH_KERNEL, CW_OP_CUDA_LAUNCH_KERNEL_INTERNAL, CW_OP_CUDA_LAUNCH_KERNEL_EXC,
+                 CW_OP_CU_LAUNCH_KERNEL, CW_OP_CU_LAUNCH_KERNEL_EX}) {
+    CAPTURE(op);
+    const int64_t recorded = q_int(db, "SELECT count(*) FROM events WHERE pid = " + S(pid) + " AND op_id = " + S(op));
+    CHECK(recorded >= threads);  // the first at each call site of each thread at least
+    CHECK(launches_with_workload_args(db, pid, op) == recorded);
+  }
 }
 
 TEST_CASE("a tiny ring buffer overflows: every lost call is counted, received + dropped = made") {

@@ -44,6 +44,23 @@ TEST_CASE("off-CPU intervals: preemption (R) names who ran on the CPU") {
   CHECK(kw == 2 * kMs);
 }
 
+TEST_CASE("who ran: untraced tasks switching among themselves unseen, the CPU goes to the one that held it last") {
+  // T preempted at 10 ms by a kernel thread (pid 15) that runs a few µs and hands the CPU to
+  // tar; neither is traced, so that switch is not recorded. tar gives the CPU back at 30 ms.
+  std::vector<SchedRow> rows = {
+      {10 * kMs, 0, kT, kT, 0, 15, 15},
+      {30 * kMs, 0, kTar, kTar, 0, kT, kT},
+  };
+  ThreadTimelines tl;
+  tl.build(rows, {}, 100 * kMs);
+  std::vector<RunShare> who;
+  tl.who_ran(0, 10 * kMs, 30 * kMs, who);
+  int64_t tar = 0, kthread = 0;
+  for (auto& r : who) (r.pid == kTar ? tar : kthread) += r.ns;
+  CHECK(tar == 20 * kMs);
+  CHECK(kthread == 0);
+}
+
 TEST_CASE("off-CPU intervals: sleep (S) with a waker, D state, wakeup latency counts as runnable") {
   std::vector<SchedRow> rows = {
       {10 * kMs, 3, kT, kT, 1, 0, 0},    // T sleeps (S); CPU idles
