@@ -16,7 +16,7 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *t) { return BPF_
  * goes to whoever ran last before the thread got back in (on a busy host, any short task),
  * never to a hog that held the CPU for most of it but did not hand it over. Set from the
  * waking CPU for the wakee's CPU (task_cpu at sched_waking: where it last ran), cleared when a
- * traced thread is switched in there. */
+ * traced thread is switched in there or leaves it asleep. */
 #define CW_SCHED_WATCH_CPUS 1024
 #define CW_SCHED_WATCH_NS 2000000000ULL
 struct {
@@ -53,8 +53,9 @@ int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   if (watch) {
     if (next_traced) *watch = 0;
     /* Still runnable: preempted in the kernel, or (a busy user thread at the tick) switched
-     * out on its way back to user space with its state TASK_RUNNING and preempt false. */
-    if (prev_traced && (preempt || !(BPF_CORE_READ(prev, __state) & 0xff))) *watch = now;
+     * out on its way back to user space with its state TASK_RUNNING and preempt false. A
+     * traced thread leaving the CPU asleep (or dead) ends any wait marked here too. */
+    if (prev_traced) *watch = preempt || !(BPF_CORE_READ(prev, __state) & 0xff) ? now : 0;
   }
   if (!prev_traced && !next_traced && now - since >= CW_SCHED_WATCH_NS) {
     if (watch) *watch = 0;  /* a wait seen to start and never to end (the thread exited) */
