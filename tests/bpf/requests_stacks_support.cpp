@@ -349,7 +349,7 @@ void hog_case(const TempDir& dir, pid_t server, int port, const std::vector<std:
   const auto ids = chain_requests(db, server, tracer, "cpu_contention", &chain_culprit);
   REQUIRE_FALSE(ids.empty());
   const bool hogs_only = std::all_of(ids.begin(), ids.end(), [](const std::string& id) { return id.rfind("hogged", 0) == 0; });
-  MESSAGE("cpu_contention chain: " << ids.size() << " request(s), " << (hogs_only ? "all the hog's" : "not all the hog's")
+  MESSAGE("cpu_contention chain: " << ids.size() << " request(s), " << std::string(hogs_only ? "all the hog's" : "not all the hog's")
                                    << ", culprit pid " << chain_culprit);
   if (hogs_only) CHECK(chain_culprit == hog.pid());
 }
