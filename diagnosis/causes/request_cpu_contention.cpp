@@ -26,10 +26,11 @@ void request_cpu_holders(sqlite3* db, int64_t session_id, int32_t cpu, int64_t f
   st->bind(2, int64_t{cpu});
   st->bind(3, from);
   st->bind(4, until);
-  // Only switches with a traced side are recorded (bpf/sched.bpf.h): between a record that
-  // gave the CPU to A and the next one, taken from B ≠ A, switches among untraced processes
-  // went unseen. A ran first and B last, for unknown parts: the time is split between them
-  // (handing it all to B named whoever ran just before the victim, not who held the CPU).
+  // While a traced thread waits for a CPU, every switch there is recorded (bpf/sched.bpf.h
+  // `sched_watch`), so each record's prev_pid held the CPU since the record before. Where one
+  // is missing (the watch ends when any traced thread runs there, or a wait began before the
+  // trace), a record that gave the CPU to A is followed by one taken from B ≠ A: A ran first
+  // and B last, for unknown parts, and the time is split between them.
   int64_t since = from;
   std::optional<uint32_t> took;  // next_pid of the record that began the interval
   while (st->step() == SQLITE_ROW && since < to) {

@@ -17,10 +17,10 @@ add_dependencies(test_requests_hook_bpf causeway causeway_testprogs)
 # peers from the kernel socket, causeway's own scrapes excluded (and counted exactly), --pid
 # alone and --http-port alone both trace the server's scheduling, a CPU hog on the server's CPU
 # named as the culprit, the `openai` npm SDK as a streaming client, errors / aborts /
-# disconnects live (Node, Python), TLS through Node's bundled OpenSSL counted, and 3 x 5,000
+# disconnects live (fastify, uvicorn), TLS through Node's bundled OpenSSL counted, and 3 x 5,000
 # concurrent connections with no socket record lost (Python).
 foreach(stack node python go_cpp)
-  causeway_test(test_requests_${stack}_bpf LABEL bpf TIMEOUT 240
+  causeway_test(test_requests_${stack}_bpf LABEL bpf TIMEOUT 480
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_${stack}_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/requests_stacks_support.cpp
             ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
     LIBS causeway_tracedb)

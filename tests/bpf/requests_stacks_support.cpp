@@ -86,10 +86,11 @@ Server::~Server() {
   wait_exit(pid);
 }
 
-void run_client(const TempDir& dir, int port, int connections, int rounds, const std::string& path, const std::string& out) {
+void run_client(const TempDir& dir, int port, int connections, int rounds, const std::string& path, const std::string& out,
+                const std::string& prefix) {
   std::vector<std::string> argv{kPython, servers_dir() + "/burst_client.py", "--port", std::to_string(port), "--connections",
                                 std::to_string(connections), "--rounds", std::to_string(rounds), "--path", path,
-                                "--out", dir.file(out)};
+                                "--prefix", prefix, "--out", dir.file(out)};
   auto c = run_process(argv);
   REQUIRE_MESSAGE(c.exit_code == 0, c.err);
 }
@@ -202,6 +203,18 @@ void check_errors(const std::string& db, pid_t server, const std::string& errors
   CHECK(all["requests"]["disconnected"] == 2);
 }
 
+void errors_case(const TempDir& dir, pid_t server, int port) {
+  Tracer t(dir, {"--pid", std::to_string(server), "--no-stack"});
+  run_client(dir, port, 20, 1);  // ordinary requests from another tenant (the client's address)
+  auto c = run_process({kPython, servers_dir() + "/errors_client.py", "--port", std::to_string(port), "--tenant",
+                        "tenant-errors", "--each", "2", "--out", dir.file("errors.json")});
+  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+  sleep_ms(800);
+  REQUIRE(t.stop(SIGINT) == 0);
+  CAPTURE(t.log());
+  check_errors(t.db(), server, dir.file("errors.json"));
+}
+
 // The SDK's requests as stored: each once, streamed, with as many content events as the SDK
 // handed over chunks.
 void check_sdk_requests(const std::string& db, pid_t server, const std::map<std::string, int>& sdk) {
@@ -229,6 +242,116 @@ void bursts_and_sdk_case(const TempDir& dir, pid_t server, int port, const std::
   REQUIRE(t.stop(SIGINT) == 0);
   check_trace(t.db(), t.log(), server, client_results(dir.file("client.json")), 300, "/hello", sdk.size());
   check_sdk_requests(t.db(), server, sdk);
+}
+
+void bursts_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by, int connections,
+                 int rounds) {
+  std::vector<std::string> args = find_by;
+  args.insert(args.end(), {"--no-stack", "--engine-metrics-interval", "200ms"});
+  Tracer t(dir, args);
+  sleep_ms(600);  // a --http-port port is scraped from the start; a --pid one from its first request
+  run_client(dir, port, connections, rounds);
+  sleep_ms(800);
+  REQUIRE(t.stop(SIGINT) == 0);
+  check_trace(t.db(), t.log(), server, client_results(dir.file("client.json")), static_cast<size_t>(connections * rounds));
+}
+
+namespace {
+
+// A busy loop named hog_spin on `cpu`. Its own session, with the autogroup's nice at -6: the
+// kernel shares a CPU between sessions' autogroups before nice counts inside one, and this
+// host runs other jobs, each its own session; so the hog holds the CPU more than any one of
+// them (as a batch job given priority would).
+pid_t start_hog(const TempDir& dir, int cpu) {
+  return spawn({kPython, "-c",
+                "import ctypes, os, sys\nos.setsid()\nopen('/proc/self/autogroup', 'w').write('-6')\n"
+                "os.sched_setaffinity(0, {int(sys.argv[1])})\nctypes.CDLL(None).prctl(15, b'hog_spin', 0, 0, 0)\n"
+                "while True: pass",
+                std::to_string(cpu)},
+               dir.file("hog.log"));
+}
+
+// The request ids (of `path`) a stored request chain of `cause` names, over every chain of
+// `explain --json --pid server`; fails on a chain whose culprit is the tracer.
+std::vector<std::string> chain_requests(const std::string& db, pid_t server, int64_t tracer, const std::string& cause,
+                                        int64_t* culprit) {
+  auto r = run_causeway({"explain", "--db", db, "--json", "--limit", "100", "--pid", std::to_string(server)});
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const json doc = json::parse(r.out);
+  std::vector<std::string> ids;
+  for (const json& ch : doc["chains"]) {
+    if (ch.contains("culprit") && ch["culprit"].is_object()) CHECK(ch["culprit"].value("pid", int64_t{0}) != tracer);
+    if (ch.value("level", "") != "request" || ch.value("cause", "") != cause) continue;
+    *culprit = ch["culprit"].value("pid", int64_t{0});
+    for (const json& id : ch["requests"]) ids.push_back(id);
+  }
+  return ids;
+}
+
+}  // namespace
+
+void hog_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by) {
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  need(cpus >= 2, "needs 2 CPUs (the server and the hog share one)");
+  const int cpu = static_cast<int>(cpus) - 1;
+  REQUIRE(run_process({"taskset", "-a", "-p", "-c", std::to_string(cpu), std::to_string(server)}).exit_code == 0);
+  std::vector<std::string> args = find_by;
+  args.insert(args.end(), {"--no-stack", "--engine-metrics-interval", "0"});
+  // Warm (a JIT's first compile of the route is slow on its own), then traced.
+  run_client(dir, port, 1, 3, "/spin?ms=20", "warm.json", "warm");
+  Tracer t(dir, args);
+  sleep_ms(600);  // the server found and its threads traced before the first request
+  run_client(dir, port, 1, 15, "/spin?ms=20", "calm.json", "calm");
+  Child hog{start_hog(dir, cpu)};
+  sleep_ms(300);
+  run_client(dir, port, 1, 15, "/spin?ms=20", "hogged.json", "hogged");
+  ::kill(hog.pid(), SIGKILL);
+  hog.wait();
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  CAPTURE(t.log());
+  const std::string& db = t.db();
+  const int64_t tracer = stat_of(db, "tracer_pid");
+  CHECK(tracer > 0);
+  CHECK(client_results(dir.file("calm.json")).peer_of.size() == 15);
+  CHECK(client_results(dir.file("hogged.json")).peer_of.size() == 15);
+  // The requests the hog slowed: the slowest are all its, and the cpu_contention of the
+  // slower half (this busy host slows the calm ones too, by less) names it.
+  const json doc = requests_json(
+      db, {"--pid", std::to_string(server), "--path", "/spin", "--metric", "e2e", "--quantile", "0.5", "--slowest", "5"});
+  const json& r = doc["requests"];
+  CAPTURE(r.dump());
+  CHECK(r["count"] == 30);
+  // The slowest are the hog's, each with the hog as its own cpu_contention culprit (a calm
+  // one may be among them on this busy host, slowed by another job).
+  int hogged = 0, named = 0;
+  for (const json& s : r["slowest"]) {
+    if (s["request_id"].get<std::string>().rfind("hogged", 0) != 0) continue;
+    ++hogged;
+    for (const json& c : s["causes"])
+      if (c["cause"] == "cpu_contention" && c["culprit"].value("pid", int64_t{0}) == hog.pid()) ++named;
+  }
+  CHECK(hogged >= 4);
+  CHECK(named >= 3);
+  MESSAGE("of the 5 slowest, " << hogged << " from the hog's half, " << named << " naming the hog");
+  const json* cc = nullptr;
+  for (const json& c : r["tail"]["causes"]) {
+    if (c["culprit"].is_object() && c["culprit"].contains("pid")) CHECK(c["culprit"]["pid"] != tracer);
+    if (c["cause"] == "cpu_contention") cc = &c;
+  }
+  REQUIRE(cc != nullptr);
+  CHECK((*cc)["culprit"]["pid"] == hog.pid());
+  CHECK((*cc)["culprit"]["comm"] == "hog_spin");
+  MESSAGE("cpu_contention: share " << (*cc)["share_time"] << ", culprit " << (*cc)["culprit"].dump());
+  // The stored request chain (explain: the p99 tail, here the slowest request or two) names
+  // the hog too when the requests it explains are the hog's.
+  int64_t chain_culprit = 0;
+  const auto ids = chain_requests(db, server, tracer, "cpu_contention", &chain_culprit);
+  REQUIRE_FALSE(ids.empty());
+  const bool hogs_only = std::all_of(ids.begin(), ids.end(), [](const std::string& id) { return id.rfind("hogged", 0) == 0; });
+  MESSAGE("cpu_contention chain: " << ids.size() << " request(s), " << std::string(hogs_only ? "all the hog's" : "not all the hog's")
+                                   << ", culprit pid " << chain_culprit);
+  if (hogs_only) CHECK(chain_culprit == hog.pid());
 }
 
 json requests_json(const std::string& db, const std::vector<std::string>& more) {

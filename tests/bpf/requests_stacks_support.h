@@ -50,8 +50,9 @@ struct Server {
 };
 
 // tests/servers/burst_client.py: `rounds` of `connections` opened together, one GET each.
+// Request ids <prefix><round>-<i>.
 void run_client(const TempDir& dir, int port, int connections, int rounds, const std::string& path = "/hello",
-                const std::string& out = "client.json");
+                const std::string& out = "client.json", const std::string& prefix = "r");
 // tests/servers/openai_client.js: `requests` streamed chat completions through the `openai`
 // SDK, each with its content chunks counted; returns request_id → chunks.
 std::map<std::string, int> run_openai_client(const TempDir& dir, int port, int requests, bool tls = false);
@@ -71,11 +72,27 @@ void check_trace(const std::string& db, const std::string& log, pid_t server, co
 // (404/500 status, end_reason aborted or disconnected), and `requests --json` counting them
 // per path and tenant.
 void check_errors(const std::string& db, pid_t server, const std::string& errors_json);
+// The server found by --pid alone: 20 ordinary requests, then errors_client.py's 8 failed
+// exchanges (tenant tenant-errors), then check_errors.
+void errors_case(const TempDir& dir, pid_t server, int port);
 
 // The server found by `find_by` alone (--pid S or --http-port P): 300 GET /hello from
 // burst_client.py and 40 streamed chat completions from the `openai` SDK, then check_trace
 // and check_sdk_requests.
 void bursts_and_sdk_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by);
+
+// A CPU hog pinned on the server's CPU (docs/INFERENCE.md "Tested stacks"): the server, every
+// thread of it, pinned to one CPU, found by `find_by` alone; 15 sequential GET /spin?ms=20
+// (20 ms of the server's CPU time each) before a busy loop named `hog_spin` starts on that
+// CPU, 15 while it runs. `causeway requests` names the hog as the cpu_contention culprit of
+// the slow /spin requests, and so does the request chain `explain` stores; causeway itself is
+// never a culprit. Skips with fewer than 2 CPUs.
+void hog_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by);
+
+// The server found by `find_by` alone: `rounds` bursts of `connections` GET /hello, then
+// check_trace.
+void bursts_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by, int connections,
+                 int rounds);
 
 // `causeway requests --db DB --json --slowest 0 …more`, parsed.
 nlohmann::json requests_json(const std::string& db, const std::vector<std::string>& more = {});

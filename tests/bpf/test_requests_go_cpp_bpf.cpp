@@ -78,3 +78,33 @@ TEST_CASE("cpp-httplib, found by --http-port alone: scheduled, peers right; conn
   sent.peer_of.insert(early_sent.peer_of.begin(), early_sent.peer_of.end());
   check_trace(t.db(), t.log(), srv.pid, sent, 204);
 }
+
+TEST_CASE("Go net/http (static), found by --http-port alone: every request once with its peer, scheduled, no scrape") {
+  TempDir dir;
+  const std::string server = build_go_server(dir);
+  const int port = test_port(1);
+  Server srv({server, std::to_string(port), dir.file("server.ready")}, dir);
+  bursts_case(dir, srv.pid, port, {"--http-port", std::to_string(port)}, 300, 1);
+}
+
+TEST_CASE("cpp-httplib, found by --pid alone: every request once with its peer, its pool's threads scheduled, no scrape") {
+  TempDir dir;
+  const int port = test_port(3);
+  Server srv({testprog("cw_httplib_server"), std::to_string(port), dir.file("server.ready")}, dir);
+  bursts_case(dir, srv.pid, port, {"--pid", std::to_string(srv.pid)}, 50, 4);  // backlog 5: bursts of 50
+}
+
+TEST_CASE("Go net/http (static), a CPU hog pinned on its CPU, found by --pid alone: the hog named, never causeway") {
+  TempDir dir;
+  const std::string server = build_go_server(dir);
+  const int port = test_port(1);
+  Server srv({server, std::to_string(port), dir.file("server.ready")}, dir);
+  hog_case(dir, srv.pid, port, {"--pid", std::to_string(srv.pid)});
+}
+
+TEST_CASE("cpp-httplib, a CPU hog pinned on its CPU, found by --http-port alone: the hog named, never causeway") {
+  TempDir dir;
+  const int port = test_port(3);
+  Server srv({testprog("cw_httplib_server"), std::to_string(port), dir.file("server.ready")}, dir);
+  hog_case(dir, srv.pid, port, {"--http-port", std::to_string(port)});
+}

@@ -59,20 +59,20 @@ TEST_CASE("fastify 5, found by --http-port alone: bursts and the openai SDK's st
   bursts_and_sdk_case(dir, srv.pid, port, {"--http-port", std::to_string(port)});
 }
 
+TEST_CASE("fastify 5, a CPU hog pinned on its CPU, found by --pid alone: the hog named as the culprit of the requests it slowed, never causeway") {
+  const std::string node = node_with("fastify");
+  TempDir dir;
+  const int port = test_port(2);
+  Server srv({node, fastify_js(), std::to_string(port), dir.file("server.ready")}, dir);
+  hog_case(dir, srv.pid, port, {"--pid", std::to_string(srv.pid)});
+}
+
 TEST_CASE("fastify 5, live: 4xx/5xx, a server abort and a client disconnect, each counted per path and tenant") {
   const std::string node = node_with("fastify");
   TempDir dir;
   const int port = test_port(3);
   Server srv({node, fastify_js(), std::to_string(port), dir.file("server.ready")}, dir);
-  Tracer t(dir, {"--pid", std::to_string(srv.pid), "--no-stack"});
-  run_client(dir, port, 20, 1);  // ordinary requests from another tenant (the client's address)
-  auto c = run_process({kPython, servers_dir() + "/errors_client.py", "--port", std::to_string(port), "--tenant",
-                        "tenant-errors", "--each", "2", "--out", dir.file("errors.json")});
-  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
-  sleep_ms(800);
-  REQUIRE(t.stop(SIGINT) == 0);
-  CAPTURE(t.log());
-  check_errors(t.db(), srv.pid, dir.file("errors.json"));
+  errors_case(dir, srv.pid, port);
 }
 
 TEST_CASE("fastify 5 over TLS (Node's bundled OpenSSL): the connections counted and said, no request row invented") {

@@ -47,3 +47,17 @@ TEST_CASE("uvicorn (ASGI), found by --pid alone: bursts and the openai SDK's str
   Server srv(uvicorn_argv(dir, port), dir);
   bursts_and_sdk_case(dir, srv.pid, port, {"--pid", std::to_string(srv.pid)});
 }
+
+TEST_CASE("uvicorn, live: 4xx/5xx, a server abort and a client disconnect, each counted per path and tenant") {
+  TempDir dir;
+  const int port = test_port(3);
+  Server srv(uvicorn_argv(dir, port), dir);
+  errors_case(dir, srv.pid, port);
+}
+
+TEST_CASE("uvicorn, a CPU hog pinned on its CPU, found by --http-port alone: the hog named as the culprit of the requests it slowed, never causeway") {
+  TempDir dir;
+  const int port = test_port(2);
+  Server srv(uvicorn_argv(dir, port), dir);
+  hog_case(dir, srv.pid, port, {"--http-port", std::to_string(port)});
+}

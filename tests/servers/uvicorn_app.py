@@ -43,6 +43,11 @@ async def read_body(receive):
             return body
 
 
+async def until_disconnect(receive):
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
 async def app(scope, receive, send):
     if scope["type"] != "http":
         return
@@ -84,7 +89,9 @@ async def app(scope, receive, send):
         raise RuntimeError("gives up mid-stream")  # uvicorn closes the connection, no final chunk
     elif path == "/slow-stream":
         await sse_start(send)
-        left = asyncio.ensure_future(receive())  # http.disconnect once the client leaves
+        # The first receive() hands over the (empty) request body at once; the next one
+        # waits for http.disconnect, which comes once the client leaves.
+        left = asyncio.ensure_future(until_disconnect(receive))
         for _ in range(200):
             if left.done():
                 return
