@@ -91,7 +91,7 @@ TEST_CASE("cpp-httplib, found by --pid alone: every request once with its peer, 
   TempDir dir;
   const int port = test_port(3);
   Server srv({testprog("cw_httplib_server"), std::to_string(port), dir.file("server.ready")}, dir);
-  bursts_case(dir, srv.pid, port, {"--pid", std::to_string(srv.pid)}, 50, 4);  // backlog 5: bursts of 50
+  bursts_case(dir, srv.pid, port, {"--pid", std::to_string(srv.pid)}, 50, 4);
 }
 
 TEST_CASE("Go net/http (static), a CPU hog pinned on its CPU, found by --pid alone: the hog named, never causeway") {

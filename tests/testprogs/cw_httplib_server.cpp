@@ -4,6 +4,10 @@
 // CPU time on the serving thread, then answers "spun" (a hog on its CPU slows it). Writes its pid to the ready
 // file once listening; SIGTERM stops it.
 // Usage: cw_httplib_server PORT READY_FILE
+// cpp-httplib listens with a backlog of 5 unless told otherwise; llama.cpp's server and most
+// deployments raise it. With 5, a burst of 50 connections on a loaded 2-core host has SYNs
+// dropped and retried for seconds (the go_cpp test's --pid case ran past its client's limit).
+#define CPPHTTPLIB_LISTEN_BACKLOG 512
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
