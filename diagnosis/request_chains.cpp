@@ -18,10 +18,10 @@ namespace {
 using json = nlohmann::json;
 
 // A chain that names one slowed request is an anecdote: at most MEDIUM (kHighMinRequests).
-Severity request_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests, double impact) {
+Severity request_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests) {
   const double above = tail_mean_ms - median_ms;
   if (share >= 0.5 && above >= 20 && tail_mean_ms >= 2 * median_ms)
-    return requests >= kHighMinRequests && impact >= kHighMinImpact ? Severity::high : Severity::medium;
+    return requests >= kHighMinRequests ? Severity::high : Severity::medium;
   if (share >= 0.2 && above >= 5 && tail_mean_ms >= 1.5 * median_ms) return Severity::medium;
   return Severity::low;
 }
@@ -47,9 +47,7 @@ void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<
     const std::string cause(RequestCauses::name(c.cause));
     RequestChainDoc d;
     d.id = request_chain_id(tail.session_id, tail.metric, cause);
-    // The share of the metric's whole time this cause took (the tail's excess it claimed).
-    const double impact = tail.total_ms > 0 ? c.share_time * tail.excess_ms / tail.total_ms : 0;
-    d.severity = request_severity(tail_mean, median, c.share_time, c.requests, impact);
+    d.severity = request_severity(tail_mean, median, c.share_time, c.requests);
     d.metric = metric;
     d.op = tail.metric == Metric::itl ? "ITL (token gaps)" : "TTFT";
     // The victim is the server whose requests lost the most to the cause.
@@ -88,8 +86,8 @@ void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<
 
 }  // namespace
 
-const char* request_chain_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests, double impact) {
-  return severity_name(request_severity(tail_mean_ms, median_ms, share, requests, impact)).data();
+const char* request_chain_severity(double tail_mean_ms, double median_ms, double share, uint64_t requests) {
+  return severity_name(request_severity(tail_mean_ms, median_ms, share, requests)).data();
 }
 
 Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id) {
