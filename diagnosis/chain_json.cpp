@@ -37,6 +37,7 @@ void request_culprit_json(json& j, const Culprit& c) {
   if (c.preemptions) j["preemptions"] = *c.preemptions;
   if (c.waiting_max) j["waiting_max"] = *c.waiting_max;
   if (c.pages) j["pages"] = *c.pages;
+  if (c.victim) j["victim"] = {{"pid", c.victim->pid}, {"comm", c.victim->comm}};
   if (c.long_requests) long_requests_json(j, *c.long_requests);
   if (c.basis) j["basis"] = prefill_basis_name(*c.basis);
   if (c.pass_ms) j["pass_ms"] = *c.pass_ms;

@@ -72,6 +72,9 @@ Result<void> load_names(State& s, sqlite3* db) {
     s.procs[static_cast<uint32_t>(p->col_int(0))] = ProcInfo{p->col_text(1), p->col_null(2) ? -1 : p->col_int(2)};
   s.tracer_pid = read_tracer_pid(db, s.session_id);
   if (auto r = s.ranks.load(db, s.session_id); !r) return r.error();
+  // Communicators no init, launcher, title or structure gives, from the collectives themselves
+  // (docs/INFERENCE.md "How ranks are found", step 5), as the request causes find them.
+  if (auto r = s.ranks.load_from_returns(db, s.session_id); !r) return r.error();
   auto t = Statement::prepare(db, "SELECT tid, pid, comm FROM threads WHERE session_id = ?1");
   if (!t) return t.error();
   t->bind(1, s.session_id);
@@ -418,8 +421,12 @@ class ChunkAnalyzer {
     if (!grp.has_straggler || entries_[grp.straggler].pid == w.e->pid) return false;
     if (grp.last_entry_ns > w.e->end()) return false;
     ++s_.counters.slow_calls;
-    claim_call(s_, *w.e, w.gap, w.excess, NcclStraggler::name,
-               nccl_straggler_chain_id(s_.session_id, entries_[grp.straggler].pid, grp.comm));
+    // A rank late for want of a CPU: the wait is cpu_contention's (NcclStraggler::report).
+    const CollectiveEntry& late = entries_[grp.straggler];
+    if (straggler_late_for_cpu(s_, tl_, late, grp.lateness_ns))
+      claim_call(s_, *w.e, w.gap, w.excess, CpuContention::name, late_rank_cpu_chain_id(s_.session_id, late.pid, grp.comm));
+    else
+      claim_call(s_, *w.e, w.gap, w.excess, NcclStraggler::name, nccl_straggler_chain_id(s_.session_id, late.pid, grp.comm));
     return true;
   }
 

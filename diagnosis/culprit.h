@@ -96,6 +96,14 @@ struct SendBufferWaits {
   int64_t blocked_writes = 0;  // "blocked_writes"
 };
 
+// The process a cpu_contention culprit held the CPU from, when it is not the request's own
+// engine threads: a tensor-parallel rank late for want of a CPU ("victim", request level;
+// docs/INFERENCE.md "Claims on one gap").
+struct CulpritVictim {
+  uint32_t pid = 0;  // "pid"
+  std::string comm;  // "comm"
+};
+
 struct Culprit {
   std::optional<uint32_t> pid;      // "pid" (absent for a network peer)
   std::optional<uint32_t> tid;      // "tid": the lock holder's thread
@@ -133,6 +141,7 @@ struct Culprit {
   std::optional<double> preemptions;          // "preemptions": the engine's counter's rise (kv_cache_pressure)
   std::optional<double> waiting_max;          // "waiting_max": the engine's queue at its longest (queueing)
   std::optional<int64_t> pages;               // "pages": pages it allocated during the waits (memory_pressure)
+  std::optional<CulpritVictim> victim;        // "victim": {"pid", "comm"} the late rank (cpu_contention)
   // prefill_interference: "requests" (their ids) and "long_requests", the culprit shown first.
   std::optional<std::vector<LongRequest>> long_requests;
   std::optional<PrefillBasis> basis;   // "basis"

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "diagnosis/engine_title.h"
+#include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -152,6 +153,39 @@ void RankInference::add_from_returns(std::span<const CollectiveReturn> calls) {
       procs_[members[static_cast<size_t>(i)]] =
           Launcher{i, world, std::string(kTimingRank), "timing:" + std::to_string(members.front())};
   }
+}
+
+Result<void> RankInference::load_from_returns(sqlite3* db, int64_t session_id) {
+  std::string ops;
+  for (const OpInfo& op : op_catalog())
+    if (is_collective_op(op.id)) ops += (ops.empty() ? "" : ",") + std::to_string(op.id);
+  // The processes that ran collectives, from the per-second rollups (no scan of the events
+  // when the session has none, or when fewer than two lack a rank).
+  auto who = Statement::prepare(db, "SELECT DISTINCT pid FROM rollups WHERE session_id = ?1 AND op_id IN (" + ops + ")");
+  if (!who) return who.error();
+  who->bind(1, session_id);
+  std::string pids;
+  size_t unranked = 0;
+  while (who->step() == SQLITE_ROW) {
+    const auto pid = static_cast<uint32_t>(who->col_int(0));
+    if (procs_.count(pid)) continue;
+    pids += (pids.empty() ? "" : ",") + std::to_string(pid);
+    ++unranked;
+  }
+  if (unranked < 2) return {};
+  auto st = Statement::prepare(db,
+                               "SELECT pid, op_id, coalesce(a0, 0), coalesce(a5, 0) & 255, ts_ns + dur_ns FROM events "
+                               "WHERE session_id = ?1 AND op_id IN (" + ops + ") AND pid IN (" + pids +
+                                   ") AND a2 < 0 ORDER BY id LIMIT ?2");
+  if (!st) return st.error();
+  st->bind(1, session_id);
+  st->bind(2, kTimingReadLimit);
+  std::vector<CollectiveReturn> calls;
+  while (st->step() == SQLITE_ROW)
+    calls.push_back({static_cast<uint32_t>(st->col_int(0)), static_cast<uint16_t>(st->col_int(1)), st->col_int(2),
+                     st->col_int(3), st->col_int(4)});
+  add_from_returns(calls);
+  return {};
 }
 
 void RankInference::set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id) {

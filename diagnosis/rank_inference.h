@@ -71,6 +71,11 @@ class RankInference {
   // Step 4: communicators of the processes that still have no rank, from their collectives
   // (any order). Call after load(); pids that already have a source are left alone.
   void add_from_returns(std::span<const CollectiveReturn> calls);
+  // Step 4 over a whole session (the call-level diagnosis): reads the collectives of the
+  // processes still without a rank, whose init was not traced (rank -1), up to
+  // kTimingReadLimit of them from the session's first, and adds the communicators they form.
+  Result<void> load_from_returns(sqlite3* db, int64_t session_id);
+  static constexpr int64_t kTimingReadLimit = 200000;
 
   // For an entry with rank -1 whose process has a launcher rank: sets rank, nranks and the
   // job communicator's id (comm). Returns whether it did. end_ns: when the call returned.

@@ -24,8 +24,19 @@ CauseFinder::~CauseFinder() = default;
 // most time. A host stall inside a pass the engine spent on other work does not lengthen the
 // gap: the pass does. A claim left under kMinRequestClaimNs is dropped.
 void arbitrate_claims(std::vector<CauseClaim>& claims, double excess_ns) {
-  std::stable_sort(claims.begin(), claims.end(), [](const CauseClaim& a, const CauseClaim& b) {
-    const auto ta = RequestCauses::tier(a.cause), tb = RequestCauses::tier(b.cause);
+  auto tier_of = [](const CauseClaim& c) { return c.tier.value_or(RequestCauses::tier(c.cause)); };
+  // One cause claims a gap once: two claims of one cause (a late rank's CPU wait, and the
+  // engine threads' waits that include it) are the same time seen twice. The claim at the
+  // better tier stays, with the larger of their times; its culprit is on the gap's path.
+  std::stable_sort(claims.begin(), claims.end(), [&](const CauseClaim& a, const CauseClaim& b) { return tier_of(a) < tier_of(b); });
+  for (size_t i = 0; i < claims.size(); ++i)
+    for (size_t j = claims.size(); j-- > i + 1;)
+      if (claims[j].cause == claims[i].cause) {
+        claims[i].lost_ns = std::max(claims[i].lost_ns, claims[j].lost_ns);
+        claims.erase(claims.begin() + static_cast<std::ptrdiff_t>(j));
+      }
+  std::stable_sort(claims.begin(), claims.end(), [&](const CauseClaim& a, const CauseClaim& b) {
+    const auto ta = tier_of(a), tb = tier_of(b);
     return ta != tb ? ta < tb : a.lost_ns > b.lost_ns;
   });
   double left = std::max(0.0, excess_ns);

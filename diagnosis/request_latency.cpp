@@ -7,6 +7,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "common/argmax.h"
 #include "diagnosis/session_scope.h"
 #include "diagnosis/chain_json.h"
 #include "diagnosis/chain_text.h"
@@ -448,8 +449,14 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
     std::map<std::string, double> lost_by_request;
     std::map<uint32_t, double> lost_by_server;
     int64_t from_ns = INT64_MAX, to_ns = INT64_MIN;
-    double top_lost = 0;
-    Culprit culprit;
+    // Per culprit (its pid, else the whole culprit): the time its claims took, and its
+    // culprit from its largest claim. The tail's culprit is the one that took the most over
+    // all the tail's units, not the one behind the single largest claim (a process that
+    // stole 20 ms once must not outrank a hog that stole 3 ms in each of 40 gaps).
+    // The culprit's words come from its largest claim, one found on a gap's path first (a late
+    // rank's cpu_contention names its victim: "Claims on one gap").
+    std::map<std::string, std::pair<double, std::pair<bool, double>>> by_culprit;  // key -> (lost, largest claim)
+    std::map<std::string, Culprit> culprit_of;
   };
   std::map<std::string, Agg> by_cause;  // by name: the answer lists equal shares in name order
   double excess_total = 0;
@@ -465,7 +472,10 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
       a.lost_by_server[u.row->pid] += c.lost_ns;
       a.from_ns = std::min(a.from_ns, u.from);
       a.to_ns = std::max(a.to_ns, u.to);
-      if (c.lost_ns > a.top_lost) a.top_lost = c.lost_ns, a.culprit = c.culprit;
+      const std::string key = c.culprit.pid ? std::to_string(*c.culprit.pid) : culprit_json(c.culprit).dump();
+      auto& [culprit_lost, largest] = a.by_culprit[key];
+      culprit_lost += c.lost_ns;
+      if (const std::pair<bool, double> rank{c.tier.has_value(), c.lost_ns}; rank > largest) largest = rank, a.culprit_of[key] = c.culprit;
     }
   }
   RequestTailWork out;
@@ -484,7 +494,8 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
     c.share_time = std::round(share * 1000) / 1000;
     c.lost_ns = a.lost;
     c.requests = a.requests.size();
-    c.culprit = a.culprit;
+    if (const auto* top = argmax_by(a.by_culprit, [](const auto& x) { return x.second.first; }))
+      c.culprit = a.culprit_of.at(top->first);
     c.server_pid = std::max_element(a.lost_by_server.begin(), a.lost_by_server.end(),
                                     [](const auto& x, const auto& y) { return x.second < y.second; })
                        ->first;
@@ -500,6 +511,9 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
   t.unexplained_share = tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0;
   t.excess_ms = ms(excess_total);
   t.median_ms = ms(median);
+  double total = 0;
+  for (int64_t v : units_v) total += static_cast<double>(v);
+  t.total_ms = ms(total);
   out.excess_ns = excess_total;
   out.median_ns = median;
   return out;

@@ -45,7 +45,7 @@ const std::vector<ScenarioDef>& definitions() {
       {{"gpu-steal", "an inference server time-slices the same GPU: syncs 2-3x slower while on-CPU", "gpu_wait",
         "VLLM::EngineCor", 5120},
        synth::scenario_gpu_steal, 40 * kSec, 8000},
-      {{"nccl-straggler", "4 ranks; rank 2 enters every allreduce late (preempted by rsync half the time)",
+      {{"nccl-straggler", "4 ranks; rank 2 enters every allreduce late (its own input pipeline; preempted by rsync a third of the time)",
         "nccl_straggler", "python3", 6003},
        synth::scenario_nccl_straggler, 30 * kSec, 2400},
       {{"io-stall", "page faults on an mmap'd dataset wait behind updatedb's disk scan inside cudaMemcpy",

@@ -79,9 +79,11 @@ int64_t ddp_step(ScenarioContext& c, std::vector<Rank>& ranks, int64_t seq, int6
 
 }  // namespace
 
-// Four ranks; rank 2 enters every allreduce 6–25 ms late. In about half of the steps its
-// thread was preempted by `rsync` on its CPU just before; otherwise its own input pipeline
-// (on-CPU) is slow. Ranks 0, 1 and 3 wait for it inside cudaStreamSynchronize.
+// Four ranks; rank 2 enters every allreduce 6–25 ms late. In about a third of the steps its
+// thread was preempted by `rsync` on its CPU just before (those late entries are rsync's
+// cpu_contention, rank 2 its victim: docs/DIAGNOSIS.md "Arbitration"); otherwise its own
+// input pipeline (on-CPU) is slow (nccl_straggler). Ranks 0, 1 and 3 wait for it inside
+// cudaStreamSynchronize.
 void scenario_nccl_straggler(ScenarioContext& c) {
   constexpr uint32_t kRsyncPid = 8100;
   std::vector<Rank> ranks = {{6001, 0, 0, 0, 0, 0}, {6002, 1, 0, 0, 0, 0}, {6003, 2, 0, 0, 0, 0}, {6004, 3, 0, 0, 0, 0}};
@@ -94,7 +96,7 @@ void scenario_nccl_straggler(ScenarioContext& c) {
         [&](size_t r, int64_t at) -> int64_t {
           if (r != 2) return 0;
           int64_t delay = c.rng.uniform_ns(6 * kMs, 25 * kMs);
-          if (c.rng.chance(0.5)) c.b.preempt(6003, 6003, 2, at + 20 * kUs, at + delay - 30 * kUs, kRsyncPid, kRsyncPid);
+          if (c.rng.chance(0.3)) c.b.preempt(6003, 6003, 2, at + 20 * kUs, at + delay - 30 * kUs, kRsyncPid, kRsyncPid);
           return delay;
         },
         0);

@@ -30,6 +30,20 @@ std::string nccl_straggler_chain_id(int64_t session_id, uint32_t straggler_pid, 
          hex(comm);
 }
 
+std::string late_rank_cpu_chain_id(int64_t session_id, uint32_t late_pid, int64_t comm) {
+  return "s" + std::to_string(session_id) + "-cpu_contention-late_rank-" + std::to_string(late_pid) + "-comm" + hex(comm);
+}
+
+bool straggler_late_for_cpu(const CorrelatorState& s, const ThreadTimelines& tl, const CollectiveEntry& late,
+                            int64_t lateness_ns) {
+  std::vector<RunShare> who;
+  runnable_culprits(tl, late.tid, late.ts_ns - 2 * lateness_ns, late.ts_ns, who, nullptr, nullptr);
+  int64_t outsiders = 0;
+  for (const RunShare& r : who)
+    if (r.pid != 0 && r.pid != late.pid && !(s.tracer_pid && r.pid == *s.tracer_pid)) outsiders += r.ns;
+  return outsiders * 2 >= lateness_ns;
+}
+
 void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf, int64_t ct) {
   for (const CollectiveGroup& g : cx.groups) {
     // Count each collective once: in the chunk where its first rank entered.
@@ -40,7 +54,8 @@ void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf,
     for (size_t m : g.members) ++ca.entries_by_pid[cx.entries[m].pid];
     if (!g.has_straggler) continue;
     const CollectiveEntry& late = cx.entries[g.straggler];
-    StragglerAcc& a = st.stragglers[{g.comm, late.pid}];
+    const bool for_cpu = straggler_late_for_cpu(cx.s, cx.tl, late, g.lateness_ns);
+    StragglerAcc& a = for_cpu ? st.cpu_late[{g.comm, late.pid}] : st.stragglers[{g.comm, late.pid}];
     a.comm = g.comm;
     a.pid = late.pid;
     a.tid = late.tid;
@@ -61,11 +76,13 @@ void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf,
     a.own_sleep_ns += off.sleeping_ns;
     a.own_d_ns += off.uninterruptible_ns;
     a.own_on_cpu_ns += std::max<int64_t>(0, span - off.total());
-    if (off.runnable_ns * 2 >= g.lateness_ns) {
+    if (for_cpu || off.runnable_ns * 2 >= g.lateness_ns) {
       ++a.preempted;
       std::vector<RunShare> who;
-      runnable_culprits(cx.tl, late.tid, g.first_entry_ns, late.ts_ns, who, &a.cpus, nullptr);
-      for (const RunShare& r : who) add_party(a.preempters, r.pid, 0, r.ns);
+      const int64_t since = for_cpu ? late.ts_ns - 2 * g.lateness_ns : g.first_entry_ns;  // the window the rule read
+      runnable_culprits(cx.tl, late.tid, since, late.ts_ns, who, &a.cpus, nullptr);
+      for (const RunShare& r : who)
+        if (!(cx.s.tracer_pid && r.pid == *cx.s.tracer_pid)) add_party(a.preempters, r.pid, 0, r.ns);
     }
     if (g.lateness_ns > a.example_lateness) {
       a.example_lateness = g.lateness_ns;
@@ -91,8 +108,79 @@ void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf,
   std::erase_if(st.seen_groups, [&](const auto& kv) { return kv.second < ct - 4 * cx.s.opt.context_ns; });
 }
 
+namespace {
+
+// The fields a chain of one rank's late entries has, whatever its cause: `pid` is its victim.
+Doc late_entries_doc(const SessionReport& c, const StragglerAcc& a, Cause cause, std::string id, uint32_t pid) {
+  Doc d;
+  d.cause = cause;
+  d.id = std::move(id);
+  d.pid = pid;
+  d.op_id = a.op;
+  d.op = op_name(a.op);
+  d.calls = a.late;
+  d.from_ns = a.first_ns;
+  d.to_ns = a.last_ns;
+  d.lost_ns = a.wait_ns / std::max<int64_t>(1, static_cast<int64_t>(a.victims_wait.size()));
+  d.impact = static_cast<double>(d.lost_ns) / static_cast<double>(c.window_ns);
+  d.severity = severity_for(d.impact);
+  d.p50_us = percentile_us(a.lateness, 0.5);
+  d.p99_us = percentile_us(a.lateness, 0.99);
+  d.timeline = a.example;
+  return d;
+}
+
+// A rank late for want of a CPU, as a cpu_contention chain: victim the late rank, culprit who
+// held its CPU the longest while it was runnable before its late entries.
+void report_late_for_cpu(SessionReport& c, const StragglerAcc& a, size_t members) {
+  CorrelatorState& s = c.s;
+  const PartyAcc* pre = top_party(a.preempters, a.pid, false);
+  if (a.late < 3 || !pre) return;
+  int64_t pre_total = 0;
+  for (auto& [k, p] : a.preempters) pre_total += p.ns;
+  int32_t cpu = -1;
+  int64_t cpu_ns = -1;
+  for (auto& [k, ns] : a.cpus)
+    if (ns > cpu_ns) cpu_ns = ns, cpu = k;
+  Doc d = late_entries_doc(c, a, Cause::cpu_contention, late_rank_cpu_chain_id(s.session_id, a.pid, a.comm), a.pid);
+  d.tid = a.tid;
+  const double share = pre_total > 0 ? static_cast<double>(pre->ns) / static_cast<double>(pre_total) : 0;
+  const std::string rank = s.ranks.label(a.pid, a.rank) + " (pid " + std::to_string(a.pid) + ")";
+  const std::string hog = s.comm_of(pre->pid) + " (pid " + std::to_string(pre->pid) + ")";
+  d.summary = rank + " entered " + d.op + " last in " + with_commas(a.late) + " collectives, " +
+              format_duration_ns(static_cast<int64_t>(d.p50_us * 1000)) +
+              " after the others (median), because its thread could not get its CPU: " + hog + " held CPU " +
+              std::to_string(cpu) + " while it was runnable; the other ranks waited " + format_duration_ns(a.wait_ns) +
+              " in total";
+  d.culprit = Culprit{.pid = pre->pid, .comm = s.comm_of(pre->pid), .share_kind = ShareKind::off_cpu,
+                      .share = std::round(share * 1000) / 1000, .cpu = cpu};
+  d.evidence.push_back("communicator " + hex(a.comm) + ", " + std::to_string(members) + " local ranks; " + rank +
+                       " was last by >= 1 ms in " + with_commas(a.late) + " collectives while runnable off-CPU for at "
+                       "least half its lateness: the lateness is its CPU's, not its own work's");
+  d.evidence.push_back("before those entries its thread was runnable-off-CPU " + format_duration_ns(a.own_runnable_ns) +
+                       ", asleep " + format_duration_ns(a.own_sleep_ns) + ", on-CPU " + format_duration_ns(a.own_on_cpu_ns));
+  d.evidence.push_back(hog + " ran on its CPU for " + format_duration_ns(pre->ns) + " while it was runnable (" + pct(share) +
+                       " of its stolen time)");
+  d.victims.emplace();
+  for (auto& [pid, w] : a.victims_wait) {
+    d.victims->push_back({pid, s.comm_of(pid), w / 1000});
+    d.evidence.push_back("pid " + std::to_string(pid) + " (" + s.comm_of(pid) + ") waited " + format_duration_ns(w) +
+                         " for it in the collective");
+  }
+  d.recommendation = "Keep " + s.comm_of(pre->pid) + " off CPU " + std::to_string(cpu) + ": pin " + rank +
+                     " to dedicated cores (taskset -c / a cpuset cgroup), or run " + s.comm_of(pre->pid) +
+                     " elsewhere or at nice 19, so every rank enters its collectives on time.";
+  emit(c, std::move(d));
+}
+
+}  // namespace
+
 void NcclStraggler::report(SessionReport& c, const State& st) {
   CorrelatorState& s = c.s;
+  for (auto& [key, a] : st.cpu_late) {
+    auto cm = st.comms.find(a.comm);
+    if (cm != st.comms.end() && cm->second.entries_by_pid.size() >= 2) report_late_for_cpu(c, a, cm->second.entries_by_pid.size());
+  }
   for (auto& [key, a] : st.stragglers) {
     auto cm = st.comms.find(a.comm);
     if (cm == st.comms.end()) continue;
@@ -101,9 +189,6 @@ void NcclStraggler::report(SessionReport& c, const State& st) {
     if (a.late < 3 || entered == 0 || members < 2) continue;
     double late_share = static_cast<double>(a.late) / static_cast<double>(entered);
     if (late_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
-    Doc d;
-    d.cause = id;
-    d.id = nccl_straggler_chain_id(s.session_id, a.pid, a.comm);
     uint32_t victim = 0;
     int64_t vwait = -1;
     for (auto& [pid, w] : a.victims_wait)
@@ -111,19 +196,8 @@ void NcclStraggler::report(SessionReport& c, const State& st) {
         vwait = w;
         victim = pid;
       }
-    d.pid = victim;
-    d.op_id = a.op;
-    d.op = op_name(a.op);
-    d.calls = a.late;
-    d.from_ns = a.first_ns;
-    d.to_ns = a.last_ns;
-    d.lost_ns = a.wait_ns / std::max<int64_t>(1, static_cast<int64_t>(a.victims_wait.size()));
-    d.impact = static_cast<double>(d.lost_ns) / static_cast<double>(c.window_ns);
-    d.severity = severity_for(d.impact);
-    d.p50_us = percentile_us(a.lateness, 0.5);
-    d.p99_us = percentile_us(a.lateness, 0.99);
+    Doc d = late_entries_doc(c, a, id, nccl_straggler_chain_id(s.session_id, a.pid, a.comm), victim);
     d.slow_share = late_share;
-    d.timeline = a.example;
     double pre_share = a.late ? static_cast<double>(a.preempted) / static_cast<double>(a.late) : 0;
     const PartyAcc* pre = top_party(a.preempters, a.pid, false);
     int64_t pre_total = 0;

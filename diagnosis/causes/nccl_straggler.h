@@ -46,6 +46,9 @@ struct NcclStraggler {
   static constexpr std::string_view name = "nccl_straggler";
   struct State {
     std::map<std::pair<int64_t, uint32_t>, StragglerAcc> stragglers;  // (comm, pid)
+    // Late entries of ranks that could not get their CPU (straggler_late_for_cpu): reported as
+    // cpu_contention, the late rank its victim.
+    std::map<std::pair<int64_t, uint32_t>, StragglerAcc> cpu_late;
     std::map<int64_t, CommAcc> comms;
     std::map<std::pair<int64_t, int64_t>, int64_t> seen_groups;  // (comm, seq) counted -> first entry ns
   };
@@ -57,5 +60,15 @@ struct NcclStraggler {
 
 // Its chain id: the waits it causes on other ranks are claimed under it (call_causes).
 std::string nccl_straggler_chain_id(int64_t session_id, uint32_t straggler_pid, int64_t comm);
+
+// Whether a collective's last rank was late only for want of a CPU: over its lateness and as
+// long again before it, its thread was runnable while other processes (not its own, not the
+// tracer) held its CPU for at least half the lateness. Such an entry is cpu_contention (the
+// one per-gap rule, docs/INFERENCE.md "Claims on one gap"; docs/DIAGNOSIS.md "Arbitration").
+bool straggler_late_for_cpu(const CorrelatorState& s, const ThreadTimelines& tl, const CollectiveEntry& late,
+                            int64_t lateness_ns);
+// The chain of a rank late for want of a CPU (cause cpu_contention, victim the late rank): the
+// other ranks' waits for it are claimed under it.
+std::string late_rank_cpu_chain_id(int64_t session_id, uint32_t late_pid, int64_t comm);
 
 }  // namespace causeway

@@ -14,6 +14,7 @@
 
 #include <concepts>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,10 @@ struct CauseClaim {
   RequestCause cause = RequestCause::cpu_contention;  // its name: RequestCauses::name (request_registry.h)
   double lost_ns = 0;
   Culprit culprit;
+  // Set when the claim takes its time in another tier than its cause's: a rank late for want
+  // of a CPU is cpu_contention on the gap's critical path, where the late rank's own claim
+  // would have been (engine_work; docs/INFERENCE.md "Claims on one gap").
+  std::optional<ClaimTier> tier;
 };
 
 class RequestEvidence;  // diagnosis/request_evidence.h

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/argmax.h"
+
 #include "diagnosis/collectives.h"
 #include "diagnosis/event_window.h"
 #include "diagnosis/rank_inference.h"
@@ -11,6 +13,7 @@
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 #include "diagnosis/causes/request_cause_util.h"
+#include "diagnosis/request_cpu_waits.h"
 #include "diagnosis/request_evidence.h"
 
 namespace causeway::requests {
@@ -41,6 +44,12 @@ CollectiveEntry entry_of(const CallRecord& e) {
 }
 
 std::string collective_select() { return "SELECT " + kCollectiveColumns.sql() + " FROM events WHERE session_id = ?1 "; }
+
+// The pid with the most time (the first of equals); `by_pid` is not empty.
+uint32_t max_by_value(const std::map<uint32_t, double>& by_pid) {
+  return argmax_by(by_pid, [](const auto& e) { return e.second; })->first;
+}
+
 // Entries resolved between two alignments (the correlator aligns chunk by chunk too).
 constexpr size_t kAlignBatch = 65536;
 
@@ -105,11 +114,27 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
   return r;
 }
 
-std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pids, const std::map<uint32_t, std::string>& comms,
-                                                int64_t from, int64_t to) {
-  if (pids.size() < 2 || to <= from) return std::nullopt;  // one process: no ranks to wait for
+// A late rank's lateness is the CPU's when its thread was runnable while outsiders held its CPU
+// (diagnosis/request_cpu_waits.h) for at least half of it, over the lateness and as long again
+// before it (the rank's share of the pass it lost to the wait): it would have entered with the
+// others had it run (docs/INFERENCE.md "Claims on one gap").
+bool NcclStragglers::late_for_cpu(RequestEvidence& ev, const std::vector<uint32_t>& pids, const CollectiveEntry& late,
+                                  int64_t lateness_ns, CpuStolen& stolen) {
+  const CpuWaits w = read_cpu_waits(db_, session_id_, pids, late.tid, late.ts_ns - 2 * lateness_ns, late.ts_ns);
+  const CpuStolen s = stolen_by(w, pids, ev.tracer_pid());
+  if (s.outsiders_ns * 2 < static_cast<double>(lateness_ns)) return false;
+  for (const auto& [pid, ns] : s.by_culprit) stolen.by_culprit[pid] += ns;
+  stolen.outsiders_ns += s.outsiders_ns;
+  stolen.held_ns += s.held_ns;
+  stolen.tracer_ns += s.tracer_ns;
+  return true;
+}
+
+void NcclStragglers::claim(RequestEvidence& ev, const std::vector<uint32_t>& pids, int64_t from, int64_t to,
+                           std::vector<CauseClaim>& out) {
+  if (pids.size() < 2 || to <= from) return;  // one process: no ranks to wait for
   std::vector<CollectiveEntry> entries = window(pids, from, to);
-  if (entries.empty()) return std::nullopt;
+  if (entries.empty()) return;
   // A rank whose communicator was formed before the trace: its collectives group across
   // processes only once resolved, from the session's first collective on.
   const RankInference* inferred = nullptr;  // where the ranks came from, when not from init
@@ -123,42 +148,55 @@ std::optional<CauseClaim> NcclStragglers::claim(const std::vector<uint32_t>& pid
     if (lo != hi) entries.assign(lo, hi), inferred = &r.ranks;
   }
   // The ranks that entered waited from the second-last entry (the pass was ready but for
-  // one rank) to the straggler's.
-  std::vector<std::pair<int64_t, int64_t>> spans;
-  std::map<uint32_t, double> late_by_pid;
+  // one rank) to the straggler's: the late rank's (nccl_straggler), or, when the late rank
+  // could not get a CPU, whoever held it (cpu_contention, the late rank its victim).
+  std::vector<std::pair<int64_t, int64_t>> spans, cpu_spans;
+  std::map<uint32_t, double> late_by_pid, cpu_late_by_pid;
   std::map<uint32_t, const CollectiveEntry*> entry_of;
+  CpuStolen stolen;
   for (const CollectiveGroup& g : group_collectives(entries)) {
     if (!g.has_straggler) continue;
     const CollectiveEntry& late = entries[g.straggler];
     const int64_t waited_from = g.last_entry_ns - g.lateness_ns;
     const int64_t a = std::max(waited_from, from), b = std::min(g.last_entry_ns, to);
     if (b <= a) continue;
+    if (late_for_cpu(ev, pids, late, g.lateness_ns, stolen)) {
+      cpu_spans.emplace_back(waited_from, g.last_entry_ns);
+      cpu_late_by_pid[late.pid] += static_cast<double>(b - a);
+      continue;
+    }
     spans.emplace_back(waited_from, g.last_entry_ns);
     late_by_pid[late.pid] += static_cast<double>(b - a);
     entry_of[late.pid] = &late;
   }
-  if (spans.empty()) return std::nullopt;
+  if (!cpu_spans.empty() && stolen.top()) {
+    Culprit culprit = cpu_contention_culprit(ev, stolen);
+    const uint32_t victim = max_by_value(cpu_late_by_pid);
+    culprit.victim = CulpritVictim{victim, ev.comm(victim)};
+    out.push_back({RequestCause::cpu_contention, covered_ns(std::move(cpu_spans), from, to), std::move(culprit),
+                   NcclStragglerRequestCause::tier});
+  }
+  if (spans.empty()) return;
   const double lost = covered_ns(std::move(spans), from, to);
-  auto top = std::max_element(late_by_pid.begin(), late_by_pid.end(), [](auto& x, auto& y) { return x.second < y.second; });
+  const uint32_t top = max_by_value(late_by_pid);
   double total = 0;
   for (const auto& [pid, ns] : late_by_pid) total += ns;
-  const CollectiveEntry& e = *entry_of[top->first];
-  auto c = comms.find(top->first);
+  const CollectiveEntry& e = *entry_of[top];
   std::string source = e.rank < 0 ? "" : inferred ? inferred->source(e.pid) : "";
   if (e.rank >= 0 && source.empty()) source = "init";
-  Culprit culprit{.pid = top->first,
-                  .comm = c == comms.end() ? "" : c->second,
+  Culprit culprit{.pid = top,
+                  .comm = ev.comm(top),
                   .share_kind = ShareKind::claimed,
-                  .share = total > 0 ? top->second / total : 0};
+                  .share = total > 0 ? late_by_pid[top] / total : 0};
   culprit.nranks = e.nranks;
   if (!source.empty()) culprit.rank_source = source;
   if (e.rank >= 0 && rank_number_known(source)) culprit.rank = e.rank;
-  return CauseClaim{RequestCause::nccl_straggler, lost, std::move(culprit)};
+  out.push_back({RequestCause::nccl_straggler, lost, std::move(culprit)});
 }
 
 void NcclStragglerRequestCause::find(State& st, RequestEvidence& ev, const SlowPart& part, std::vector<CauseClaim>& out) {
   if (!st.stragglers) st.stragglers = std::make_unique<NcclStragglers>(ev.db(), ev.session_id());
-  if (auto c = st.stragglers->claim(ev.engine_pids(part.server_pid), ev.comms(), part.from_ns, part.to_ns)) out.push_back(std::move(*c));
+  st.stragglers->claim(ev, ev.engine_pids(part.server_pid), part.from_ns, part.to_ns, out);
 }
 
 std::string nccl_rank_phrase(bool has_rank_source, std::optional<int64_t> rank, int64_t nranks) {

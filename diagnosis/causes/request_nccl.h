@@ -17,6 +17,7 @@
 
 #include "diagnosis/collectives.h"
 #include "diagnosis/rank_inference.h"
+#include "diagnosis/request_cpu_waits.h"
 
 namespace causeway::requests {
 
@@ -56,10 +57,13 @@ std::string nccl_rank_evidence(const Culprit& culprit);
 class NcclStragglers {
  public:
   NcclStragglers(sqlite3* db, int64_t session_id) : db_(db), session_id_(session_id) {}
-  std::optional<CauseClaim> claim(const std::vector<uint32_t>& pids, const std::map<uint32_t, std::string>& comms,
-                                  int64_t from, int64_t to);
+  // Appends its claims on [from, to] to out: nccl_straggler for late ranks that ran late, and
+  // cpu_contention (culprit + "victim": the late rank) for those late for want of a CPU.
+  void claim(RequestEvidence& ev, const std::vector<uint32_t>& pids, int64_t from, int64_t to, std::vector<CauseClaim>& out);
 
  private:
+  bool late_for_cpu(RequestEvidence& ev, const std::vector<uint32_t>& pids, const CollectiveEntry& late, int64_t lateness_ns,
+                    CpuStolen& stolen);
   std::vector<CollectiveEntry> window(const std::vector<uint32_t>& pids, int64_t from, int64_t to);
   struct Resolved {
     std::vector<CollectiveEntry> entries;  // by entry time

@@ -3,10 +3,10 @@
 # runs each planted incident N times and prints the tally per incident. Needs root (real
 # eBPF) and a build with the test.
 #   sudo tests/bpf/loop_engine_live.sh [N] [BUILD_DIR] [MATCH]   (default 10, build, every case)
-# MATCH (a grep -E pattern) keeps only the scenarios it matches (prefill, late_rank, cpu_hog,
-# quiet). With LOAD=1 in the environment another process keeps one core busy meanwhile.
-# Exit status 0 only when every run passed; logs of failed runs are kept in the folder
-# printed at the end.
+# MATCH (a grep -E pattern) keeps only the scenarios it matches (prefill, late_rank, late_cpu,
+# cpu_hog, quiet). With LOAD=1 in the environment another process keeps one core busy meanwhile.
+# Exit status 0 only when every run passed; logs and trace DBs (<scenario>.<run>.db/) of failed
+# runs are kept in the folder printed at the end.
 set -u
 N=${1:-10}
 BUILD=${2:-build}
@@ -17,7 +17,7 @@ BIN="$BUILD/tests/test_requests_engine_bpf"
 BUILD=$(cd "$BUILD" && pwd)
 export CAUSEWAY_BIN="$BUILD/causeway" CAUSEWAY_BUILD_DIR="$BUILD" CAUSEWAY_SOURCE_DIR=$(cd "$(dirname "$0")/../.." && pwd)
 SCENARIOS=()
-for s in prefill late_rank cpu_hog quiet; do
+for s in prefill late_rank late_cpu cpu_hog quiet; do
   if [ -z "$MATCH" ] || grep -qE -- "$MATCH" <<< "$s"; then SCENARIOS+=("$s"); fi
 done
 [ "${#SCENARIOS[@]}" -gt 0 ] || { echo "no scenario matches '$MATCH'" >&2; exit 2; }
@@ -34,8 +34,11 @@ for s in "${SCENARIOS[@]}"; do
   for i in $(seq 1 "$N"); do
     log="$LOGS/$s.$i.log"
     start=$(date +%s)
-    "$BIN" "--test-case=engine $s:*" > "$log" 2>&1
+    keep="$LOGS/$s.$i.db"
+    mkdir -p "$keep"
+    CAUSEWAY_ENGINE_KEEP_DIR="$keep" "$BIN" "--test-case=engine $s:*" > "$log" 2>&1
     rc=$?
+    [ $rc = 0 ] && rm -rf "$keep"
     secs=$(( $(date +%s) - start ))
     load=$(cut -d' ' -f1 /proc/loadavg)
     if [ $rc = 0 ]; then pass[$s]=$((pass[$s] + 1)); rm -f "$log"; r=pass
@@ -46,6 +49,6 @@ for s in "${SCENARIOS[@]}"; do
 done
 echo "--- tally (N=$N)"
 for s in "${SCENARIOS[@]}"; do echo "$s: ${pass[$s]}/$N passed, ${fail[$s]} failed, ${skip[$s]} skipped"; done
-[ $status = 0 ] && rmdir "$LOGS" 2>/dev/null
+[ $status = 0 ] && rm -rf "$LOGS"
 [ $status = 0 ] || echo "logs of failed runs: $LOGS"
 exit $status

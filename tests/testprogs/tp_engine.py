@@ -3,7 +3,7 @@
 (tests/bpf/test_requests_engine_bpf.cpp; docs/INFERENCE.md "Live tests"). Three kinds of
 process, each this file in a different role (argv[1]):
 
-  tp_engine.py api --port P --cudart LIB --nccl LIB [--names A,B] [--late-ms M]
+  tp_engine.py api --port P --cudart LIB --nccl LIB [--names A,B] [--late-ms M] [--spin-ms S]
                    [--chunk-tokens 2048] [--pass-ms 8] [--us-per-token 15] [--ready-file F]
 
 * `api`: the API server. Hand-written HTTP/1.1 on blocking sockets, a thread per
@@ -22,7 +22,9 @@ process, each this file in a different role (argv[1]):
   the communicator at start-up (before any trace: ncclCommInitRank with a unique id the core
   drew), and per pass launches its kernels on the fake libcudart, all-reduces once on the
   fake libnccl, and syncs its stream, which sleeps the pass's GPU time. With --late-ms the
-  rank 1 worker enters every all-reduce that much late. Rank 1 holds a rank-sized block
+  rank 1 worker enters every all-reduce that much late. With --spin-ms every rank computes
+  on its CPU that long before its all-reduce (host-side work: a rank that cannot get its CPU
+  enters late). Rank 1 holds a rank-sized block
   before it joins, so the two workers never get one communicator handle value by chance.
 
 One token is 4 prompt bytes.
@@ -63,6 +65,7 @@ def worker_main(args):
     set_comm(option(args, "--names", "Worker_TP0,Worker_TP1").split(",")[rank])
     ctypes.CDLL(None).prctl(1, 15, 0, 0, 0)  # PR_SET_PDEATHSIG SIGTERM: gone with the core
     late_s = float(option(args, "--late-ms", "0")) / 1000.0 if rank == 1 else 0.0
+    spin_s = float(option(args, "--spin-ms", "0")) / 1000.0
     cmd = os.fdopen(int(option(args, "--cmd-fd")), "rb", buffering=0)
     ack = int(option(args, "--ack-fd"))
     rt = ctypes.CDLL(option(args, "--cudart"))
@@ -90,6 +93,10 @@ def worker_main(args):
         gpu_s = struct.unpack("<d", head)[0]
         for _ in range(3):
             rt.cudaLaunchKernel(gemm, Dim3(64, 1, 1), Dim3(128, 1, 1), None, 0, None)
+        if spin_s:
+            until = time.thread_time() + spin_s  # CPU time: a preempted rank takes longer
+            while time.thread_time() < until:
+                pass
         if late_s:
             time.sleep(late_s)
         nccl.ncclAllReduce(buf, buf, 8192, 6, 0, comm, None)  # ncclFloat16 = 6, ncclSum

@@ -238,6 +238,60 @@ TEST_CASE("nccl_straggler: workers whose names share nothing, one a level deeper
   check_late_rank(db.ask(Metric::itl, 0.99), "collective_timing", "zeta-svc");
 }
 
+namespace {
+
+constexpr uint32_t kLateRankHog = 901;
+
+// The late pass at 6000 ms of tp_workers, with rank 1's thread (103) on CPU 1: `preempted`,
+// it was switched out runnable at 6000 ms by a hog (901) that held the CPU until 6430 ms, when
+// rank 1 got it back and entered the all-reduce; else it ran (on CPU) all along, as a rank
+// whose own work is longer does.
+void late_rank_cpu(StoreWriter& w, bool preempted) {
+  tp_workers(w, true, false, Naming::worker_tp);
+  w.push_meta(ProcessRecord{.pid = kLateRankHog, .ppid = 1, .comm = "hog_spin"});
+  if (!preempted) return;
+  auto sw = [&](int64_t ms, uint32_t prev, uint32_t next) {
+    SwitchRecord r;
+    r.ts_ns = kT0 + ms * kMs;
+    r.cpu = 1;
+    r.prev_tid = r.prev_pid = prev;
+    r.next_tid = r.next_pid = next;
+    w.push_wait(r);  // prev_state 0: runnable, preempted
+  };
+  sw(6000, 103, kLateRankHog);
+  sw(6430, kLateRankHog, 103);
+}
+
+}  // namespace
+
+// One rule for one gap (docs/INFERENCE.md "Claims on one gap"): a rank late only because it
+// could not get a CPU is cpu_contention, the hog its culprit and the rank its victim, where
+// the late rank's claim would have been; a rank late on its own work stays nccl_straggler.
+TEST_CASE("a rank late only for want of a CPU: cpu_contention names the hog, the late rank its victim") {
+  Db db([](StoreWriter& w) { late_rank_cpu(w, true); });
+  const json d = db.ask(Metric::itl, 0.99);
+  const json& tail = d["requests"]["tail"];
+  CAPTURE(tail.dump());
+  CHECK(cause(tail, "nccl_straggler") == nullptr);
+  const json* c = cause(tail, "cpu_contention");
+  REQUIRE(c != nullptr);
+  CHECK((*c)["culprit"]["pid"] == kLateRankHog);
+  CHECK((*c)["culprit"]["comm"] == "hog_spin");
+  CHECK((*c)["culprit"]["victim"]["pid"] == 103);
+  CHECK((*c)["culprit"]["victim"]["comm"] == "Worker_TP1");
+  // The 430 ms the other rank waited, once: the engine threads' own waits (rank 1's, the same
+  // time) are not added to it.
+  CHECK((*c)["share_time"].get<double>() == doctest::Approx(430.0 / 480).epsilon(0.02));
+  CHECK(d["requests"]["slowest"][0]["causes"].size() == 1);
+  CHECK(d["requests"]["slowest"][0]["causes"][0]["lost_ms"].get<double>() == doctest::Approx(430).epsilon(0.01));
+}
+
+TEST_CASE("a rank late on its own work (on CPU) stays nccl_straggler, whatever else ran on the host") {
+  Db db([](StoreWriter& w) { late_rank_cpu(w, false); });
+  check_late_rank(db.ask(Metric::itl, 0.99), "collective_timing", "Worker_TP1");
+  CHECK(cause(db.ask(Metric::itl, 0.99)["requests"]["tail"], "cpu_contention") == nullptr);
+}
+
 TEST_CASE("communicators from collectives: processes whose collectives do not return together are not one") {
   RankInference ranks;
   std::vector<CollectiveReturn> calls;
