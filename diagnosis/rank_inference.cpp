@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "diagnosis/engine_title.h"
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -174,9 +175,11 @@ Result<void> RankInference::load_from_returns(sqlite3* db, int64_t session_id) {
   }
   if (unranked < 2) return {};
   auto st = Statement::prepare(db,
-                               "SELECT pid, op_id, coalesce(a0, 0), coalesce(a5, 0) & 255, ts_ns + dur_ns FROM events "
-                               "WHERE session_id = ?1 AND op_id IN (" + ops + ") AND pid IN (" + pids +
-                                   ") AND a2 < 0 ORDER BY id LIMIT ?2");
+                               "SELECT pid, op_id, coalesce(" + CW_ARG_COLUMN("count", arg_layout::coll) + ", 0), coalesce(" +
+                                   CW_ARG_COLUMN("datatype|redop<<8|peer<<16", arg_layout::coll) +
+                                   ", 0) & 255, ts_ns + dur_ns FROM events WHERE session_id = ?1 AND op_id IN (" + ops +
+                                   ") AND pid IN (" + pids + ") AND " + CW_ARG_COLUMN("rank", arg_layout::coll) +
+                                   " < 0 ORDER BY id LIMIT ?2");
   if (!st) return st.error();
   st->bind(1, session_id);
   st->bind(2, kTimingReadLimit);
