@@ -10,7 +10,8 @@
 # answers carry no wall-clock time and two binaries compare byte for byte):
 #   S.explain.json  explain --json          S.stats.json    stats --json
 #   S.requests.json requests --json         (requests-* scenarios)
-#   S.mcp.jsonl     the MCP tools get_causal_chains and get_request_latency over stdio (results only)
+#   S.mcp.jsonl     the MCP tools over stdio (results only): get_causal_chains, get_request_latency,
+#                   get_tail_breakdown (each slow call's cause, from call_causes) and get_trace_stats
 #   S.call_causes.tsv  the call_causes table (below)
 #   S.perfetto.sha256  the digest of export --format perfetto
 # Per TRACES_DIR/*.db T (copied and migrated first; the original is never opened), on the DB as
@@ -23,6 +24,9 @@
 # SCENARIOS="incident requests-prefill" dumps only those scenarios ("none": only the traces).
 # A command's stderr and exit status go to NAME.err / NAME.rc only when it fails, so a failure
 # shows in the diff too. Needs bash, coreutils and python3 (for the MCP transcript).
+# JOBS=N dumps N DBs at a time (default 4: a dump mostly waits on the disk and on the MCP
+# server's answers). PYTHON names the interpreter (default: python3's own executable, resolved
+# once: a pyenv shim costs seconds a call).
 set -u
 bin=${1:?usage: dump_outputs.sh BINARY OUTDIR [TRACES_DIR]}
 out=${2:?usage: dump_outputs.sh BINARY OUTDIR [TRACES_DIR]}
@@ -34,6 +38,8 @@ out=$(cd "$out" && pwd)
 [ -z "$traces" ] || traces=$(cd "$traces" && pwd)
 work=$(mktemp -d) || exit 1
 trap 'rm -rf "$work"' EXIT
+py=${PYTHON:-$(python3 -c 'import sys; print(sys.executable)')} || exit 1
+jobs=${JOBS:-4}
 # The DBs are named relative to the work folder, so a path quoted in an answer is the same
 # from one run to the next.
 cd "$work" || exit 1
@@ -42,20 +48,25 @@ export CAUSEWAY_DB=unused.db
 # run NAME CMD...: CMD's stdout to $out/NAME; stderr and status kept only when it fails.
 run() {
   local name=$1 rc; shift
-  "$@" > "$out/$name" 2> "$work/err"; rc=$?
+  "$@" > "$out/$name" 2> "$work/$name.stderr"; rc=$?
   if [ $rc -ne 0 ]; then
-    cp "$work/err" "$out/$name.err"
+    cp "$work/$name.stderr" "$out/$name.err"
     echo "$rc" > "$out/$name.rc"
   fi
+  rm -f "$work/$name.stderr"
 }
 
-# mcp_dump DB NAME: the two tools' results over stdio, one JSON line each (the handshake left out:
+# The MCP tools whose answers are compared (their default arguments: the whole session).
+mcp_tools="get_causal_chains get_request_latency get_tail_breakdown get_trace_stats"
+
+# mcp_dump DB NAME: the tools' results over stdio, one JSON line each (the handshake left out:
 # it carries the binary's version).
 mcp_dump() {
   local db=$1 name=$2
-  # stdin stays open until both answers are in: the server exits on EOF, and a tool call
+  # stdin stays open until every answer is in: the server exits on EOF, and a tool call
   # still running then would go unanswered.
-  timeout 120 python3 - "$bin" "$db" > "$out/$name.mcp.jsonl" 2> "$work/mcp.err" <<'PY'
+  # shellcheck disable=SC2086 # the tool names are words
+  timeout 120 "$py" - "$bin" "$db" $mcp_tools > "$out/$name.mcp.jsonl" 2> /dev/null <<'PY'
 import json, subprocess, sys
 p = subprocess.Popen([sys.argv[1], "mcp", "--db", sys.argv[2]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                      stderr=subprocess.DEVNULL, text=True)
@@ -65,16 +76,18 @@ def send(m):
 send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
       "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "dump", "version": "1"}}})
 send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_causal_chains", "arguments": {}}})
-send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "get_request_latency", "arguments": {}}})
+tools = sys.argv[3:]
+ids = range(2, 2 + len(tools))
+for i, tool in zip(ids, tools):
+    send({"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": tool, "arguments": {}}})
 got = {}
 for line in p.stdout:
     if not line.strip():
         continue
     m = json.loads(line)
-    if m.get("id") in (2, 3):
+    if m.get("id") in ids:
         got[m["id"]] = m  # answered as each call finishes: printed by id
-    if len(got) == 2:
+    if len(got) == len(tools):
         break
 p.stdin.close()
 p.wait()
@@ -85,7 +98,7 @@ PY
 
 # call_causes_dump DB OUTFILE: the call_causes rows, op by name, in key order, tab-separated.
 call_causes_dump() {
-  python3 - "$1" > "$2" 2> "$work/cc.err" <<'PY' || cp "$work/cc.err" "$2.err"
+  "$py" - "$1" > "$2" 2> "$2.stderr" <<'PY' || cp "$2.stderr" "$2.err"
 import sqlite3, sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 rows = db.execute("SELECT c.session_id, coalesce(o.name, c.op_id), c.pid, c.tid, c.ts_ns, c.gap, c.dur_ns, "
@@ -94,11 +107,12 @@ rows = db.execute("SELECT c.session_id, coalesce(o.name, c.op_id), c.pid, c.tid,
 for r in rows:
     print("\t".join(str(v) for v in r))
 PY
+  rm -f "$2.stderr"
 }
 
 # has_requests DB: true when the DB stores inference requests.
 has_requests() {
-  python3 -c 'import sqlite3, sys
+  "$py" -c 'import sqlite3, sys
 db = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)
 sys.exit(0 if db.execute("SELECT count(*) FROM requests").fetchone()[0] else 1)' "$1" 2> /dev/null
 }
@@ -124,8 +138,9 @@ clock=()
 if "$bin" demo --help 2>/dev/null | grep -q -- --start-ns; then
   clock=(--start-ns "${DEMO_START_NS:-1767225600000000000}")
 fi
-for s in $scenarios; do
-  db="$s.db"
+# dump_scenario S: the demo written by this binary, then its answers.
+dump_scenario() {
+  local s=$1 db="$1.db"
   run "$s.demo.txt" "$bin" demo "$s" --db "$db" "${clock[@]}"
   rm -f "$out/$s.demo.txt"  # its text names the DB path; only a failure is kept
   run "$s.explain.json" "$bin" explain --json --db "$db"
@@ -136,23 +151,36 @@ for s in $scenarios; do
   # The Perfetto export is large: its digest stands for it.
   run "$s.perfetto.txt" "$bin" export --format perfetto --db "$db" -o "$s.perfetto.json"
   { [ -f "$s.perfetto.json" ] && sha256sum < "$s.perfetto.json"; } > "$out/$s.perfetto.sha256"
-  rm -f "$out/$s.perfetto.txt" "$s.perfetto.json"
-  rm -f "$db" "$db-wal" "$db-shm"
-done
+  rm -f "$out/$s.perfetto.txt"
+}
 
+# dump_trace SRC: a copy of a stored DB (migrated) and its merge, each answered.
+dump_trace() {
+  local src=$1 t
+  t=$(basename "$src" .db)
+  cp "$src" "$t.db"
+  # An older schema is migrated in the copy (readers refuse it otherwise).
+  run "$t.migrate.txt" "$bin" migrate --db "$t.db"
+  rm -f "$out/$t.migrate.txt"
+  run "$t.merge.txt" "$bin" merge -o "$t.merged.db" "$t.db"
+  rm -f "$out/$t.merge.txt"
+  dump_db "$t.db" "$t"
+  dump_db "$t.merged.db" "$t.merged"
+}
+
+# in_own_folder NAME FUNCTION ARG: FUNCTION run in the background in a folder of its own (a DB
+# keeps the same relative name whatever else runs), at most $jobs at a time.
+in_own_folder() {
+  local name=$1; shift
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+  (mkdir -p "$work/$name.d" && cd "$work/$name.d" && "$@"; rm -rf "$work/$name.d") &
+}
+
+for s in $scenarios; do in_own_folder "demo-$s" dump_scenario "$s"; done
 if [ -n "$traces" ]; then
   for src in "$traces"/*.db; do
-    [ -f "$src" ] || continue
-    t=$(basename "$src" .db)
-    cp "$src" "$t.db"
-    # An older schema is migrated in the copy (readers refuse it otherwise).
-    run "$t.migrate.txt" "$bin" migrate --db "$t.db"
-    rm -f "$out/$t.migrate.txt"
-    run "$t.merge.txt" "$bin" merge -o "$t.merged.db" "$t.db"
-    rm -f "$out/$t.merge.txt"
-    dump_db "$t.db" "$t"
-    dump_db "$t.merged.db" "$t.merged"
-    rm -f "$t".*
+    [ -f "$src" ] && in_own_folder "trace-$(basename "$src" .db)" dump_trace "$src"
   done
 fi
+wait
 echo "dump_outputs: $(ls "$out" | wc -l) files in $out"
