@@ -130,8 +130,8 @@ struct cw_frame {
 struct cw_task {
   __u32 owner; /* tid using this slot */
   __u32 depth;
+  struct cw_frame f[CW_MAX_DEPTH]; /* f[0] in the first two cache lines with owner and depth */
   __u32 agg_where[CW_AGG_CACHE];
-  struct cw_frame f[CW_MAX_DEPTH];
   struct cw_stack_state stack;
 };
 

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -109,7 +110,10 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   // possible CPU, so as many (process, op) entries as kCallAggArrayBytes holds, at most 64; the
   // (process, op)s beyond go to the per-CPU hash, allocated as they come.
   const uint64_t per_entry = sizeof(cw_agg_value) * static_cast<uint64_t>(std::max(1, libbpf_num_possible_cpus()));
-  const auto agg_slots = static_cast<uint32_t>(std::clamp<uint64_t>(kCallAggArrayBytes / per_entry, 1, 64));
+  auto agg_slots = static_cast<uint32_t>(std::clamp<uint64_t>(kCallAggArrayBytes / per_entry, 1, 64));
+  // Fewer on request (CAUSEWAY_CALL_AGG_ENTRIES, tests: the hash taking over once they are given out).
+  if (const char* asked = std::getenv("CAUSEWAY_CALL_AGG_ENTRIES"); asked && std::atoi(asked) > 0)
+    agg_slots = std::min<uint32_t>(agg_slots, static_cast<uint32_t>(std::atoi(asked)));
   bpf_map__set_max_entries(obj->skel_->maps.call_agg_slots, agg_slots);
   bpf_map__set_max_entries(obj->skel_->maps.agg_free, agg_slots);
   rodata->targ_agg_slots = agg_slots;
