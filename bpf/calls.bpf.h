@@ -401,8 +401,8 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
  * thread's next recorded outermost call carries the run: how many, how long, from when to when).
  * The counters live in one of two per-CPU maps: call_agg_slots, an array whose index per
  * (process, op) is given out once (agg_free → agg_index) and cached in the thread's pairing slot, so a
- * counted call costs no map helper call — its lookup is inlined (a hash lookup was ~100 ns of
- * the return here under load, docs/BENCHMARKS.md); when the array's entries are all given out,
+ * counted call costs no map helper call — its lookup is inlined (the hash lookup per call it
+ * replaces was the largest piece of the return's cost: docs/BENCHMARKS.md); when the array's entries are all given out,
  * call_agg, a hash by (process, op). The collector reads both each second and at stop into the
  * rollups (collector/call_agg.h).
  * A thread's run is closed at least every targ_run_max_ns (the call then recorded) so a long

@@ -46,10 +46,10 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
 
 std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
 
-// sock_pids values: which hook traces a server (bpf/sock.bpf.h CW_SOCK_BY_*).
 // Kernel memory for the counted calls' per-CPU array, all CPUs together (bpf/calls.bpf.h
 // "Aggregated calls"): 64 entries on up to 18 CPUs, fewer beyond.
 constexpr uint64_t kCallAggArrayBytes = 16ull << 20;
+// sock_pids values: which hook traces a server (bpf/sock.bpf.h CW_SOCK_BY_*).
 constexpr uint8_t kSockBySyscall = 1;
 constexpr uint8_t kSockByLibc = 2;
 
