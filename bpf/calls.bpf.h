@@ -123,14 +123,19 @@ struct cw_frame {
   __u32 nested_recorded;  /* a call nested in this one was recorded: so is this one */
 };
 
+/* A thread's cache of where its counted calls are counted ("Aggregated calls" below), direct
+ * mapped by op: (op << 16) | CW_AGG_WHERE_*. Zero: not known yet. */
+#define CW_AGG_CACHE 8
+
 struct cw_task {
   __u32 owner; /* tid using this slot */
   __u32 depth;
-  struct cw_frame f[CW_MAX_DEPTH];
+  struct cw_frame f[CW_MAX_DEPTH]; /* f[0] in the first two cache lines with owner and depth */
+  __u32 agg_where[CW_AGG_CACHE];
   struct cw_stack_state stack;
 };
 
-/* 32768 slots × 760 B = 23.8 MiB of kernel memory; the loader sizes it to pid_max rounded up
+/* 32768 slots × 792 B = 24.8 MiB of kernel memory; the loader sizes it to pid_max rounded up
  * to a power of two (at most 32768) and sets targ_task_mask = size - 1. */
 const volatile __u32 targ_task_mask = 32767;
 struct {
@@ -266,6 +271,7 @@ static __always_inline int enter_call(struct pt_regs *ctx) {
     t->owner = tid;
     t->depth = 0;
     __builtin_memset(&t->stack, 0, sizeof(t->stack));
+    __builtin_memset(t->agg_where, 0, sizeof(t->agg_where));
     struct cw_run *run = bpf_map_lookup_elem(&runs, &idx);
     if (run) __builtin_memset(run, 0, sizeof(*run)); /* a previous owner's run: that thread is gone */
     first = mark_traced(tgid); /* first call of this thread (or first since its slot was reused) */
@@ -390,10 +396,15 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
 /* ================================ Aggregated calls ================================
  * A call of a fast_counted op (the op table's `recording` column, cookie bit 56) that explains
  * nothing (call_explains false, no error, not the process's first, nothing nested in it recorded)
- * leaves no record: it is counted per (process, op) in call_agg — count, errors, sum, min, max,
+ * leaves no record: it is counted per (process, op) — count, sum, min, max, first/last start,
  * the trace DB's histogram buckets — and, when outermost, in its thread's run (the record of the
  * thread's next recorded outermost call carries the run: how many, how long, from when to when).
- * The collector reads call_agg each second and at stop into the rollups (collector/call_agg.cpp).
+ * The counters live in one of two per-CPU maps: call_agg_slots, an array whose index per
+ * (process, op) is given out once (agg_free → agg_index) and cached in the thread's pairing slot, so a
+ * counted call costs no map helper call — its lookup is inlined (the hash lookup per call it
+ * replaces was the largest piece of the return's cost: docs/BENCHMARKS.md); when the array's entries are all given out,
+ * call_agg, a hash by (process, op). The collector reads both each second and at stop into the
+ * rollups (collector/call_agg.h).
  * A thread's run is closed at least every targ_run_max_ns (the call then recorded) so a long
  * launch loop still shows up in the timeline. --record-all (targ_record_all) records every call.
  * Why this loses nothing an answer needs: docs/COLLECTOR.md "Aggregated calls". */
@@ -407,6 +418,35 @@ struct {
   __type(value, struct cw_agg_value);
 } call_agg SEC(".maps");
 
+/* The array's entries, preallocated on every possible CPU: the loader sizes it to its memory
+ * budget (collector/bpf_loader.cpp) and sets targ_agg_slots to the same. */
+const volatile __u32 targ_agg_slots = 64;
+struct {
+  __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+  __uint(max_entries, 64);
+  __type(key, __u32);
+  __type(value, struct cw_agg_value);
+} call_agg_slots SEC(".maps");
+
+/* (process, op) → its entry in call_agg_slots; kept for the whole trace. */
+struct {
+  __uint(type, BPF_MAP_TYPE_HASH);
+  __uint(max_entries, 1024);
+  __type(key, struct cw_agg_key);
+  __type(value, __u32);
+} agg_index SEC(".maps");
+
+/* The call_agg_slots entries not given out yet: the loader queues every index after load (a
+ * pop is atomic, where an atomic add whose result is used needs a newer BPF ISA). */
+struct {
+  __uint(type, BPF_MAP_TYPE_QUEUE);
+  __uint(max_entries, 64);
+  __type(value, __u32);
+} agg_free SEC(".maps");
+
+/* What a thread's agg_where cache says besides the entry index + 1. */
+#define CW_AGG_WHERE_HASH 0xffff
+
 /* One all-zero value: a new call_agg entry is copied from it (15 KiB: not on the BPF stack). */
 struct {
   __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -415,21 +455,51 @@ struct {
   __type(value, struct cw_agg_value);
 } call_agg_zero SEC(".maps");
 
-/* Counts the call in call_agg; false when the map is full (the call is then recorded). */
-static __always_inline bool agg_count(__u32 tgid, __u16 op, __u64 start, __u64 dur) {
+/* The (process, op)'s counters in call_agg, made on its first call; null when the map is full. */
+static __always_inline struct cw_agg_value *agg_hash_value(struct cw_agg_key *k) {
+  struct cw_agg_value *v = bpf_map_lookup_elem(&call_agg, k);
+  if (v) return v;
+  __u32 zero = 0;
+  struct cw_agg_value *z = bpf_map_lookup_elem(&call_agg_zero, &zero);
+  if (!z) return 0;
+  bpf_map_update_elem(&call_agg, k, z, BPF_NOEXIST);
+  v = bpf_map_lookup_elem(&call_agg, k);
+  if (!v) count_drop(CW_DROP_AGG_MAP);
+  return v;
+}
+
+/* Where (tgid, op) is counted: its call_agg_slots entry + 1, or CW_AGG_WHERE_HASH. Asked once
+ * per thread and op (the thread's cache); the first thread to ask gives the entry out. */
+static __always_inline __u32 agg_where_first(struct cw_agg_key *k) {
+  __u32 *known = bpf_map_lookup_elem(&agg_index, k);
+  if (known) return *known + 1;
+  __u32 idx;
+  if (bpf_map_pop_elem(&agg_free, &idx) || idx >= targ_agg_slots) return CW_AGG_WHERE_HASH;
+  if (bpf_map_update_elem(&agg_index, k, &idx, BPF_NOEXIST) == 0) return idx + 1;
+  bpf_map_push_elem(&agg_free, &idx, 0); /* another thread gave it one first (or agg_index is full) */
+  known = bpf_map_lookup_elem(&agg_index, k);
+  return known ? *known + 1 : CW_AGG_WHERE_HASH;
+}
+
+/* The counters of (tgid, op) for this CPU. */
+static __always_inline struct cw_agg_value *agg_value(struct cw_task *t, __u32 tgid, __u16 op) {
+  __u32 *cached = &t->agg_where[op & (CW_AGG_CACHE - 1)];
+  __u32 where = *cached;
   struct cw_agg_key k = {.pid = tgid, .op = op, ._pad = 0};
-  struct cw_agg_value *v = bpf_map_lookup_elem(&call_agg, &k);
-  if (!v) {
-    __u32 zero = 0;
-    struct cw_agg_value *z = bpf_map_lookup_elem(&call_agg_zero, &zero);
-    if (!z) return false;
-    bpf_map_update_elem(&call_agg, &k, z, BPF_NOEXIST);
-    v = bpf_map_lookup_elem(&call_agg, &k);
-    if (!v) {
-      count_drop(CW_DROP_AGG_MAP);
-      return false;
-    }
+  if (where >> 16 != op || (where & 0xffff) == 0) {
+    where = agg_where_first(&k);
+    *cached = (__u32)op << 16 | where;
   }
+  where &= 0xffff;
+  if (where == CW_AGG_WHERE_HASH) return agg_hash_value(&k);
+  __u32 idx = where - 1;
+  return bpf_map_lookup_elem(&call_agg_slots, &idx);
+}
+
+/* Counts the call; false when no counters could be had (the call is then recorded). */
+static __always_inline bool agg_count(struct cw_task *t, __u32 tgid, __u16 op, __u64 start, __u64 dur) {
+  struct cw_agg_value *v = agg_value(t, tgid, op);
+  if (!v) return false;
   if (v->count == 0 || dur < v->min_ns) v->min_ns = dur;
   if (v->count == 0) v->first_ns = start;
   if (dur > v->max_ns) v->max_ns = dur;
@@ -444,14 +514,14 @@ static __always_inline bool agg_count(__u32 tgid, __u16 op, __u64 start, __u64 d
 
 /* Whether this returning call is only counted (no record). Adds an outermost one to its
  * thread's run (run: the slot's, null when the lookup failed: then nothing is counted). */
-static __always_inline bool aggregated(struct cw_run *run, struct cw_frame *fr, int d, __u64 id, __u16 op, __u64 now,
-                                       __u64 ret, bool explains) {
+static __always_inline bool aggregated(struct cw_task *t, struct cw_run *run, struct cw_frame *fr, int d, __u64 id,
+                                       __u16 op, __u64 now, __u64 ret, bool explains) {
   __u64 dur = now - fr->ts;
   if (targ_record_all || !CW_COOKIE_AGG(fr->cookie) || explains || (__u32)ret != 0 || dur >= CW_AGG_MAX_NS ||
       fr->first_of_process || fr->nested_recorded || !run)
     return false;
   if (d == 0 && run->calls && now - run->first_ns >= targ_run_max_ns) return false;
-  if (!agg_count(id >> 32, op, fr->ts, dur)) return false;
+  if (!agg_count(t, id >> 32, op, fr->ts, dur)) return false;
   if (d == 0) {
     if (run->calls == 0) {
       run->first_ns = fr->ts;
@@ -514,7 +584,7 @@ static __always_inline void return_call(struct pt_regs *ctx) {
   __u64 ret = PT_REGS_RC(ctx);
   const bool explains = call_explains(ctx, &t->stack, tgid, op, fr->ts, now, d == 0);
   struct cw_run *run = bpf_map_lookup_elem(&runs, &idx);
-  if (aggregated(run, fr, d, id, op, now, ret, explains)) return;
+  if (aggregated(t, run, fr, d, id, op, now, ret, explains)) return;
   /* The call it is nested in is recorded too: the timeline keeps the nesting whole. */
   if (d > 0) t->f[(d - 1) & (CW_MAX_DEPTH - 1)].nested_recorded = 1;
   /* Before the reservation: a reserved record holds the consumer back until submitted. */

@@ -17,6 +17,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -45,6 +46,9 @@ int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
 
 std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
 
+// Kernel memory for the counted calls' per-CPU array, all CPUs together (bpf/calls.bpf.h
+// "Aggregated calls"): 64 entries on up to 18 CPUs, fewer beyond.
+constexpr uint64_t kCallAggArrayBytes = 16ull << 20;
 // sock_pids values: which hook traces a server (bpf/sock.bpf.h CW_SOCK_BY_*).
 constexpr uint8_t kSockBySyscall = 1;
 constexpr uint8_t kSockByLibc = 2;
@@ -102,6 +106,17 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
   bpf_map__set_max_entries(obj->skel_->maps.tasks, slots);
   bpf_map__set_max_entries(obj->skel_->maps.runs, slots);
   rodata->targ_task_mask = slots - 1;
+  // Counted calls' per-CPU array (bpf/calls.bpf.h "Aggregated calls"): preallocated on every
+  // possible CPU, so as many (process, op) entries as kCallAggArrayBytes holds, at most 64; the
+  // (process, op)s beyond go to the per-CPU hash, allocated as they come.
+  const uint64_t per_entry = sizeof(cw_agg_value) * static_cast<uint64_t>(std::max(1, libbpf_num_possible_cpus()));
+  auto agg_slots = static_cast<uint32_t>(std::clamp<uint64_t>(kCallAggArrayBytes / per_entry, 1, 64));
+  // Fewer on request (CAUSEWAY_CALL_AGG_ENTRIES, tests: the hash taking over once they are given out).
+  if (const char* asked = std::getenv("CAUSEWAY_CALL_AGG_ENTRIES"); asked && std::atoi(asked) > 0)
+    agg_slots = std::min<uint32_t>(agg_slots, static_cast<uint32_t>(std::atoi(asked)));
+  bpf_map__set_max_entries(obj->skel_->maps.call_agg_slots, agg_slots);
+  bpf_map__set_max_entries(obj->skel_->maps.agg_free, agg_slots);
+  rodata->targ_agg_slots = agg_slots;
   // Programs used in session or multi-uprobe links must be loaded with that attach type, and
   // such a program cannot be attached as a perf-event uprobe: the kind is chosen once, here.
   // A session link runs cw_session alone; the other kinds cw_enter and cw_return.
@@ -136,6 +151,10 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
     return make_error("bpf_load", "loading the BPF programs failed (" + errno_text(err) +
                                       "); run as root or with CAP_BPF+CAP_PERFMON, on a kernel with BTF. libbpf: " +
                                       last_libbpf_message());
+  // Every entry of the counted calls' array is free (bpf/calls.bpf.h agg_free).
+  for (uint32_t i = 0; i < agg_slots; ++i)
+    if (bpf_map_update_elem(bpf_map__fd(obj->skel_->maps.agg_free), nullptr, &i, BPF_ANY) != 0)
+      return make_error("bpf_load", "cannot queue the counted calls' array entries: " + errno_text(errno));
   obj->detach_after_return_ = o.detach_after_return;
   obj->ncpus_ = libbpf_num_possible_cpus();
   if (obj->ncpus_ < 1) obj->ncpus_ = 1;
@@ -556,7 +575,9 @@ std::vector<std::pair<uint32_t, cw_page_agg>> BpfObject::drain_page_agg() {
 }
 
 int BpfObject::ring_calls_fd() const { return bpf_map__fd(skel_->maps.rb_calls); }
-int BpfObject::call_agg_fd() const { return bpf_map__fd(skel_->maps.call_agg); }
+CallAggMaps BpfObject::call_agg_maps() const {
+  return {bpf_map__fd(skel_->maps.call_agg), bpf_map__fd(skel_->maps.agg_index), bpf_map__fd(skel_->maps.call_agg_slots)};
+}
 
 std::vector<cw_run> BpfObject::open_runs() const {
   std::vector<cw_run> out;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bpf/events.h"
+#include "collector/call_agg.h"
 #include "collector/sock_hook.h"
 #include "collector/ssl_attach.h"
 #include "common/unique_fd.h"
@@ -142,7 +143,7 @@ class BpfObject {
   std::vector<std::pair<uint32_t, cw_page_agg>> drain_page_agg();
 
   int ring_calls_fd() const;
-  int call_agg_fd() const;  // per-CPU (process, op) counts of fast calls (collector/call_agg.h)
+  CallAggMaps call_agg_maps() const;  // per-CPU (process, op) counts of fast calls (collector/call_agg.h)
   // The threads' runs of counted calls no recorded call has taken (read at stop).
   std::vector<cw_run> open_runs() const;
   int ring_host_fd() const;

@@ -13,7 +13,12 @@ static_assert(CW_AGG_BUCKETS == LatencyHistogram::kSub + (20 - 1 - LatencyHistog
 
 CallAggTotals merge_percpu(std::span<const cw_agg_value> per_cpu) {
   CallAggTotals t;
-  t.hist.assign(CW_AGG_BUCKETS, 0);
+  add_percpu(t, per_cpu);
+  return t;
+}
+
+void add_percpu(CallAggTotals& t, std::span<const cw_agg_value> per_cpu) {
+  t.hist.resize(CW_AGG_BUCKETS, 0);
   for (const cw_agg_value& v : per_cpu) {
     if (v.count == 0) continue;
     t.min_ns = t.count == 0 ? v.min_ns : std::min<uint64_t>(t.min_ns, v.min_ns);
@@ -25,7 +30,6 @@ CallAggTotals merge_percpu(std::span<const cw_agg_value> per_cpu) {
     t.sum_ns += v.sum_ns;
     for (size_t b = 0; b < CW_AGG_BUCKETS; ++b) t.hist[b] += v.hist[b];
   }
-  return t;
 }
 
 AggregatedCallsRecord aggregate_delta(const CallAggTotals& now, const CallAggTotals* before, uint32_t pid, uint16_t op) {

@@ -7,27 +7,44 @@
 
 namespace causeway::collector {
 
-CallAggReader::CallAggReader(int map_fd) : fd_(map_fd), ncpu_(std::max(1, libbpf_num_possible_cpus())) {
+CallAggReader::CallAggReader(CallAggMaps maps) : maps_(maps), ncpu_(std::max(1, libbpf_num_possible_cpus())) {
   buf_.resize(static_cast<size_t>(ncpu_));
 }
 
+void CallAggReader::add_key(int fd, const void* key, uint64_t k, std::map<uint64_t, CallAggTotals>& now) {
+  if (bpf_map_lookup_elem(fd, key, buf_.data()) != 0) return;
+  add_percpu(now[k], buf_);
+}
+
 std::vector<AggregatedCallsRecord> CallAggReader::read() {
-  std::vector<AggregatedCallsRecord> out;
+  // Every (process, op) as both maps have it now: an array entry through its index, then the hash.
+  std::map<uint64_t, CallAggTotals> now;
   cw_agg_key key{}, next{};
   const cw_agg_key* prev = nullptr;
-  while (bpf_map_get_next_key(fd_, prev, &next) == 0) {
+  while (maps_.index_fd >= 0 && bpf_map_get_next_key(maps_.index_fd, prev, &next) == 0) {
     key = next;
     prev = &key;
-    if (bpf_map_lookup_elem(fd_, &key, buf_.data()) != 0) continue;
-    CallAggTotals now = merge_percpu(buf_);
-    const uint64_t k = uint64_t{key.pid} << 16 | key.op;
+    uint32_t idx = 0;
+    if (bpf_map_lookup_elem(maps_.index_fd, &key, &idx) == 0)
+      add_key(maps_.slots_fd, &idx, uint64_t{key.pid} << 16 | key.op, now);
+  }
+  prev = nullptr;
+  while (bpf_map_get_next_key(maps_.hash_fd, prev, &next) == 0) {
+    key = next;
+    prev = &key;
+    add_key(maps_.hash_fd, &key, uint64_t{key.pid} << 16 | key.op, now);
+  }
+  std::vector<AggregatedCallsRecord> out;
+  for (auto& [k, totals] : now) {
+    const auto pid = static_cast<uint32_t>(k >> 16);
+    const auto op = static_cast<uint16_t>(k & 0xffff);
     auto it = last_.find(k);
-    AggregatedCallsRecord r = aggregate_delta(now, it == last_.end() ? nullptr : &it->second, key.pid, key.op);
+    AggregatedCallsRecord r = aggregate_delta(totals, it == last_.end() ? nullptr : &it->second, pid, op);
     if (r.count) {
       counted_ += r.count;
       out.push_back(std::move(r));
     }
-    last_[k] = std::move(now);
+    last_[k] = std::move(totals);
   }
   return out;
 }

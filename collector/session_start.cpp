@@ -23,7 +23,7 @@ namespace causeway::collector {
 Result<void> Session::start() {
   offset_ = measure_mono_to_real_offset();
   started_mono_ = monotonic_ns();
-  call_agg_ = std::make_unique<CallAggReader>(bpf_.call_agg_fd());
+  call_agg_ = std::make_unique<CallAggReader>(bpf_.call_agg_maps());
   page_allocs_to_mono_ = started_mono_;
   host_mark_mono_ = started_mono_;
   for (uint32_t p : o_.pids) {

@@ -482,6 +482,35 @@ TEST_CASE("fast launches are counted in the kernel: every call in the rollups, t
   CHECK(in_runs == 0);
 }
 
+TEST_CASE("counted launches stay exact when their (process, op) goes to the hash: the array's entries all given out") {
+  // One array entry (CAUSEWAY_CALL_AGG_ENTRIES=1, bpf/calls.bpf.h "Aggregated calls"): the first
+  // process's launches take it, the second's are counted in the per-CPU hash. Both exact.
+  ::setenv("CAUSEWAY_CALL_AGG_ENTRIES", "1", 1);
+  TempDir dir;
+  Tracer t(dir, {"--lib", testprog("libcudart.so.13")});
+  ::unsetenv("CAUSEWAY_CALL_AGG_ENTRIES");
+  const int threads = 2, iters = 8000;
+  std::vector<pid_t> pids;
+  for (int i = 0; i < 2; ++i) {
+    pid_t pid = spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops", "launch"}),
+                      dir.file("w" + S(i) + ".log"));
+    REQUIRE(wait_exit(pid) == 0);
+    pids.push_back(pid);
+  }
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  INFO(t.log());
+  const std::string db = t.db();
+  for (pid_t pid : pids) {
+    INFO("pid " << pid);
+    CHECK(op_counts(db, pid)[CW_OP_CUDA_LAUNCH_KERNEL] == int64_t{threads} * iters);
+    const int64_t recorded =
+        q_int(db, "SELECT count(*) FROM events WHERE pid = " + S(pid) + " AND op_id = " + S(CW_OP_CUDA_LAUNCH_KERNEL));
+    CHECK(recorded * 10 < int64_t{threads} * iters);  // counted in the kernel, not recorded instead
+  }
+  CHECK(q_int(db, "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'") == 0);
+}
+
 TEST_CASE("a counted launch that is recorded still carries its arguments, copied at its return") {
   // Launch ops read their stack arguments and config struct at the return, and only for the
   // calls they record (bpf/calls.bpf.h copies_at_return): every recorded row of the four launch

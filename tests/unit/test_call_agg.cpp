@@ -69,6 +69,30 @@ TEST_CASE("per-CPU values merge into one: counts and sums add, extremes and time
   CHECK(t.hist[LatencyHistogram::bucket_of(40'000)] == 1);
 }
 
+TEST_CASE("a key counted in both the array and the hash sums to the calls of both") {
+  // The array entry's CPUs, then the hash's for the same (process, op), as the reader adds them.
+  std::vector<cw_agg_value> array_cpus(2), hash_cpus(2);
+  array_cpus[1] = agg_of({3000, 3100}, 20'000);
+  hash_cpus[0] = agg_of({700}, 30'000);
+  CallAggTotals t;
+  add_percpu(t, array_cpus);
+  add_percpu(t, hash_cpus);
+  CHECK(t.count == 3);
+  CHECK(t.sum_ns == 3000 + 3100 + 700);
+  CHECK(t.min_ns == 700);
+  CHECK(t.max_ns == 3100);
+  CHECK(t.first_ns == 20'000);
+  CHECK(t.last_ns == 30'000);
+  CHECK(t.hist.size() == CW_AGG_BUCKETS);
+  CHECK(t.hist[LatencyHistogram::bucket_of(3000)] == 1);
+  CHECK(t.hist[LatencyHistogram::bucket_of(700)] == 1);
+  // Nothing counted anywhere: no count, an empty-but-sized histogram.
+  CallAggTotals none;
+  add_percpu(none, std::vector<cw_agg_value>(2));
+  CHECK(none.count == 0);
+  CHECK(none.hist.size() == CW_AGG_BUCKETS);
+}
+
 TEST_CASE("a read turns into what was counted since the previous one") {
   std::vector<cw_agg_value> one{agg_of({1000, 1000, 3000}, 100)};
   const CallAggTotals first = merge_percpu(one);
