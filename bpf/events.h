@@ -130,6 +130,7 @@ enum cw_record_kind {
   CW_REC_PROC = 4,    /* struct cw_proc_event */
   CW_REC_HOST = 5,    /* struct cw_host_event */
   CW_REC_SOCK = 6,    /* struct cw_sock_event, on rb_sock */
+  CW_REC_LISTEN = 7,  /* struct cw_listen_event: not stored, tells discovery (bpf/net.bpf.h) */
 };
 
 /* Common header: 40 bytes. ts_ns is CLOCK_MONOTONIC (bpf_ktime_get_ns); user space converts
@@ -305,6 +306,17 @@ struct cw_host_event {
   struct cw_header hdr;
   __u64 dur_ns;
   __s64 a[6];
+};
+
+/* CW_REC_LISTEN: a TCP socket began listening (listen(), in the caller's context): 48 bytes.
+ * hdr is the listening thread; port is the local port, 0 when listen() binds it (autobind
+ * comes after the state change). Any process on the host: the collector looks only at those
+ * of a traced tree or on a --http-port port (collector/session_servers.cpp). */
+struct cw_listen_event {
+  struct cw_header hdr;
+  __u16 port;
+  __u16 family;
+  __u32 _pad1;
 };
 
 /* ---- Sockets of serving processes (bpf/sock.bpf.h, requests/) ---- */

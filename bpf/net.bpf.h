@@ -53,13 +53,33 @@ int cw_tcp_sendmsg(struct bpf_raw_tracepoint_args *ctx) {
   return 0;
 }
 
+/* A listener is news for discovery: servers are found when they listen, not by rescanning
+ * every process's sockets (docs/COLLECTOR.md "Discovery and lifecycle"). A few a second at
+ * most on any host: every listen is sent, the collector filters. */
+static __always_inline void tell_listen(const struct sock *sk) {
+  if (cw_stopped) return;
+  struct cw_listen_event *e = bpf_ringbuf_reserve(&rb_host, sizeof(*e), 0);
+  if (!e) {
+    count_drop(CW_DROP_RING_HOST);
+    return;
+  }
+  fill_header(&e->hdr, bpf_ktime_get_ns(), 0, CW_REC_LISTEN, CW_SRC_NET);
+  e->port = BPF_CORE_READ(sk, __sk_common.skc_num);
+  e->family = BPF_CORE_READ(sk, __sk_common.skc_family);
+  e->_pad1 = 0;
+  bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP); /* rare; discovery wants it soon */
+}
+
 /* raw_tp/inet_sock_set_state(const struct sock *sk, int oldstate, int newstate). SYN_SENT is
- * entered inside connect(), in the caller's context; other transitions may run in softirq. */
+ * entered inside connect() and LISTEN inside listen(), in the caller's context; other
+ * transitions may run in softirq. */
 SEC("raw_tp/inet_sock_set_state")
 int cw_sock_state(struct bpf_raw_tracepoint_args *ctx) {
   const struct sock *sk = (const struct sock *)ctx->args[0];
   int newstate = (int)ctx->args[2];
-  if (newstate == TCP_SYN_SENT) {
+  if (newstate == TCP_LISTEN) {
+    tell_listen(sk);
+  } else if (newstate == TCP_SYN_SENT) {
     note_owner(sk);
   } else if (newstate == TCP_CLOSE) {
     __u64 key = (__u64)sk;

@@ -273,6 +273,7 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
       {skel_->progs.cw_oom_victim, "mark_victim"},
   };
   std::vector<std::string> failed;
+  int process_events = 0;
   for (const Tp& tp : tps) {
     if (!bpf_program__autoload(tp.prog)) continue;
     bpf_link* l = bpf_program__attach_raw_tracepoint(tp.prog, tp.name);
@@ -281,7 +282,10 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
       continue;
     }
     tp_links_.emplace_back(l);
+    if (tp.prog == skel_->progs.cw_proc_exec || tp.prog == skel_->progs.cw_proc_fork || tp.prog == skel_->progs.cw_sock_state)
+      ++process_events;
   }
+  process_events_ = process_events == 3;
   return failed;
 }
 

@@ -57,6 +57,9 @@ class BpfObject {
 
   // Attaches the host tracepoints; returns the names that could not attach (warnings).
   std::vector<std::string> attach_tracepoints();
+  // Whether the kernel side tells each listen() (bpf/net.bpf.h CW_REC_LISTEN) and each exec:
+  // their tracepoints attached.
+  bool tells_process_events() const { return process_events_; }
   // Traces the calls of the functions at file offsets of binary, in every process: entry and
   // return, as link_kind() makes them (one session link for all sites, or a multi link for the
   // returns then one for the entries, or a perf-event link per site and side, returns first:
@@ -157,6 +160,7 @@ class BpfObject {
   void rollback_uprobes(size_t mark);
   causeway_bpf* skel_ = nullptr;
   std::vector<LinkPtr> tp_links_;
+  bool process_events_ = false;
   std::vector<LinkPtr> uprobe_links_;  // perf-event uprobes (fallback)
   std::vector<int> multi_links_;       // session or multi-uprobe link fds
   UprobeLinkKind link_kind_ = UprobeLinkKind::perf_event;

@@ -22,6 +22,7 @@ static_assert(sizeof(cw_wakeup_event) == 96 && offsetof(cw_wakeup_event, cgroup_
               offsetof(cw_wakeup_event, comm) == 64);
 static_assert(sizeof(cw_proc_event) == 72 && offsetof(cw_proc_event, comm) == 56);
 static_assert(sizeof(cw_host_event) == 96 && offsetof(cw_host_event, a) == 48);
+static_assert(sizeof(cw_listen_event) == 48 && offsetof(cw_listen_event, port) == 40);
 static_assert(sizeof(cw_comm_info) == 24 && sizeof(cw_page_agg) == 24);
 static_assert(sizeof(cw_run) == 40 && offsetof(cw_run, ns) == 16);
 static_assert(sizeof(cw_stack_key) == 8 && offsetof(cw_stack_key, op) == 4);

@@ -1,9 +1,13 @@
 #include "collector/servers.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -18,17 +22,6 @@ std::string slurp(const std::string& path) {
   std::stringstream ss;
   ss << f.rdbuf();
   return ss.str();
-}
-
-// ppid and session id from /proc/PID/stat (fields 4 and 6, after the parenthesised comm).
-bool parent_and_session(uint32_t pid, uint32_t& ppid, uint32_t& sid) {
-  const std::string s = slurp("/proc/" + std::to_string(pid) + "/stat");
-  const size_t rp = s.rfind(')');
-  if (rp == std::string::npos) return false;
-  std::istringstream in(s.substr(rp + 2));
-  char state;
-  long pgrp;
-  return static_cast<bool>(in >> state >> ppid >> pgrp >> sid);
 }
 
 // Socket inodes the process holds open.
@@ -78,48 +71,101 @@ std::vector<std::pair<uint64_t, Endpoint>> parse_listeners(const std::string& te
   return out;
 }
 
-std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::vector<uint16_t>& ports, uint32_t self) {
+std::optional<ProcLink> read_proc_link(uint32_t pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%u/stat", pid);
+  const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[1024];
+  const ssize_t n = ::read(fd, buf, sizeof(buf) - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  buf[n] = 0;
+  // Fields after the parenthesised comm (which may hold spaces and parentheses): state, ppid,
+  // pgrp, session, then 15 more up to starttime (field 22).
+  const char* p = std::strrchr(buf, ')');
+  if (!p || p[1] != ' ') return std::nullopt;
+  p += 4;  // ") S "
+  uint64_t f[19];
+  for (uint64_t& v : f) {
+    char* end = nullptr;
+    v = std::strtoull(p, &end, 10);
+    if (end == p) return std::nullopt;
+    p = end;
+  }
+  return ProcLink{static_cast<uint32_t>(f[0]), static_cast<uint32_t>(f[2]), f[18]};
+}
+
+std::set<uint32_t> ServingTree::add(const std::set<uint32_t>& traced) {
+  std::set<uint32_t> added;
+  for (uint32_t pid : traced) {
+    if (start_.count(pid)) continue;
+    const auto link = read_proc_link(pid);
+    if (!link) continue;
+    start_[pid] = link->start_ticks;
+    added.insert(pid);
+    // Ancestors in the traced process's session: not the shell's sshd or init.
+    uint32_t ppid = link->ppid;
+    for (int depth = 0; depth < 8 && ppid > 1 && !start_.count(ppid); ++depth) {
+      const auto up = read_proc_link(ppid);
+      if (!up || up->sid != link->sid) break;
+      start_[ppid] = up->start_ticks;
+      added.insert(ppid);
+      ppid = up->ppid;
+    }
+  }
+  return added;
+}
+
+bool ServingTree::holds(uint32_t pid) const {
+  auto it = start_.find(pid);
+  if (it == start_.end()) return false;
+  const auto link = read_proc_link(pid);
+  return link && link->start_ticks == it->second;
+}
+
+std::set<uint32_t> ServingTree::pids() const {
+  std::set<uint32_t> out;
+  for (const auto& [pid, start] : start_) out.insert(pid);
+  return out;
+}
+
+std::vector<Server> listeners_of(const std::set<uint32_t>& candidates, const std::function<bool(uint32_t)>& in_tree,
+                                 const std::vector<uint16_t>& ports, uint32_t self) {
   // Listeners by socket inode, read once per network namespace (through any of its processes).
   std::map<uint64_t, Endpoint> listening;
   std::set<uint64_t> namespaces_read;
-  auto read_namespace_of = [&](uint32_t pid) {
-    const uint64_t ns = net_namespace_of(pid);
+  auto read_namespace_of = [&](uint32_t pid, uint64_t ns) {
     if (ns == 0 || !namespaces_read.insert(ns).second) return;
     for (const char* table : {"/net/tcp", "/net/tcp6"})
       for (auto& [inode, at] : parse_listeners(slurp("/proc/" + std::to_string(pid) + table))) listening[inode] = at;
   };
   std::vector<Server> out;
-  std::set<uint32_t> tree;
-  for (uint32_t pid : traced) {
-    uint32_t ppid = 0, sid = 0;
-    if (!parent_and_session(pid, ppid, sid)) continue;
-    tree.insert(pid);
-    // Ancestors in the traced process's session: not the shell's sshd or init.
-    for (int depth = 0; depth < 8 && ppid > 1; ++depth) {
-      uint32_t pp = 0, psid = 0;
-      if (!parent_and_session(ppid, pp, psid) || psid != sid) break;
-      tree.insert(ppid);
-      ppid = pp;
-    }
-  }
-  // Any listener in the tree; elsewhere only listeners on a --http-port port.
-  std::set<uint32_t> candidates = tree;
-  if (!ports.empty())
-    for (uint32_t pid : all_pids()) candidates.insert(pid);
-  candidates.erase(self);
   for (uint32_t pid : candidates) {
+    if (pid == self) continue;
     const std::vector<uint64_t> inodes = socket_inodes(pid);
     if (inodes.empty()) continue;
-    read_namespace_of(pid);
     const uint64_t netns = net_namespace_of(pid);
+    read_namespace_of(pid, netns);
+    const bool job = in_tree(pid);
     for (uint64_t inode : inodes) {
       auto it = listening.find(inode);
       if (it == listening.end()) continue;
-      if (!tree.count(pid) && std::find(ports.begin(), ports.end(), it->second.port) == ports.end()) continue;
+      if (!job && std::find(ports.begin(), ports.end(), it->second.port) == ports.end()) continue;
       out.push_back({pid, it->second.port, it->second, netns});
     }
   }
   return out;
+}
+
+std::vector<Server> find_servers(const std::set<uint32_t>& traced, const std::vector<uint16_t>& ports, uint32_t self) {
+  ServingTree tree;
+  tree.add(traced);
+  // Any listener in the tree; elsewhere only listeners on a --http-port port.
+  std::set<uint32_t> candidates = tree.pids();
+  if (!ports.empty())
+    for (uint32_t pid : all_pids()) candidates.insert(pid);
+  return listeners_of(candidates, [&](uint32_t pid) { return tree.has(pid); }, ports, self);
 }
 
 }  // namespace causeway::collector

@@ -38,7 +38,11 @@ struct TraceOptions {
   uint32_t ring_calls_bytes = 4u << 20;
   uint32_t ring_host_bytes = 2u << 20;
   size_t writer_queue = 0;            // 0 = the writer's default
+  // Every process's maps and listeners re-read from /proc: each second when the kernel cannot
+  // tell mappings (no perf events), else this often, as a safety net (docs/COLLECTOR.md
+  // "Discovery and lifecycle").
   int64_t rescan_interval_ns = 1'000'000'000;
+  int64_t event_rescan_interval_ns = 30'000'000'000;
   std::string ready_file;             // created once the initial attach is done
   std::vector<ExtraProbe> extra_probes;
   std::function<void()> on_ready;

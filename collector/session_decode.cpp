@@ -53,6 +53,9 @@ void Session::handle(const void* data, size_t size) {
     case CW_REC_SOCK:
       on_sock(data, size);
       break;
+    case CW_REC_LISTEN:
+      if (size >= sizeof(cw_listen_event)) on_listen(*static_cast<const cw_listen_event*>(data));
+      break;
     case CW_REC_HOST:
       if (size >= sizeof(cw_host_event)) {
         const auto& e = *static_cast<const cw_host_event*>(data);
@@ -125,9 +128,12 @@ void Session::on_proc(const cw_proc_event& e) {
   const uint32_t pid = e.hdr.pid;
   switch (e.hdr.op) {
     case CW_OP_PROC_EXEC:
-      // The loader maps the libraries right after exec; look twice, then the periodic scan.
-      pending_rescans_.push_back({monotonic_ns() + 50'000'000, pid});
-      pending_rescans_.push_back({monotonic_ns() + 300'000'000, pid});
+      // The loader maps the libraries right after exec: the mmap watch names the process
+      // when one is a CUDA library; without it, look twice, then the periodic scan.
+      if (!mmap_watch_) {
+        pending_rescans_.push_back({monotonic_ns() + 50'000'000, pid});
+        pending_rescans_.push_back({monotonic_ns() + 300'000'000, pid});
+      }
       if (!known_.count(pid)) return;
       known_.erase(pid);  // new image: new identity, new maps
       forget_python(pid);
@@ -156,6 +162,7 @@ void Session::on_proc(const cw_proc_event& e) {
       writer_.push_meta(p);
       if (auto it = known_.find(pid); it != known_.end()) it->second.last_ns = c.ts_ns;
       bpf_.untrace_pid(pid);
+      tree_.erase(pid);
       for (uint16_t op : stack_policy_.forget(pid)) bpf_.clear_stack_threshold(pid, op);
       forget_python(pid);
       break;

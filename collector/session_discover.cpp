@@ -3,6 +3,7 @@
 // CPython runtimes whose frames the stacks read.
 #include "collector/session_internal.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 
@@ -27,6 +28,8 @@ std::string Session::attach_time_text(const AttachedLib& lib, const BpfObject& b
 void Session::rescan(const std::vector<uint32_t>& only) {
   std::vector<uint32_t> pids = only;
   if (!o_.pids.empty() && pids.empty()) pids.assign(allowed_.begin(), allowed_.end());
+  if (only.empty()) ++discovery_.full_rescans;
+  else discovery_.pid_rescans += only.size();
   for (const FoundLib& f : scan_all(pids)) {
     if (!pid_allowed(f.pid)) continue;
     if (!attacher_.attached(f.dev, f.inode) && !attach_failed_.count({f.dev, f.inode})) {
@@ -50,7 +53,31 @@ void Session::rescan(const std::vector<uint32_t>& only) {
     bpf_.trace_pid(f.pid);
     ensure_process(f.pid, monotonic_ns() + offset_);
   }
-  find_servers_now();
+}
+
+// The kernel tells each executable mapping (collector/mmap_watch.h); a CUDA library's names
+// its process, whose maps are read then: a library dlopen()ed at any time is attached
+// within a drain round, and no process is rescanned for nothing. Lost mappings (a ring
+// overflowed) name no process: every process is rescanned at once.
+void Session::take_new_mappings() {
+  if (!mmap_watch_) return;
+  const uint64_t lost_before = mmap_watch_->lost();
+  std::vector<uint32_t> pids;
+  for (const ExecMapping& m : mmap_watch_->take([](std::string_view path) { return lib_kind_of(base_name(path)).has_value(); }))
+    if (std::find(pids.begin(), pids.end(), m.pid) == pids.end() && pid_allowed(m.pid)) pids.push_back(m.pid);
+  if (mmap_watch_->lost() != lost_before) {
+    say("the kernel dropped " + std::to_string(mmap_watch_->lost() - lost_before) + " mapping records: rescanning every process");
+    rescan({});
+    return;
+  }
+  if (!pids.empty()) rescan(pids);
+}
+
+// With the kernel telling mappings and listens, /proc is read in full only as a safety net:
+// an event lost to a full ring, a listener handed over a Unix socket (no listen() in its
+// new holder). Without the mmap watch or the exec/fork/listen tracepoints, every second.
+int64_t Session::slow_rescan_interval() const {
+  return by_events() ? std::max(o_.rescan_interval_ns, o_.event_rescan_interval_ns) : o_.rescan_interval_ns;
 }
 
 void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid) {
@@ -59,6 +86,7 @@ void Session::ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> p
     it->second.last_ns = std::max(it->second.last_ns, ts);
     return;
   }
+  if (pid_allowed(pid)) joined_.push_back(pid);  // its listeners (and its ancestors') looked at
   // Maps first: a process of a few ms may be gone by the time its other /proc files are read,
   // and without its maps none of its stacks can be symbolized; then the copy read at its
   // first call stands in.

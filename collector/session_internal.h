@@ -41,8 +41,10 @@
 #include "collector/endpoint.h"
 #include "collector/engine_scraper.h"
 #include "collector/live_stats.h"
+#include "collector/mmap_watch.h"
 #include "collector/python_runtime.h"
 #include "collector/request_metrics_feed.h"
+#include "collector/servers.h"
 #include "collector/session.h"
 #include "collector/sock_drain.h"
 #include "collector/stack_policy.h"
@@ -108,7 +110,14 @@ class Session {
   void on_call(const cw_call_event& e);
   void on_proc(const cw_proc_event& e);
   void on_sock(const void* data, size_t size);
+  // Every listener of the traced job, from /proc (at start and at the slow rescan).
   void find_servers_now();
+  // Listeners of the processes that joined the trace since the last call, and of those the
+  // kernel saw begin listening (docs/COLLECTOR.md "Discovery and lifecycle").
+  void check_new_listeners(int64_t now_mono);
+  void on_listen(const cw_listen_event& e);
+  void take_servers(const std::vector<Server>& found);
+  void forget_gone_servers();
   void trace_serving_tree(uint32_t server);
   void take_sock_records();
   void store_requests();
@@ -122,7 +131,12 @@ class Session {
   void emit_page_allocs(int64_t now_mono);
   void read_call_agg();
   void push_run(const cw_run& r, int64_t cgroup_id, bool batch);
+  // Libraries in the maps of `only`, or of every process (the --pid tree with --pid) when empty.
   void rescan(const std::vector<uint32_t>& only);
+  // The processes that mapped a CUDA library since the last call (MmapWatch), rescanned.
+  void take_new_mappings();
+  int64_t slow_rescan_interval() const;
+  bool by_events() const { return mmap_watch_ && bpf_.tells_process_events(); }
   // ppid: the parent when the event says it (a fork); else /proc says it, if still there.
   void ensure_process(uint32_t pid, int64_t ts, std::optional<uint32_t> ppid = std::nullopt);
   void flush_calls();
@@ -197,6 +211,20 @@ class Session {
   PyCodeReader py_reader_;
   uint64_t python_unsupported_ = 0;
   std::vector<std::pair<int64_t, uint32_t>> pending_rescans_;  // (due mono ns, pid)
+  // Discovery by events (docs/COLLECTOR.md "Discovery and lifecycle"): mappings from perf,
+  // listens from the host ring; /proc is read for the processes they name, and all of it
+  // only at the slow rescan. Without the mmap watch, the rescans of every second stay.
+  std::unique_ptr<MmapWatch> mmap_watch_;
+  ServingTree tree_;                                           // the traced job's processes and session ancestors
+  std::vector<uint32_t> joined_;                               // traced since the last listener check
+  std::vector<std::pair<int64_t, uint32_t>> pending_listens_;  // (due mono ns, pid) of listens to look at
+  uint64_t host_drops_seen_ = 0;                               // rb_host drops: an exec, fork or listen may be lost
+  struct DiscoveryCounts {
+    uint64_t full_rescans = 0;  // every process's maps (the slow rescan, a lost event)
+    uint64_t pid_rescans = 0;   // one process's maps, named by an event
+    uint64_t listen_events = 0;
+    uint64_t listener_checks = 0;  // processes whose sockets were read
+  } discovery_;
   int64_t next_rescan_ = 0, next_second_ = 0, next_offset_ = 0;
   WriteFault reported_fault_ = WriteFault::none;
   int64_t clear_since_ns_ = 0;  // steady clock: writes succeed again since, not yet said

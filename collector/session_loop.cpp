@@ -2,6 +2,7 @@
 // the clock offset, the once-a-second counters, page_alloc summaries and live table).
 #include "collector/session_internal.h"
 
+#include <algorithm>
 #include <climits>
 #include <iostream>
 
@@ -40,10 +41,13 @@ void Session::periodic(int64_t now) {
     });
     if (!due.empty()) rescan(due);
   }
+  take_new_mappings();
   if (now >= next_rescan_) {
     rescan({});
-    next_rescan_ = now + o_.rescan_interval_ns;
+    find_servers_now();
+    next_rescan_ = now + slow_rescan_interval();
   }
+  check_new_listeners(now);
   if (now >= next_offset_) {
     offset_ = measure_mono_to_real_offset();
     next_offset_ = now + 10'000'000'000;
@@ -51,10 +55,17 @@ void Session::periodic(int64_t now) {
   if (now >= next_second_) {
     next_second_ = now + 1'000'000'000;
     emit_page_allocs(now);
+    forget_gone_servers();
     read_call_agg();
     store_engine_samples();
     for (const auto& u : stack_policy_.updates()) bpf_.set_stack_threshold(u.pid, u.op, u.threshold_ns);
     update_counters();
+    // An exec, fork or listen the host ring had no room for: the slow rescan comes sooner
+    // (at most every 5 s while the ring keeps overflowing).
+    if (const uint64_t d = sum_.counters[drop_counter_name(CW_DROP_RING_HOST)]; d != host_drops_seen_) {
+      host_drops_seen_ = d;
+      next_rescan_ = std::min(next_rescan_, now + 5'000'000'000);
+    }
     if (metrics_) publish_metrics();
     if (o_.live_table) {
       std::cerr << "\x1b[H\x1b[2J"

@@ -37,7 +37,57 @@ void Session::find_servers_now() {
   std::set<uint32_t> traced(allowed_.begin(), allowed_.end());
   for (const auto& [pid, k] : known_)
     if (pid_allowed(pid)) traced.insert(pid);
-  for (const Server& srv : find_servers(traced, o_.http_ports, static_cast<uint32_t>(::getpid()))) {
+  joined_.clear();
+  tree_.clear();
+  tree_.add(traced);
+  std::set<uint32_t> candidates = tree_.pids();
+  // Elsewhere only listeners on a --http-port port: every process's sockets.
+  if (!o_.http_ports.empty())
+    for (uint32_t pid : list_pids()) candidates.insert(pid);
+  discovery_.listener_checks += candidates.size();
+  take_servers(listeners_of(candidates, [&](uint32_t pid) { return tree_.has(pid); }, o_.http_ports,
+                            static_cast<uint32_t>(::getpid())));
+}
+
+// Between slow rescans the sockets read are those of the processes that joined the trace
+// (with their session ancestors new to the tree: an API server above a newly traced engine
+// core, listening since before) and of those the kernel saw begin listening (bpf/net.bpf.h
+// CW_REC_LISTEN) that are in the tree or listen on a --http-port port.
+void Session::check_new_listeners(int64_t now) {
+  if (!o_.requests) return;
+  std::set<uint32_t> candidates;
+  if (!joined_.empty()) {
+    candidates = tree_.add(std::set<uint32_t>(joined_.begin(), joined_.end()));
+    joined_.clear();
+  }
+  std::erase_if(pending_listens_, [&](const auto& p) {
+    if (p.first > now) return false;
+    candidates.insert(p.second);
+    return true;
+  });
+  if (candidates.empty()) return;
+  discovery_.listener_checks += candidates.size();
+  take_servers(listeners_of(candidates, [&](uint32_t pid) { return tree_.holds(pid); }, o_.http_ports,
+                            static_cast<uint32_t>(::getpid())));
+}
+
+void Session::on_listen(const cw_listen_event& e) {
+  ++discovery_.listen_events;
+  if (!o_.requests) return;
+  const uint32_t pid = e.hdr.pid;
+  // Port 0: listen() binds it after the event; a --http-port port may be the one it gets.
+  const bool declared = std::find(o_.http_ports.begin(), o_.http_ports.end(), e.port) != o_.http_ports.end() ||
+                        (e.port == 0 && !o_.http_ports.empty());
+  // A process that joined this round is in joined_, not yet in the tree: its sockets are
+  // read with the others that joined.
+  if (!declared && !tree_.has(pid)) return;
+  // The socket is hashed (in /proc/PID/net/tcp) just after the state change: looked at a
+  // moment later, with the next round's other listens.
+  pending_listens_.push_back({monotonic_ns() + 20'000'000, pid});
+}
+
+void Session::take_servers(const std::vector<Server>& found) {
+  for (const Server& srv : found) {
     // Every port it listens on: a connection accepted before the trace is taken at its first
     // read or write when its local port is one of them (bpf/sock.bpf.h sock_listen).
     if (listen_ports_.insert({srv.netns, srv.port}).second) bpf_.add_listen_port(static_cast<uint32_t>(srv.netns), srv.port);
@@ -78,8 +128,11 @@ void Session::find_servers_now() {
       say("pid " + std::to_string(srv.pid) + ": " + tls->text);
     }
   }
-  // Servers gone: their libc probes detach, their pid leaves the filter (a reused pid is a
-  // new process, found again if it serves).
+}
+
+// Servers gone: their libc probes detach, their pid leaves the filter (a reused pid is a
+// new process, found again if it serves). Once a second: a kill(pid, 0) each.
+void Session::forget_gone_servers() {
   for (auto it = servers_.begin(); it != servers_.end();) {
     if (::kill(static_cast<pid_t>(*it), 0) == 0 || errno != ESRCH) {
       ++it;

@@ -57,6 +57,12 @@ Result<void> Session::start() {
   }
 
   for (const std::string& tp : bpf_.attach_tracepoints()) sum_.warnings.push_back("tracepoint not attached: " + tp);
+  // Before the first scan, so that no library mapped meanwhile goes untold.
+  if (auto w = MmapWatch::open(); w) {
+    mmap_watch_ = std::make_unique<MmapWatch>(std::move(*w));
+  } else {
+    say("new mappings not told by the kernel (" + w.error().message + "): every process's maps are read each second");
+  }
   for (const auto& w : sum_.warnings) say(w);
 
   for (const std::string& lib : o_.libs) {
@@ -84,7 +90,8 @@ Result<void> Session::start() {
   // cmdline, parent), whether or not it calls CUDA, so the walk from a server to its workers
   // through parent pids has no hole (an engine core that makes no CUDA calls).
   for (uint32_t p : allowed_) ensure_process(p, monotonic_ns() + offset_);
-  rescan(o_.pids);
+  rescan({});
+  find_servers_now();
   if (metrics_) publish_metrics();  // a scrape before the first second sees the writer's state
   if (!o_.ready_file.empty()) {
     // Made as the user it is for under sudo: never through their links (common/user_output.h).
@@ -94,7 +101,7 @@ Result<void> Session::start() {
   }
   if (o_.on_ready) o_.on_ready();
   const int64_t now = monotonic_ns();
-  next_rescan_ = now + o_.rescan_interval_ns;
+  next_rescan_ = now + slow_rescan_interval();
   next_second_ = now + 1'000'000'000;
   next_offset_ = now + 10'000'000'000;
   return {};

@@ -104,6 +104,17 @@ void Session::update_counters() {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   auto tv_ns = [](const timeval& tv) { return int64_t{tv.tv_sec} * 1'000'000'000 + int64_t{tv.tv_usec} * 1000; };
+  // How discovery found what it found (docs/COLLECTOR.md "Discovery and lifecycle").
+  for (auto [name, v] : {std::pair{"discovery_by_events", uint64_t{by_events()}},
+                         {"discovery_full_rescans", discovery_.full_rescans},
+                         {"discovery_pid_rescans", discovery_.pid_rescans},
+                         {"discovery_mappings_seen", mmap_watch_ ? mmap_watch_->seen() : 0},
+                         {"discovery_mappings_lost", mmap_watch_ ? mmap_watch_->lost() : 0},
+                         {"discovery_listen_events", discovery_.listen_events},
+                         {"discovery_listener_checks", discovery_.listener_checks}}) {
+    writer_.set_counter(name, static_cast<int64_t>(v));
+    sum_.counters[name] = v;
+  }
   for (auto [name, v] : {std::pair{"calls_recorded", static_cast<int64_t>(calls_recorded_)},
                          {"calls_aggregated", static_cast<int64_t>(counted)},
                          {"tracer_cpu_user_ns", tv_ns(ru.ru_utime)},

@@ -19,3 +19,5 @@ causeway_test(test_collector_sock_hook LABEL unit SOURCES ${CMAKE_CURRENT_LIST_D
   LIBS causeway_collector)
 causeway_test(test_call_agg LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_call_agg.cpp
   LIBS causeway_collector_core)
+causeway_test(test_collector_discovery_events LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_discovery_events.cpp
+  LIBS causeway_collector_core)
