@@ -27,8 +27,8 @@ void annotate_straggler(Doc& d, Culprit& cul, const HostOfPid& hosts, const Corr
     d.evidence.push_back(rank + " among its parent's workers of the same name: no rank was reported (no traced init, "
                                 "launcher variable or engine title)" + std::string(matched));
   else if (src == kTimingRank)
-    d.evidence.push_back(rank + " of a communicator found from its collectives (same op, count and datatype returning "
-                                "together call after call); rank numbers unknown: no traced init, launcher variable, "
+    d.evidence.push_back(rank + " of a communicator found from its collectives (same op, count and datatype overlapping "
+                                "and completing together call after call); rank numbers unknown: no traced init, launcher variable, "
                                 "engine title or same-name siblings said them" + std::string(matched));
   else d.evidence.push_back(rank + " from " + src + " in its environment" + matched);
   if (!src.empty() && !rank_number_known(src)) cul.rank.reset();  // a place in pid order, not a rank

@@ -72,9 +72,6 @@ Result<void> load_names(State& s, sqlite3* db) {
     s.procs[static_cast<uint32_t>(p->col_int(0))] = ProcInfo{p->col_text(1), p->col_null(2) ? -1 : p->col_int(2)};
   s.tracer_pid = read_tracer_pid(db, s.session_id);
   if (auto r = s.ranks.load(db, s.session_id); !r) return r.error();
-  // Communicators no init, launcher, title or structure gives, from the collectives themselves
-  // (docs/INFERENCE.md "How ranks are found", step 5), as the request causes find them.
-  if (auto r = s.ranks.load_from_returns(db, s.session_id); !r) return r.error();
   auto t = Statement::prepare(db, "SELECT tid, pid, comm FROM threads WHERE session_id = ?1");
   if (!t) return t.error();
   t->bind(1, s.session_id);
@@ -332,6 +329,17 @@ class ChunkAnalyzer {
 
   // The host-event index and the NCCL collective groups every detector reads.
   void index_host() {
+    // Communicators no init, launcher, title or structure gives, from the collectives
+    // themselves (docs/INFERENCE.md "How ranks are found", step 5), as the request causes find
+    // them: from the calls read so far, this chunk's and its context's included.
+    for (const Ev& e : s_.evbuf)
+      if (is_collective_op(e.op)) {
+        const CollArgs c = coll_args(e);
+        if (c.rank < 0)
+          s_.ranks.observe({.pid = e.pid, .handle = c.comm, .seq = c.seq, .op = e.op, .count = c.count,
+                            .datatype = c.datatype, .entry_ns = e.ts, .end_ns = e.end()});
+      }
+    s_.ranks.settle();
     for (const Ev& e : s_.evbuf) {
       switch (e.op) {
         case CW_OP_BLOCK_RQ: hx_.blocks.push_back(&e); hx_.max_block_dur = std::max(hx_.max_block_dur, e.dur); break;

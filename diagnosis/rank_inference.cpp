@@ -9,7 +9,6 @@
 
 #include "diagnosis/engine_title.h"
 #include "tracedb/op_args.h"
-#include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -92,103 +91,53 @@ void RankInference::add_processes(std::span<const ProcessFacts> procs) {
   }
 }
 
-namespace {
-
-// Two collectives "return together" when their returns are this close: a collective cannot
-// finish on one rank before every rank entered, so the ranks of one communicator leave it
-// within the transfer's tail, whoever entered late.
-constexpr int64_t kTogetherNs = 1'000'000;
-// Membership needs this many calls in common and this share of the fewer calls of the two.
-constexpr size_t kTogetherMinCalls = 8;
-constexpr double kTogetherMinShare = 0.8;
-
-using ReturnKey = std::tuple<uint16_t, int64_t, int64_t>;  // (op, count, datatype)
-
-// How many of a's calls have a call of b of the same kind returning within kTogetherNs.
-size_t returned_together(const std::map<ReturnKey, std::vector<int64_t>>& a, const std::map<ReturnKey, std::vector<int64_t>>& b) {
-  size_t n = 0;
-  for (const auto& [key, ends] : a) {
-    auto other = b.find(key);
-    if (other == b.end()) continue;
-    const std::vector<int64_t>& theirs = other->second;  // sorted
-    for (int64_t t : ends) {
-      auto it = std::lower_bound(theirs.begin(), theirs.end(), t - kTogetherNs);
-      if (it != theirs.end() && *it <= t + kTogetherNs) ++n;
-    }
-  }
-  return n;
+CollectiveSpan collective_span(const CallRecord& e) {
+  const CollArgs c = coll_args(e);
+  return {.pid = e.pid,
+          .handle = c.comm,
+          .seq = c.seq,
+          .op = e.op,
+          .count = c.count,
+          .datatype = c.datatype,
+          .entry_ns = e.ts_ns,
+          .end_ns = e.ts_ns + e.dur_ns};
 }
 
-}  // namespace
-
-void RankInference::add_from_returns(std::span<const CollectiveReturn> calls) {
-  std::map<uint32_t, std::map<ReturnKey, std::vector<int64_t>>> by_pid;
-  std::map<uint32_t, size_t> calls_of;
-  for (const CollectiveReturn& c : calls)
-    if (!procs_.count(c.pid)) by_pid[c.pid][{c.op, c.count, c.datatype}].push_back(c.end_ns), ++calls_of[c.pid];
-  if (by_pid.size() < 2) return;
-  for (auto& [pid, kinds] : by_pid)
-    for (auto& [key, ends] : kinds) std::sort(ends.begin(), ends.end());
-  // Union-find over the pids that return together.
-  std::vector<uint32_t> pids;
-  for (auto& [pid, kinds] : by_pid) pids.push_back(pid);
-  std::vector<size_t> root(pids.size());
-  for (size_t i = 0; i < root.size(); ++i) root[i] = i;
-  auto find = [&](size_t i) {
-    while (root[i] != i) i = root[i] = root[root[i]];
-    return i;
-  };
-  for (size_t i = 0; i < pids.size(); ++i)
-    for (size_t j = i + 1; j < pids.size(); ++j) {
-      const size_t fewer = std::min(calls_of[pids[i]], calls_of[pids[j]]);
-      const size_t n = returned_together(by_pid[pids[i]], by_pid[pids[j]]);
-      if (n >= kTogetherMinCalls && static_cast<double>(n) >= kTogetherMinShare * static_cast<double>(fewer))
-        root[find(j)] = find(i);
-    }
-  std::map<size_t, std::vector<uint32_t>> groups;
-  for (size_t i = 0; i < pids.size(); ++i) groups[find(i)].push_back(pids[i]);
-  for (auto& [r, members] : groups) {
-    if (members.size() < 2) continue;
-    const auto world = static_cast<int32_t>(members.size());
+void RankInference::add_from_collectives(std::span<const CollectiveSpan> calls) {
+  std::vector<CollectiveSpan> unranked;
+  for (const CollectiveSpan& c : calls)
+    if (!procs_.count(c.pid)) unranked.push_back(c);
+  for (const FoundCommunicator& found : communicators_from_collectives(unranked)) {
+    std::vector<uint32_t> pids;
+    for (const auto& m : found.members)
+      if (!procs_.count(m.pid) && (pids.empty() || pids.back() != m.pid)) pids.push_back(m.pid);
+    if (pids.size() < 2) continue;  // a process in two found communicators keeps the first
+    const auto world = static_cast<int32_t>(pids.size());
+    const std::string job = "timing:" + std::to_string(pids.front());
     for (int32_t i = 0; i < world; ++i)
-      procs_[members[static_cast<size_t>(i)]] =
-          Launcher{i, world, std::string(kTimingRank), "timing:" + std::to_string(members.front())};
+      procs_[pids[static_cast<size_t>(i)]] = Launcher{i, world, std::string(kTimingRank), job};
+    // Each member stream is the job's communicator, its calls lined up by the shift found.
+    for (const auto& m : found.members) {
+      auto [it, inserted] = comm_of_handle_.try_emplace({m.pid, m.handle}, 0);
+      if (!inserted) continue;
+      it->second = fnv1a(job + "\n" + std::to_string(world) + "\n" + std::to_string(handles_seen_[m.pid]++));
+      offset_[{m.pid, it->second}] = m.seq_shift;
+    }
   }
 }
 
-Result<void> RankInference::load_from_returns(sqlite3* db, int64_t session_id) {
-  std::string ops;
-  for (const OpInfo& op : op_catalog())
-    if (is_collective_op(op.id)) ops += (ops.empty() ? "" : ",") + std::to_string(op.id);
-  // The processes that ran collectives, from the per-second rollups (no scan of the events
-  // when the session has none, or when fewer than two lack a rank).
-  auto who = Statement::prepare(db, "SELECT DISTINCT pid FROM rollups WHERE session_id = ?1 AND op_id IN (" + ops + ")");
-  if (!who) return who.error();
-  who->bind(1, session_id);
-  std::string pids;
-  size_t unranked = 0;
-  while (who->step() == SQLITE_ROW) {
-    const auto pid = static_cast<uint32_t>(who->col_int(0));
-    if (procs_.count(pid)) continue;
-    pids += (pids.empty() ? "" : ",") + std::to_string(pid);
-    ++unranked;
-  }
-  if (unranked < 2) return {};
-  auto st = Statement::prepare(db,
-                               "SELECT pid, op_id, coalesce(" + CW_ARG_COLUMN("count", arg_layout::coll) + ", 0), coalesce(" +
-                                   CW_ARG_COLUMN("datatype|redop<<8|peer<<16", arg_layout::coll) +
-                                   ", 0) & 255, ts_ns + dur_ns FROM events WHERE session_id = ?1 AND op_id IN (" + ops +
-                                   ") AND pid IN (" + pids + ") AND " + CW_ARG_COLUMN("rank", arg_layout::coll) +
-                                   " < 0 ORDER BY id LIMIT ?2");
-  if (!st) return st.error();
-  st->bind(1, session_id);
-  st->bind(2, kTimingReadLimit);
-  std::vector<CollectiveReturn> calls;
-  while (st->step() == SQLITE_ROW)
-    calls.push_back({static_cast<uint32_t>(st->col_int(0)), static_cast<uint16_t>(st->col_int(1)), st->col_int(2),
-                     st->col_int(3), st->col_int(4)});
-  add_from_returns(calls);
-  return {};
+void RankInference::observe(const CollectiveSpan& c) {
+  if (procs_.count(c.pid) || observed_.size() >= kObservedLimit) return;
+  observed_new_ = observed_.try_emplace({c.pid, c.handle, c.seq}, c).second || observed_new_;
+}
+
+void RankInference::settle() {
+  if (!observed_new_) return;
+  observed_new_ = false;
+  std::vector<CollectiveSpan> calls;
+  for (const auto& [key, c] : observed_) calls.push_back(c);
+  add_from_collectives(calls);
+  std::erase_if(observed_, [this](const auto& kv) { return procs_.count(kv.second.pid) > 0; });
 }
 
 void RankInference::set_launcher(uint32_t pid, int32_t rank, int32_t world_size, std::string source, std::string job_id) {

@@ -9,10 +9,11 @@
 //   3. structure alone: siblings of one parent with one comm, none with a rank of its own,
 //      ordered by pid. That order is not a rank: source() says "structural" and the culprit
 //      says so instead of naming a rank number.
-//   4. the collectives themselves (add_from_returns): processes still without a rank whose
-//      collectives of one op, element count and datatype return together, call after call, are
-//      one communicator, whatever their names, parents or handles. Members are ordered by pid;
-//      that is not a rank either: source() says "collective_timing".
+//   4. the collectives themselves (add_from_collectives, diagnosis/collective_membership.h):
+//      processes still without a rank whose collectives of one op, element count and datatype
+//      overlap sequence by sequence and complete together are one communicator, whatever their
+//      names, parents or handles. Members are ordered by pid; that is not a rank either:
+//      source() says "collective_timing".
 // Ranks of one job (same job id and world size) are put in one communicator: the n-th
 // communicator a process uses is the job's n-th, and the n-th collective every rank made on
 // it since the trace began is the same collective (the per-handle sequence the BPF side counts).
@@ -24,12 +25,15 @@
 #include <map>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include "diagnosis/collective_membership.h"
 #include "diagnosis/collectives.h"
 #include "common/result.h"
+#include "tracedb/records.h"
 
 namespace causeway {
 
@@ -41,19 +45,13 @@ struct ProcessFacts {
 
 // The source() of a rank numbered by structure alone (no rank of its own).
 inline constexpr std::string_view kStructuralRank = "structural";
-// The source() of a communicator found from its collectives' return times (no rank number).
+// The source() of a communicator found from its collectives' timing (no rank number).
 inline constexpr std::string_view kTimingRank = "collective_timing";
 // Whether a source gives a real rank number (structure and timing give only a place by pid).
 inline bool rank_number_known(std::string_view source) { return source != kStructuralRank && source != kTimingRank; }
 
-// One traced collective as communicator membership reads it (step 4 of the header comment).
-struct CollectiveReturn {
-  uint32_t pid = 0;
-  uint16_t op = 0;
-  int64_t count = 0;     // a0: elements
-  int64_t datatype = 0;  // a5 & 255
-  int64_t end_ns = 0;    // when the call returned
-};
+// A collective's row as communicator membership reads it.
+CollectiveSpan collective_span(const CallRecord& e);
 
 // The source() of a rank read from the engine's process title.
 inline constexpr std::string_view kTitleRank = "process_title";
@@ -69,13 +67,16 @@ class RankInference {
   void add_processes(std::span<const ProcessFacts> procs);
 
   // Step 4: communicators of the processes that still have no rank, from their collectives
-  // (any order). Call after load(); pids that already have a source are left alone.
-  void add_from_returns(std::span<const CollectiveReturn> calls);
-  // Step 4 over a whole session (the call-level diagnosis): reads the collectives of the
-  // processes still without a rank, whose init was not traced (rank -1), up to
-  // kTimingReadLimit of them from the session's first, and adds the communicators they form.
-  Result<void> load_from_returns(sqlite3* db, int64_t session_id);
-  static constexpr int64_t kTimingReadLimit = 200000;
+  // (any order). Call after load(); pids that already have a source are left alone. The
+  // sequence shift that lined the members' calls up is kept: align() uses it instead of
+  // matching return times (a starved rank returns late).
+  void add_from_collectives(std::span<const CollectiveSpan> calls);
+  // Step 4 as a session is read chunk by chunk (the call-level diagnosis): observe() keeps the
+  // collectives with rank -1 of processes still without a rank (each once, up to
+  // kObservedLimit), settle() adds the communicators they form once new ones came.
+  void observe(const CollectiveSpan& c);
+  void settle();
+  static constexpr size_t kObservedLimit = 200000;
 
   // For an entry with rank -1 whose process has a launcher rank: sets rank, nranks and the
   // job communicator's id (comm). Returns whether it did. end_ns: when the call returned.
@@ -128,6 +129,8 @@ class RankInference {
   std::map<std::pair<StreamKey, int64_t>, int64_t> pending_;         // (stream, traced seq) -> return time, this chunk
   std::map<StreamKey, int64_t> offset_;                              // aligned streams: seq shift
   std::map<int64_t, std::map<int64_t, int64_t>> history_;            // communicator -> aligned seq -> a return time
+  std::map<std::tuple<uint32_t, int64_t, int64_t>, CollectiveSpan> observed_;  // (pid, handle, seq) -> call
+  bool observed_new_ = false;
 };
 
 }  // namespace causeway

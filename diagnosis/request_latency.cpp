@@ -511,9 +511,6 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
   t.unexplained_share = tail_units ? std::round(std::max(0.0, 1.0 - explained) * 1000) / 1000 : 0.0;
   t.excess_ms = ms(excess_total);
   t.median_ms = ms(median);
-  double total = 0;
-  for (int64_t v : units_v) total += static_cast<double>(v);
-  t.total_ms = ms(total);
   out.excess_ns = excess_total;
   out.median_ns = median;
   return out;

@@ -61,7 +61,6 @@ struct RequestTail {
   double unexplained_share = 0;
   double excess_ms = 0;  // the tail's time above the median, in all
   double median_ms = 0;
-  double total_ms = 0;  // the metric summed over every unit judged, not only the tail's
   std::vector<TailCause> causes;  // largest share first
 };
 

@@ -86,16 +86,13 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
   st->bind(1, session_id_);
   // Read once: the communicators of ranks that no source names come from the calls themselves.
   std::vector<std::pair<CollectiveEntry, int64_t>> rows;  // entry, return time
-  std::vector<CollectiveReturn> returns;
+  std::vector<CollectiveSpan> unranked;
   while (st->step() == SQLITE_ROW) {
     const CallRecord e = decode_event(st->get(), kCollectiveColumns).call;
     rows.emplace_back(entry_of(e), e.ts_ns + e.dur_ns);
-    if (rows.back().first.rank < 0) {
-      const CollArgs c = coll_args(e);
-      returns.push_back({e.pid, e.op, c.count, c.datatype, rows.back().second});
-    }
+    if (rows.back().first.rank < 0) unranked.push_back(collective_span(e));
   }
-  ranks.add_from_returns(returns);
+  ranks.add_from_collectives(unranked);
   if (!ranks.has_ranks()) return r;
   std::vector<CollectiveEntry> batch;
   auto flush = [&] {
@@ -121,13 +118,8 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
 bool NcclStragglers::late_for_cpu(RequestEvidence& ev, const std::vector<uint32_t>& pids, const CollectiveEntry& late,
                                   int64_t lateness_ns, CpuStolen& stolen) {
   const CpuWaits w = read_cpu_waits(db_, session_id_, pids, late.tid, late.ts_ns - 2 * lateness_ns, late.ts_ns);
-  const CpuStolen s = stolen_by(w, pids, ev.tracer_pid());
-  if (s.outsiders_ns * 2 < static_cast<double>(lateness_ns)) return false;
-  for (const auto& [pid, ns] : s.by_culprit) stolen.by_culprit[pid] += ns;
-  stolen.outsiders_ns += s.outsiders_ns;
-  stolen.held_ns += s.held_ns;
-  stolen.tracer_ns += s.tracer_ns;
-  return true;
+  stolen = stolen_by(w, pids, ev.tracer_pid());
+  return stolen.outsiders_ns * 2 >= static_cast<double>(lateness_ns);
 }
 
 void NcclStragglers::claim(RequestEvidence& ev, const std::vector<uint32_t>& pids, int64_t from, int64_t to,
@@ -153,16 +145,21 @@ void NcclStragglers::claim(RequestEvidence& ev, const std::vector<uint32_t>& pid
   std::vector<std::pair<int64_t, int64_t>> spans, cpu_spans;
   std::map<uint32_t, double> late_by_pid, cpu_late_by_pid;
   std::map<uint32_t, const CollectiveEntry*> entry_of;
-  CpuStolen stolen;
+  CpuStolen stolen;                                            // from every rank late for a CPU
+  std::map<uint32_t, std::map<uint32_t, double>> stolen_from;  // late rank -> culprit -> ns
   for (const CollectiveGroup& g : group_collectives(entries)) {
     if (!g.has_straggler) continue;
     const CollectiveEntry& late = entries[g.straggler];
     const int64_t waited_from = g.last_entry_ns - g.lateness_ns;
     const int64_t a = std::max(waited_from, from), b = std::min(g.last_entry_ns, to);
     if (b <= a) continue;
-    if (late_for_cpu(ev, pids, late, g.lateness_ns, stolen)) {
+    if (CpuStolen s; late_for_cpu(ev, pids, late, g.lateness_ns, s)) {
       cpu_spans.emplace_back(waited_from, g.last_entry_ns);
       cpu_late_by_pid[late.pid] += static_cast<double>(b - a);
+      for (const auto& [pid, ns] : s.by_culprit) stolen.by_culprit[pid] += ns, stolen_from[late.pid][pid] += ns;
+      stolen.outsiders_ns += s.outsiders_ns;
+      stolen.held_ns += s.held_ns;
+      stolen.tracer_ns += s.tracer_ns;
       continue;
     }
     spans.emplace_back(waited_from, g.last_entry_ns);
@@ -171,7 +168,13 @@ void NcclStragglers::claim(RequestEvidence& ev, const std::vector<uint32_t>& pid
   }
   if (!cpu_spans.empty() && stolen.top()) {
     Culprit culprit = cpu_contention_culprit(ev, stolen);
-    const uint32_t victim = max_by_value(cpu_late_by_pid);
+    // The victim is the late rank the culprit stole the most from: ranks late behind other
+    // processes add to the claim's time, they are not the culprit's victim.
+    const uint32_t hog = stolen.top();
+    uint32_t victim = max_by_value(cpu_late_by_pid);
+    double most = 0;
+    for (const auto& [rank_pid, by] : stolen_from)
+      if (auto it = by.find(hog); it != by.end() && it->second > most) most = it->second, victim = rank_pid;
     culprit.victim = CulpritVictim{victim, ev.comm(victim)};
     out.push_back({RequestCause::cpu_contention, covered_ns(std::move(cpu_spans), from, to), std::move(culprit),
                    NcclStragglerRequestCause::tier});
@@ -218,8 +221,8 @@ std::string nccl_rank_evidence(const Culprit& culprit) {
   const std::string pid = std::to_string(culprit.pid.value_or(0));
   if (source == kTimingRank)
     return "late worker pid " + pid + ", " + phrase +
-           ": its communicator was found from the collectives themselves (same op, count and datatype returning together, "
-           "call after call); no traced init, launcher variable or process title gives rank numbers";
+           ": its communicator was found from the collectives themselves (same op, count and datatype overlapping and "
+           "completing together, call after call); no traced init, launcher variable or process title gives rank numbers";
   if (source == kStructuralRank)
     return "late worker pid " + pid + ", " + phrase + ": its communicator was taken from its siblings of one parent and comm; "
            "no source gives rank numbers";

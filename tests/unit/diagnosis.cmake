@@ -6,6 +6,6 @@ causeway_test(test_diagnosis LABEL unit
           ${CMAKE_CURRENT_LIST_DIR}/test_diagnosis_ranks.cpp
   LIBS causeway_diagnosis causeway_synth)
 causeway_test(test_rank_inference LABEL unit
-  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_rank_inference.cpp LIBS causeway_diagnosis)
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_rank_inference.cpp ${CMAKE_CURRENT_LIST_DIR}/test_collective_membership.cpp LIBS causeway_diagnosis)
 causeway_test(test_chain_json LABEL unit
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_chain_json.cpp LIBS causeway_diagnosis)

@@ -292,27 +292,6 @@ TEST_CASE("a rank late on its own work (on CPU) stays nccl_straggler, whatever e
   CHECK(cause(db.ask(Metric::itl, 0.99)["requests"]["tail"], "cpu_contention") == nullptr);
 }
 
-TEST_CASE("communicators from collectives: processes whose collectives do not return together are not one") {
-  RankInference ranks;
-  std::vector<CollectiveReturn> calls;
-  for (int64_t i = 0; i < 50; ++i) {
-    calls.push_back({1, 7, 4096, 7, i * 20 * kMs});
-    calls.push_back({2, 7, 4096, 7, i * 20 * kMs + 50'000});     // returns with 1: one communicator
-    calls.push_back({3, 7, 4096, 7, i * 20 * kMs + 9 * kMs});    // its own schedule
-    calls.push_back({4, 7, 1024, 7, i * 20 * kMs});              // another count: another collective
-  }
-  ranks.add_from_returns(calls);
-  CollectiveEntry e{.comm = 0x1, .seq = 0, .pid = 1, .tid = 1, .rank = -1};
-  CHECK(ranks.resolve(e, 0));
-  CHECK(e.nranks == 2);
-  CHECK(ranks.source(1) == "collective_timing");
-  CHECK(ranks.structural(1));
-  for (uint32_t alone : {3u, 4u}) {
-    CollectiveEntry x{.comm = 0x2, .seq = 0, .pid = alone, .tid = alone, .rank = -1};
-    CHECK_FALSE(ranks.resolve(x, 0));
-  }
-}
-
 namespace {
 
 // The server (100) → EngineCore 101, five_slow_gaps, and the engine core's thread in D state
