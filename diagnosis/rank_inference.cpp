@@ -8,6 +8,8 @@
 #include <tuple>
 
 #include "diagnosis/engine_title.h"
+#include "tracedb/event_row.h"
+#include "tracedb/op_args.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -173,17 +175,23 @@ Result<void> RankInference::load_from_returns(sqlite3* db, int64_t session_id) {
     ++unranked;
   }
   if (unranked < 2) return {};
-  auto st = Statement::prepare(db,
-                               "SELECT pid, op_id, coalesce(a0, 0), coalesce(a5, 0) & 255, ts_ns + dur_ns FROM events "
-                               "WHERE session_id = ?1 AND op_id IN (" + ops + ") AND pid IN (" + pids +
-                                   ") AND a2 < 0 ORDER BY id LIMIT ?2");
+  // A return's pid, op and end, and its args through coll_args() (the one column list,
+  // tracedb/event_columns.h); rank < 0: the rank was not in the call.
+  static constexpr EventColumns<10> kReturnColumns{{EventCol::pid, EventCol::op_id, EventCol::ts_ns, EventCol::dur_ns,
+                                                    EventCol::a0, EventCol::a1, EventCol::a2, EventCol::a3, EventCol::a4,
+                                                    EventCol::a5}};
+  auto st = Statement::prepare(db, "SELECT " + kReturnColumns.sql() + " FROM events WHERE session_id = ?1 AND op_id IN (" + ops +
+                                       ") AND pid IN (" + pids + ") AND " + CW_ARG_COLUMN("rank", arg_layout::coll) +
+                                       " < 0 ORDER BY id LIMIT ?2");
   if (!st) return st.error();
   st->bind(1, session_id);
   st->bind(2, kTimingReadLimit);
   std::vector<CollectiveReturn> calls;
-  while (st->step() == SQLITE_ROW)
-    calls.push_back({static_cast<uint32_t>(st->col_int(0)), static_cast<uint16_t>(st->col_int(1)), st->col_int(2),
-                     st->col_int(3), st->col_int(4)});
+  while (st->step() == SQLITE_ROW) {
+    const CallRecord e = decode_event(st->get(), kReturnColumns).call;
+    const CollArgs c = coll_args(e);
+    calls.push_back({e.pid, e.op, c.count, c.datatype, e.ts_ns + e.dur_ns});
+  }
   add_from_returns(calls);
   return {};
 }
