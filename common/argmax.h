@@ -27,4 +27,12 @@ auto argmax_by(const Range& range, Score score, Keep keep = {}) -> decltype(&*st
   return best;
 }
 
+// The key of the map entry with the largest value (the first of equals), or `none` when the
+// map is empty or `keep(entry)` accepts none: "which thread / CPU / op got the most".
+template <typename Map, typename Keep = KeepEvery>
+auto key_of_largest(const Map& m, typename Map::key_type none = {}, Keep keep = {}) -> typename Map::key_type {
+  const auto* top = argmax_by(m, [](const auto& entry) { return entry.second; }, keep);
+  return top ? top->first : none;
+}
+
 }  // namespace causeway

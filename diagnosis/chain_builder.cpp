@@ -7,6 +7,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "common/argmax.h"
 #include "diagnosis/causes/registry.h"
 #include "diagnosis/chain_hosts.h"
 #include "diagnosis/chain_json.h"
@@ -30,16 +31,7 @@ std::vector<TimelineItem> merged_timeline(const ChainAcc& a) {
   return t;
 }
 
-uint32_t main_tid(const ChainAcc& a) {
-  uint32_t tid = 0;
-  int64_t best = -1;
-  for (const auto& [t, n] : a.tids)
-    if (n > best) {
-      best = n;
-      tid = t;
-    }
-  return tid;
-}
+uint32_t main_tid(const ChainAcc& a) { return key_of_largest(a.tids); }
 
 }  // namespace
 
@@ -98,25 +90,20 @@ std::vector<std::string> load_stack(sqlite3* db, uint64_t id) {
   return frames;
 }
 
-uint64_t top_stack(const std::map<uint64_t, int64_t>& m) {
-  uint64_t best = 0;
-  int64_t n = -1;
-  for (auto& [id, c] : m)
-    if (c > n) {
-      n = c;
-      best = id;
-    }
-  return best;
-}
+uint64_t top_stack(const std::map<uint64_t, int64_t>& m) { return key_of_largest(m); }
 
 const PartyAcc* top_party(const std::map<uint64_t, PartyAcc>& m, uint32_t exclude_pid, bool by_hits, bool include_idle) {
-  const PartyAcc* best = nullptr;
-  for (const auto& [k, p] : m) {
-    if (p.pid == exclude_pid && exclude_pid != UINT32_MAX) continue;
-    if (p.pid == 0 && !include_idle) continue;
-    if (!best || (by_hits ? std::tie(p.hits, p.amount) > std::tie(best->hits, best->amount) : p.ns > best->ns)) best = &p;
-  }
-  return best;
+  const auto* top = argmax_by(
+      m,
+      [by_hits](const auto& e) {
+        const PartyAcc& p = e.second;
+        return by_hits ? std::pair(p.hits, p.amount) : std::pair(p.ns, int64_t{0});
+      },
+      [&](const auto& e) {
+        const PartyAcc& p = e.second;
+        return !(p.pid == exclude_pid && exclude_pid != UINT32_MAX) && !(p.pid == 0 && !include_idle);
+      });
+  return top ? &top->second : nullptr;
 }
 
 std::string who(const CorrelatorState& s, uint32_t pid) { return s.comm_of(pid) + " (pid " + std::to_string(pid) + ")"; }

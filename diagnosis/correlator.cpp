@@ -699,9 +699,9 @@ Result<std::optional<int64_t>> newest_event_ns(sqlite3* db, int64_t session_id) 
   if (!st) return st.error();
   st->bind(1, session_id);
   if (st->step() == SQLITE_ROW && !st->col_null(0)) return std::optional<int64_t>(st->col_int(0));
-  auto q = Statement::prepare(db,
-                              "SELECT max(ts_ns) FROM (SELECT ts_ns FROM events WHERE session_id = ?1 "
-                              "ORDER BY id DESC LIMIT 65536)");
+  static constexpr EventColumns<1> kTs{{EventCol::ts_ns}};
+  auto q = Statement::prepare(db, "SELECT max(ts_ns) FROM (SELECT " + kTs.sql() +
+                                      " FROM events WHERE session_id = ?1 ORDER BY id DESC LIMIT 65536)");
   if (!q) return q.error();
   q->bind(1, session_id);
   if (q->step() == SQLITE_ROW && !q->col_null(0)) return std::optional<int64_t>(q->col_int(0));

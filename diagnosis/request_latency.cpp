@@ -496,9 +496,7 @@ RequestTailWork request_tail_work(const std::vector<Row>& rows, const RequestQue
     c.requests = a.requests.size();
     if (const auto* top = argmax_by(a.by_culprit, [](const auto& x) { return x.second.first; }))
       c.culprit = a.culprit_of.at(top->first);
-    c.server_pid = std::max_element(a.lost_by_server.begin(), a.lost_by_server.end(),
-                                    [](const auto& x, const auto& y) { return x.second < y.second; })
-                       ->first;
+    c.server_pid = key_of_largest(a.lost_by_server);
     c.from_ns = a.from_ns;
     c.to_ns = a.to_ns;
     std::vector<std::pair<double, std::string>> by_lost;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "common/argmax.h"
 #include "diagnosis/chunk_context.h"
 #include "tracedb/op_catalog.h"
 
@@ -22,13 +23,10 @@ bool SiblingWakers::woken_by_sibling(uint32_t tid, uint32_t pid, int64_t a, int6
       continue;
     by[iv.waker_tid] += std::min(iv.runnable_from(), b) - from;
   }
-  ns = 0;
-  for (auto& [t, n] : by)
-    if (n > ns) {
-      ns = n;
-      waker = t;
-    }
-  return ns > 0;
+  const auto* top = argmax_by(by, [](const auto& e) { return e.second; }, [](const auto& e) { return e.second > 0; });
+  ns = top ? top->second : 0;
+  if (top) waker = top->first;
+  return top != nullptr;
 }
 
 // Whether thread tid spent most of [a, b] runnable but off-CPU: a waker that was itself

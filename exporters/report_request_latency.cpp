@@ -112,7 +112,7 @@ void draw_lat_bins(Svg& svg, const LatAxis& ax, const LatMetric& m, bool gaps, d
     ++bins[i];
     if (std::isfinite(threshold) && v >= threshold) ++in_tail[i];
   }
-  const uint64_t top = std::max<uint64_t>(1, *std::max_element(bins.begin(), bins.end()));
+  const uint64_t top = std::max<uint64_t>(1, std::ranges::max(bins));
   const double bw = pw / kLatBins;
   for (int i = 0; i < kLatBins; ++i) {
     if (bins[i] == 0) continue;

@@ -39,7 +39,9 @@ class SqliteLanes final : public LaneSource {
   }
 
   Result<std::optional<ClaimedCall>> longest_call(uint32_t pid, const std::string& op, int64_t from, int64_t to) override {
-    return one_call("SELECT e.pid, e.tid, e.ts_ns, e.dur_ns, 0, 0, o.name FROM events e JOIN ops o ON o.id = e.op_id "
+    // ClaimedCall's first four, from the one column list (ops has none of these names).
+    static constexpr EventColumns<4> kCallColumns{{EventCol::pid, EventCol::tid, EventCol::ts_ns, EventCol::dur_ns}};
+    return one_call("SELECT " + kCallColumns.sql() + ", 0, 0, o.name FROM events e JOIN ops o ON o.id = e.op_id "
                     "WHERE e.session_id = ?1 AND e.pid = ?2 AND o.name = ?3 AND e.ts_ns BETWEEN ?4 AND ?5 "
                     "ORDER BY e.dur_ns DESC LIMIT 1",
                     [&](Statement& st) {

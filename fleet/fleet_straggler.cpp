@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_json.h"
 #include "diagnosis/chain_view.h"
 #include "common/sanitize.h"
@@ -107,15 +108,16 @@ nlohmann::json straggler_chain(const Candidate& c, size_t members, std::map<Host
   auto by_host_pid = c.victims;  // the store's grouping has no order: hosts, then pids
   std::sort(by_host_pid.begin(), by_host_pid.end());
   nlohmann::json victims = nlohmann::json::array();
-  int64_t wait_total = 0, top_wait = -1, top_pid = 0;
+  int64_t wait_total = 0;
   std::string victim_hosts;
   for (const auto& [vh, pid, wns] : by_host_pid) {
     const std::string vhost = sanitize_untrusted(vh, 128);
     victims.push_back({{"pid", pid}, {"comm", names[{vh, pid}]}, {"host", vhost}, {"wait_us", wns / 1000}});
     wait_total += wns;
-    if (wns > top_wait) top_wait = wns, top_pid = pid;
     if (victim_hosts.find(vhost) == std::string::npos) victim_hosts += (victim_hosts.empty() ? "" : ", ") + vhost;
   }
+  const auto* top = argmax_by(by_host_pid, [](const auto& v) { return std::get<2>(v); });  // who waited longest
+  const int64_t top_pid = top ? std::get<1>(*top) : 0;
   const int64_t lost_ns = wait_total / std::max<int64_t>(1, static_cast<int64_t>(victims.size()));
   const double impact = static_cast<double>(lost_ns) / static_cast<double>(window_ns);
   const std::string rank = "rank " + std::to_string(c.rank) + " (pid " + std::to_string(c.pid) + " on host " + host + ")";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "common/units.h"
@@ -78,13 +79,7 @@ void Allocator::report(SessionReport& c, State& st) {
     d.cause = Allocator::id;
     d.id = id;
     d.pid = pid;
-    uint16_t top = 0;
-    int64_t topns = -1;
-    for (auto& [op, ns] : by_op)
-      if (ns > topns) {
-        topns = ns;
-        top = op;
-      }
+    const uint16_t top = key_of_largest(by_op);
     d.op_id = top;
     d.op = op_name(top);
     d.calls = burst_calls[top];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "common/units.h"
@@ -20,14 +21,8 @@ struct Cpus {
 
 Cpus cpus_of(const ChainAcc& a) {
   Cpus c;
-  int64_t top_ns = -1;
-  for (auto& [cpu, ns] : a.cpus) {
-    c.list += (c.list.empty() ? "" : ", ") + std::to_string(cpu);
-    if (ns > top_ns) {
-      top_ns = ns;
-      c.top = cpu;
-    }
-  }
+  for (auto& [cpu, ns] : a.cpus) c.list += (c.list.empty() ? "" : ", ") + std::to_string(cpu);
+  c.top = key_of_largest(a.cpus, -1);
   return c;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "diagnosis/data_workers.h"
@@ -129,9 +130,7 @@ Finding DataLoaderStarvation::explain(const ChainView& v, const Evidence& e) {
   std::string names;
   for (size_t i = 0; i < rank.size() && i < 4; ++i) names += (i ? ", " : "") + who(v.s, rank[i].pid);
   if (rank.size() > 4) names += " and " + std::to_string(rank.size() - 4) + " more";
-  const uint32_t tid = a.tids.empty() ? a.pid : std::max_element(a.tids.begin(), a.tids.end(), [](auto& x, auto& y) {
-                                                  return x.second < y.second;
-                                                })->first;
+  const uint32_t tid = key_of_largest(a.tids, a.pid);
   double thread_share = 0;
   if (auto act = v.s.activity.find(tid); act != v.s.activity.end() && act->second.span() > 0)
     thread_share = static_cast<double>(a.off_ns) / static_cast<double>(act->second.span());
@@ -169,9 +168,7 @@ Finding DataLoaderStarvation::explain(const ChainView& v, const Evidence& e) {
                          std::to_string(w.waits) + " waits); it spent " + doing_text(w, doing_of(w)) +
                          (w.io_requests > 0 && doing_of(w).what != WorkerDoing::block_io ? "; " + io_text(w) : std::string()));
   }
-  if (!all.preempted_by_pid.empty()) {
-    auto p = std::max_element(all.preempted_by_pid.begin(), all.preempted_by_pid.end(),
-                              [](auto& x, auto& y) { return x.second < y.second; });
+  if (const auto* p = argmax_by(all.preempted_by_pid, [](const auto& e) { return e.second; })) {
     f.evidence.push_back("while runnable the workers' CPU went to " + who(v.s, p->first) + " (" + format_duration_ns(p->second) +
                          ")");
   }

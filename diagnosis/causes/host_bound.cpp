@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "diagnosis/causes/host_bound.h"
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "common/units.h"
 
@@ -17,18 +18,6 @@ constexpr double kHostBoundMinShare = 0.5;
 // absorb the host time (the GPU was still busy); here they return at once.
 constexpr int64_t kHostBoundGpuWaitDivisor = 4;
 
-template <typename K>
-K host_bound_top_key(const std::map<K, int64_t>& m) {
-  K best{};
-  int64_t n = -1;
-  for (const auto& [k, v] : m)
-    if (v > n) {
-      n = v;
-      best = k;
-    }
-  return best;
-}
-
 }  // namespace
 
 void HostBound::report(SessionReport& c) {
@@ -44,7 +33,7 @@ void HostBound::report(SessionReport& c) {
     d.id = "s" + std::to_string(s.session_id) + "-" + std::string(name) + "-" + std::to_string(a.pid) + "-t" + std::to_string(tid);
     d.pid = a.pid;
     d.tid = tid;
-    d.op_id = a.gap_ops.empty() ? 0 : host_bound_top_key(a.gap_ops);
+    d.op_id = key_of_largest(a.gap_ops);
     d.op = d.op_id ? op_name(d.op_id) : "";
     d.calls = a.long_gaps;
     d.between = true;
@@ -53,7 +42,7 @@ void HostBound::report(SessionReport& c) {
     d.lost_ns = a.gap_cpu_ns - a.gpu_wait_ns;
     d.impact = static_cast<double>(d.lost_ns) / static_cast<double>(c.window_ns);
     d.severity = severity_for(d.impact);
-    d.stack = a.gap_stacks.empty() ? 0 : host_bound_top_key(a.gap_stacks);
+    d.stack = key_of_largest(a.gap_stacks);
     const int64_t in_calls = std::max<int64_t>(0, span - a.gap_ns);
     d.summary = s.comm_of(a.pid) + " (pid " + std::to_string(a.pid) + ", thread " + std::to_string(tid) + ") was on-CPU between its CUDA calls for " +
                 format_duration_ns(a.gap_cpu_ns) + " of " + format_duration_ns(span) + " (" + pct(host_share) +

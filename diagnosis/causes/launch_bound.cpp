@@ -1,4 +1,5 @@
 #include "diagnosis/causes/launch_bound.h"
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "common/units.h"
 
@@ -32,13 +33,10 @@ void LaunchBound::report(SessionReport& c) {
     d.pid = a.pid;
     d.tid = tid;
     // The chain is reported under the launch op the thread used most.
-    uint16_t op = 0;
-    uint64_t most = 0;
-    for (const auto& [key, o] : s.ops)
-      if ((key >> 16) == a.pid && is_launch_op(static_cast<uint16_t>(key & 0xffff)) && o.count > most) {
-        most = o.count;
-        op = static_cast<uint16_t>(key & 0xffff);
-      }
+    const auto* most = argmax_by(
+        s.ops, [](const auto& e) { return e.second.count; },
+        [&](const auto& e) { return (e.first >> 16) == a.pid && is_launch_op(static_cast<uint16_t>(e.first & 0xffff)) && e.second.count > 0; });
+    const uint16_t op = most ? static_cast<uint16_t>(most->first & 0xffff) : 0;
     d.op_id = op;
     d.op = op_name(op);
     d.calls = a.launches;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "common/units.h"
@@ -16,11 +17,10 @@ struct TopWaker {
 };
 
 TopWaker top_waker(const ChainView& v, const LockContention::Evidence& e) {
-  TopWaker best;
-  if (auto it = e.wakers.find(v.tid); it != e.wakers.end())
-    for (const auto& [tid, w] : it->second)
-      if (w.ns > best.w.ns) best = {tid, w};
-  return best;
+  auto it = e.wakers.find(v.tid);
+  if (it == e.wakers.end()) return {};
+  const auto* top = argmax_by(it->second, [](const auto& x) { return x.second.ns; }, [](const auto& x) { return x.second.ns > 0; });
+  return top ? TopWaker{top->first, top->second} : TopWaker{};
 }
 
 std::string holder(const ChainView& v, uint32_t tid) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "common/units.h"
@@ -138,10 +139,7 @@ void report_late_for_cpu(SessionReport& c, const StragglerAcc& a, size_t members
   if (a.late < 3 || !pre) return;
   int64_t pre_total = 0;
   for (auto& [k, p] : a.preempters) pre_total += p.ns;
-  int32_t cpu = -1;
-  int64_t cpu_ns = -1;
-  for (auto& [k, ns] : a.cpus)
-    if (ns > cpu_ns) cpu_ns = ns, cpu = k;
+  const int32_t cpu = key_of_largest(a.cpus, -1);
   Doc d = late_entries_doc(c, a, Cause::cpu_contention, late_rank_cpu_chain_id(s.session_id, a.pid, a.comm), a.pid);
   d.tid = a.tid;
   const double share = pre_total > 0 ? static_cast<double>(pre->ns) / static_cast<double>(pre_total) : 0;
@@ -189,13 +187,7 @@ void NcclStraggler::report(SessionReport& c, const State& st) {
     if (a.late < 3 || entered == 0 || members < 2) continue;
     double late_share = static_cast<double>(a.late) / static_cast<double>(entered);
     if (late_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
-    uint32_t victim = 0;
-    int64_t vwait = -1;
-    for (auto& [pid, w] : a.victims_wait)
-      if (w > vwait) {
-        vwait = w;
-        victim = pid;
-      }
+    const uint32_t victim = key_of_largest(a.victims_wait);
     Doc d = late_entries_doc(c, a, id, nccl_straggler_chain_id(s.session_id, a.pid, a.comm), victim);
     d.slow_share = late_share;
     double pre_share = a.late ? static_cast<double>(a.preempted) / static_cast<double>(a.late) : 0;

@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "common/argmax.h"
 #include "diagnosis/request_evidence.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -86,7 +87,7 @@ std::optional<CauseClaim> api_server_busy_claim(sqlite3* db, int64_t session_id,
   if (!wait.end_ns || w1 <= w0) return std::nullopt;
   const auto on_cpu = api_busy_on_cpu(db, session_id, wait.server_pid, w0, w1);
   if (on_cpu.empty()) return std::nullopt;
-  const auto top = std::max_element(on_cpu.begin(), on_cpu.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  const auto* top = argmax_by(on_cpu, [](const auto& e) { return e.second; });
   if (top->second <= 0) return std::nullopt;
   auto ms = [](int64_t ns) { return std::round(static_cast<double>(ns) / 1e3) / 1e3; };
   Culprit culprit{.pid = wait.server_pid,

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/argmax.h"
 #include "diagnosis/event_window.h"
 #include "bpf/events.h"
 #include "diagnosis/engine_series.h"
@@ -137,8 +138,7 @@ std::vector<CauseClaim> d_state_claims(sqlite3* db, int64_t sid, const std::vect
   if (!burst && ooms.empty()) return out;
   uint32_t top = 0;
   int64_t top_pages = -1;
-  for (const auto& [pid, n] : pages)
-    if (n > top_pages) top = pid, top_pages = n;
+  if (const auto* most = argmax_by(pages, [](const auto& e) { return e.second; })) top = most->first, top_pages = most->second;
   if (top_pages < 0 && !ooms.empty()) top = ooms.front().pid, top_pages = 0;
   Culprit culprit{.pid = top, .comm = comm_of(comms, top), .share_kind = ShareKind::none};
   culprit.pages = top_pages;

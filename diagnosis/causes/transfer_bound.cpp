@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/argmax.h"
 #include "diagnosis/chain_view.h"
 #include "diagnosis/chunk_context.h"
 #include "common/units.h"
@@ -50,12 +51,7 @@ void TransferBound::report(SessionReport& c, const State& st) {
     d.severity = share >= 0.75 ? Severity::high : Severity::medium;
     d.stack = top_stack(t.stacks);
     double gbps = t.copy_ns ? static_cast<double>(t.bytes) / static_cast<double>(t.copy_ns) : 0;
-    int64_t kind = 0, kn = -1;
-    for (auto& [k, n] : t.kinds)
-      if (n > kn) {
-        kn = n;
-        kind = k;
-      }
+    const int64_t kind = key_of_largest(t.kinds);
     const char* kinds[] = {"HtoH", "HtoD", "DtoH", "DtoD", "default"};
     std::string kname = kind >= 0 && kind <= 4 ? kinds[kind] : "kind " + std::to_string(kind);
     d.summary = victim_text(s, d) + ": synchronous " + kname + " copies take " + pct(share) + " of the thread's time (" +

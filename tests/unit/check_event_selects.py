@@ -8,6 +8,11 @@ sources outside tests/ (adjacent literals joined; code spliced between them, suc
 `SELECT ... FROM events|v_calls` and checks the names of its select list. A column renamed or
 dropped in the list then fails here, not in a query at run time (issue #38).
 
+It also fails on a SELECT over `events` that writes row columns by hand in its list (`SELECT
+pid, ts_ns FROM events`, outside any aggregate): such a list comes from the one column list,
+`EventColumns<N>{...}.sql()` (beside a join too, when the joined table has no such names). An
+aggregate (`count(*)`, `max(ts_ns)`) reads no row, and is checked for names only.
+
   check_event_selects.py SOURCE_DIR          exit 0 all good, 1 with each bad name printed
   check_event_selects.py --self-test         the checker finds a planted bad column
 """
@@ -194,6 +199,31 @@ def bad_names(select_list, alias, joined, columns):
     return bad
 
 
+# Files whose row-column SELECT over events is not the code reading rows (with the reason).
+ROW_SELECT_ALLOWED = {
+    # The user's own query that the sqlguard bench times through the guard: a user writes SQL.
+    "bench/sqlguard_bench.cpp",
+}
+
+
+def row_columns(select_list, alias, columns):
+    """The `events` columns select_list names outside any call or sub-select: a row read by hand."""
+    body, depth, top = strip_subqueries(select_list), 0, []
+    for ch in body:
+        depth += ch == "("
+        if depth == 0:
+            top.append(ch)
+        depth -= ch == ")"
+    names = []
+    for item in split_top("".join(top)):
+        item = re.sub(r"'(?:[^']|'')*'", " ", item)
+        item = re.sub(r"\bAS\s+\w+\s*$", " ", item.strip(), flags=re.I)
+        for q, name in re.findall(r"(?:(\w+)\.)?([A-Za-z_]\w*)", item):
+            if name in columns and (not q or q == alias):
+                names.append((q + "." if q else "") + name)
+    return names
+
+
 def scan(src, tables):
     problems, checked = [], 0
     for root, dirs, files in os.walk(src):
@@ -211,9 +241,15 @@ def scan(src, tables):
                 for table, columns in tables.items():
                     for select_list, alias, joined in selects_from(seg, table):
                         checked += 1
+                        rel = os.path.relpath(path, src)
                         for name in bad_names(select_list, alias, joined, columns):
                             problems.append("%s: SELECT ... FROM %s names `%s`, not a column of %s: %s" %
-                                            (os.path.relpath(path, src), table, name, table, " ".join(seg.split())[:200]))
+                                            (rel, table, name, table, " ".join(seg.split())[:200]))
+                        by_hand = row_columns(select_list, alias, columns) if table == "events" else []
+                        if by_hand and rel not in ROW_SELECT_ALLOWED:
+                            problems.append("%s: SELECT ... FROM events lists row columns by hand (%s): use an "
+                                            "EventColumns list (tracedb/event_columns.h): %s" %
+                                            (rel, ", ".join(by_hand), " ".join(seg.split())[:200]))
     return problems, checked
 
 
@@ -238,6 +274,22 @@ def self_test():
         if got != want:
             print("self-test: %s: want %s, got %s" % (code, want, got))
             ok = False
+    by_hand = [
+        ('x("SELECT pid, ts_ns FROM events WHERE id > 1");', ["pid", "ts_ns"]),
+        ('x("SELECT e.pid, o.name FROM events e JOIN ops o ON o.id = e.op_id");', ["e.pid"]),
+        ('x("SELECT max(ts_ns) FROM (SELECT ts_ns FROM events WHERE pid = 1 LIMIT 9)");', ["ts_ns"]),
+        ('x("SELECT count(*), max(dur_ns) AS m FROM events");', []),
+        ('x("SELECT " + cols.sql() + " FROM events");', []),
+        ('x("SELECT " + cols.sql() + ", 0, o.name FROM events e JOIN ops o ON o.id = e.op_id");', []),
+    ]
+    for code, want in by_hand:
+        got = []
+        for seg in literal_segments(code):
+            for sl, alias, joined in selects_from(seg, "events"):
+                got += row_columns(sl, alias, cols)
+        if got != want:
+            print("self-test (row columns): %s: want %s, got %s" % (code, want, got))
+            ok = False
     return ok
 
 
@@ -256,7 +308,8 @@ def main():
     if checked == 0:
         print("check_event_selects: found no SELECT ... FROM events in the sources: the scan is broken")
         return 1
-    print("check_event_selects: %d SELECTs over events/v_calls checked, %d bad names" % (checked, len(problems)))
+    print("check_event_selects: %d SELECTs over events/v_calls checked, %d problems (bad names, row columns by hand)" %
+          (checked, len(problems)))
     return 1 if problems else 0
 
 

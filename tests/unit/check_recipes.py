@@ -9,7 +9,7 @@ the three below, this checks that
     scratch tree), and N is its length;
   - every instance in the repository has every piece: each request cause its module, its line
     in the registry, its colour class (present in the report's palette) and its words in
-    docs/INFERENCE.md; each MCP tool its schema, its call in tests/unit/test_mcp_tools.cpp and
+    docs/INFERENCE.md; each MCP tool its schema, its two calls in tests/unit/test_mcp_tools.cpp and
     its entry in docs/MCP.md; each shipped table its row in docs/FLEET.md.
 A recipe that grows a file, or a file the code stops needing, fails here until the page says so.
 
@@ -34,7 +34,7 @@ RECIPES = {
     "An MCP tool": [
         "mcp/tools/<name>.cpp",            # the handler, registered with CAUSEWAY_TOOL
         "schemas/tools/<name>.json",       # name, description, input and output schemas
-        "tests/unit/test_mcp_tools.cpp",   # its call in kCalls: every tool is called and validated
+        "tests/unit/test_mcp_tools.cpp",   # its call in kCalls (validated) and its largest call in `largest`
         "docs/MCP.md",                     # the tool's entry
     ],
     "A shipped table": [
@@ -109,8 +109,11 @@ def check_mcp_tools(src):
         tools.add(stem)
         if not os.path.exists(os.path.join(src, "schemas", "tools", stem + ".json")):
             problems.append("schemas/tools/%s.json: missing (the tool's schemas)" % stem)
-        if not re.search(r'\{"%s",' % stem, calls):
-            problems.append("tests/unit/test_mcp_tools.cpp: no call of %s in kCalls" % stem)
+        # Two calls: in kCalls (validated against its outputSchema) and in `largest` (its
+        # biggest answer within the reply budget); each test fails on a tool it does not call.
+        if len(re.findall(r'\{"%s",' % stem, calls)) < 2:
+            problems.append("tests/unit/test_mcp_tools.cpp: %s needs its call in kCalls and its largest call in "
+                            "`largest`" % stem)
         if "`%s`" % stem not in mcp_doc:
             problems.append("docs/MCP.md: tool `%s` is not described" % stem)
     for path in sorted(glob.glob(os.path.join(src, "schemas", "tools", "*.json"))):

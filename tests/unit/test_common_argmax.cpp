@@ -25,3 +25,13 @@ TEST_CASE("argmax_by: the largest kept entry, the first of equals, null when non
   REQUIRE(r != nullptr);
   CHECK(r - rows.data() == 2);
 }
+
+TEST_CASE("key_of_largest: the key of the largest value, the first of equals, the fallback when none") {
+  const std::map<int32_t, int64_t> cpus{{0, 4}, {1, 8}, {2, 8}};
+  CHECK(key_of_largest(cpus, -1) == 1);  // 1 and 2 tie: the first, as std::max_element and `if (ns > top)` did
+  CHECK(key_of_largest(std::map<int32_t, int64_t>{}, -1) == -1);
+  CHECK(key_of_largest(std::map<uint32_t, int64_t>{}) == 0u);
+  const std::map<uint32_t, int64_t> waits{{7, 0}, {9, 0}};
+  CHECK(key_of_largest(waits, 5u, [](const auto& kv) { return kv.second > 0; }) == 5u);  // none kept
+  CHECK(key_of_largest(waits) == 7u);
+}
