@@ -5,6 +5,26 @@
 
 namespace causeway {
 
+void mark_step_starts(std::span<CollectiveEntry> e) {
+  std::vector<size_t> idx(e.size());
+  std::iota(idx.begin(), idx.end(), size_t{0});
+  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) {
+    if (e[a].tid != e[b].tid) return e[a].tid < e[b].tid;
+    return e[a].ts_ns < e[b].ts_ns;
+  });
+  for (size_t k = 0; k < idx.size(); ++k) {
+    CollectiveEntry& cur = e[idx[k]];
+    cur.step_from_ns = 0;
+    if (k == 0) continue;
+    const CollectiveEntry& prev = e[idx[k - 1]];
+    if (prev.tid == cur.tid && prev.end_ns <= cur.ts_ns) cur.step_from_ns = prev.end_ns;
+  }
+}
+
+int64_t late_for_cpu_window_from(const CollectiveEntry& late, int64_t lateness_ns) {
+  return std::max(late.ts_ns - 2 * lateness_ns, late.step_from_ns);
+}
+
 std::vector<CollectiveGroup> group_collectives(std::span<const CollectiveEntry> e, int64_t min_gap_ns) {
   std::vector<size_t> idx(e.size());
   std::iota(idx.begin(), idx.end(), size_t{0});

@@ -21,6 +21,10 @@ struct CollectiveEntry {
   int32_t nranks = 0; // a3
   uint16_t op = 0;
   int64_t ts_ns = 0;  // entry (call start)
+  int64_t end_ns = 0; // return
+  // When this thread's previous collective in view returned: its step (the work it did before
+  // entering this one) began then; 0 when none is in view. Set by mark_step_starts.
+  int64_t step_from_ns = 0;
 };
 
 struct CollectiveGroup {
@@ -36,6 +40,15 @@ struct CollectiveGroup {
 
 // Groups entries (any order) by (comm, seq); groups with a single rank are kept (a 2-node
 // job sees only its local ranks) but never have a straggler.
+// Sets each entry's step_from_ns from the entries of its thread (any order in, order kept).
+void mark_step_starts(std::span<CollectiveEntry> entries);
+
+// Where a late rank's "late for want of a CPU" window starts: as long again as its lateness
+// before it entered (the share of its step it lost), never before its own step began — CPU
+// lost in the step before made that step late, not this one (docs/INFERENCE.md "Claims on one
+// gap").
+int64_t late_for_cpu_window_from(const CollectiveEntry& late, int64_t lateness_ns);
+
 std::vector<CollectiveGroup> group_collectives(std::span<const CollectiveEntry> entries, int64_t min_gap_ns = 1'000'000);
 
 }  // namespace causeway

@@ -355,13 +355,14 @@ class ChunkAnalyzer {
           }
           if (is_collective_op(e.op)) {
             const CollArgs c = coll_args(e);
-            entries_.push_back({c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts});
+            entries_.push_back({c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts, e.end()});
             s_.ranks.resolve(entries_.back(), e.end());  // a rank whose init was not traced (diagnosis/rank_inference.h)
           }
       }
     }
     s_.ranks.align(entries_);
     if (entries_.empty()) return;
+    mark_step_starts(entries_);
     groups_ = group_collectives(entries_);
     for (size_t i = 0; i < groups_.size(); ++i) group_of_[{groups_[i].comm, groups_[i].seq}] = i;
   }

@@ -38,7 +38,7 @@ std::string late_rank_cpu_chain_id(int64_t session_id, uint32_t late_pid, int64_
 bool straggler_late_for_cpu(const CorrelatorState& s, const ThreadTimelines& tl, const CollectiveEntry& late,
                             int64_t lateness_ns) {
   std::vector<RunShare> who;
-  runnable_culprits(tl, late.tid, late.ts_ns - 2 * lateness_ns, late.ts_ns, who, nullptr, nullptr);
+  runnable_culprits(tl, late.tid, late_for_cpu_window_from(late, lateness_ns), late.ts_ns, who, nullptr, nullptr);
   int64_t outsiders = 0;
   for (const RunShare& r : who)
     if (r.pid != 0 && r.pid != late.pid && !(s.tracer_pid && r.pid == *s.tracer_pid)) outsiders += r.ns;
@@ -80,7 +80,7 @@ void NcclStraggler::observe_chunk(State& st, const ChunkContext& cx, int64_t cf,
     if (for_cpu || off.runnable_ns * 2 >= g.lateness_ns) {
       ++a.preempted;
       std::vector<RunShare> who;
-      const int64_t since = for_cpu ? late.ts_ns - 2 * g.lateness_ns : g.first_entry_ns;  // the window the rule read
+      const int64_t since = for_cpu ? late_for_cpu_window_from(late, g.lateness_ns) : g.first_entry_ns;  // the window the rule read
       runnable_culprits(cx.tl, late.tid, since, late.ts_ns, who, &a.cpus, nullptr);
       for (const RunShare& r : who)
         if (!(cx.s.tracer_pid && r.pid == *cx.s.tracer_pid)) add_party(a.preempters, r.pid, 0, r.ns);
@@ -133,7 +133,8 @@ Doc late_entries_doc(const SessionReport& c, const StragglerAcc& a, Cause cause,
 
 // A rank late for want of a CPU, as a cpu_contention chain: victim the late rank, culprit who
 // held its CPU the longest while it was runnable before its late entries.
-void report_late_for_cpu(SessionReport& c, const StragglerAcc& a, size_t members) {
+// entered: the late rank's collectives in the communicator (the share's denominator).
+void report_late_for_cpu(SessionReport& c, const StragglerAcc& a, size_t members, int64_t entered) {
   CorrelatorState& s = c.s;
   const PartyAcc* pre = top_party(a.preempters, a.pid, false);
   if (a.late < 3 || !pre) return;
@@ -142,6 +143,7 @@ void report_late_for_cpu(SessionReport& c, const StragglerAcc& a, size_t members
   const int32_t cpu = key_of_largest(a.cpus, -1);
   Doc d = late_entries_doc(c, a, Cause::cpu_contention, late_rank_cpu_chain_id(s.session_id, a.pid, a.comm), a.pid);
   d.tid = a.tid;
+  d.slow_share = entered > 0 ? static_cast<double>(a.late) / static_cast<double>(entered) : 0;
   const double share = pre_total > 0 ? static_cast<double>(pre->ns) / static_cast<double>(pre_total) : 0;
   const std::string rank = s.ranks.label(a.pid, a.rank) + " (pid " + std::to_string(a.pid) + ")";
   const std::string hog = s.comm_of(pre->pid) + " (pid " + std::to_string(pre->pid) + ")";
@@ -177,7 +179,9 @@ void NcclStraggler::report(SessionReport& c, const State& st) {
   CorrelatorState& s = c.s;
   for (auto& [key, a] : st.cpu_late) {
     auto cm = st.comms.find(a.comm);
-    if (cm != st.comms.end() && cm->second.entries_by_pid.size() >= 2) report_late_for_cpu(c, a, cm->second.entries_by_pid.size());
+    if (cm == st.comms.end() || cm->second.entries_by_pid.size() < 2) continue;
+    const auto entered = cm->second.entries_by_pid.find(a.pid);
+    report_late_for_cpu(c, a, cm->second.entries_by_pid.size(), entered == cm->second.entries_by_pid.end() ? 0 : entered->second);
   }
   for (auto& [key, a] : st.stragglers) {
     auto cm = st.comms.find(a.comm);

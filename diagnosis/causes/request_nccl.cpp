@@ -40,7 +40,7 @@ constexpr EventColumns<11> kCollectiveColumns{{EventCol::ts_ns, EventCol::dur_ns
 // A collective row as the grouping reads it.
 CollectiveEntry entry_of(const CallRecord& e) {
   const CollArgs c = coll_args(e);
-  return {c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts_ns};
+  return {c.comm, c.seq, e.pid, e.tid, c.rank, c.nranks, e.op, e.ts_ns, e.ts_ns + e.dur_ns};
 }
 
 std::string collective_select() { return "SELECT " + kCollectiveColumns.sql() + " FROM events WHERE session_id = ?1 "; }
@@ -117,7 +117,7 @@ const NcclStragglers::Resolved& NcclStragglers::resolved(const std::vector<uint3
 // others had it run (docs/INFERENCE.md "Claims on one gap").
 bool NcclStragglers::late_for_cpu(RequestEvidence& ev, const std::vector<uint32_t>& pids, const CollectiveEntry& late,
                                   int64_t lateness_ns, CpuStolen& stolen) {
-  const CpuWaits w = read_cpu_waits(db_, session_id_, pids, late.tid, late.ts_ns - 2 * lateness_ns, late.ts_ns);
+  const CpuWaits w = read_cpu_waits(db_, session_id_, pids, late.tid, late_for_cpu_window_from(late, lateness_ns), late.ts_ns);
   stolen = stolen_by(w, pids, ev.tracer_pid());
   return stolen.outsiders_ns * 2 >= static_cast<double>(lateness_ns);
 }
@@ -139,6 +139,7 @@ void NcclStragglers::claim(RequestEvidence& ev, const std::vector<uint32_t>& pid
                                [](int64_t t, const CollectiveEntry& e) { return t < e.ts_ns; });
     if (lo != hi) entries.assign(lo, hi), inferred = &r.ranks;
   }
+  mark_step_starts(entries);
   // The ranks that entered waited from the second-last entry (the pass was ready but for
   // one rank) to the straggler's: the late rank's (nccl_straggler), or, when the late rank
   // could not get a CPU, whoever held it (cpu_contention, the late rank its victim).
