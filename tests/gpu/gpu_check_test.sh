@@ -42,6 +42,8 @@ else:
     c = next(iter(l.get("configs", {}).values()), {})
     if not isinstance(c.get("ratio"), (int, float)) and "bpftrace" not in l.get("stderr", ""):
         bad.append("bench: no launch figures: " + json.dumps(l)[:600])
+    elif "ratio" in c and not any(k.endswith("tracer_cpu_pct") for k in l.get("figures", {})):
+        bad.append("bench: no tracer CPU figure in the launch bench: " + json.dumps(l.get("figures"))[:600])
     # TLS: its figures, every request stored, or the reason it could not run (no openssl).
     t = b.get("tls", {})
     if not isinstance(t.get("causeway_p50_ratio"), (int, float)) and "openssl" not in t.get("stderr", ""):
