@@ -52,7 +52,19 @@ def parse_launch(text):
     if not configs:
         return {"error": "no configuration rows in the launch bench's output"}
     head = next((l for l in text.splitlines() if l.startswith("trace_cost:")), "")
-    return {"configs": configs, "header": head}
+    doc = {"configs": configs, "header": head}
+    # The key=value lines after "figures:" (the tracer's CPU at the paced rate among them).
+    figures, on = {}, False
+    for line in text.splitlines():
+        if line.startswith("figures:"):
+            on = True
+            continue
+        m = re.match(r"^([a-z0-9_]+)=(-?[0-9.]+)$", line.strip()) if on else None
+        if m:
+            figures[m.group(1)] = float(m.group(2))
+    if figures:
+        doc["figures"] = figures
+    return doc
 
 
 def parse_requests(text, what="request bench"):

@@ -9,6 +9,7 @@
 #include "diagnosis/collectives.h"
 #include "diagnosis/event_window.h"
 #include "diagnosis/chunk_context.h"
+#include "diagnosis/chunk_sizing.h"
 #include "diagnosis/correlator_internal.h"
 #include "diagnosis/tracer_pid.h"
 #include "diagnosis/data_workers.h"
@@ -597,6 +598,20 @@ void Correlator::mark_published(const std::string& chain_id) { s_->published.ins
 const CorrelatorCounters& Correlator::counters() const { return s_->counters; }
 std::vector<CallCauseRecord> Correlator::take_call_causes() { return std::exchange(s_->claims, {}); }
 
+namespace {
+
+// Host rows (not calls, not runs of counted calls) starting in [from, to) of the ts-sorted
+// buffer: counted by time, not by what a read happened to take, so the same in both stores.
+uint64_t host_rows_in(const std::vector<Ev>& evbuf, int64_t from, int64_t to) {
+  auto it = std::lower_bound(evbuf.begin(), evbuf.end(), from, [](const Ev& e, int64_t t) { return e.ts < t; });
+  uint64_t n = 0;
+  for (; it != evbuf.end() && it->ts < to; ++it)
+    if (!is_traced_call_op(it->op) && it->op != CW_OP_CALLS_AGGREGATED) ++n;
+  return n;
+}
+
+}  // namespace
+
 Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   State& s = *s_;
   if (to_ns <= from_ns) return {};
@@ -608,12 +623,17 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   }
   s.analyzed_from = std::min(s.analyzed_from, from_ns);
   // Memory: the event buffer holds a chunk plus context on each side, 88 B an event. At
-  // 450k calls/s a 10 s chunk would be ~700 MB, so the chunk shrinks to hold about
-  // kEventBudget events (≈ 12 MiB) once the rate seen so far says it must.
-  constexpr double kEventBudget = 60'000;
-  constexpr int64_t kMinChunkNs = 50'000'000;
-  if (s.events_per_ns == 0) {
-    // Before the first load, the zone map gives the peak rate for free: each writer batch
+  // 450k calls/s a 10 s chunk would be ~700 MB, so chunks shrink to hold about
+  // kChunkEventBudget events once the rate says they must (diagnosis/chunk_sizing.h). The rate
+  // is the rollups' calls per second plus the host rows loaded, the same whether the calls
+  // were stored as rows (--record-all) or counted in the kernel: row counts of calls never
+  // decide, so both stores get the same chunks. A session without rollups (an old DB) falls
+  // back to the rows' rate.
+  auto peak = rollup_peak_calls_per_ns(db, s.session_id);
+  if (!peak) return peak.error();
+  s.calls_per_ns = std::max(s.calls_per_ns, *peak);
+  if (s.calls_per_ns == 0 && s.events_per_ns == 0) {
+    // Before the first load, the zone map gives the peak row rate for free: each writer batch
     // knows its row count and time span (spans under 10 ms are too short to say much).
     auto st = Statement::prepare(db,
                                  "SELECT max((last_id - first_id + 1) * 1.0 / (max_ts - min_ts)) FROM event_blocks "
@@ -623,19 +643,17 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
     if (st->step() == SQLITE_ROW && !st->col_null(0)) s.events_per_ns = st->col_double(0);
   }
   for (int64_t cf = from_ns; cf < to_ns;) {
-    int64_t chunk = s.opt.chunk_ns, context = s.opt.context_ns;
-    if (s.events_per_ns > 0) {
-      auto fit = static_cast<int64_t>(kEventBudget / s.events_per_ns);  // ns of data that fit the budget
-      chunk = std::clamp<int64_t>(fit / 2, std::min(kMinChunkNs, s.opt.chunk_ns), s.opt.chunk_ns);
-      context = std::min<int64_t>(s.opt.context_ns, std::max<int64_t>(chunk / 2, kMinChunkNs / 2));
-    }
-    int64_t ct = std::min(to_ns, cf + chunk);
-    uint64_t events_before = s.counters.events;
+    const ChunkSpan span = chunk_span(s.opt, s.calls_per_ns > 0 ? s.calls_per_ns + s.host_rows_per_ns : s.events_per_ns);
+    const int64_t context = span.context_ns;
+    int64_t ct = std::min(to_ns, cf + span.chunk_ns);
+    const uint64_t events_before = s.counters.events;
     int64_t loaded_before = s.loaded_to;
     if (auto r = load_until(s, db, ct + context); !r) return r;
-    if (s.loaded_to > loaded_before && s.counters.events > events_before)
-      s.events_per_ns = std::max(s.events_per_ns, static_cast<double>(s.counters.events - events_before) /
-                                                      static_cast<double>(s.loaded_to - loaded_before));
+    if (s.loaded_to > loaded_before) {
+      const auto loaded_ns = static_cast<double>(s.loaded_to - loaded_before);
+      s.events_per_ns = std::max(s.events_per_ns, static_cast<double>(s.counters.events - events_before) / loaded_ns);
+      s.host_rows_per_ns = std::max(s.host_rows_per_ns, static_cast<double>(host_rows_in(s.evbuf, loaded_before, s.loaded_to)) / loaded_ns);
+    }
     ChunkAnalyzer(s, *causes_, cf, ct).run();
     ++s.counters.chunks;
     s.analyzed_to = ct;

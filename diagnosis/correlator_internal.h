@@ -114,7 +114,11 @@ struct CorrelatorState {
   std::unordered_map<uint32_t, ProcInfo> procs;
   std::unordered_map<uint32_t, std::pair<uint32_t, std::string>> threads;  // tid -> (pid, comm)
 
-  double events_per_ns = 0;  // highest event rate loaded so far (sizes chunks to a memory budget)
+  // Chunk sizing (diagnosis/chunk_sizing.h): the rollups' peak calls per ns, the highest host
+  // row rate loaded, and (for a session without rollups) the highest row rate loaded.
+  double calls_per_ns = 0;
+  double host_rows_per_ns = 0;
+  double events_per_ns = 0;
   std::unordered_map<uint64_t, std::vector<int64_t>> prev_durs;  // (pid, op) -> previous chunk's durations
   std::unordered_map<uint64_t, OpAcc> ops;
   std::unordered_map<uint32_t, int64_t> first_call;  // pid -> first call start

@@ -31,3 +31,11 @@ causeway_test(test_diagnosis_live_until_stop LABEL bpf TIMEOUT 300
           ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
   LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_diagnosis_live_until_stop causeway causeway_testprogs)
+
+# Same chains either way (issue 36): one --record-all trace, a copy folded by the kernel's rule
+# into what the default mode stores (record_all_fold.*), explain/stats compared byte for byte.
+causeway_test(test_record_all_same_chains LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_record_all_same_chains.cpp ${CMAKE_CURRENT_LIST_DIR}/record_all_fold.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_diagnosis)
+add_dependencies(test_record_all_same_chains causeway causeway_testprogs)

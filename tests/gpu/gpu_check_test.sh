@@ -29,8 +29,8 @@ for name in ["cpu_hog", "dataloader", "launch_bound", "graph_replay", "graph_rec
         continue
     elif i["verdict"] != "right":
         bad.append("%s: %s %s got %s" % (name, i["verdict"], i.get("reason", ""), json.dumps(i.get("got"))[:600]))
-# The bench phase (on by default): the request-tracing figures, and the launch bench's figures
-# or the reason it could not run (no bpftrace).
+# The bench phase (on by default): the request-tracing figures, the launch bench's figures or the
+# reason it could not run (no bpftrace), the TLS figures or why not (no openssl), the cores used.
 b = v.get("bench")
 if not isinstance(b, dict):
     bad.append("bench: no figures in verdict.json")
@@ -42,6 +42,16 @@ else:
     c = next(iter(l.get("configs", {}).values()), {})
     if not isinstance(c.get("ratio"), (int, float)) and "bpftrace" not in l.get("stderr", ""):
         bad.append("bench: no launch figures: " + json.dumps(l)[:600])
+    elif "ratio" in c and not any(k.endswith("tracer_cpu_pct") for k in l.get("figures", {})):
+        bad.append("bench: no tracer CPU figure in the launch bench: " + json.dumps(l.get("figures"))[:600])
+    # TLS: its figures, every request stored, or the reason it could not run (no openssl).
+    t = b.get("tls", {})
+    if not isinstance(t.get("causeway_p50_ratio"), (int, float)) and "openssl" not in t.get("stderr", ""):
+        bad.append("bench: no TLS figures: " + json.dumps(t)[:600])
+    elif "causeway_p50_ratio" in t and t.get("causeway_stored") != t.get("causeway_requests"):
+        bad.append("bench: TLS requests not all stored: " + json.dumps(t)[:600])
+    if not isinstance(b.get("cpus"), dict) or "separate" not in b["cpus"]:
+        bad.append("bench: no core layout: " + json.dumps(b.get("cpus"))[:200])
     print("bench: " + json.dumps(b)[:1500])
 print("\n".join(bad) or "every planted incident named right")
 sys.exit(1 if bad else 0)

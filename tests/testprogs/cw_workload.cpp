@@ -37,7 +37,11 @@
 //
 // The hog is a process named cw_hog, forked when the work starts (after --wait-file); it spins
 // --hog-ms after --hog-delay-ms, at nice --hog-nice (below 0 it wins its CPU over the nice-0
-// tasks there). The lock holder is a thread named cw_lock_holder.
+// tasks there). The lock holder is a thread named cw_lock_holder. --nice N: the workload's own
+// nice, set before anything else (its threads, ranks and hog inherit it; the hog then takes
+// --hog-nice): a planted incident that must outweigh whatever else a busy host runs. Either
+// nice, when not 0, also moves the process into a session (autogroup) of its own at that
+// nice: see set_nice.
 //
 // Argument values are fixed so tests can check decoding: dst 0x7f0000001000, stream
 // stream_base+thread, kind 1 (HtoD), grid (4,2,1), block (128,1,1), function 0xdead0000.
@@ -84,6 +88,7 @@ struct Options {
   int hog_cpu = -1;
   long hog_ms = 0;
   int hog_nice = 0;
+  int nice = 0;  // the workload's own nice (and its ranks'), set first: 0 leaves it as inherited
   long hog_delay_ms = 0;
   int nccl_ranks = 0;
   std::vector<std::string> nccl_ops;
@@ -155,6 +160,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--hog-cpu") o.hog_cpu = std::stoi(val());
     else if (a == "--hog-ms") o.hog_ms = std::stol(val());
     else if (a == "--hog-nice") o.hog_nice = std::stoi(val());
+    else if (a == "--nice") o.nice = std::stoi(val());
     else if (a == "--hog-delay-ms") o.hog_delay_ms = std::stol(val());
     else if (a == "--nccl-ranks") o.nccl_ranks = std::stoi(val());
     else if (a == "--nccl-ops") o.nccl_ops = split(val());
@@ -548,13 +554,28 @@ std::map<std::string, Op> nccl_ops(void* lib, void* comm, const Options& o) {
   return m;
 }
 
+// The calling process at this nice, in a session of its own whose autogroup gets it too. With
+// sched autogroup (most desktop and many server kernels; /proc/sys/kernel/sched_autogroup_enabled),
+// nice only ranks tasks inside one session: a compiler in another login's session got as much of
+// the pinned CPU as this whole test's session, so a nice -10 hog took less of the workload's
+// time than a passing cc1plus. A session of its own at that nice (root) outranks those.
+void set_nice(const char* who, int nice) {
+  if (nice == 0) return;
+  ::setsid();  // fails only for a group leader, which keeps its session
+  if (FILE* f = std::fopen("/proc/self/autogroup", "w")) {
+    std::fprintf(f, "%d", nice);
+    std::fclose(f);
+  }
+  if (setpriority(PRIO_PROCESS, 0, nice) != 0) std::perror(who);
+}
+
 pid_t run_hog(int cpu, long ms, int nice, long delay_ms) {
   pid_t pid = fork();
   if (pid != 0) return pid;
   prctl(PR_SET_NAME, "cw_hog");
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   pin_to(cpu);
-  if (nice != 0 && setpriority(PRIO_PROCESS, 0, nice) != 0) std::perror("cw_hog: setpriority");
+  set_nice("cw_hog: setpriority", nice);
   sleep_ms(delay_ms);
   auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
   volatile uint64_t x = 0;
@@ -684,6 +705,7 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
 
 int main(int argc, char** argv) {
   Options o = parse(argc, argv);
+  set_nice("cw_workload: setpriority", o.nice);
   sleep_ms(o.start_delay_ms);
   const std::string dir = self_dir();
   bool need_rt = false;
