@@ -2,21 +2,25 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
+
+#include "tracedb/event_columns.h"
 
 namespace causeway {
 
 namespace {
 
+constexpr EventColumns<3> kLayoutColumns{{EventCol::id, EventCol::ts_ns, EventCol::dur_ns}};
+
 // One block of the laid-out map, grown row by row.
 struct LaidOutBlock {
-  int64_t first_id = 0, last_id = 0, min_ts = 0, max_ts = 0;
-  std::optional<int64_t> max_end;  // NULL when no row of the block has a duration
+  int64_t first_id = 0, last_id = 0, min_ts = 0, max_ts = 0, max_end = 0;
 
-  void add(int64_t id, int64_t ts, std::optional<int64_t> end) {
+  void add(int64_t id, int64_t ts, int64_t end) {
     last_id = id;
     min_ts = std::min(min_ts, ts);
     max_ts = std::max(max_ts, ts);
-    if (end) max_end = max_end ? std::max(*max_end, *end) : *end;
+    max_end = std::max(max_end, end);
   }
 };
 
@@ -27,8 +31,12 @@ bool insert_laid_out_block(Statement& ins, int64_t session_id, const LaidOutBloc
   ins.bind(3, b.last_id);
   ins.bind(4, b.min_ts);
   ins.bind(5, b.max_ts);
-  ins.bind_opt(6, b.max_end);
+  ins.bind(6, b.max_end);
   return ins.step() == SQLITE_DONE;
+}
+
+Error layout_error(sqlite3* db) {
+  return make_error("db_write", "laying out the event_blocks zone map: " + std::string(sqlite3_errmsg(db)));
 }
 
 }  // namespace
@@ -39,13 +47,12 @@ bool insert_laid_out_block(Statement& ins, int64_t session_id, const LaidOutBloc
 Result<void> rebuild_event_blocks(sqlite3* db, int64_t session_id, int64_t rows_per_block) {
   if (rows_per_block <= 0) return make_error("usage", "rebuild_event_blocks: rows_per_block must be positive");
   auto del = Statement::prepare(db, "DELETE FROM event_blocks WHERE session_id = ?1");
-  auto read = Statement::prepare(db, "SELECT id, ts_ns, ts_ns + dur_ns FROM events WHERE session_id = ?1 ORDER BY id");
+  auto read = Statement::prepare(db, "SELECT " + kLayoutColumns.sql() + " FROM events WHERE session_id = ?1 ORDER BY id");
   auto ins = Statement::prepare(
       db, "INSERT INTO event_blocks (session_id, first_id, last_id, min_ts, max_ts, max_end_ns) VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
-  if (!del || !read || !ins) return make_error("db_write", "laying out the event_blocks zone map: " + std::string(sqlite3_errmsg(db)));
+  if (!del || !read || !ins) return layout_error(db);
   del->bind(1, session_id);
-  if (del->step() != SQLITE_DONE)
-    return make_error("db_write", "laying out the event_blocks zone map: " + std::string(sqlite3_errmsg(db)));
+  if (del->step() != SQLITE_DONE) return layout_error(db);
   read->bind(1, session_id);
   // Blocks count from the session's first row, so another session's rows in the same DB move
   // no boundary.
@@ -54,8 +61,9 @@ Result<void> rebuild_event_blocks(sqlite3* db, int64_t session_id, int64_t rows_
   int64_t block_key = 0;
   int rc = SQLITE_ROW;
   while ((rc = read->step()) == SQLITE_ROW) {
-    const int64_t id = read->col_int(0), ts = read->col_int(1);
-    const std::optional<int64_t> end = read->col_null(2) ? std::nullopt : std::optional<int64_t>(read->col_int(2));
+    const int64_t id = read->col_int(kLayoutColumns.at(EventCol::id));
+    const int64_t ts = read->col_int(kLayoutColumns.at(EventCol::ts_ns));
+    const int64_t end = ts + read->col_int(kLayoutColumns.at(EventCol::dur_ns));
     if (!session_first) session_first = id;
     const int64_t key = (id - *session_first) / rows_per_block;
     if (block && key != block_key) {
@@ -63,13 +71,12 @@ Result<void> rebuild_event_blocks(sqlite3* db, int64_t session_id, int64_t rows_
       block.reset();
     }
     if (!block) {
-      block = LaidOutBlock{.first_id = id, .last_id = id, .min_ts = ts, .max_ts = ts, .max_end = std::nullopt};
+      block = LaidOutBlock{.first_id = id, .last_id = id, .min_ts = ts, .max_ts = ts, .max_end = end};
       block_key = key;
     }
     block->add(id, ts, end);
   }
-  if (rc != SQLITE_DONE || (block && !insert_laid_out_block(*ins, session_id, *block)))
-    return make_error("db_write", "laying out the event_blocks zone map: " + std::string(sqlite3_errmsg(db)));
+  if (rc != SQLITE_DONE || (block && !insert_laid_out_block(*ins, session_id, *block))) return layout_error(db);
   return {};
 }
 
