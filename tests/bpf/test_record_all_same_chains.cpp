@@ -111,7 +111,7 @@ TEST_CASE("the calls counted in the kernel change no chain: --record-all and its
   all_doc.erase("chains");
   folded_doc.erase("chains");
   CHECK(all_doc.dump() == folded_doc.dump());
-  // The tail of each op by cause: the sync's byte for byte; a launch op's causes the same.
+  // The tail of each op by cause: the sync's byte for byte; a launch op's causes the same, its counts within 25%.
   const json all_tail = json::parse(answer({"explain", "--tail", "--json", "--db", t.db}))["ops"];
   const json folded_tail = json::parse(answer({"explain", "--tail", "--json", "--db", folded}))["ops"];
   REQUIRE(all_tail.size() == folded_tail.size());
@@ -121,10 +121,18 @@ TEST_CASE("the calls counted in the kernel change no chain: --record-all and its
       CHECK_MESSAGE(all_tail[i].dump() == folded_tail[i].dump(), first_difference(all_tail[i].dump(), folded_tail[i].dump()));
       continue;
     }
-    std::string causes_a, causes_b;
-    for (const json& c : all_tail[i]["causes"]) causes_a += c.value("cause", "") + " " + S(c.value("calls", 0)) + ";";
-    for (const json& c : folded_tail[i]["causes"]) causes_b += c.value("cause", "") + " " + S(c.value("calls", 0)) + ";";
-    CHECK(causes_a == causes_b);
+    // A launch op's causes: the same ones; their call counts within the bound its chains have
+    // (a chunk's launch baseline is built from its rows, fewer in a default store: see above).
+    std::string causes_a, causes_b, counts_a, counts_b;
+    for (const json& c : all_tail[i]["causes"]) causes_a += c.value("cause", "") + ";", counts_a += S(c.value("calls", 0)) + ";";
+    for (const json& c : folded_tail[i]["causes"]) causes_b += c.value("cause", "") + ";", counts_b += S(c.value("calls", 0)) + ";";
+    const std::string both_counts = "record-all " + counts_a + " folded " + counts_b;
+    CHECK_MESSAGE(causes_a == causes_b, both_counts);
+    if (causes_a != causes_b) continue;
+    for (size_t k = 0; k < all_tail[i]["causes"].size(); ++k) {
+      const double x = all_tail[i]["causes"][k].value("calls", 0.0), y = folded_tail[i]["causes"][k].value("calls", 0.0);
+      CHECK_MESSAGE(std::abs(x - y) <= std::max(3.0, 0.25 * std::max(x, y)), (causes_a + " " + both_counts));
+    }
   }
   // Counts and percentiles: the rollups hold every call either way (the fold keeps the
   // record-all rollups; the live default writes them from the kernel's histograms, within a
