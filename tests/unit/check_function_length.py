@@ -188,6 +188,17 @@ def cpp_sources(src, skip_dirs=SKIP_DIRS, skip_patterns=()):
             yield rel, open(os.path.join(root, f), encoding="utf-8", errors="replace").read()
 
 
+def cases_pass(cases, problems_in):
+    """A check's self-test: each (code, problems wanted) case against problems_in(path, code)."""
+    ok = True
+    for code, want in cases:
+        got = len(problems_in("x.cpp", code))
+        if got != want:
+            print("self-test: %r: want %d, got %d" % (code, want, got))
+            ok = False
+    return ok
+
+
 def run_check(doc, self_test, check):
     """The checkers' command line: `--self-test`, or SOURCE_DIR: the self-test, then check(src)
     (its exit status)."""

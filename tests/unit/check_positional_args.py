@@ -80,13 +80,7 @@ def self_test():
         ("// e.a[3] in a comment\nconst char* s = \"e.a[3]\";", 0),
         ("auto v = coll_args(e).comm;", 0),
     ]
-    ok = True
-    for code, want in cases:
-        got = len(problems_in("x.cpp", code))
-        if got != want:
-            print("self-test: %r: want %d, got %d" % (code, want, got))
-            ok = False
-    return ok
+    return check_function_length.cases_pass(cases, problems_in)
 
 
 def report(src):
