@@ -6,13 +6,25 @@
 
 namespace causeway {
 
-Result<double> rollup_peak_calls_per_ns(sqlite3* db, int64_t session_id) {
-  auto st = Statement::prepare(db,
-                               "SELECT max(n) FROM (SELECT sum(count) AS n FROM rollups WHERE session_id = ?1 GROUP BY sec)");
+Result<double> RollupPeak::read(sqlite3* db, int64_t session_id) {
+  // A late row adds to a second at most the writer's lateness (seconds) behind the newest; a
+  // second further back is final, and its sum is in peak_ already.
+  constexpr int64_t kKeepSecs = 60;
+  // `+session_id`: walk the rowid range, never the session's whole index range.
+  auto st = Statement::prepare(db, "SELECT rowid, sec, count FROM rollups WHERE rowid > ?1 AND +session_id = ?2");
   if (!st) return st.error();
-  st->bind(1, session_id);
-  if (st->step() == SQLITE_ROW && !st->col_null(0)) return static_cast<double>(st->col_int(0)) / 1e9;
-  return 0.0;
+  st->bind(1, last_rowid_);
+  st->bind(2, session_id);
+  while (st->step() == SQLITE_ROW) {
+    last_rowid_ = std::max(last_rowid_, st->col_int(0));
+    const int64_t sec = st->col_int(1);
+    uint64_t& n = per_sec_[sec];
+    n += static_cast<uint64_t>(std::max<int64_t>(0, st->col_int(2)));
+    peak_ = std::max(peak_, n);
+    newest_sec_ = std::max(newest_sec_, sec);
+  }
+  if (per_sec_.size() > 2 * kKeepSecs) std::erase_if(per_sec_, [&](const auto& kv) { return kv.first < newest_sec_ - kKeepSecs; });
+  return static_cast<double>(peak_) / 1e9;
 }
 
 ChunkSpan chunk_span(const CorrelatorOptions& options, double events_per_ns) {

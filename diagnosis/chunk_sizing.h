@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <unordered_map>
 
 #include "common/result.h"
 #include "diagnosis/correlator_options.h"
@@ -25,9 +26,20 @@ struct ChunkSpan {
   int64_t context_ns = 0;
 };
 
-// The highest count of calls in one second of the session's rollups, per ns; 0 when the
-// session has no rollup rows (an old DB).
-Result<double> rollup_peak_calls_per_ns(sqlite3* db, int64_t session_id);
+// The highest count of calls in one second of the session's rollups, per ns; 0 while the
+// session has no rollup rows (an old DB). Each read() takes only the rows written since the
+// last (by rowid): a live correlator polls it every few seconds, and re-summing the whole
+// session's rollups each time grew with the session.
+class RollupPeak {
+ public:
+  Result<double> read(sqlite3* db, int64_t session_id);
+
+ private:
+  int64_t last_rowid_ = 0;
+  int64_t newest_sec_ = INT64_MIN;
+  uint64_t peak_ = 0;
+  std::unordered_map<int64_t, uint64_t> per_sec_;  // recent seconds' sums (late rows add to them)
+};
 
 // The chunk for this many events per ns in memory: options.chunk_ns halved until a chunk plus
 // its context fits the budget (not below kMinChunkNs). Halving rather than dividing exactly

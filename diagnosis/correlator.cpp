@@ -292,15 +292,17 @@ HostClaim host_claim(const Slow& w, int64_t sib_ns, int64_t worker_ns) {
 
 class ChunkAnalyzer {
  public:
-  ChunkAnalyzer(State& s, CauseStates& causes, int64_t cf, int64_t ct)
-      : s_(s), causes_(causes), cf_(cf), ct_(ct), wakers_(tl_, s.evbuf) {}
+  // rollup_base: the fast-counted ops' baselines from the rollups (diagnosis/rollup_baselines.h),
+  // which replace their row baselines.
+  ChunkAnalyzer(State& s, CauseStates& causes, int64_t cf, int64_t ct, std::unordered_map<uint64_t, Baseline> rollup_base)
+      : s_(s), causes_(causes), cf_(cf), ct_(ct), wakers_(tl_, s.evbuf), base_(std::move(rollup_base)) {}
 
   void run() {
     tl_.build(s_.schedbuf, s_.wakebuf, std::max(s_.data_end, ct_));
     add_imported_off_cpu();
     index_host();
     causes_.observe_chunk(context(), cf_, ct_);
-    base_ = chunk_baselines(s_.evbuf, cf_, ct_, s_.prev_durs);
+    for (auto& [key, b] : chunk_baselines(s_.evbuf, cf_, ct_, s_.prev_durs)) base_.try_emplace(key, b);
     scan_calls();
   }
 
@@ -457,7 +459,7 @@ class ChunkAnalyzer {
       if (!is_traced_call_op(e.op)) continue;
       ++s_.counters.calls;
       OpAcc& oa = s_.ops[op_key(e.pid, e.op)];
-      oa.add(e.dur);
+      if (!s_.rollup_ops.count(op_key(e.pid, e.op))) oa.add(e.dur);
       auto [fc, fresh] = s_.first_call.try_emplace(e.pid, e.ts);
       const bool startup = e.ts < fc->second + s_.opt.startup_ns;
       const bool has_timeline = !tl_.intervals(e.tid).empty();
@@ -492,8 +494,10 @@ class ChunkAnalyzer {
     const auto n = static_cast<uint64_t>(std::max<int64_t>(0, e.a[0]));
     const auto op = static_cast<uint16_t>(e.a[2]);
     s_.counters.calls += n;
-    OpAcc& oa = s_.ops[op_key(e.pid, op)];
-    add_counted_run_to_baseline(e, oa.count, oa.hist, oa.min, oa.max);
+    if (!s_.rollup_ops.count(op_key(e.pid, op))) {
+      OpAcc& oa = s_.ops[op_key(e.pid, op)];
+      add_counted_run_to_baseline(e, oa.count, oa.hist, oa.min, oa.max);
+    }
     s_.first_call.try_emplace(e.pid, e.ts);
     int64_t prev_end = INT64_MIN;
     if (auto le = s_.last_end.find(e.tid); le != s_.last_end.end()) prev_end = le->second;
@@ -610,6 +614,27 @@ uint64_t host_rows_in(const std::vector<Ev>& evbuf, int64_t from, int64_t to) {
   return n;
 }
 
+// The fast-counted ops' baselines for the chunk [cf, ct): the rollups of the seconds the
+// previous chunk and this one touch (the row baselines span two chunks too). The seconds read
+// for the first time add their calls to the ops' statistics (OpAcc), each second once.
+Result<std::unordered_map<uint64_t, Baseline>> rollup_baselines_for(State& s, sqlite3* db, int64_t cf, int64_t ct) {
+  constexpr int64_t kNsPerSec = 1'000'000'000;
+  const int64_t from_sec = (s.prev_chunk_from == INT64_MIN ? cf : s.prev_chunk_from) / kNsPerSec;
+  const int64_t to_sec = (ct - 1) / kNsPerSec + 1;
+  auto read = s.rollup_secs.read(db, s.session_id, from_sec, to_sec, [&s](uint64_t key, const OpRollup& r) {
+    OpAcc& oa = s.ops[key];
+    oa.count += r.count;
+    oa.hist.merge(r.hist);
+    oa.min = std::min(oa.min, r.min_ns);
+    oa.max = std::max(oa.max, r.max_ns);
+    s.rollup_ops.insert(key);
+  });
+  if (!read) return read.error();
+  auto base = s.rollup_secs.baselines(from_sec, to_sec);
+  s.rollup_secs.forget_before(cf / kNsPerSec);
+  return base;
+}
+
 }  // namespace
 
 Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
@@ -629,7 +654,7 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
   // were stored as rows (--record-all) or counted in the kernel: row counts of calls never
   // decide, so both stores get the same chunks. A session without rollups (an old DB) falls
   // back to the rows' rate.
-  auto peak = rollup_peak_calls_per_ns(db, s.session_id);
+  auto peak = s.rollup_peak.read(db, s.session_id);
   if (!peak) return peak.error();
   s.calls_per_ns = std::max(s.calls_per_ns, *peak);
   if (s.calls_per_ns == 0 && s.events_per_ns == 0) {
@@ -654,9 +679,12 @@ Result<void> Correlator::analyze(sqlite3* db, int64_t from_ns, int64_t to_ns) {
       s.events_per_ns = std::max(s.events_per_ns, static_cast<double>(s.counters.events - events_before) / loaded_ns);
       s.host_rows_per_ns = std::max(s.host_rows_per_ns, static_cast<double>(host_rows_in(s.evbuf, loaded_before, s.loaded_to)) / loaded_ns);
     }
-    ChunkAnalyzer(s, *causes_, cf, ct).run();
+    auto rollup_base = rollup_baselines_for(s, db, cf, ct);
+    if (!rollup_base) return rollup_base.error();
+    ChunkAnalyzer(s, *causes_, cf, ct, std::move(*rollup_base)).run();
     ++s.counters.chunks;
     s.analyzed_to = ct;
+    s.prev_chunk_from = cf;
     int64_t keep = ct - context;
     trim_events_before(s.evbuf, keep);
     trim_before(s.schedbuf, keep);
@@ -743,6 +771,16 @@ Result<int64_t> host_context_to(sqlite3* db, int64_t session_id) {
   return st->col_null(1) ? INT64_MIN : st->col_int(1);
 }
 
+// Up to when the session's rollups are complete (sessions.rolled_up_to_ns); 0 when the writer
+// has rolled nothing up (none yet, or rows written without a StoreWriter).
+Result<int64_t> rollups_complete_to(sqlite3* db, int64_t session_id) {
+  auto st = Statement::prepare(db, "SELECT rolled_up_to_ns FROM sessions WHERE id = ?1");
+  if (!st) return st.error();
+  st->bind(1, session_id);
+  if (st->step() != SQLITE_ROW) return make_error("sql", sqlite_error_text(db));
+  return st->col_null(0) ? int64_t{0} : st->col_int(0);
+}
+
 // The earliest start of a committed event that ends after `mark` (zone map: the batches
 // holding one), INT64_MAX when none: analysis stops before it, so a long call whose host
 // context is not all stored yet waits for a later poll instead of being judged without it.
@@ -770,6 +808,11 @@ Result<std::vector<ChainRecord>> LiveCorrelator::poll(sqlite3* db) {
   auto open_call = first_start_ending_after(db, session_id_, *mark);
   if (!open_call) return open_call.error();
   until = std::min(until, *open_call);
+  // Nor past the complete rollups: the launch baselines are read from them, each second once
+  // (diagnosis/rollup_baselines.h). The writer rolls a second up 2 s after it, within the lag.
+  auto rolled = rollups_complete_to(db, session_id_);
+  if (!rolled) return rolled.error();
+  if (*rolled > 0) until = std::min(until, *rolled);
   if (until <= next_from_ns_) return std::vector<ChainRecord>{};
   correlator_.set_host_context_to(*mark);
   if (auto r = correlator_.analyze(db, next_from_ns_, until); !r) return r.error();

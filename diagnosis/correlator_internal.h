@@ -22,10 +22,12 @@
 #include <vector>
 
 #include "diagnosis/baseline.h"
+#include "diagnosis/chunk_sizing.h"
 #include "diagnosis/cause.h"
 #include "diagnosis/correlator_options.h"
 #include "diagnosis/event_row.h"
 #include "diagnosis/rank_inference.h"
+#include "diagnosis/rollup_baselines.h"
 #include "diagnosis/thread_activity.h"
 #include "diagnosis/thread_timeline.h"
 #include "common/result.h"
@@ -119,7 +121,14 @@ struct CorrelatorState {
   double calls_per_ns = 0;
   double host_rows_per_ns = 0;
   double events_per_ns = 0;
+  RollupPeak rollup_peak;  // the calls-per-second peak, read incrementally
   std::unordered_map<uint64_t, std::vector<int64_t>> prev_durs;  // (pid, op) -> previous chunk's durations
+  // Fast-counted ops (launches): their baselines and their OpAcc come from the rollups'
+  // histograms (diagnosis/rollup_baselines.h), the same whether their calls were rows or
+  // counted in the kernel. rollup_ops: the keys whose OpAcc the rollups fill (rows add nothing).
+  RollupSeconds rollup_secs;
+  std::unordered_set<uint64_t> rollup_ops;
+  int64_t prev_chunk_from = INT64_MIN;  // the baseline spans the previous chunk and this one
   std::unordered_map<uint64_t, OpAcc> ops;
   std::unordered_map<uint32_t, int64_t> first_call;  // pid -> first call start
   std::unordered_map<uint32_t, int64_t> last_end;    // tid -> end of its previous call

@@ -592,3 +592,9 @@ UPDATE schema_docs SET description = 'start_ns (the request''s first byte arrive
 INSERT INTO schema_docs (object, column_name, unit, description) VALUES
  ('requests', 'read_end_ns', 'ns', 'Unix time of the server''s read that completed the request'),
  ('requests', 'api_wait_ns', 'ns', 'API wait: end_ns to read_end_ns, the time the complete request sat in the socket''s receive queue before the server read it (docs/INFERENCE.md "Arrival time")');
+
+-- @migration 10
+-- The correlator reads a session's rollups by second (the launch baselines, diagnosis/
+-- rollup_baselines.h) on every live poll; rollups_sec alone made it read every session's
+-- rows of those seconds and filter.
+CREATE INDEX rollups_session_sec ON rollups (session_id, sec);

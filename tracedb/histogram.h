@@ -52,6 +52,13 @@ class LatencyHistogram {
   };
   Tail at_or_above(uint64_t from, uint64_t max_clamp) const;
 
+  // Each non-empty bucket, lowest first: f(bucket, count).
+  template <typename F>
+  void for_each_bucket(F&& f) const {
+    for (uint32_t b = 0; b < counts_.size(); ++b)
+      if (counts_[b]) f(b, counts_[b]);
+  }
+
  private:
   // Dense by bucket index, grown to the largest bucket seen: O(1) add; one second of
   // durations up to 1 s needs < 3,000 slots (24 KiB).

@@ -33,14 +33,11 @@ causeway_test(test_diagnosis_live_until_stop LABEL bpf TIMEOUT 300
 add_dependencies(test_diagnosis_live_until_stop causeway causeway_testprogs)
 
 # Same chains either way (issue 36): one --record-all trace, a copy folded by the kernel's rule
-# into what the default mode stores (record_all_fold.*), explain/stats compared byte for byte.
-# Built, not registered as a ctest yet: it failed 2 of its last 4 runs (a sync chain's culprit
-# and its call counts differed between the two stores, and a launch op's `unknown` calls, 260
-# against 242), so "the same chains either way" is not shown yet (docs/COLLECTOR.md "Same
-# answers either way"). Run it by hand: sudo build/tests/test_record_all_same_chains (with
-# CAUSEWAY_BIN, CAUSEWAY_SOURCE_DIR, CAUSEWAY_BUILD_DIR set as for the other bpf tests).
-add_executable(test_record_all_same_chains ${CMAKE_CURRENT_LIST_DIR}/test_record_all_same_chains.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/record_all_fold.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp)
-target_link_libraries(test_record_all_same_chains PRIVATE causeway_test_support causeway_tracedb causeway_diagnosis)
+# into what the default mode stores (record_all_fold.*), explain/stats compared byte for byte
+# (docs/COLLECTOR.md "Same answers either way"; the launch baselines come from the rollups,
+# docs/DIAGNOSIS.md "Baselines of counted ops").
+causeway_test(test_record_all_same_chains LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_record_all_same_chains.cpp ${CMAKE_CURRENT_LIST_DIR}/record_all_fold.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_record_all_same_chains causeway causeway_testprogs)
