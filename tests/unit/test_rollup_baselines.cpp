@@ -8,6 +8,7 @@
 
 #include "bpf/events.h"
 #include "diagnosis/baseline.h"
+#include "diagnosis/chunk_sizing.h"
 #include "diagnosis/event_row.h"
 #include "diagnosis/rollup_baselines.h"
 #include "tests/support/test_support.h"
@@ -114,4 +115,28 @@ TEST_CASE("rollup seconds: only fast-counted ops, each second handed on once, ba
   secs.forget_before(11);
   CHECK(secs.baselines(10, 13)[key].n == 300);  // 11 and 12
   CHECK(std::abs(secs.baselines(12, 13)[key].median_ns - 10'000) <= 10'000 / 128);
+}
+
+TEST_CASE("the rollups' peak calls per second, read a poll at a time, is the whole session's") {
+  test::TempDir dir;
+  auto db = open_for_write(dir.file("p.db"));
+  REQUIRE(db.ok());
+  REQUIRE(exec_sql(db->get(), "INSERT INTO sessions (id, source_kind, tool_version, started_ns) VALUES (1, 'live', 't', 0)").ok());
+  RollupPeak peak;
+  auto per_sec = [&](RollupPeak& p) {
+    auto r = p.read(db->get(), 1);
+    REQUIRE(r.ok());
+    return static_cast<int64_t>(*r * 1e9 + 0.5);
+  };
+  CHECK(per_sec(peak) == 0);  // no rollups yet
+  insert_rollup(db->get(), CW_OP_CUDA_LAUNCH_KERNEL, 10, std::vector<int64_t>(300, 10'000));
+  insert_rollup(db->get(), CW_OP_CUDA_STREAM_SYNC, 10, std::vector<int64_t>(100, 10'000));  // every op counts
+  insert_rollup(db->get(), CW_OP_CUDA_LAUNCH_KERNEL, 11, std::vector<int64_t>(200, 10'000));
+  CHECK(per_sec(peak) == 400);
+  // The next poll reads only what came since: a late row of second 11, and second 12.
+  insert_rollup(db->get(), CW_OP_CUDA_LAUNCH_KERNEL, 11, std::vector<int64_t>(250, 10'000));
+  insert_rollup(db->get(), CW_OP_CUDA_LAUNCH_KERNEL, 12, std::vector<int64_t>(100, 10'000));
+  CHECK(per_sec(peak) == 450);
+  RollupPeak fresh;  // read once, as an offline diagnosis does
+  CHECK(per_sec(fresh) == 450);
 }
