@@ -183,7 +183,7 @@ void late_rank_named(const std::string& names) {
   sleep_ms(200);
   REQUIRE(tr.stop(SIGINT) == 0);
   const std::string db = tr.db();
-  keep_db(db, t, "late_rank");
+  keep_db(db, t, "late_rank_" + late_name);
   CAPTURE(tr.log());
   const std::string workers = " AND pid IN (" + std::to_string(t.worker0) + "," + std::to_string(t.worker1) + ")";
   CHECK(q_int(db, "SELECT count(*) FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = 'ncclCommInitRank'" + workers) == 0);
