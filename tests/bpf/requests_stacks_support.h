@@ -84,7 +84,7 @@ void bursts_and_sdk_case(const TempDir& dir, pid_t server, int port, const std::
 // A CPU hog pinned on the server's CPU (docs/INFERENCE.md "Tested stacks"): the server, every
 // thread of it, pinned to one CPU, found by `find_by` alone; 15 sequential GET /spin?ms=20
 // (20 ms of the server's CPU time each) before a busy loop named `hog_spin` starts on that
-// CPU (real-time, 80 ms of every 100 ms), 15 while it runs. `causeway requests` names the hog as the cpu_contention culprit of
+// CPU, 15 while it runs. `causeway requests` names the hog as the cpu_contention culprit of
 // the slow /spin requests, and so does the request chain `explain` stores; causeway itself is
 // never a culprit. Skips with fewer than 2 CPUs.
 void hog_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by);
