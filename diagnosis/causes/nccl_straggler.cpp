@@ -190,7 +190,15 @@ void NcclStraggler::report(SessionReport& c, const State& st) {
     size_t members = cm->second.entries_by_pid.size();
     if (a.late < 3 || entered == 0 || members < 2) continue;
     double late_share = static_cast<double>(a.late) / static_cast<double>(entered);
-    if (late_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
+    // Consistently last: counted over every collective it entered last, those where it was late
+    // for want of a CPU included (a rank that sleeps 8 ms before each all-reduce on a host
+    // whose compilers then hold its CPU another 5 ms is late every time, yet its own lateness
+    // alone was 60 % of them: no chain, though it is the straggler). Its own lateness must
+    // still be 40 % of them, so a rank late mostly for its CPU stays cpu_contention's alone.
+    const auto cpu_late = st.cpu_late.find(key);
+    const double last_share =
+        static_cast<double>(a.late + (cpu_late == st.cpu_late.end() ? 0 : cpu_late->second.late)) / static_cast<double>(entered);
+    if (late_share < 0.4 || last_share < std::max(0.4, 1.5 / static_cast<double>(members))) continue;
     const uint32_t victim = key_of_largest(a.victims_wait);
     Doc d = late_entries_doc(c, a, id, nccl_straggler_chain_id(s.session_id, a.pid, a.comm), victim);
     d.slow_share = late_share;
