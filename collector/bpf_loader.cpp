@@ -587,6 +587,23 @@ std::vector<cw_run> BpfObject::open_runs() const {
   std::vector<cw_run> out;
   const int fd = bpf_map__fd(skel_->maps.runs);
   const uint32_t n = bpf_map__max_entries(skel_->maps.runs);
+  // In batches: one lookup per entry was 32,768 syscalls at every stop, 0.7 s of it on a loaded
+  // 2-core host (the tracer's exit after SIGINT waited on them).
+  constexpr uint32_t kRunsBatch = 4096;
+  std::vector<uint32_t> keys(kRunsBatch);
+  std::vector<cw_run> runs(kRunsBatch);
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  uint32_t at = 0;  // the kernel's position token: for an array, the next index
+  for (bool first = true;; first = false) {
+    uint32_t count = kRunsBatch;
+    const int err = bpf_map_lookup_batch(fd, first ? nullptr : &at, &at, keys.data(), runs.data(), &count, &opts);
+    if (err && err != -ENOENT) break;
+    for (uint32_t i = 0; i < count; ++i)
+      if (runs[i].calls) out.push_back(runs[i]);
+    if (err == -ENOENT) return out;  // the last batch
+  }
+  // A kernel without batch lookups on arrays (before 5.6): one entry at a time.
+  out.clear();
   for (uint32_t i = 0; i < n; ++i) {
     cw_run r{};
     if (bpf_map_lookup_elem(fd, &i, &r) == 0 && r.calls) out.push_back(r);

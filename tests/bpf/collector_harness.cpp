@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,6 +57,19 @@ void touch(const std::string& path) {
   if (fd < 0) throw std::runtime_error("cannot create " + path);
   ::close(fd);
 }
+
+CallCounter::CallCounter(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("cannot open " + path);
+  void* p = ::mmap(nullptr, sizeof(uint64_t), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) throw std::runtime_error("cannot map " + path);
+  count_ = static_cast<const uint64_t*>(p);
+}
+
+CallCounter::~CallCounter() { ::munmap(const_cast<uint64_t*>(count_), sizeof(uint64_t)); }
+
+uint64_t CallCounter::read() const { return __atomic_load_n(count_, __ATOMIC_RELAXED); }
 
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
   pid_t pid = ::fork();

@@ -55,6 +55,19 @@ class Child {
   pid_t pid_;
   bool reaped_ = false;
 };
+// The live call count of a cw_workload started with --count-file PATH (created before its
+// --ready-file), read while it runs.
+class CallCounter {
+ public:
+  explicit CallCounter(const std::string& path);
+  ~CallCounter();
+  CallCounter(const CallCounter&) = delete;
+  CallCounter& operator=(const CallCounter&) = delete;
+  uint64_t read() const;
+
+ private:
+  const uint64_t* count_ = nullptr;
+};
 void wait_for_file(const std::string& path, int timeout_ms = 20000);
 void touch(const std::string& path);  // creates an empty file (a --wait-file's go signal)
 void sleep_ms(int ms);

@@ -22,6 +22,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 
 #include "diagnosis/correlator.h"
@@ -163,10 +164,33 @@ TEST_CASE("io_contention: fsync-heavy writes on the calling thread") {
   CHECK(c.value("where", "") == "between_calls");  // the GPU queue starves while the thread fsyncs
   CHECK(c.value("tid", 0) == t.pid);
   check_strong(c);
-  // Its own writes: the culprit is the process itself.
-  CHECK(c["culprit"].value("pid", 0) == t.pid);
-  CHECK(c["culprit"].value("comm", "") == "cw_workload");
-  CHECK(c["culprit"].value("own_io", false) == true);
+  // Its own writes: the culprit is the process itself, whose requests overlap the waits.
+  std::smatch own;
+  for (const json& e : c["evidence"])
+    if (const std::string line = e.is_string() ? e.get<std::string>() : ""; own.empty())
+      std::regex_search(line, own, std::regex("overlapping the waits: ([0-9]+) on the process's behalf"));
+  REQUIRE(!own.empty());
+  CHECK(std::stoll(own[1].str()) >= 10);
+  const int64_t culprit = c["culprit"].value("pid", 0);
+  if (culprit == t.pid) {
+    CHECK(c["culprit"].value("comm", "") == "cw_workload");
+    CHECK(c["culprit"].value("own_io", false) == true);
+  } else {
+    // Unless another process had block I/O in flight during 30% of the waits or more: the rule
+    // names that one first (docs/DIAGNOSIS.md, io_contention). On a shared host that is another
+    // checkout's test or build writing its files (a test_diagnosis run beside the loop was named
+    // at 55%). Then it must be so in the stored rows, and be none of this test's processes.
+    MESSAGE("io_contention named another process's I/O: " << c["culprit"].dump());
+    CHECK(c["culprit"].value("own_io", true) == false);
+    CHECK(c["culprit"].value("overlap_share", 0.0) >= 0.3);
+    CHECK(culprit != ::getpid());
+    CHECK(q_int(t.db, "SELECT count(*) FROM processes WHERE pid = " + S(culprit) + " AND ppid = " + S(t.pid)) == 0);
+    CHECK(culprit != q_int(t.db, "SELECT value FROM collector_stats WHERE name = 'tracer_pid'"));
+    const int64_t first = q_int(t.db, "SELECT min(ts_ns) FROM events WHERE pid = " + S(t.pid));
+    const int64_t last = q_int(t.db, "SELECT max(ts_ns + dur_ns) FROM events WHERE pid = " + S(t.pid));
+    CHECK(q_int(t.db, "SELECT count(*) FROM events WHERE op_id = 500 AND pid = " + S(culprit) + " AND ts_ns <= " + S(last) +
+                          " AND ts_ns + dur_ns >= " + S(first)) > 0);
+  }
   // Many of the 60 fsyncs were seen as stalls before the next call (a stall where the thread
   // then waited longer for a busy CPU than it spent in D counts as cpu_contention instead).
   CHECK(c.value("calls", 0) >= 20);

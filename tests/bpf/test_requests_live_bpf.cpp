@@ -727,3 +727,54 @@ TEST_CASE("events flushed with one sendmsg of 8 iovecs of 5 KiB: each iovec copi
   CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'http_desync'") == 0);
   CHECK(q_int(t.db(), "SELECT value FROM collector_stats WHERE name = 'http_sse_unseen'") == 0);
 }
+
+TEST_CASE("the tracer's own /metrics scraped during a request trace is never a request, its port given as --http-port too") {
+  // causeway's own pid is never a traced server (collector/servers.h listeners_of), so its
+  // Prometheus endpoint's scrapes never reach the request capture, not even when a user
+  // names its port with --http-port: accept, reads, writes and arrival times are all keyed by
+  // a server the collector chose. A plain Python server (no CUDA in its tree, so no other
+  // host-wide trace on a shared host takes it as a server) is traced beside it.
+  TempDir dir;
+  // Below the ephemeral range (32768 up): a client socket of another process cannot hold them.
+  const int port = 24000 + static_cast<int>(::getpid() % 4000), metrics_port = port - 4000;
+  pid_t server = spawn({kPython, source_dir() + "/tests/testprogs/sse_sendmsg_server.py", "--port", std::to_string(port),
+                        "--ready-file", dir.file("server.ready")},
+                       dir.file("server.log"));
+  const Reap reap{server};
+  wait_for_file(dir.file("server.ready"), 30000);
+  const std::string metrics_addr = "127.0.0.1:" + std::to_string(metrics_port);
+  Tracer t(dir, {"--http-port", std::to_string(port), "--http-port", std::to_string(metrics_port), "--metrics", metrics_addr,
+                 "--no-stack", "--engine-metrics-interval", "0"});
+  const pid_t tracer = t.pid();
+  // 20 scrapes of the tracer's /metrics, 50 ms apart, while the client's 12 requests run.
+  const char* scrape = R"(import sys, time, urllib.request
+ok = 0
+for _ in range(int(sys.argv[3])):
+    with urllib.request.urlopen(sys.argv[1], timeout=10) as r:
+        ok += r.status == 200 and b"causeway_calls_total" in r.read()
+    time.sleep(0.05)
+open(sys.argv[2], "w").write(str(ok))
+)";
+  Child scraper(spawn({kPython, "-c", scrape, "http://" + metrics_addr + "/metrics", dir.file("scraped"), "20"},
+                      dir.file("scraper.log")));
+  auto c = run_process({kPython, source_dir() + "/tests/testprogs/inference_client.py", "--port", std::to_string(port),
+                        "--requests", "12", "--concurrency", "3", "--out", dir.file("client.json")});
+  REQUIRE_MESSAGE(c.exit_code == 0, c.err);
+  REQUIRE(scraper.wait() == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  CAPTURE(t.log());
+  std::ifstream scraped(dir.file("scraped"));
+  int ok = 0;
+  scraped >> ok;
+  CHECK(ok == 20);  // every scrape answered while the requests were traced
+  const std::string db = t.db();
+  CHECK(q_int(db, "SELECT value FROM collector_stats WHERE name = 'tracer_pid'") == tracer);
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE server_pid = " + std::to_string(tracer)) == 0);
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE path = '/metrics'") == 0);
+  // The users' requests are all there, exactly, and nothing else on the two ports.
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE server_pid IN (" + std::to_string(server) + ", " + std::to_string(tracer) +
+                      ")") == 12);
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE server_pid = " + std::to_string(server) +
+                      " AND (path != '/v1/completions' OR status != 200 OR complete != 1 OR events != 32)") == 0);
+}

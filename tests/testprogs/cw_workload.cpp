@@ -17,6 +17,7 @@
 //   cw_workload --graph-build-us 5000 --ops graph_replay,stream_sync      (captured once per thread, replayed)
 //
 //   cw_workload --abandon-calls 6 --wait-file F --ops stream_sync   (6 calls left by siglongjmp first)
+//   cw_workload --count-file F --iterations 2000000000 --ops stream_sync   (calls made so far, live, in F)
 //
 // stream_sync_alt calls cudaStreamSynchronize from a second call site (stream + 0x100).
 // --memcpy-src-file F [--memcpy-src-mb N]: memcpy copies from a read-only mapping of F (N MiB,
@@ -34,6 +35,10 @@
 // of a null graph, which fails without writing the exec (left at 0x5e5e).
 // --graph-build-us: how long the fakes take to end a capture or instantiate a graph.
 // At the end each process prints "calls pid=N OP=COUNT ..." (per --ops / --nccl-ops name).
+// --count-file F: F holds one 64-bit count (host order) of the --ops calls returned so far, by
+// every thread (of one process: not with --nccl-ranks), updated after each call through a
+// shared mapping: a test reads it while the process runs (one that is killed never prints its
+// counts) and bounds what a trace of a window must hold by the calls made in that window.
 //
 // The hog is a process named cw_hog, forked when the work starts (after --wait-file); it spins
 // --hog-ms after --hog-delay-ms, at nice --hog-nice (below 0 it wins its CPU over the nice-0
@@ -109,6 +114,7 @@ struct Options {
   std::string memcpy_src_file;  // memcpy reads a mapping of this file (page faults inside the call)
   long memcpy_src_mb = 64;
   std::string ready_file, wait_file;
+  std::string count_file;  // calls made so far, live (a shared mapping of one uint64_t)
   std::string fork_wait_file;  // NCCL ranks: the parent forks them only once this file exists
   std::string nccl_job;        // this process is one rank of a job: RANK/WORLD_SIZE from the environment
   bool load_cuda = false;
@@ -181,6 +187,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--memcpy-src-file") o.memcpy_src_file = val();
     else if (a == "--memcpy-src-mb") o.memcpy_src_mb = std::stol(val());
     else if (a == "--ready-file") o.ready_file = val();
+    else if (a == "--count-file") o.count_file = val();
     else if (a == "--wait-file") o.wait_file = val();
     else if (a == "--fork-wait-file") o.fork_wait_file = val();
     else if (a == "--nccl-job") o.nccl_job = val();
@@ -273,6 +280,17 @@ void sleep_ms(double ms) {
 void touch(const std::string& path) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd >= 0) ::close(fd);
+}
+
+// --count-file: one uint64_t in a shared mapping of the file, 0 to start; null without one.
+uint64_t* map_count_file(const std::string& path) {
+  if (path.empty()) return nullptr;
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0 || ::ftruncate(fd, sizeof(uint64_t)) != 0) usage(("--count-file: cannot create " + path).c_str());
+  void* p = ::mmap(nullptr, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (p == MAP_FAILED) usage(("--count-file: cannot map " + path).c_str());
+  return static_cast<uint64_t*>(p);
 }
 
 struct Dim3 {
@@ -623,6 +641,7 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
     nplan.emplace_back(name, it->second);
   }
 
+  uint64_t* const calls_so_far = map_count_file(o.count_file);
   if (!o.ready_file.empty()) touch(o.ready_file + (o.nccl_ranks > 0 ? "." + std::to_string(rank) : ""));
   if (!o.wait_file.empty())
     while (access(o.wait_file.c_str(), F_OK) != 0) sleep_ms(10);
@@ -666,6 +685,7 @@ int run_rank(const Options& o, void* rt, void* drv, void* nccl, int rank, const 
       for (size_t k = 0; k < plan.size(); ++k) {
         if (plan[k].second(t) != 0) ++errors;
         ++mine[k];
+        if (calls_so_far) __atomic_fetch_add(calls_so_far, 1, __ATOMIC_RELAXED);
         if (o.rate > 0) {
           // Sleep only once a millisecond ahead: at hundreds of thousands of calls/s a sleep
           // per call would cost more than the call (and oversleep by the timer slack).
