@@ -61,8 +61,8 @@ void serve_ring_until_stopped(ring_buffer* rb, std::optional<RingWait>& wait, co
   }
 }
 
-int next_drain_wait_ms(uint64_t records, int last_ms) {
-  if (records >= kDrainBusyRecords) return kDrainWaitBusyMs;
+int next_drain_wait_ms(uint64_t records, bool rings_emptied, int last_ms) {
+  if (records >= kDrainBusyRecords || !rings_emptied) return kDrainWaitBusyMs;
   return std::clamp(last_ms * 2, kDrainWaitBusyMs, kDrainWaitIdleMs);
 }
 

@@ -42,13 +42,14 @@ class RingWait {
 void serve_ring_until_stopped(ring_buffer* rb, std::optional<RingWait>& wait, const std::atomic<bool>& stop,
                               int fallback_ms);
 
-// How long the drain loop sleeps next, after a round that took `records` from the rings and
-// slept `last_ms`: kDrainWaitBusyMs while records come in bulk (a burst is drained in steps
-// before the ring's quarter-full wake-up), doubling up to kDrainWaitIdleMs while they trickle
-// or none come (docs/COLLECTOR.md "Draining without polling").
+// How long the drain loop sleeps next, after a round that took `records` from the rings,
+// emptied them or not (`rings_emptied`: false when the writer's room or the round's budget
+// left records behind), and slept `last_ms`: kDrainWaitBusyMs while records come in bulk or
+// wait (a burst is drained in steps before the ring's quarter-full wake-up), doubling up to
+// kDrainWaitIdleMs while they trickle or none come (docs/COLLECTOR.md "Draining without polling").
 inline constexpr int kDrainWaitBusyMs = 10;
 inline constexpr int kDrainWaitIdleMs = 100;
 inline constexpr uint64_t kDrainBusyRecords = 4096;
-int next_drain_wait_ms(uint64_t records, int last_ms);
+int next_drain_wait_ms(uint64_t records, bool rings_emptied, int last_ms);
 
 }  // namespace causeway::collector

@@ -24,10 +24,11 @@ void Session::loop(const std::function<bool()>& stop) {
     if (claim_budget(std::chrono::milliseconds(kRoomWaitMs)))
       drain_wait_->wait(static_cast<int>(std::min<int64_t>(wait_ms, (end - now) / 1'000'000 + 1)));
     const uint64_t taken_before = records_taken_;
-    drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    const bool calls_emptied = drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
     const int64_t host_from = monotonic_ns();
-    if (drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring)) mark_host_context(host_from);
-    wait_ms = next_drain_wait_ms(records_taken_ - taken_before, wait_ms);
+    const bool host_emptied = drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    if (host_emptied) mark_host_context(host_from);
+    wait_ms = next_drain_wait_ms(records_taken_ - taken_before, calls_emptied && host_emptied, wait_ms);
     take_sock_records();
     store_requests();
     periodic(monotonic_ns());
