@@ -11,7 +11,7 @@
 namespace causeway::collector {
 
 namespace {
-constexpr int kStopCheckMs = 50;  // only how soon the thread notices stop
+constexpr int kStopCheckMs = 50;  // without a RingWait: how soon the thread notices stop
 // Long enough for the biggest maps file (a PyTorch process: ~10k lines, a few ms).
 constexpr auto kWaitForRead = std::chrono::milliseconds(100);
 }  // namespace
@@ -22,6 +22,7 @@ EarlyMaps::EarlyMaps(int ring_fd) {
     error_ = std::string("cannot map the new-process ring: ") + std::strerror(errno);
     return;
   }
+  if (auto w = RingWait::over({ring_buffer__epoll_fd(ring_)})) wait_ = std::move(*w);
   thread_ = std::thread([this] { run(); });
   // The lowest real-time priority: above every normal thread, so the read happens while the
   // announced call is still running. It does one small read per new process.
@@ -32,6 +33,7 @@ EarlyMaps::EarlyMaps(int ring_fd) {
 
 EarlyMaps::~EarlyMaps() {
   stop_ = true;
+  if (wait_) wait_->wake();
   if (thread_.joinable()) thread_.join();
   if (ring_) ring_buffer__free(ring_);
 }
@@ -63,8 +65,10 @@ void EarlyMaps::read_now(uint32_t pid) {
   read_done_.notify_all();
 }
 
+// Each announced pid is forced awake (bpf/maps.bpf.h rb_new_procs), so the thread sleeps
+// until one comes or stop wakes it.
 void EarlyMaps::run() {
-  while (!stop_) (void)ring_buffer__poll(ring_, kStopCheckMs);
+  serve_ring_until_stopped(ring_, wait_, stop_, kStopCheckMs);
 }
 
 std::optional<std::vector<Mapping>> EarlyMaps::take(uint32_t pid) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "collector/proc_maps.h"
+#include "collector/ring_wait.h"
 
 struct ring_buffer;
 
@@ -52,6 +53,7 @@ class EarlyMaps {
   static constexpr size_t kMaxKept = 512;
 
   ring_buffer* ring_ = nullptr;
+  std::optional<RingWait> wait_;  // the ring's wake-ups and stop; without it, a poll timeout
   std::atomic<bool> stop_{false};
   bool realtime_ = false;
   std::string error_;

@@ -27,7 +27,7 @@ bool Session::claim_budget(std::chrono::milliseconds wait) {
 
 bool Session::drain(ring_buffer* rb, int max_rounds, OnFullQueue on_full) {
   for (int i = 0; i < max_rounds; ++i) {
-    if (!claim_budget(std::chrono::milliseconds(on_full == OnFullQueue::leave_in_ring ? kPollMs : 1000))) {
+    if (!claim_budget(std::chrono::milliseconds(on_full == OnFullQueue::leave_in_ring ? kRoomWaitMs : 1000))) {
       if (on_full == OnFullQueue::leave_in_ring) return false;
       budget_ = kBudgetPerConsume;  // the writer is stuck: take the records, its refusals are counted
     }

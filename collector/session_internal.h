@@ -44,6 +44,7 @@
 #include "collector/mmap_watch.h"
 #include "collector/python_runtime.h"
 #include "collector/request_metrics_feed.h"
+#include "collector/ring_wait.h"
 #include "collector/servers.h"
 #include "collector/session.h"
 #include "collector/sock_drain.h"
@@ -82,7 +83,8 @@ class Session {
   // page_alloc summary per allocating process each second), so those are never refused. At
   // most an eighth of the queue, so a small queue (--writer-queue) still leaves the drain room.
   static constexpr size_t kQueueReserve = 1024;
-  static constexpr int kPollMs = 10;
+  // How long a round waits for the writer's room.
+  static constexpr int kRoomWaitMs = 10;
   // Socket records copied out of the kernel's ring and not yet decoded, at most: ~300k records
   // of a small request's size, seconds of a burst of thousands of connections (collector/sock_drain.h).
   static constexpr size_t kSockQueueBytes = 64u << 20;
@@ -100,6 +102,7 @@ class Session {
   static int on_sample(void* ctx, void* data, size_t size) {
     auto* s = static_cast<Session*>(ctx);
     s->handle(data, size);
+    ++s->records_taken_;
     if (++s->round_ >= s->budget_) {
       s->round_ = 0;
       return -EAGAIN;
@@ -168,6 +171,8 @@ class Session {
   uint64_t calls_recorded_ = 0;               // call records received (not runs)
   LiveStats stats_;
   RingPtr calls_rb_, host_rb_;
+  std::optional<RingWait> drain_wait_;  // the loop sleeps on both rings (collector/ring_wait.h)
+  uint64_t records_taken_ = 0;          // from both rings, ever: how busy the last round was
   std::unique_ptr<SockDrain> sock_drain_;  // the socket ring, emptied by a thread of its own
   // The kernel side reports the client's hangup at each close (bpf/sock.bpf.h CW_SOCK_HANGUP).
   requests::Tracker tracker_{requests::TrackerOptions{.tenant_header = o_.tenant_header, .hangups_reported = true}};

@@ -13,18 +13,22 @@ namespace causeway::collector {
 
 void Session::loop(const std::function<bool()>& stop) {
   const int64_t end = o_.duration_ns > 0 ? started_mono_ + o_.duration_ns : INT64_MAX;
+  int wait_ms = kDrainWaitBusyMs;
   while (!stop() && !writer_cannot_go_on()) {
     const int64_t now = monotonic_ns();
     if (now >= end) break;
-    // Producers submit without wake-ups, so the poll mostly times out: consume either way.
-    if (claim_budget(std::chrono::milliseconds(kPollMs))) {
-      round_ = 0;
-      (void)ring_buffer__poll(calls_rb_.get(), kPollMs);
-      flush_calls();
-    }
-    drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    // The producers wake this wait only when a ring is a quarter full or a record is urgent,
+    // so it mostly times out, after a longer time the fewer records come (collector/ring_wait.h).
+    // Without room in the writer's queue there is nothing to wait for: the drains below
+    // leave the records in the ring.
+    if (claim_budget(std::chrono::milliseconds(kRoomWaitMs)))
+      drain_wait_->wait(static_cast<int>(std::min<int64_t>(wait_ms, (end - now) / 1'000'000 + 1)));
+    const uint64_t taken_before = records_taken_;
+    const bool calls_emptied = drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
     const int64_t host_from = monotonic_ns();
-    if (drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring)) mark_host_context(host_from);
+    const bool host_emptied = drain(host_rb_.get(), 8, OnFullQueue::leave_in_ring);
+    if (host_emptied) mark_host_context(host_from);
+    wait_ms = next_drain_wait_ms(records_taken_ - taken_before, calls_emptied && host_emptied, wait_ms);
     take_sock_records();
     store_requests();
     periodic(monotonic_ns());

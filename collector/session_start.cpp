@@ -43,6 +43,9 @@ Result<void> Session::start() {
   calls_rb_.reset(ring_buffer__new(bpf_.ring_calls_fd(), on_sample, this, nullptr));
   host_rb_.reset(ring_buffer__new(bpf_.ring_host_fd(), on_sample, this, nullptr));
   if (!calls_rb_ || !host_rb_) return make_error("bpf_ring", std::string("cannot map the ring buffers: ") + std::strerror(errno));
+  auto waits = RingWait::over({ring_buffer__epoll_fd(calls_rb_.get()), ring_buffer__epoll_fd(host_rb_.get())});
+  if (!waits) return waits.error();
+  drain_wait_ = std::move(*waits);
   if (o_.requests) {
     sock_drain_ = std::make_unique<SockDrain>(bpf_.ring_sock_fd(), kSockQueueBytes);
     if (!sock_drain_->error().empty()) return make_error("bpf_ring", sock_drain_->error());

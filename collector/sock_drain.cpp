@@ -12,7 +12,8 @@ namespace causeway::collector {
 
 namespace {
 // The producers wake the thread when it has caught up (bpf_ringbuf_submit's adaptive
-// wake-up); the timeout only bounds how soon it notices stop.
+// wake-up), and stop wakes it (RingWait); only without a RingWait (no epoll or eventfd) does
+// it poll, this often, to notice stop.
 constexpr int kSockDrainPollMs = 20;
 }  // namespace
 
@@ -22,6 +23,7 @@ SockDrain::SockDrain(int ring_fd, size_t max_queued) : max_queued_(max_queued) {
     error_ = std::string("cannot map the socket ring: ") + std::strerror(errno);
     return;
   }
+  if (auto w = RingWait::over({ring_buffer__epoll_fd(ring_)})) wait_ = std::move(*w);
   thread_ = std::thread([this] { run(); });
   // The lowest real-time priority, as the early maps reader: on a loaded host a normal
   // thread waits its turn behind a run queue of busy ones while the ring fills.
@@ -31,8 +33,7 @@ SockDrain::SockDrain(int ring_fd, size_t max_queued) : max_queued_(max_queued) {
 }
 
 SockDrain::~SockDrain() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  stop_thread();
   if (ring_) ring_buffer__free(ring_);
 }
 
@@ -54,7 +55,13 @@ int SockDrain::on_record(void* ctx, void* data, size_t size) {
 }
 
 void SockDrain::run() {
-  while (!stop_) (void)ring_buffer__poll(ring_, kSockDrainPollMs);
+  serve_ring_until_stopped(ring_, wait_, stop_, kSockDrainPollMs);
+}
+
+void SockDrain::stop_thread() {
+  stop_ = true;
+  if (wait_) wait_->wake();
+  if (thread_.joinable()) thread_.join();
 }
 
 SockBatch SockDrain::take() {
@@ -63,8 +70,7 @@ SockBatch SockDrain::take() {
 }
 
 void SockDrain::finish() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  stop_thread();
   if (ring_) (void)ring_buffer__consume(ring_);
 }
 

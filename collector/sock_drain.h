@@ -12,9 +12,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "collector/ring_wait.h"
 
 struct ring_buffer;
 
@@ -58,9 +61,11 @@ class SockDrain {
  private:
   static int on_record(void* ctx, void* data, size_t size);
   void run();
+  void stop_thread();
 
   const size_t max_queued_;
   ring_buffer* ring_ = nullptr;
+  std::optional<RingWait> wait_;  // the ring's wake-ups and stop; without it, a poll timeout
   std::string error_;
   bool realtime_ = false;
   std::atomic<bool> stop_{false};

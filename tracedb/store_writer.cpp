@@ -75,7 +75,18 @@ void StoreWriter::accept(const R& r, RecordLane<R>& lane) {
   ++enqueued_seq_;
   const size_t queued = queued_rows();
   stats_.queue_peak = std::max<uint64_t>(stats_.queue_peak, queued);
+  wake_idle_writer();
   if (queued - inflight_rows_ >= options_.batch_rows) wake_writer_.notify_one();
+}
+
+bool StoreWriter::nothing_to_write() const {
+  return queued_rows() == 0 && meta_.empty() && aggregated_.empty() && !counters_changed_;
+}
+
+void StoreWriter::wake_idle_writer() {
+  if (!writer_idle_) return;
+  writer_idle_ = false;
+  wake_writer_.notify_one();
 }
 
 template <typename R>
@@ -131,6 +142,7 @@ StoreWriter::Batch StoreWriter::take_batch() {
   b.meta.swap(meta_);
   b.aggregated.swap(aggregated_);
   inflight_rows_ = b.rows;
+  counters_changed_ = false;  // write_counters() reads them after this
   return b;
 }
 
@@ -145,17 +157,23 @@ void StoreWriter::push_meta(MetaRecord r) {
   std::lock_guard lock(mu_);
   meta_.push_back(std::move(r));
   ++enqueued_seq_;
+  wake_idle_writer();
 }
 
 void StoreWriter::push_aggregated(AggregatedCallsRecord r) {
   std::lock_guard lock(mu_);
   aggregated_.push_back(std::move(r));
   ++enqueued_seq_;
+  wake_idle_writer();
 }
 
 void StoreWriter::set_counter(const std::string& name, int64_t value) {
   std::lock_guard lock(mu_);
-  counters_[name] = value;
+  auto [it, fresh] = counters_.try_emplace(name, value);
+  if (!fresh && it->second == value) return;
+  it->second = value;
+  counters_changed_ = true;
+  wake_idle_writer();
 }
 
 void StoreWriter::flush() {
@@ -200,17 +218,27 @@ void StoreWriter::run() {
     uint64_t seq = 0;
     {
       std::unique_lock lock(mu_);
-      wake_writer_.wait_for(lock, interval, [&] {
-        return stop_ || flush_requested_ || room_wanted_ || queued_rows() >= options_.batch_rows;
-      });
+      auto now_wanted = [&] { return stop_ || flush_requested_ || room_wanted_; };
+      // Idle: no wake-up each interval with nothing to store; the first push ends the sleep,
+      // and rows then wait the interval as before to be written together.
+      if (!now_wanted() && nothing_to_write()) {
+        writer_idle_ = true;
+        wake_writer_.wait(lock, [&] { return now_wanted() || !writer_idle_; });
+        writer_idle_ = false;
+      }
+      wake_writer_.wait_for(lock, interval, [&] { return now_wanted() || queued_rows() >= options_.batch_rows; });
       stopping = stop_;
       flush_requested_ = false;
       room_wanted_ = false;
       batch = take_batch();
       seq = enqueued_seq_;
     }
-    Result<void> r = write_batch(batch, stopping);
-    if (!r) on_write_failure(batch, stopping, r.error());
+    // A batch with nothing in it and no counter changed is no transaction.
+    const bool empty = batch.rows == 0 && batch.meta.empty() && batch.aggregated.empty();
+    if (!empty || stopping || counters_differ_from_stored()) {
+      Result<void> r = write_batch(batch, stopping);
+      if (!r) on_write_failure(batch, stopping, r.error());
+    }
     {
       std::lock_guard lock(mu_);
       recycle(batch);

@@ -166,6 +166,10 @@ class StoreWriter {
   void accept(const R& r, RecordLane<R>& lane);  // mu_ held, room checked
   size_t queued_rows() const { return calls_.rows() + switches_.rows() + wakeups_.rows() + inflight_rows_; }
   Batch take_batch();      // mu_ held
+  // Nothing queued, no counter changed (mu_ held): the writer sleeps until a producer pushes
+  // instead of waking each flush interval (docs/COLLECTOR.md "Draining without polling").
+  bool nothing_to_write() const;
+  void wake_idle_writer();  // mu_ held: a producer's first row after an idle spell
   void recycle(Batch& b);  // mu_ held
   Result<void> prepare_statements();
   // One per table family, in its file: the statements of the tables it writes.
@@ -221,7 +225,13 @@ class StoreWriter {
   // Counted calls into the batch's rollups (store_writer_aggregated.cpp).
   void accumulate_aggregated(const AggregatedCallsRecord& r);
   void commit_rollups();
+  // The counters' values now (mu_ taken): the collector's, then the writer's own.
+  std::map<std::string, int64_t> counter_snapshot(uint64_t written_now) const;
+  // Upserts the counters whose value differs from the one committed (stored_counters_); they
+  // become committed with commit_counters(), after COMMIT.
   Result<void> write_counters(uint64_t written_now);
+  bool counters_differ_from_stored() const;
+  void commit_counters();
   void count_lost(uint16_t op, uint64_t n);  // mu_ held; failure paths only
   Result<void> prune_if_needed(bool disk_full);
   bool op_is_known(uint16_t op);
@@ -248,7 +258,9 @@ class StoreWriter {
   bool stop_ = false;
   bool flush_requested_ = false;
   bool room_wanted_ = false;  // a producer waits for room: write now, not at batch_rows / the interval
+  bool writer_idle_ = false;  // the writer sleeps until something is pushed (nothing_to_write)
   std::map<std::string, int64_t> counters_;
+  bool counters_changed_ = false;  // a set_counter changed a value since the last batch was taken
   WriterCounters stats_;
   WriterHealth health_;
   std::atomic<WriteFault> fault_{WriteFault::none};
@@ -261,6 +273,8 @@ class StoreWriter {
       ins_stack_, upsert_chain_, upsert_call_cause_, del_request_chains_, upsert_counter_, upd_rolled_, upd_stopped_, ins_block_, ins_request_,
       ins_engine_sample_, upsert_engine_;
   std::map<RollupKey, RollupAcc> rollups_;        // committed rows not yet rolled up
+  std::map<std::string, int64_t> stored_counters_;                  // collector_stats as committed
+  std::vector<std::pair<std::string, int64_t>> batch_counters_;     // upserted by the open transaction
   std::map<RollupKey, RollupAcc> batch_rollups_;  // the transaction's rows, merged in on COMMIT
   int64_t max_ts_seen_ = 0;
   int64_t batch_max_ts_ = 0;

@@ -51,7 +51,11 @@ Result<void> StoreWriter::in_transaction(const std::function<Result<void>()>& bo
   Result<void> r = exec_sql(h, "BEGIN IMMEDIATE");
   if (r) r = body();
   if (r) r = exec_sql(h, "COMMIT");
-  if (r) return r;
+  if (r) {
+    commit_counters();
+    return r;
+  }
+  batch_counters_.clear();  // rolled back: collector_stats holds what stored_counters_ says
   failure_ = classify_failure(sqlite3_extended_errcode(h));
   // Some errors (a full disk among them) roll the transaction back by themselves.
   if (!sqlite3_get_autocommit(h)) (void)exec_sql(h, "ROLLBACK");

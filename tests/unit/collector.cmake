@@ -21,3 +21,5 @@ causeway_test(test_call_agg LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_ca
   LIBS causeway_collector_core)
 causeway_test(test_collector_discovery_events LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_discovery_events.cpp
   LIBS causeway_collector_core)
+causeway_test(test_collector_ring_wait LABEL unit SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_collector_ring_wait.cpp
+  LIBS causeway_collector)
