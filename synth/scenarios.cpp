@@ -170,14 +170,6 @@ Result<int64_t> duration_for_events(const ScenarioDef& def, const std::string& d
   return static_cast<int64_t>(d);
 }
 
-Result<void> lay_out_zone_map(const std::string& db_path, int64_t session_id) {
-  auto rw = open_for_write(db_path);
-  if (!rw) return rw.error();
-  if (auto r = rebuild_event_blocks(rw->get(), session_id, kEventsPerLaidOutBlock); !r) return r;
-  close_writer_cleanly(*rw);
-  return {};
-}
-
 }  // namespace
 
 const std::vector<ScenarioInfo>& demo_scenarios() {
@@ -212,7 +204,11 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
     t0 = now - duration;
   }
 
-  auto writer = StoreWriter::open(db_path, WriterOptions{.holder = "causeway demo"});
+  // The writer would cut its blocks where its queue happened to be drained; laid out by rows
+  // as it writes them, the zone map (and the chains the correlator builds over it) is the same
+  // on every run.
+  auto writer =
+      StoreWriter::open(db_path, WriterOptions{.holder = "causeway demo", .event_block_rows = kEventsPerLaidOutBlock});
   if (!writer) return writer.error();
   SessionInfo info;
   info.source_kind = "demo";
@@ -247,9 +243,6 @@ Result<DemoSummary> run_demo(const std::string& db_path, const DemoOptions& opti
   auto r = (*writer)->close(t0 + duration);
   WriterCounters counters = (*writer)->counters();
   if (!r) return r.error();
-  // The writer cut its blocks where its queue happened to be drained; laid out by rows, the
-  // zone map (and the chains the correlator builds over it) is the same on every run.
-  if (auto laid = lay_out_zone_map(db_path, *sid); !laid) return laid.error();
   // Demo data goes through the same diagnosis as live and imported data.
   auto chains = diagnose_and_store(db_path, *sid);
   if (!chains) return chains.error();

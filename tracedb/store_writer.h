@@ -48,6 +48,11 @@ struct WriterOptions {
   int64_t max_db_bytes = 0;           // 0 = unlimited; else prune oldest raw rows to stay under
   int64_t rollup_lateness_ns = 2'000'000'000;  // a second is rolled up once data is this far past it
   std::string holder = "causeway";    // named to a second writer refused by the lock (writer_lock.h)
+  // 0: one event_blocks row per batch (live: whatever the drain gathered). N > 0: blocks of N
+  // rows counted from the session's first event, the map rebuild_event_blocks lays out
+  // (tracedb/event_blocks.h), built as the rows are written instead of by a second pass over
+  // them (demos: docs/BENCHMARKS.md "Demo write").
+  int64_t event_block_rows = 0;
 };
 
 // Why the writer cannot store rows. Closed set: the trace's messages, exit status and the
@@ -200,8 +205,19 @@ class StoreWriter {
   template <typename R, typename Bind>
   int insert_lane(const std::vector<std::vector<R>>& chunks, Statement& s, uint16_t rollup_op, uint64_t& written,
                   Bind bind);
-  // The batch's calls and their event_blocks entry; its sched and wakeup rows. SQLITE_DONE or the error.
+  // One event_blocks entry being grown: a batch's, or with event_block_rows a laid-out block.
+  struct EventBlock {
+    int64_t first_id = 0, last_id = 0, min_ts = INT64_MAX, max_ts = INT64_MIN, max_end = INT64_MIN;
+    void add(int64_t id, int64_t ts, int64_t end);
+  };
+  // The laid-out map's open block and the session's first event id (event_block_rows > 0).
+  struct LaidOutBlocks {
+    int64_t session_first_id = 0;
+    EventBlock open;
+  };
+  // The batch's calls and their event_blocks entries; its sched and wakeup rows. SQLITE_DONE or the error.
   int write_call_rows(const Batch& batch, uint64_t& written);
+  int upsert_event_block(const EventBlock& b);
   int write_context_rows(const Batch& batch, uint64_t& written);
   // One meta row, by its kind (each in its table family's file); SQLITE_DONE, or the error
   // that fails the batch (a row breaking a constraint is skipped).
@@ -276,6 +292,8 @@ class StoreWriter {
   std::map<std::string, int64_t> stored_counters_;                  // collector_stats as committed
   std::vector<std::pair<std::string, int64_t>> batch_counters_;     // upserted by the open transaction
   std::map<RollupKey, RollupAcc> batch_rollups_;  // the transaction's rows, merged in on COMMIT
+  LaidOutBlocks laid_out_;        // committed (event_block_rows > 0)
+  LaidOutBlocks batch_laid_out_;  // the transaction's, kept on COMMIT
   int64_t max_ts_seen_ = 0;
   int64_t batch_max_ts_ = 0;
   int64_t rolled_up_to_ns_ = 0;

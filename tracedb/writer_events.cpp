@@ -1,5 +1,6 @@
 // The writer's event tables: events (calls, in multi-row INSERTs from the one column list of
-// tracedb/event_columns.h), event_blocks (the zone map of each batch's events), sched and
+// tracedb/event_columns.h), event_blocks (the zone map: each batch's events, or blocks of a
+// fixed row count with WriterOptions::event_block_rows), sched and
 // wakeups (the scheduler context), columns listed once and bound by name
 // (tracedb/table_columns.h). Every row stored is also rolled up (tracedb/writer_rollups.cpp).
 #include <algorithm>
@@ -35,11 +36,6 @@ enum class WakeupCol { session_id, ts_ns, tid, pid, waker_tid, waker_pid, target
 inline constexpr TableColumns<WakeupCol> kWakeupColumns{
     "wakeups", {"session_id", "ts_ns", "tid", "pid", "waker_tid", "waker_pid", "target_cpu"}};
 
-// This batch's entry in the event_blocks zone map.
-struct EventBlock {
-  int64_t first_id = 0, last_id = 0, min_ts = INT64_MAX, max_ts = INT64_MIN, max_end = INT64_MIN;
-};
-
 }  // namespace writer_events
 
 Result<void> StoreWriter::prepare_event_statements(sqlite3* h) {
@@ -68,11 +64,40 @@ int StoreWriter::insert_lane(const std::vector<std::vector<R>>& chunks, Statemen
   return SQLITE_DONE;
 }
 
+void StoreWriter::EventBlock::add(int64_t id, int64_t ts, int64_t end) {
+  if (first_id == 0) first_id = id;
+  last_id = id;
+  min_ts = std::min(min_ts, ts);
+  max_ts = std::max(max_ts, ts);
+  max_end = std::max(max_end, end);
+}
+
+int StoreWriter::upsert_event_block(const EventBlock& b) {
+  using writer_events::BlockCol;
+  RowBind<BlockCol>(ins_block_)
+      .set(BlockCol::session_id, session_id_)
+      .set(BlockCol::first_id, b.first_id)
+      .set(BlockCol::last_id, b.last_id)
+      .set(BlockCol::min_ts, b.min_ts)
+      .set(BlockCol::max_ts, b.max_ts)
+      .set(BlockCol::max_end_ns, b.max_end);
+  const int rc = ins_block_.step();
+  sqlite3_reset(ins_block_.get());
+  return rc;
+}
+
 int StoreWriter::write_call_rows(const Batch& batch, uint64_t& written) {
   using namespace writer_events;
   sqlite3* h = db_.get();
   const int64_t sid = session_id_;
-  EventBlock block;
+  const int64_t block_rows = options_.event_block_rows;
+  // The batch's one block, or (block_rows > 0) the laid-out block the rows fall in: written
+  // when the next row opens another, and as it stands at the batch's end (INSERT OR REPLACE
+  // on its first_id grows it in place in the next batch).
+  LaidOutBlocks& laid = batch_laid_out_;
+  EventBlock batch_block;
+  EventBlock& block = block_rows > 0 ? laid.open : batch_block;
+  auto block_of = [&](int64_t id) { return (id - laid.session_first_id) / block_rows; };
   for (const auto& chunk : batch.calls) {
     for (size_t i = 0; i < chunk.size();) {
       const int group = chunk.size() - i >= kEventsPerInsert ? kEventsPerInsert : 1;
@@ -82,14 +107,16 @@ int StoreWriter::write_call_rows(const Batch& batch, uint64_t& written) {
       sqlite3_reset(s.get());
       if (rc != SQLITE_DONE) return rc;
       // One INSERT's rows take consecutive rowids, the last being last_insert_rowid.
-      const int64_t last = sqlite3_last_insert_rowid(h);
-      if (block.first_id == 0) block.first_id = last - group + 1;
-      block.last_id = last;
+      const int64_t first = sqlite3_last_insert_rowid(h) - group + 1;
+      if (block_rows > 0 && laid.session_first_id == 0) laid.session_first_id = first;
       for (int r = 0; r < group; ++r) {
         const CallRecord& c = chunk[i + r];
-        block.min_ts = std::min(block.min_ts, c.ts_ns);
-        block.max_ts = std::max(block.max_ts, c.ts_ns);
-        block.max_end = std::max(block.max_end, c.ts_ns + c.dur_ns);
+        const int64_t id = first + r;
+        if (block_rows > 0 && block.first_id != 0 && block_of(id) != block_of(block.first_id)) {
+          if (const int brc = upsert_event_block(block); brc != SQLITE_DONE) return brc;
+          block = EventBlock{};
+        }
+        block.add(id, c.ts_ns, c.ts_ns + c.dur_ns);
         batch_max_ts_ = std::max(batch_max_ts_, c.ts_ns);
         // A thread's run of counted calls is in the rollups already (AggregatedCallsRecord).
         if (c.op != CW_OP_CALLS_AGGREGATED) accumulate(c.op, c.pid, c.ts_ns, c.dur_ns, c.ret != 0);
@@ -98,17 +125,7 @@ int StoreWriter::write_call_rows(const Batch& batch, uint64_t& written) {
       i += static_cast<size_t>(group);
     }
   }
-  if (block.first_id == 0) return SQLITE_DONE;
-  RowBind<BlockCol>(ins_block_)
-      .set(BlockCol::session_id, sid)
-      .set(BlockCol::first_id, block.first_id)
-      .set(BlockCol::last_id, block.last_id)
-      .set(BlockCol::min_ts, block.min_ts)
-      .set(BlockCol::max_ts, block.max_ts)
-      .set(BlockCol::max_end_ns, block.max_end);
-  const int rc = ins_block_.step();
-  sqlite3_reset(ins_block_.get());
-  return rc;
+  return block.first_id == 0 ? SQLITE_DONE : upsert_event_block(block);
 }
 
 int StoreWriter::write_context_rows(const Batch& batch, uint64_t& written) {

@@ -72,6 +72,7 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
                                      " while being written; nothing more is stored");
   }
   batch_rollups_.clear();
+  batch_laid_out_ = laid_out_;
   batch_max_ts_ = max_ts_seen_;
   batch_written_ = 0;
   auto r = in_transaction([&] { return write_batch_rows(batch, final_flush); });
@@ -80,6 +81,7 @@ Result<void> StoreWriter::write_batch(Batch& batch, bool final_flush) {
     return r;
   }
   commit_rollups();
+  laid_out_ = batch_laid_out_;
   bool recovered = false;
   {
     std::lock_guard lock(mu_);

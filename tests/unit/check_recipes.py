@@ -24,7 +24,8 @@ import sys
 DOC = os.path.join("docs", "ARCHITECTURE.md")
 RECIPES = {
     "A request cause": [
-        "diagnosis/causes/request_<cause>.{h,cpp}",  # the module: its descriptor and detector
+        "diagnosis/causes/request_<cause>.h",        # the module's descriptor
+        "diagnosis/causes/request_<cause>.cpp",      # its detector, recommendation and chain words
         "diagnosis/causes/request_cause.h",          # the RequestCause enumerator (and kRequestCauseCount)
         "diagnosis/causes/request_registry.h",       # its include and its line in RequestCauses
         "exporters/report_svg.cpp",                  # its colour class: a switch the compiler checks
@@ -35,6 +36,8 @@ RECIPES = {
         "mcp/tools/<name>.cpp",            # the handler, registered with CAUSEWAY_TOOL
         "schemas/tools/<name>.json",       # name, description, input and output schemas
         "tests/unit/test_mcp_tools.cpp",   # its call in kCalls (validated) and its largest call in `largest`
+        "tests/e2e/lib/common.mjs",        # EXPECTED_TOOLS (the listed tools, compared) and its call in CALLS
+        "tests/e2e/mcp_inspector.test.mjs",  # its largest call in LARGEST
         "docs/MCP.md",                     # the tool's entry
     ],
     "A shipped table": [
@@ -99,6 +102,9 @@ def check_request_causes(src):
 def check_mcp_tools(src):
     problems = []
     calls, mcp_doc = read(src, "tests/unit/test_mcp_tools.cpp"), read(src, "docs/MCP.md")
+    e2e_common, inspector = read(src, "tests/e2e/lib/common.mjs"), read(src, "tests/e2e/mcp_inspector.test.mjs")
+    expected = re.search(r"EXPECTED_TOOLS = \[(.*?)\]", e2e_common, re.S)
+    expected = set(re.findall(r"'(\w+)'", expected.group(1))) if expected else set()
     tools = set()
     for path in sorted(glob.glob(os.path.join(src, "mcp", "tools", "*.cpp"))):
         stem = os.path.splitext(os.path.basename(path))[0]
@@ -114,6 +120,12 @@ def check_mcp_tools(src):
         if len(re.findall(r'\{"%s",' % stem, calls)) < 2:
             problems.append("tests/unit/test_mcp_tools.cpp: %s needs its call in kCalls and its largest call in "
                             "`largest`" % stem)
+        # The e2e clients compare the listed tools with EXPECTED_TOOLS and call each from CALLS;
+        # the Inspector test calls each with its LARGEST arguments.
+        if stem not in expected or not re.search(r"^\s*%s: \{" % stem, e2e_common, re.M):
+            problems.append("tests/e2e/lib/common.mjs: %s needs its name in EXPECTED_TOOLS and its call in CALLS" % stem)
+        if not re.search(r"^\s*%s: \{" % stem, inspector, re.M):
+            problems.append("tests/e2e/mcp_inspector.test.mjs: %s needs its largest call in LARGEST" % stem)
         if "`%s`" % stem not in mcp_doc:
             problems.append("docs/MCP.md: tool `%s` is not described" % stem)
     for path in sorted(glob.glob(os.path.join(src, "schemas", "tools", "*.json"))):

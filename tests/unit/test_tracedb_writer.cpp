@@ -3,10 +3,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <thread>
+#include <vector>
 
 #include "bpf/events.h"
 #include "tests/support/test_support.h"
+#include "tracedb/event_blocks.h"
 #include "tracedb/op_catalog.h"
 #include "tracedb/open.h"
 #include "tracedb/store_writer.h"
@@ -129,6 +132,60 @@ TEST_CASE("room() counts rows queued and in flight; waiting for room makes the w
   CHECK(count(path, "SELECT sum(last_id - first_id + 1) FROM event_blocks") == 19'000);
   CHECK(count(path, "SELECT count(*) FROM events e WHERE NOT EXISTS (SELECT 1 FROM event_blocks b "
                     "WHERE e.id BETWEEN b.first_id AND b.last_id AND e.ts_ns BETWEEN b.min_ts AND b.max_ts)") == 0);
+}
+
+// The demos' zone map laid out by the writer as it writes (WriterOptions::event_block_rows) is
+// the one rebuild_event_blocks lays out over the same rows afterwards, blocks that span
+// batches and a session whose first id is not 1 included.
+TEST_CASE("event_block_rows: the writer lays out the same blocks as rebuild_event_blocks, across batches") {
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  {
+    auto first = StoreWriter::open(path);  // an earlier session: the next one's ids start at 124
+    REQUIRE(first.ok());
+    REQUIRE((*first)->begin_session(live_session()).ok());
+    for (int64_t i = 0; i < 123; ++i) REQUIRE((*first)->push(call_at(i)));
+    REQUIRE((*first)->close(kT0 + 1'000'000'000).ok());
+  }
+  auto w = StoreWriter::open(path, WriterOptions{.batch_rows = 1'000'000, .flush_interval_ms = 10'000,
+                                                 .event_block_rows = 1'000});
+  REQUIRE(w.ok());
+  auto sid = (*w)->begin_session(live_session());
+  REQUIRE(sid.ok());
+  // Batches of 700, 1 and 2,600 rows (flush() ends each): blocks are cut inside batches and
+  // grow across them; the calls' ends are not in ts order (a long one every 97th).
+  int64_t i = 0;
+  for (int64_t batch : {700, 1, 2'600, 1'255}) {
+    for (int64_t n = 0; n < batch; ++n, ++i) {
+      CallRecord c = call_at(i);
+      if (i % 97 == 0) c.dur_ns = 500'000;
+      REQUIRE((*w)->push(c));
+    }
+    (*w)->flush();
+  }
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+  auto blocks = [&] {
+    auto db = open_read_only(path);
+    REQUIRE(db.ok());
+    auto st = Statement::prepare(db->get(), "SELECT first_id, last_id, min_ts, max_ts, max_end_ns FROM event_blocks "
+                                             "WHERE session_id = " + std::to_string(*sid) + " ORDER BY first_id");
+    REQUIRE(st.ok());
+    std::vector<std::array<int64_t, 5>> out;
+    while (st->step() == SQLITE_ROW) out.push_back({st->col_int(0), st->col_int(1), st->col_int(2), st->col_int(3), st->col_int(4)});
+    return out;
+  };
+  const auto written = blocks();
+  REQUIRE(written.size() == 5);  // 4,556 rows: 4 blocks of 1,000 and one of 556
+  CHECK(written[0][0] == 124);
+  CHECK(written[1][0] == 1'124);
+  CHECK(written[4][1] - written[4][0] + 1 == 556);
+  {
+    auto rw = open_for_write(path);
+    REQUIRE(rw.ok());
+    REQUIRE(rebuild_event_blocks(rw->get(), *sid, 1'000).ok());
+    close_writer_cleanly(*rw);
+  }
+  CHECK(blocks() == written);
 }
 
 TEST_CASE("a reader sees committed batches while the writer is still running") {
