@@ -6,15 +6,12 @@ add_executable(test_requests_engine_bpf ${CMAKE_CURRENT_LIST_DIR}/test_requests_
   ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp)
 target_link_libraries(test_requests_engine_bpf PRIVATE causeway_test_support causeway_tracedb)
 add_dependencies(test_requests_engine_bpf causeway causeway_testprogs)
-# cpu_hog runs in ~15 s (a real-time hog holding the engine's CPU half the time, a client of
-# 48 streams): its limit is 120 s; the others, ~1-2 minutes on a busy host, 300 s.
+# cpu_hog runs in ~25-45 s on a quiet or moderately busy host (a real-time hog holding the
+# engine's CPU half the time, a bounded client of 40 streams); under a unity build on both cores
+# it took 3 min (the engine's half of CPU 0 shared with compilers), so every case gets 300 s.
 foreach(scenario prefill late_rank late_cpu cpu_hog quiet)
   set(name test_requests_engine_${scenario}_bpf)
   add_test(NAME ${name} COMMAND test_requests_engine_bpf "--test-case=engine ${scenario}:*")
-  set(limit 300)
-  if(scenario STREQUAL "cpu_hog")
-    set(limit 120)
-  endif()
-  set_tests_properties(${name} PROPERTIES LABELS bpf SKIP_RETURN_CODE 77 TIMEOUT ${limit}
+  set_tests_properties(${name} PROPERTIES LABELS bpf SKIP_RETURN_CODE 77 TIMEOUT 300
     ENVIRONMENT "CAUSEWAY_BIN=$<TARGET_FILE:causeway>;CAUSEWAY_SOURCE_DIR=${PROJECT_SOURCE_DIR};CAUSEWAY_BUILD_DIR=${PROJECT_BINARY_DIR}")
 endforeach()
