@@ -48,29 +48,45 @@ std::vector<std::string> workload(std::vector<std::string> args) {
   return args;
 }
 
+// One cw_workload traced alone: it waits at a gate until the tracer runs with --pid (its pid is
+// needed first; on a shared host a host-wide trace also takes other checkouts' fake-CUDA calls,
+// whose drops and rows then count as this workload's), runs, and the trace is stopped by SIGINT.
+struct GatedRun {
+  pid_t pid = 0;
+  std::string db, log;
+};
+
+GatedRun trace_gated_workload(TempDir& dir, std::vector<std::string> args, std::vector<std::string> flags) {
+  const std::string ready = dir.file("w.ready"), go = dir.file("w.go");
+  args.insert(args.end(), {"--ready-file", ready, "--wait-file", go});
+  Child w(spawn(workload(std::move(args)), dir.file("w.log")));
+  wait_for_file(ready);
+  flags.insert(flags.begin(), {"--pid", S(w.pid())});
+  Tracer t(dir, flags);
+  touch(go);
+  REQUIRE(w.wait() == 0);
+  sleep_ms(300);
+  REQUIRE(t.stop(SIGINT) == 0);
+  return {w.pid(), t.db(), t.log()};
+}
+
 }  // namespace
 
 TEST_CASE("exact per-op counts, decoded args and durations from several threads; SIGINT flushes") {
   TempDir dir;
   const int threads = 4, iters = 150;
-  const std::string ready = dir.file("w.ready"), go = dir.file("w.go");
-  Child w(spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--latency-us", "200", "--ops",
-                          "malloc,malloc_fail,memcpy,memcpy_async,memcpy2d_async,memset_async,launch,launch_internal,"
-                          "launch_exc,stream_sync,event_sync,free,cu_launch,cu_launch_ex,cu_htod_async,cu_dtoh,cu_alloc",
-                          "--ready-file", ready, "--wait-file", go}),
-                dir.file("w.log")));
-  const pid_t pid = w.pid();
-  wait_for_file(ready);
-  // Every call a row: the decoded args of each launch are checked below. --pid: on a shared
-  // host a host-wide trace also takes other checkouts' fake-CUDA calls, which filled the ring
-  // (3,786 drops, 3-4 of this workload's 600 calls per op lost among them).
-  Tracer t(dir, {"--pid", S(pid), "--lib", testprog("libcudart.so.13"), "--lib", testprog("libcuda.so.1"), "--record-all"});
-  touch(go);
-  REQUIRE(w.wait() == 0);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  const std::string db = t.db();
-  INFO(t.log());
+  // Every call a row: the decoded args of each launch are checked below. Traced alone: a
+  // host-wide trace on a shared host filled the ring (3,786 drops, 3-4 of this workload's 600
+  // calls per op lost among them).
+  const GatedRun run = trace_gated_workload(
+      dir,
+      {"--threads", S(threads), "--iterations", S(iters), "--latency-us", "200", "--ops",
+       "malloc,malloc_fail,memcpy,memcpy_async,memcpy2d_async,memset_async,launch,launch_internal,"
+       "launch_exc,stream_sync,event_sync,free,cu_launch,cu_launch_ex,cu_htod_async,cu_dtoh,cu_alloc"},
+      {"--lib", testprog("libcudart.so.13"), "--lib", testprog("libcuda.so.1"), "--record-all"});
+  const pid_t pid = run.pid;
+  const std::string& db = run.db;
+  INFO(run.log);
 
   const int64_t n = threads * iters;
   auto counts = op_counts(db, pid);
@@ -584,18 +600,10 @@ TEST_CASE("a tiny ring buffer overflows: every lost call is counted, received + 
   // tests), whose drops then counted as this workload's.
   TempDir dir;
   const int threads = 2, iters = 20000;
-  const std::string ready = dir.file("w.ready"), go = dir.file("w.go");
-  Child w(spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops", "stream_sync", "--ready-file", ready,
-                          "--wait-file", go}),
-                dir.file("w.log")));
-  const pid_t pid = w.pid();
-  wait_for_file(ready);
-  Tracer t(dir, {"--pid", S(pid), "--no-stack", "--ring-size", "4k"});
-  touch(go);
-  REQUIRE(w.wait() == 0);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  const std::string db = t.db();
+  const GatedRun run = trace_gated_workload(dir, {"--threads", S(threads), "--iterations", S(iters), "--ops", "stream_sync"},
+                                            {"--no-stack", "--ring-size", "4k"});
+  const pid_t pid = run.pid;
+  const std::string& db = run.db;
   const int64_t recorded = q_int(db, "SELECT count(*) FROM events WHERE op_id = 116 AND pid = " + S(pid));
   const int64_t dropped = q_int(db, "SELECT value FROM collector_stats WHERE name = 'dropped_ring_calls'");
   CHECK(dropped > 0);
@@ -612,18 +620,10 @@ TEST_CASE("a writer queue too small for the rate pushes back into the ring: it r
   // by the writer, whose queue is the trace's, not the workload's).
   TempDir dir;
   const int threads = 2, iters = 50000;
-  const std::string ready = dir.file("w.ready"), go = dir.file("w.go");
-  Child w(spawn(workload({"--threads", S(threads), "--iterations", S(iters), "--ops", "stream_sync", "--ready-file", ready,
-                          "--wait-file", go}),
-                dir.file("w.log")));
-  const pid_t pid = w.pid();
-  wait_for_file(ready);
-  Tracer t(dir, {"--pid", S(pid), "--no-stack", "--no-diagnose", "--writer-queue", "1000"});
-  touch(go);
-  REQUIRE(w.wait() == 0);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  const std::string db = t.db();
+  const GatedRun run = trace_gated_workload(dir, {"--threads", S(threads), "--iterations", S(iters), "--ops", "stream_sync"},
+                                            {"--no-stack", "--no-diagnose", "--writer-queue", "1000"});
+  const pid_t pid = run.pid;
+  const std::string& db = run.db;
   auto stat = [&](const char* name) {
     return q_int(db, std::string("SELECT value FROM collector_stats WHERE name = '") + name + "'");
   };
