@@ -10,26 +10,9 @@
  * cgroup are RCU-freed, and the tracepoints run under RCU. */
 static __always_inline __u64 task_cgroup_id(struct task_struct *t) { return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id); }
 
-/* Who ran while a traced thread waited (docs/DIAGNOSIS.md "cpu_contention"): per CPU, when a
- * traced thread became runnable there (preempted, or woken for it) and has not run since, every
- * switch on that CPU is recorded too, for up to CW_SCHED_WATCH_NS. Without them the whole wait
- * goes to whoever ran last before the thread got back in (on a busy host, any short task),
- * never to a hog that held the CPU for most of it but did not hand it over. Set from the
- * waking CPU for the wakee's CPU (task_cpu at sched_waking: where it last ran), cleared when a
- * traced thread is switched in there or leaves it asleep. */
-#define CW_SCHED_WATCH_CPUS 1024
-#define CW_SCHED_WATCH_NS 2000000000ULL
-struct {
-  __uint(type, BPF_MAP_TYPE_ARRAY);
-  __uint(max_entries, CW_SCHED_WATCH_CPUS);
-  __type(key, __u32);
-  __type(value, __u64); /* ktime a traced thread began to wait here; 0: none waiting */
-} sched_watch SEC(".maps");
-
-static __always_inline void sched_watch_set(__u32 cpu, __u64 now) {
-  __u64 *w = bpf_map_lookup_elem(&sched_watch, &cpu);
-  if (w) *w = now;
-}
+/* Who ran while a traced thread waited (docs/DIAGNOSIS.md "cpu_contention"): while one waits
+ * to run on a CPU, every switch there is recorded too (bpf/sched_watch.bpf.h). */
+#include "sched_watch.bpf.h"
 
 /* raw_tp/sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 SEC("raw_tp/sched_switch")
@@ -46,21 +29,13 @@ int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   barrier_var(prev_traced);
   barrier_var(next_traced);
   __u32 cpu = bpf_get_smp_processor_id();
-  __u64 *watch = bpf_map_lookup_elem(&sched_watch, &cpu);
-  const __u64 since = watch ? *watch : 0;
-  if (!prev_traced && !next_traced && !since) return 0;  /* the common case: one array lookup more */
+  struct cw_cpu_watch *watch = bpf_map_lookup_elem(&sched_watch, &cpu);
+  bool watched = watch && watch->waiters > 0;
+  barrier_var(watched);
+  if (!prev_traced && !next_traced && !watched) return 0;  /* the common case: one array lookup more */
   const __u64 now = bpf_ktime_get_ns();
-  if (watch) {
-    if (next_traced) *watch = 0;
-    /* Still runnable: preempted in the kernel, or (a busy user thread at the tick) switched
-     * out on its way back to user space with its state TASK_RUNNING and preempt false. A
-     * traced thread leaving the CPU asleep (or dead) ends any wait marked here too. */
-    if (prev_traced) *watch = preempt || !(BPF_CORE_READ(prev, __state) & 0xff) ? now : 0;
-  }
-  if (!prev_traced && !next_traced && now - since >= CW_SCHED_WATCH_NS) {
-    if (watch) *watch = 0;  /* a wait seen to start and never to end (the thread exited) */
-    return 0;
-  }
+  watched = sched_watch_switch(watch, cpu, prev, next, prev_traced, preempt, now);
+  if (!prev_traced && !next_traced && !watched) return 0;
 
   struct cw_switch_event *e = bpf_ringbuf_reserve(&rb_host, sizeof(*e), 0);
   if (!e) {
@@ -103,7 +78,7 @@ static __always_inline int on_wakeup(struct task_struct *p) {
   e->pid = pid;
   e->target_cpu = BPF_CORE_READ(p, wake_cpu);
   e->_pad1 = 0;
-  sched_watch_set(e->target_cpu, e->hdr.ts_ns);
+  sched_wait_begin(e->tid, e->target_cpu, e->hdr.ts_ns);
   e->cgroup_id = task_cgroup_id(p);
   BPF_CORE_READ_STR_INTO(&e->comm, p, comm);
   bpf_get_current_comm(e->waker_comm, sizeof(e->waker_comm));

@@ -21,3 +21,9 @@ add_dependencies(test_collector_net_bpf causeway causeway_testprogs)
 # a container's network namespace.
 causeway_test(test_scraper_netns LABEL bpf SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_scraper_netns.cpp
   LIBS causeway_collector_core causeway_collector TIMEOUT 60)
+# The CPU watch with two traced threads waiting on one CPU (bpf/sched_watch.bpf.h): a hog
+# taking the CPU from an untraced task is recorded, and named by the stolen-time ranking.
+causeway_test(test_sched_watch_bpf LABEL bpf TIMEOUT 120
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_sched_watch_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_diagnosis)
+add_dependencies(test_sched_watch_bpf causeway causeway_testprogs)

@@ -1,0 +1,96 @@
+/* Which CPUs have a traced thread waiting to run (docs/DIAGNOSIS.md "cpu_contention"): while
+ * one does, every switch on that CPU is recorded (bpf/sched.bpf.h), so the time the thread
+ * waited goes to whoever held the CPU meanwhile — a hog that takes the CPU from others and
+ * never hands it to the traced thread directly included.
+ *
+ * Several traced threads may wait on one CPU at once (a server's threads pinned together), and
+ * one running must not end the others' watch: each CPU counts its waiters, and each waiting
+ * thread remembers the CPU it was counted on, so its switch-in ends exactly its own wait
+ * wherever it runs (load balancing may have moved it). A wait begins when a traced thread is
+ * preempted (still runnable) or woken (for the CPU it last ran on: task_cpu at sched_waking),
+ * and ends when that thread is switched in, or leaves a CPU asleep or dead. A count that an
+ * unseen event left standing (a program run the kernel skipped) is dropped 2 s after the
+ * CPU's latest wait began (`epoch` then voids the waits counted before). */
+#pragma once
+
+#include "maps.bpf.h"
+
+#define CW_SCHED_WATCH_CPUS 1024
+#define CW_SCHED_WATCH_NS 2000000000ULL
+#define CW_SCHED_WAITING_THREADS 16384
+
+struct cw_cpu_watch {
+  __s32 waiters; /* traced threads counted as waiting for this CPU (changed by other CPUs too: atomic) */
+  __u32 epoch;   /* bumped when the 2 s backstop drops the count */
+  __u64 since;   /* ktime the latest of those waits began */
+};
+
+struct {
+  __uint(type, BPF_MAP_TYPE_ARRAY);
+  __uint(max_entries, CW_SCHED_WATCH_CPUS);
+  __type(key, __u32);
+  __type(value, struct cw_cpu_watch);
+} sched_watch SEC(".maps");
+
+struct cw_thread_wait {
+  __u32 cpu;   /* the CPU whose count holds this wait */
+  __u32 epoch; /* that CPU's epoch when it was counted */
+};
+
+/* Waiting traced threads (tid → where counted). LRU: an entry whose end was never seen cannot
+ * fill the map; its CPU's count is dropped by the backstop. */
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, CW_SCHED_WAITING_THREADS);
+  __type(key, __u32);
+  __type(value, struct cw_thread_wait);
+} sched_waiting SEC(".maps");
+
+/* The wait of `tid` (if one is counted) is over. Only the caller whose delete succeeds takes
+ * it off the count, so two CPUs ending the same wait at once do not both. */
+static __always_inline void sched_wait_end(__u32 tid) {
+  struct cw_thread_wait *t = bpf_map_lookup_elem(&sched_waiting, &tid);
+  if (!t) return;
+  __u32 cpu = t->cpu;
+  const __u32 epoch = t->epoch;
+  if (bpf_map_delete_elem(&sched_waiting, &tid) != 0) return;
+  struct cw_cpu_watch *w = bpf_map_lookup_elem(&sched_watch, &cpu);
+  if (w && w->epoch == epoch) __sync_fetch_and_add(&w->waiters, -1);
+}
+
+/* `tid` waits for `cpu` from `now` on. */
+static __always_inline void sched_wait_begin(__u32 tid, __u32 cpu, __u64 now) {
+  struct cw_cpu_watch *w = bpf_map_lookup_elem(&sched_watch, &cpu);
+  if (!w) return;
+  struct cw_thread_wait *t = bpf_map_lookup_elem(&sched_waiting, &tid);
+  if (!t || t->cpu != cpu || t->epoch != w->epoch) {
+    sched_wait_end(tid); /* counted on another CPU (or before the backstop): moved here */
+    struct cw_thread_wait v = {.cpu = cpu, .epoch = w->epoch};
+    if (bpf_map_update_elem(&sched_waiting, &tid, &v, BPF_NOEXIST) == 0) __sync_fetch_and_add(&w->waiters, 1);
+  }
+  w->since = now;
+}
+
+/* A switch on `cpu` (whose watch is `w`) at `now`: next's wait ends (traced or not: a thread
+ * may stop being traced while it waits), prev begins one (still runnable: preempted in the
+ * kernel, or a busy user thread switched out at the tick with TASK_RUNNING and preempt false)
+ * or ends its own (asleep or dead). True while a traced thread still waits here: the switch is
+ * recorded whoever its tasks are. */
+static __always_inline bool sched_watch_switch(struct cw_cpu_watch *w, __u32 cpu, struct task_struct *prev,
+                                               struct task_struct *next, bool prev_traced, bool preempt, __u64 now) {
+  if (!w) return false;
+  const __u32 next_tid = BPF_CORE_READ(next, pid);
+  if (next_tid) sched_wait_end(next_tid); /* 0: this CPU's idle task */
+  if (prev_traced) {
+    const __u32 prev_tid = BPF_CORE_READ(prev, pid);
+    if (preempt || !(BPF_CORE_READ(prev, __state) & 0xff)) sched_wait_begin(prev_tid, cpu, now);
+    else sched_wait_end(prev_tid);
+  }
+  if (w->waiters <= 0) return false;
+  if (now - w->since >= CW_SCHED_WATCH_NS) { /* a wait seen to start and never to end */
+    w->waiters = 0;
+    w->epoch++;
+    return false;
+  }
+  return true;
+}
