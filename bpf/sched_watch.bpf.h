@@ -6,9 +6,11 @@
  * Several traced threads may wait on one CPU at once (a server's threads pinned together), and
  * one running must not end the others' watch: each CPU counts its waiters, and each waiting
  * thread remembers the CPU it was counted on, so its switch-in ends exactly its own wait
- * wherever it runs (load balancing may have moved it). A wait begins when a traced thread is
- * preempted (still runnable) or woken (for the CPU it last ran on: task_cpu at sched_waking),
- * and ends when that thread is switched in, or leaves a CPU asleep or dead. A count that an
+ * wherever it runs. A wait begins when a traced thread is preempted (still runnable) or woken
+ * (for the CPU it last ran on: task_cpu at sched_waking), moves with the thread when the
+ * scheduler places it on another CPU (at that wake-up, or by load balancing:
+ * sched_migrate_task), and ends when that thread is switched in, or leaves a CPU asleep or
+ * dead. A count that an
  * unseen event left standing (a program run the kernel skipped) is dropped 2 s after the
  * CPU's latest wait began (`epoch` then voids the waits counted before). */
 #pragma once
@@ -93,4 +95,23 @@ static __always_inline bool sched_watch_switch(struct cw_cpu_watch *w, __u32 cpu
     return false;
   }
   return true;
+}
+
+/* raw_tp/sched_migrate_task(struct task_struct *p, int dest_cpu), in set_task_cpu before the
+ * move: a waiting traced thread placed on another CPU than it last ran on (the scheduler picks
+ * the CPU after sched_waking) or pulled there by load balancing now waits there, so its wait
+ * is counted there. `wake_cpu` is still the CPU it leaves; when that CPU has no waiter (the
+ * common case) this is one array lookup. */
+SEC("raw_tp/sched_migrate_task")
+int cw_sched_migrate(struct bpf_raw_tracepoint_args *ctx) {
+  if (cw_stopped) return 0;
+  struct task_struct *p = (struct task_struct *)ctx->args[0];
+  const __u32 dest = (__u32)ctx->args[1];
+  __u32 from = BPF_CORE_READ(p, wake_cpu);
+  struct cw_cpu_watch *w = bpf_map_lookup_elem(&sched_watch, &from);
+  if (!w || w->waiters <= 0 || from == dest) return 0;
+  __u32 tid = BPF_CORE_READ(p, pid);
+  struct cw_thread_wait *t = bpf_map_lookup_elem(&sched_waiting, &tid);
+  if (t && t->cpu != dest) sched_wait_begin(tid, dest, bpf_ktime_get_ns());
+  return 0;
 }

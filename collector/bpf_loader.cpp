@@ -270,7 +270,7 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
       {skel_->progs.cw_block_issue, "block_rq_issue"},       {skel_->progs.cw_block_complete, "block_rq_complete"},
       {skel_->progs.cw_tcp_retransmit, "tcp_retransmit_skb"}, {skel_->progs.cw_tcp_sendmsg, "tcp_sendmsg_locked"},
       {skel_->progs.cw_sock_state, "inet_sock_set_state"},   {skel_->progs.cw_page_alloc, "mm_page_alloc"},
-      {skel_->progs.cw_oom_victim, "mark_victim"},
+      {skel_->progs.cw_oom_victim, "mark_victim"},          {skel_->progs.cw_sched_migrate, "sched_migrate_task"},
   };
   std::vector<std::string> failed;
   int process_events = 0;

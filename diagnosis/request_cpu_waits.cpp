@@ -27,8 +27,7 @@ void request_cpu_holders(sqlite3* db, int64_t session_id, int32_t cpu, int64_t f
   st->bind(4, until);
   // While a traced thread waits for a CPU, every switch there is recorded (bpf/sched_watch.bpf.h),
   // so each record's prev_pid held the CPU since the record before. Where one is missing (a
-  // wait began before the trace, or the thread was woken onto another CPU than it last ran
-  // on), a record that gave the CPU to A is followed by one taken from B ≠ A: A ran first
+  // wait began before the trace, a program run the kernel skipped), a record that gave the CPU to A is followed by one taken from B ≠ A: A ran first
   // and B last, for unknown parts (handing it all to B named whoever ran just before the
   // victim, not who held the CPU). B preempted off the CPU was CPU-bound: the time is split
   // between them. B that gave the CPU up to sleep had been woken and ran a burst: it is

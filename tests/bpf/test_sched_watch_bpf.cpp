@@ -1,7 +1,8 @@
-// The CPU watch with several traced waiters on one CPU (bpf/sched_watch.bpf.h, docs/DIAGNOSIS.md
-// "cpu_contention"): one traced thread running must not end the watch while another still
-// waits there, else a hog that then takes the CPU from an untraced task is never seen taking
-// it, and the waiter's time goes to the task it interrupted.
+// The CPU watch (bpf/sched_watch.bpf.h, docs/DIAGNOSIS.md "Who held the victim's CPU"): while a
+// traced thread waits on a CPU, every switch there is recorded. One traced thread running must
+// not end the watch while another still waits there, and a thread woken onto another CPU than
+// it last ran on is watched where it waits; else a hog that takes the CPU from an untraced task
+// is never seen taking it, and the waiter's time goes to the task it interrupted.
 #include <doctest/doctest.h>
 
 #include <sched.h>
@@ -73,19 +74,98 @@ pid_t watch_scenario_fork(const char* comm, auto&& body) {
   return pid;
 }
 
+// The untraced task the hog interrupts, on `cpu` at SCHED_FIFO 1: spins until the hog is
+// done, 10 ms more, then yields the CPU to the waiter (equal priority; 3 s at most, whatever
+// happens).
+pid_t watch_scenario_busy(WatchScenarioShared* shared, int cpu) {
+  return watch_scenario_fork("cw_busy", [=] {
+    if (!watch_scenario_pin_fifo(cpu, 1)) watch_scenario_setup_failed(shared);
+    shared->busy_running = 1;
+    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+    while (!shared->hog_done && std::chrono::steady_clock::now() < limit) {
+    }
+    watch_scenario_spin_ms(10);
+    ::sched_yield();
+  });
+}
+
+// After the trace: the hog's switches with the busy task are recorded though neither is
+// traced (the waiter still waited then), no switch without the traced process is recorded
+// after its last (no wait left counted), and the waiter's one wait, ranked by who held its
+// CPU (diagnosis/request_cpu_waits.cpp, what cpu_contention ranks its culprit by), names the
+// hog.
+void watch_scenario_check(const std::string& db, int cpu, pid_t traced_pid, int32_t waiter_tid, pid_t hog, pid_t busy,
+                          int hog_spin_ms) {
+  CAPTURE(q_text(db, "SELECT group_concat(ts_ns || ' ' || prev_pid || '>' || next_pid || ' s' || prev_state, char(10)) FROM "
+                     "(SELECT * FROM sched WHERE cpu = " + S(cpu) + " ORDER BY ts_ns)"));
+  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + S(busy) + " AND next_pid = " + S(hog)) >= 1);
+  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + S(hog) + " AND next_pid = " + S(busy)) >= 1);
+  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid != " + S(traced_pid) + " AND next_pid != " + S(traced_pid) +
+                      " AND ts_ns > (SELECT max(ts_ns) FROM sched WHERE prev_pid = " + S(traced_pid) + " OR next_pid = " +
+                      S(traced_pid) + ")") == 0);
+  auto h = open_read_only(db);
+  REQUIRE(h.ok());
+  const int64_t session = q_int(db, "SELECT max(id) FROM sessions");
+  const int64_t last = q_int(db, "SELECT max(ts_ns) FROM sched");
+  const std::vector<uint32_t> pids{static_cast<uint32_t>(traced_pid)};
+  const requests::CpuWaits waits = requests::read_cpu_waits(h->get(), session, pids, static_cast<uint32_t>(waiter_tid), 0, last);
+  REQUIRE(waits.waits.size() == 1);
+  const double waited = static_cast<double>(waits.waits[0].second - waits.waits[0].first);
+  const requests::CpuStolen stolen = requests::stolen_by(waits, pids, read_tracer_pid(h->get(), session));
+  const auto held = [&](pid_t pid) {
+    const auto it = stolen.by_culprit.find(static_cast<uint32_t>(pid));
+    return it == stolen.by_culprit.end() ? 0.0 : it->second;
+  };
+  MESSAGE("waited " << waited / 1e6 << " ms: hog " << held(hog) / 1e6 << " ms, busy task " << held(busy) / 1e6
+                    << " ms, outsiders " << stolen.outsiders_ns / 1e6 << " ms");
+  CHECK(waited >= hog_spin_ms * 1e6);
+  CHECK(stolen.top() == static_cast<uint32_t>(hog));
+  CHECK(held(hog) >= 0.7 * hog_spin_ms * 1e6);
+}
+
+// A scenario's trace (`--pid` the traced process) and its busy task, running on `cpu` 20 ms
+// before the constructor returns; finish() waits for the scenario's processes, stops the
+// trace and checks it (watch_scenario_check).
+struct WatchScenarioTrace {
+  Tracer tracer;
+  Child busy;
+  WatchScenarioTrace(const TempDir& dir, pid_t traced, WatchScenarioShared* shared, int cpu)
+      : tracer(dir, {"--pid", S(traced), "--no-stack"}), busy((sleep_ms(300), watch_scenario_busy(shared, cpu))) {
+    for (int i = 0; i < 250 && !shared->busy_running && !shared->setup_failed; ++i) sleep_ms(2);
+    REQUIRE(shared->busy_running == 1);
+    sleep_ms(20);
+  }
+  void finish(Child& hog, Child& traced, int cpu, int32_t waiter_tid, int hog_spin_ms) {
+    CHECK(hog.wait() == 0);
+    CHECK(busy.wait() == 0);
+    CHECK(traced.wait() == 0);
+    sleep_ms(300);
+    REQUIRE(tracer.stop(SIGINT) == 0);
+    watch_scenario_check(tracer.db(), cpu, traced.pid(), waiter_tid, hog.pid(), busy.pid(), hog_spin_ms);
+  }
+};
+
+// A fresh shared page for one scenario's processes (left mapped until the test ends).
+WatchScenarioShared* watch_scenario_shared() {
+  void* page = ::mmap(nullptr, sizeof(WatchScenarioShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  REQUIRE(page != MAP_FAILED);
+  return new (page) WatchScenarioShared;
+}
+
+void watch_scenario_skip_unless(bool ok, const std::string& why) {
+  if (ok) return;
+  std::printf("SKIPPED: %s\n", why.c_str());
+  std::exit(77);
+}
+
 }  // namespace
 
 TEST_CASE("two traced threads wait on one CPU, one runs: a hog taking the CPU from an untraced task is still seen, and named") {
   const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus < 2) {
-    std::printf("SKIPPED: needs 2 CPUs (the scenario's CPU and the test's)\n");
-    std::exit(77);
-  }
+  watch_scenario_skip_unless(cpus >= 2, "needs 2 CPUs (the scenario's CPU and the test's)");
   const int cpu = static_cast<int>(cpus) - 1;
   TempDir dir;
-  void* page = ::mmap(nullptr, sizeof(WatchScenarioShared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  REQUIRE(page != MAP_FAILED);
-  auto* shared = new (page) WatchScenarioShared;
+  WatchScenarioShared* shared = watch_scenario_shared();
   int runner_go[2], waiter_go[2], hog_go[2];
   REQUIRE(::pipe(runner_go) == 0);
   REQUIRE(::pipe(waiter_go) == 0);
@@ -127,69 +207,59 @@ TEST_CASE("two traced threads wait on one CPU, one runs: a hog taking the CPU fr
     ::_exit(0);  // the runner, blocked in read, goes with the process
   })};
   for (int i = 0; i < 250 && (!shared->runner_tid || !shared->waiter_tid) && !shared->setup_failed; ++i) sleep_ms(20);
-  if (shared->setup_failed) {
-    std::printf("SKIPPED: SCHED_FIFO on CPU %d not permitted here\n", cpu);
-    std::exit(77);
-  }
+  watch_scenario_skip_unless(!shared->setup_failed, "SCHED_FIFO on CPU " + S(cpu) + " not permitted here");
   REQUIRE(shared->runner_tid != 0);
   REQUIRE(shared->waiter_tid != 0);
 
-  Tracer t(dir, {"--pid", S(traced.pid()), "--no-stack"});
-  sleep_ms(300);
-  // The untraced task the hog interrupts: spins until the hog is done, 10 ms more, then yields
-  // the CPU to the waiter (3 s at most, whatever happens).
-  Child busy{watch_scenario_fork("cw_busy", [&] {
-    if (!watch_scenario_pin_fifo(cpu, 1)) watch_scenario_setup_failed(shared);
-    shared->busy_running = 1;
-    const auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(3);
-    while (!shared->hog_done && std::chrono::steady_clock::now() < limit) {
-    }
-    watch_scenario_spin_ms(10);
-    ::sched_yield();
-  })};
-  for (int i = 0; i < 250 && !shared->busy_running && !shared->setup_failed; ++i) sleep_ms(2);
-  REQUIRE(shared->busy_running == 1);
-  sleep_ms(20);
+  WatchScenarioTrace run(dir, traced.pid(), shared, cpu);
   REQUIRE(::write(waiter_go[1], "w", 1) == 1);  // runnable, behind the busy task
   sleep_ms(20);
   REQUIRE(::write(runner_go[1], "r", 1) == 1);  // preempts the busy task, runs 1 ms, sleeps
-  CHECK(hog.wait() == 0);
-  CHECK(busy.wait() == 0);
-  CHECK(traced.wait() == 0);
-  sleep_ms(300);
-  REQUIRE(t.stop(SIGINT) == 0);
-  const std::string& db = t.db();
-  const int64_t waiter = shared->waiter_tid, traced_pid = traced.pid();
-  CAPTURE(q_text(db, "SELECT group_concat(ts_ns || ' ' || prev_pid || '>' || next_pid || ' s' || prev_state, char(10)) FROM "
-                     "(SELECT * FROM sched WHERE cpu = " + S(cpu) + " ORDER BY ts_ns)"));
+  run.finish(hog, traced, cpu, shared->waiter_tid, hog_spin_ms);
+}
 
-  // The kernel side: the hog's switches with the busy task, though neither is traced, while
-  // the waiter still waited (the runner had run and gone to sleep before them).
-  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + S(busy.pid()) + " AND next_pid = " + S(hog.pid())) >= 1);
-  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + S(hog.pid()) + " AND next_pid = " + S(busy.pid())) >= 1);
-  // No wait is left counted once the traced process is gone: no switch without it after its last.
-  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid != " + S(traced_pid) + " AND next_pid != " + S(traced_pid) +
-                      " AND ts_ns > (SELECT max(ts_ns) FROM sched WHERE prev_pid = " + S(traced_pid) + " OR next_pid = " +
-                      S(traced_pid) + ")") == 0);
+TEST_CASE("a traced thread woken onto another CPU than it last ran on waits there: that CPU is watched, its hog named") {
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  watch_scenario_skip_unless(cpus >= 2, "needs 2 CPUs (the CPU the waiter last ran on and the one it waits on)");
+  const int first_cpu = static_cast<int>(cpus) - 2, cpu = static_cast<int>(cpus) - 1;
+  TempDir dir;
+  WatchScenarioShared* shared = watch_scenario_shared();
+  int waiter_go[2], hog_go[2];
+  REQUIRE(::pipe(waiter_go) == 0);
+  REQUIRE(::pipe(hog_go) == 0);
+  const int hog_spin_ms = 250;
+  // The hog (untraced) on `cpu`, SCHED_FIFO 2: woken while the busy task runs there, takes the
+  // CPU from it at once and spins.
+  Child hog{watch_scenario_fork("cw_hog", [=] {
+    if (!watch_scenario_pin_fifo(cpu, 2)) watch_scenario_setup_failed(shared);
+    char c;
+    if (::read(hog_go[0], &c, 1) != 1) ::_exit(4);
+    watch_scenario_spin_ms(hog_spin_ms);
+    shared->hog_done = 1;
+  })};
+  // The traced thread (SCHED_FIFO 1) sleeps on first_cpu, the CPU it last ran on.
+  Child traced{watch_scenario_fork("cw_waiter", [=] {
+    if (!watch_scenario_pin_fifo(first_cpu, 1)) watch_scenario_setup_failed(shared);
+    shared->waiter_tid = static_cast<int32_t>(::gettid());
+    char c;
+    if (::read(waiter_go[0], &c, 1) != 1) ::_exit(6);
+  })};
+  for (int i = 0; i < 250 && !shared->waiter_tid && !shared->setup_failed; ++i) sleep_ms(20);
+  watch_scenario_skip_unless(!shared->setup_failed, "SCHED_FIFO on CPUs " + S(first_cpu) + "-" + S(cpu) + " not permitted here");
+  REQUIRE(shared->waiter_tid != 0);
 
-  // The diagnosis side: the waiter's one wait, and who held its CPU meanwhile, by time
-  // (diagnosis/request_cpu_waits.cpp, what cpu_contention ranks its culprit by).
-  auto h = open_read_only(db);
-  REQUIRE(h.ok());
-  const int64_t session = q_int(db, "SELECT max(id) FROM sessions");
-  const int64_t last = q_int(db, "SELECT max(ts_ns) FROM sched");
-  const std::vector<uint32_t> pids{static_cast<uint32_t>(traced_pid)};
-  const requests::CpuWaits waits = requests::read_cpu_waits(h->get(), session, pids, static_cast<uint32_t>(waiter), 0, last);
-  REQUIRE(waits.waits.size() == 1);
-  const double waited = static_cast<double>(waits.waits[0].second - waits.waits[0].first);
-  const requests::CpuStolen stolen = requests::stolen_by(waits, pids, read_tracer_pid(h->get(), session));
-  const auto held = [&](pid_t pid) {
-    const auto it = stolen.by_culprit.find(static_cast<uint32_t>(pid));
-    return it == stolen.by_culprit.end() ? 0.0 : it->second;
-  };
-  MESSAGE("waited " << waited / 1e6 << " ms: hog " << held(hog.pid()) / 1e6 << " ms, busy task " << held(busy.pid()) / 1e6
-                    << " ms, outsiders " << stolen.outsiders_ns / 1e6 << " ms");
-  CHECK(waited >= hog_spin_ms * 1e6);
-  CHECK(stolen.top() == static_cast<uint32_t>(hog.pid()));
-  CHECK(held(hog.pid()) >= 0.7 * hog_spin_ms * 1e6);
+  WatchScenarioTrace run(dir, traced.pid(), shared, cpu);
+  // Allowed on `cpu` only while it sleeps: the scheduler moves it there at its wake-up, after
+  // sched_waking counted its wait on first_cpu.
+  cpu_set_t only;
+  CPU_ZERO(&only);
+  CPU_SET(cpu, &only);
+  REQUIRE(::sched_setaffinity(shared->waiter_tid, sizeof(only), &only) == 0);
+  REQUIRE(::write(waiter_go[1], "w", 1) == 1);  // runnable on `cpu`, behind the busy task
+  sleep_ms(20);
+  REQUIRE(::write(hog_go[1], "h", 1) == 1);  // takes `cpu` from the busy task
+  run.finish(hog, traced, cpu, shared->waiter_tid, hog_spin_ms);
+  // Its wake-up named first_cpu (where it last ran): the wait was counted there, then moved.
+  CHECK(q_int(run.tracer.db(), "SELECT count(*) FROM wakeups WHERE tid = " + S(shared->waiter_tid) + " AND target_cpu = " +
+                                   S(first_cpu)) == 1);
 }
