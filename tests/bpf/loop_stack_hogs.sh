@@ -3,7 +3,8 @@
 # docs/INFERENCE.md "Tested stacks"): runs each N times and prints the tally per case. Needs
 # root (real eBPF) and a build with the tests.
 #   tests/bpf/loop_stack_hogs.sh [N] [BUILD_DIR] [MATCH]   (default 10, build, every case)
-# MATCH (a grep -E pattern) keeps only the cases it matches (node, python, go, cpp). Exit
+# MATCH (a grep -E pattern) keeps only the cases it matches (node, python, go, cpp). With
+# LOAD=1 in the environment another process keeps one core busy meanwhile. Exit
 # status 0 only when every run passed; logs of failed runs are kept in the folder printed at
 # the end.
 set -u
@@ -19,6 +20,11 @@ CASES=("node test_requests_node_bpf fastify 5? a CPU hog*"
        "go test_requests_go_cpp_bpf Go net/http (static)? a CPU hog*"
        "cpp test_requests_go_cpp_bpf cpp-httplib? a CPU hog*")
 LOGS=$(mktemp -d "${TMPDIR:-/tmp}/causeway-stack-hogs.XXXXXX")
+if [ "${LOAD:-0}" = 1 ]; then
+  yes > /dev/null &
+  LOADPID=$!
+  trap 'kill "$LOADPID" 2>/dev/null' EXIT
+fi
 declare -A pass fail skip
 names=()
 status=0
