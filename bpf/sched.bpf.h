@@ -3,16 +3,13 @@
 #pragma once
 
 #include "maps.bpf.h"
+#include "sched_watch.bpf.h" /* while a traced thread waits for a CPU, every switch there is recorded */
 
 /* A task's cgroup v2 id, the value bpf_get_current_cgroup_id() gives for current: the id of
  * its kernfs node, which is also the inode number of the cgroup's folder (how user space maps
  * it to a path, collector/cgroup_resolver.h). Four dependent reads, no lock: css_set and
  * cgroup are RCU-freed, and the tracepoints run under RCU. */
 static __always_inline __u64 task_cgroup_id(struct task_struct *t) { return BPF_CORE_READ(t, cgroups, dfl_cgrp, kn, id); }
-
-/* Who ran while a traced thread waited (docs/DIAGNOSIS.md "cpu_contention"): while one waits
- * to run on a CPU, every switch there is recorded too (bpf/sched_watch.bpf.h). */
-#include "sched_watch.bpf.h"
 
 /* raw_tp/sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...) */
 SEC("raw_tp/sched_switch")

@@ -10,9 +10,9 @@
  * (for the CPU it last ran on: task_cpu at sched_waking), moves with the thread when the
  * scheduler places it on another CPU (at that wake-up, or by load balancing:
  * sched_migrate_task), and ends when that thread is switched in, or leaves a CPU asleep or
- * dead. A count that an
- * unseen event left standing (a program run the kernel skipped) is dropped 2 s after the
- * CPU's latest wait began (`epoch` then voids the waits counted before). */
+ * dead. A count that an unseen event left standing (a program run the kernel skipped) is
+ * dropped 2 s after the CPU's latest wait began (`epoch` then voids the waits counted
+ * before). */
 #pragma once
 
 #include "maps.bpf.h"
