@@ -231,7 +231,9 @@ json engines(sqlite3* db, int64_t session_id) {
 // server's tail: a cause points at the chain of that cause and metric of the server that
 // lost the request's time (a slowest request's own server; for the tail, the server that lost
 // the most to the cause); E2E, which has no chains of its own, at the TTFT chain of the cause,
-// else the ITL one. None stored for that server: null.
+// else the ITL one. None stored for that server: null. A DB written before chains were per
+// server has one chain per metric and cause for all its servers, "s<session>-req-<metric>-<cause>":
+// a cause points at that one there.
 class ChainIds {
  public:
   ChainIds(sqlite3* db, int64_t session_id, Metric m) : session_id_(session_id), metric_(m) {
@@ -245,8 +247,10 @@ class ChainIds {
   json operator()(uint32_t server_pid, const std::string& cause) const {
     std::vector<Metric> order = {metric_};
     if (metric_ == Metric::e2e) order = {Metric::ttft, Metric::itl};
-    for (Metric m : order)
+    for (Metric m : order) {
       if (auto id = request_chain_id(session_id_, server_pid, m, cause); ids_.count(id)) return id;
+      if (auto id = request_chain_id_prefix(session_id_) + metric_name(m) + "-" + cause; ids_.count(id)) return id;
+    }
     return nullptr;
   }
 

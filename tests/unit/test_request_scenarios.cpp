@@ -229,6 +229,27 @@ TEST_CASE("request chains are stored: stable ids, get_causal_chains returns them
   CHECK(r["content"][0]["text"].get<std::string>().find("requests slowed: ") != std::string::npos);
   json by_cause = test::call_tool(s, "get_causal_chains", {{"cause", "queueing"}})["result"]["structuredContent"];
   CHECK(by_cause["chains"][0]["id"] == id);
+
+  // A DB written before chains were per server: its one chain of the cause for all servers
+  // ("s<session>-req-ttft-queueing") is the one pointed at.
+  const std::string legacy = request_chain_id_prefix(sid) + "ttft-queueing";
+  {
+    auto w = open_for_write(again);
+    REQUIRE(w);
+    ChainRecord old;
+    old.id = legacy;
+    old.severity = "HIGH";
+    old.cause = "queueing";
+    old.summary = "written before chains were per server";
+    old.doc = json{{"id", legacy}, {"level", "request"}}.dump();
+    REQUIRE(replace_request_chains(w->get(), sid, std::vector<ChainRecord>{old}));
+    close_writer_cleanly(*w);
+  }
+  auto old_db = test::run_causeway({"requests", "--db", again, "--json"});
+  REQUIRE(old_db.exit_code == 0);
+  const json od = json::parse(old_db.out)["requests"];
+  CHECK(od["tail"]["causes"][0]["chain_id"] == legacy);
+  CHECK(od["slowest"][0]["causes"][0]["chain_id"] == legacy);
 }
 
 TEST_CASE("request chains: each pass replaces the session's request chains, in the writer and after the fact") {
