@@ -14,11 +14,11 @@
 namespace causeway {
 
 struct RequestChainDoc {
-  std::string id;  // "s<session>-req-<metric>-<cause>"
+  std::string id;  // "s<session>-req-<server pid>-<metric>-<cause>"
   Severity severity = Severity::low;
   std::string metric;  // "ttft" | "itl"
   std::string op;      // "TTFT" | "ITL (token gaps)"
-  uint32_t pid = 0;    // the server whose requests lost the most to the cause
+  uint32_t pid = 0;    // the server whose tail it is
   std::string comm;
   int64_t from_ns = 0, to_ns = 0;  // the span of the units the cause claimed
   uint64_t requests = 0;           // requests slowed (the row's `calls`)

@@ -34,7 +34,7 @@ std::string request_chain_comm(sqlite3* db, int64_t session_id, int64_t pid) {
   return st->step() == SQLITE_ROW ? st->col_text(0) : "";
 }
 
-// One chain per cause of the tail: typed here, written by the one serializer (chain_json.h).
+// One chain per cause of one server's tail: typed here, written by the one serializer (chain_json.h).
 void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<RequestChainDoc, RequestCause>>& out) {
   if (tail.units == 0) return;
   const double median = tail.median_ms;
@@ -44,13 +44,14 @@ void chains_of_tail(sqlite3* db, const RequestTail& tail, std::vector<std::pair<
   for (const TailCause& c : tail.causes) {
     const std::string cause(RequestCauses::name(c.cause));
     RequestChainDoc d;
-    d.id = request_chain_id(tail.session_id, tail.metric, cause);
+    // The victim: the tail's server (every unit of a server's tail is its own).
+    const uint32_t server = tail.server_pid.value_or(c.server_pid);
+    d.id = request_chain_id(tail.session_id, server, tail.metric, cause);
     d.severity = request_severity(tail_mean, median, c.share_time, c.requests);
     d.metric = metric;
     d.op = tail.metric == Metric::itl ? "ITL (token gaps)" : "TTFT";
-    // The victim is the server whose requests lost the most to the cause.
-    d.pid = c.server_pid;
-    d.comm = request_chain_comm(db, tail.session_id, c.server_pid);
+    d.pid = server;
+    d.comm = request_chain_comm(db, tail.session_id, server);
     d.from_ns = c.from_ns;
     d.to_ns = c.to_ns;
     d.requests = c.requests;
@@ -88,13 +89,9 @@ const char* request_chain_severity(double tail_mean_ms, double median_ms, double
 Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id) {
   std::vector<std::pair<RequestChainDoc, RequestCause>> chains;
   for (Metric m : {Metric::ttft, Metric::itl}) {
-    RequestQuery rq;
-    rq.session_id = session_id;
-    rq.metric = m;
-    rq.slowest = 0;
-    auto tail = request_tail(db, rq);
-    if (!tail) return tail.error();
-    chains_of_tail(db, *tail, chains);
+    auto tails = request_tails_by_server(db, session_id, m);
+    if (!tails) return tails.error();
+    for (const RequestTail& tail : *tails) chains_of_tail(db, tail, chains);
   }
   // Most severe first, then by time lost.
   std::stable_sort(chains.begin(), chains.end(), [](const auto& a, const auto& b) {

@@ -1,7 +1,8 @@
 // Request-level causal chains (docs/INFERENCE.md "Request chains"): each cause that slowed
-// the tail of TTFT or of the token gaps becomes a chain naming the requests it slowed, with
-// a severity. Computed from diagnosis/request_latency.h and stored in the chains table with the
-// call-level chains (ids "s<session>-req-<metric>-<cause>", tracedb/chain_store.h), so
+// the tail of TTFT or of the token gaps of one server's requests becomes a chain naming the
+// requests it slowed, with a severity; each server traced in a session has its own. Computed
+// from diagnosis/request_latency.h and stored in the chains table with the call-level chains
+// (ids "s<session>-req-<server pid>-<metric>-<cause>", tracedb/chain_store.h), so
 // `causeway explain` / MCP get_causal_chains return them (request-level first) and the
 // causes of `causeway requests` point at them by chain_id.
 #pragma once
@@ -31,8 +32,8 @@ const char* request_chain_severity(double tail_mean_ms, double median_ms, double
 
 // The session's request chains as rows of the chains table (doc = the chain's JSON, each with
 // "level": "request"), most severe first, then by time lost; none when it served no requests.
-// Built typed from each metric's tail (request_tail) and written by the one chain serializer
-// (diagnosis/chain_json.h).
+// Built typed from each server's tail of each metric (request_tails_by_server) and written by
+// the one chain serializer (diagnosis/chain_json.h).
 Result<std::vector<ChainRecord>> request_chain_records(sqlite3* db, int64_t session_id);
 
 // After a session is written (a demo, a merge): computes its request chains on a read-only

@@ -227,9 +227,13 @@ json engines(sqlite3* db, int64_t session_id) {
   return out;
 }
 
-// The stored request-level chains of the session (diagnosis/request_chains.h): a cause of
-// the asked metric's tail points at the chain of that cause and metric; E2E, which has no
-// chains of its own, at the TTFT chain of the cause, else the ITL one. None stored: null.
+// The stored request-level chains of the session (diagnosis/request_chains.h), each of one
+// server's tail: a cause points at the chain of that cause and metric of the server that
+// lost the request's time (a slowest request's own server; for the tail, the server that lost
+// the most to the cause); E2E, which has no chains of its own, at the TTFT chain of the cause,
+// else the ITL one. None stored for that server: null. A DB written before chains were per
+// server has one chain per metric and cause for all its servers, "s<session>-req-<metric>-<cause>":
+// a cause points at that one there.
 class ChainIds {
  public:
   ChainIds(sqlite3* db, int64_t session_id, Metric m) : session_id_(session_id), metric_(m) {
@@ -240,11 +244,13 @@ class ChainIds {
     st->bind(2, request_chain_id_prefix(session_id));
     while (st->step() == SQLITE_ROW) ids_.insert(st->col_text(0));
   }
-  json operator()(const std::string& cause) const {
+  json operator()(uint32_t server_pid, const std::string& cause) const {
     std::vector<Metric> order = {metric_};
     if (metric_ == Metric::e2e) order = {Metric::ttft, Metric::itl};
-    for (Metric m : order)
-      if (auto id = request_chain_id(session_id_, m, cause); ids_.count(id)) return id;
+    for (Metric m : order) {
+      if (auto id = request_chain_id(session_id_, server_pid, m, cause); ids_.count(id)) return id;
+      if (auto id = request_chain_id_prefix(session_id_) + metric_name(m) + "-" + cause; ids_.count(id)) return id;
+    }
     return nullptr;
   }
 
@@ -260,7 +266,7 @@ json request_causes(CauseFinder& finder, const ChainIds& chain_ids, const Row& r
   const double excess = std::max(0.0, static_cast<double>(to - from) - median);
   for (const CauseClaim& c : finder.explain(r.id, r.pid, from, to, excess))
     out.push_back({{"cause", RequestCauses::name(c.cause)}, {"lost_ms", ms(c.lost_ns)}, {"culprit", culprit_json(c.culprit)},
-                   {"chain_id", chain_ids(std::string(RequestCauses::name(c.cause)))}});
+                   {"chain_id", chain_ids(r.pid, std::string(RequestCauses::name(c.cause)))}});
   return out;
 }
 
@@ -361,8 +367,8 @@ std::optional<Metric> metric_from(std::string_view name) {
   return std::nullopt;
 }
 
-std::string request_chain_id(int64_t session_id, Metric m, std::string_view cause) {
-  return request_chain_id_prefix(session_id) + metric_name(m) + "-" + std::string(cause);
+std::string request_chain_id(int64_t session_id, uint32_t server_pid, Metric m, std::string_view cause) {
+  return request_chain_id_prefix(session_id) + std::to_string(server_pid) + "-" + metric_name(m) + "-" + std::string(cause);
 }
 
 const char* metric_name(Metric m) {
@@ -519,7 +525,7 @@ json request_tail_json(const RequestTail& t, const ChainIds& chain_ids, bool cha
   for (const TailCause& c : t.causes) {
     const std::string name(RequestCauses::name(c.cause));
     causes.push_back({{"cause", name}, {"share_time", c.share_time}, {"requests", c.requests},
-                      {"culprit", culprit_json(c.culprit)}, {"chain_id", chain_ids(name)}});
+                      {"culprit", culprit_json(c.culprit)}, {"chain_id", chain_ids(c.server_pid, name)}});
     if (chain_detail) {
       causes.back()["server_pid"] = c.server_pid;
       causes.back()["from_ns"] = c.from_ns;
@@ -541,6 +547,23 @@ Result<RequestTail> request_tail(sqlite3* db, const RequestQuery& q) {
   if (!j) return j.error();
   CauseFinder finder = request_finder_over(db, *j);
   return request_tail_work(j->rows, q, finder, j->scope.session_id).tail;
+}
+
+Result<std::vector<RequestTail>> request_tails_by_server(sqlite3* db, int64_t session_id, Metric metric) {
+  RequestQuery q;
+  q.session_id = session_id;
+  q.metric = metric;
+  auto j = judge_request_rows(db, q);
+  if (!j) return j.error();
+  std::map<uint32_t, std::vector<Row>> by_server;  // each server's judged rows, in the session's order
+  for (const Row& r : j->rows) by_server[r.pid].push_back(r);
+  CauseFinder finder = request_finder_over(db, *j);
+  std::vector<RequestTail> out;
+  for (const auto& [pid, rows] : by_server) {
+    out.push_back(request_tail_work(rows, q, finder, j->scope.session_id).tail);
+    out.back().server_pid = pid;
+  }
+  return out;
 }
 
 Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {

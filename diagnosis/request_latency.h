@@ -20,9 +20,9 @@ namespace causeway::requests {
 enum class Metric : uint8_t { ttft, itl, e2e };
 std::optional<Metric> metric_from(std::string_view name);
 const char* metric_name(Metric m);
-// The id of the stored request-level chain of a cause in a metric's tail (docs/INFERENCE.md
-// "Request chains"): "s<session>-req-<metric>-<cause>".
-std::string request_chain_id(int64_t session_id, Metric m, std::string_view cause);
+// The id of the stored request-level chain of a cause in the tail of a metric of one server's
+// requests (docs/INFERENCE.md "Request chains"): "s<session>-req-<server pid>-<metric>-<cause>".
+std::string request_chain_id(int64_t session_id, uint32_t server_pid, Metric m, std::string_view cause);
 
 struct RequestQuery {
   std::optional<int64_t> since_ns;     // the last D of the session's data
@@ -54,6 +54,7 @@ struct TailCause {
 // The tail of one metric: the units at or above the quantile, and their causes by share.
 struct RequestTail {
   int64_t session_id = 0;
+  std::optional<uint32_t> server_pid;  // the one server judged (request_tails_by_server); none: the query's requests
   Metric metric = Metric::ttft;
   double quantile = 0.99;
   std::optional<double> threshold_ms;  // none when no unit was measured
@@ -67,6 +68,11 @@ struct RequestTail {
 // The tail of `query.metric` (its filters, quantile and session), typed: what request chains
 // are built from, without the rest of the answer.
 Result<RequestTail> request_tail(sqlite3* db, const RequestQuery& query);
+
+// The tail of `metric` for each server of the session apart (its own requests judged; the
+// evidence every request the session recorded, read once for all), by server pid: what each
+// server's request chains are built from (two engines traced in one session keep their own).
+Result<std::vector<RequestTail>> request_tails_by_server(sqlite3* db, int64_t session_id, Metric metric);
 
 // Fails with "no_data" (no session), "invalid_argument" (quantile outside (0, 1)).
 Result<nlohmann::json> request_latency_json(sqlite3* db, const RequestQuery& query);

@@ -3,10 +3,15 @@
 // its culprit; the quiet server has no request cause of note.
 #include <doctest/doctest.h>
 
+#include <set>
+#include <tuple>
+
 #include "diagnosis/request_latency.h"
 #include "diagnosis/request_chains.h"
 #include "synth/scenarios.h"
 #include "tests/unit/request_db.h"
+#include "requests/to_record.h"
+#include "tests/unit/request_rows.h"
 #include "tests/support/test_support.h"
 #include "tests/unit/test_mcp_helpers.h"
 #include "tracedb/chain_store.h"
@@ -171,8 +176,8 @@ TEST_CASE("request chains are stored: stable ids, get_causal_chains returns them
   auto db = open_read_only(path);
   REQUIRE(db.ok());
   const int64_t sid = q_int(path, "SELECT max(id) FROM sessions");
-  const std::string id = requests::request_chain_id(sid, requests::Metric::ttft, "queueing");
-  CHECK(id == "s" + std::to_string(sid) + "-req-ttft-queueing");
+  const std::string id = requests::request_chain_id(sid, 5300, requests::Metric::ttft, "queueing");
+  CHECK(id == "s" + std::to_string(sid) + "-req-5300-ttft-queueing");
   // A row of the chains table, with the columns of a chain and the document explain shows.
   auto st = Statement::prepare(db->get(), "SELECT severity, cause, pid, culprit_pid, calls, doc FROM chains WHERE id = ?1");
   REQUIRE(st);
@@ -187,7 +192,7 @@ TEST_CASE("request chains are stored: stable ids, get_causal_chains returns them
   CHECK(doc["level"] == "request");
   CHECK(doc["metric"] == "ttft");
   CHECK(!doc["requests"].empty());
-  // The same demo (same seed) gives the same ids: the id names the session, metric and cause.
+  // The same demo (same seed) gives the same ids: the id names the session, server, metric and cause.
   test::TempDir other;
   const std::string again = demo("requests-queueing", 1, other);
   CHECK(q_int(again, "SELECT count(*) FROM chains WHERE id = '" + id + "'") == 1);
@@ -210,7 +215,7 @@ TEST_CASE("request chains are stored: stable ids, get_causal_chains returns them
   auto itl = test::run_causeway({"requests", "--db", path, "--json", "--metric", "itl", "--quantile", "0.5"});
   REQUIRE(itl.exit_code == 0);
   for (const auto& c : json::parse(itl.out)["requests"]["tail"]["causes"])
-    if (q_int(path, "SELECT count(*) FROM chains WHERE id = '" + requests::request_chain_id(sid, requests::Metric::itl, c["cause"].get<std::string>()) + "'") == 0)
+    if (q_int(path, "SELECT count(*) FROM chains WHERE id = '" + requests::request_chain_id(sid, 5300, requests::Metric::itl, c["cause"].get<std::string>()) + "'") == 0)
       CHECK(c["chain_id"].is_null());
 
   // MCP get_causal_chains: the request chain first, found by its cause too.
@@ -224,6 +229,27 @@ TEST_CASE("request chains are stored: stable ids, get_causal_chains returns them
   CHECK(r["content"][0]["text"].get<std::string>().find("requests slowed: ") != std::string::npos);
   json by_cause = test::call_tool(s, "get_causal_chains", {{"cause", "queueing"}})["result"]["structuredContent"];
   CHECK(by_cause["chains"][0]["id"] == id);
+
+  // A DB written before chains were per server: its one chain of the cause for all servers
+  // ("s<session>-req-ttft-queueing") is the one pointed at.
+  const std::string legacy = request_chain_id_prefix(sid) + "ttft-queueing";
+  {
+    auto w = open_for_write(again);
+    REQUIRE(w);
+    ChainRecord old;
+    old.id = legacy;
+    old.severity = "HIGH";
+    old.cause = "queueing";
+    old.summary = "written before chains were per server";
+    old.doc = json{{"id", legacy}, {"level", "request"}}.dump();
+    REQUIRE(replace_request_chains(w->get(), sid, std::vector<ChainRecord>{old}));
+    close_writer_cleanly(*w);
+  }
+  auto old_db = test::run_causeway({"requests", "--db", again, "--json"});
+  REQUIRE(old_db.exit_code == 0);
+  const json od = json::parse(old_db.out)["requests"];
+  CHECK(od["tail"]["causes"][0]["chain_id"] == legacy);
+  CHECK(od["slowest"][0]["causes"][0]["chain_id"] == legacy);
 }
 
 TEST_CASE("request chains: each pass replaces the session's request chains, in the writer and after the fact") {
@@ -239,7 +265,7 @@ TEST_CASE("request chains: each pass replaces the session's request chains, in t
     auto w = open_for_write(path);
     REQUIRE(w);
     ChainRecord stale;
-    stale.id = request_chain_id_prefix(sid) + "itl-cpu_contention";
+    stale.id = request_chain_id_prefix(sid) + "5300-itl-cpu_contention";
     stale.severity = "LOW";
     stale.cause = "cpu_contention";
     stale.summary = "from an earlier pass";
@@ -267,7 +293,7 @@ TEST_CASE("request chains: each pass replaces the session's request chains, in t
     REQUIRE(lsid);
     auto chain = [&](const std::string& cause) {
       ChainRecord c;
-      c.id = request_chain_id_prefix(*lsid) + "ttft-" + cause;
+      c.id = request_chain_id_prefix(*lsid) + "5300-ttft-" + cause;
       c.severity = "HIGH";
       c.cause = cause;
       c.summary = cause;
@@ -302,11 +328,118 @@ TEST_CASE("merge: the hosts' requests come along, and the merged session has its
   const json d = json::parse(r.out)["requests"];
   CHECK(d["by"].size() == 2);
   CHECK(d["tail"]["causes"][0]["cause"] == "queueing");
-  CHECK(d["tail"]["causes"][0]["chain_id"] == requests::request_chain_id(sid, requests::Metric::ttft, "queueing"));
+  // Each host's server keeps its own chain; the tail's cause points at the one of the server
+  // that lost the most to it.
+  const uint32_t top = d["tail"]["causes"][0]["culprit"]["pid"].get<uint32_t>();
+  CHECK(d["tail"]["causes"][0]["chain_id"] == requests::request_chain_id(sid, top, requests::Metric::ttft, "queueing"));
   auto e = test::run_causeway({"explain", "--db", out, "--json"});
   REQUIRE(e.exit_code == 0);
   const json chains = json::parse(e.out)["chains"];
   REQUIRE(!chains.empty());
   CHECK(chains[0]["level"] == "request");
   CHECK(chains[0]["cause"] == "queueing");
+  std::set<int64_t> queueing_servers;
+  for (const auto& c : chains)
+    if (c.value("level", "") == "request" && c["cause"] == "queueing" && c["metric"] == "ttft") queueing_servers.insert(c["pid"].get<int64_t>());
+  CHECK(queueing_servers.size() == 2);
+}
+
+namespace {
+
+// Two asyncio-style API servers traced in one session (pids 100 and 200, each's event loop on
+// its main thread), both busy on CPU while requests waited unread: 35 quick requests each,
+// and five that waited `wait_ms` (server 100 at 5 s, server 200 at 7 s).
+void two_busy_servers(StoreWriter& w) {
+  using namespace requests;
+  for (const uint32_t pid : {100u, 200u}) {
+    w.push_meta(ProcessRecord{.pid = pid, .ppid = 1, .comm = "api-" + std::to_string(pid)});
+    w.push_meta(ThreadRecord{.tid = pid, .pid = pid, .comm = "loop-" + std::to_string(pid)});
+    const int64_t busy_ms = pid == 100 ? 5000 : 7000, wait_ms = pid == 100 ? 30 : 40;
+    for (int i = 0; i < 35; ++i) {
+      Request r = streamed("q" + std::to_string(pid) + "-" + std::to_string(i), i * 100 + (pid == 200 ? 50 : 0), 5, 3, 10);
+      r.pid = pid;
+      r.read_end_ns = r.end_ns + 200'000;
+      w.push_meta(to_record(r));
+    }
+    for (int i = 0; i < 5; ++i) {
+      Request r = streamed("b" + std::to_string(pid) + "-" + std::to_string(i), busy_ms + i, wait_ms + 5, 3, 10);
+      r.pid = pid;
+      r.read_end_ns = r.end_ns + wait_ms * kMs;
+      w.push_meta(to_record(r));
+    }
+    // The loop thread runs a CPU-bound handler throughout the waits, then sleeps.
+    for (const auto& [ms, prev, state, next] : {std::tuple{busy_ms - 10, 0u, int64_t{0}, pid}, std::tuple{busy_ms + 60, pid, int64_t{1}, 0u}}) {
+      SwitchRecord s;
+      s.ts_ns = kT0 + ms * kMs;
+      s.cpu = pid == 100 ? 0 : 1;
+      s.prev_tid = s.prev_pid = prev;
+      s.prev_state = state;
+      s.next_tid = s.next_pid = next;
+      w.push_wait(s);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("request chains per server: two servers traced in one session keep their own chains, and causes point at their server's") {
+  using namespace requests;
+  Db db(two_busy_servers);
+  const int64_t sid = q_int(db.path, "SELECT max(id) FROM sessions");
+  auto n = store_request_chains(db.path, sid);
+  REQUIRE(n);
+  const std::string a = request_chain_id(sid, 100, Metric::ttft, "api_server_busy");
+  const std::string b = request_chain_id(sid, 200, Metric::ttft, "api_server_busy");
+  CHECK(a == "s" + std::to_string(sid) + "-req-100-ttft-api_server_busy");
+  // One chain of the cause per server, each of its own server's requests and thread.
+  for (const auto& [id, pid] : {std::pair{a, 100}, std::pair{b, 200}}) {
+    CAPTURE(id);
+    CHECK(q_int(db.path, "SELECT count(*) FROM chains WHERE id = '" + id + "' AND pid = " + std::to_string(pid) +
+                             " AND culprit_pid = " + std::to_string(pid) + " AND calls = 5") == 1);
+    auto h = open_read_only(db.path);
+    REQUIRE(h);
+    auto st = Statement::prepare(h->get(), "SELECT doc FROM chains WHERE id = ?1");
+    REQUIRE(st);
+    st->bind(1, id);
+    REQUIRE(st->step() == SQLITE_ROW);
+    const json doc = json::parse(st->col_text(0));
+    for (const auto& r : doc["requests"]) CHECK(r.get<std::string>().rfind("b" + std::to_string(pid) + "-", 0) == 0);
+  }
+
+  // `requests` over both: the tail's cause points at the chain of the server that lost the
+  // most to it (200: 40 ms waits), each slow request's at its own server's.
+  const json all = db.ask(Metric::ttft, 0.9)["requests"];
+  CAPTURE(all["tail"].dump());
+  const json* busy = cause(all["tail"], "api_server_busy");
+  REQUIRE(busy != nullptr);
+  CHECK((*busy)["chain_id"] == b);
+  size_t pointed = 0;
+  for (const auto& s : all["slowest"])
+    for (const auto& c : s["causes"])
+      if (c["cause"] == "api_server_busy") {
+        CHECK(c["chain_id"] == (s["server_pid"] == 100 ? a : b));
+        ++pointed;
+      }
+  CHECK(pointed >= 8);
+  // Asked for one server, its own chain.
+  auto h = open_read_only(db.path);
+  REQUIRE(h);
+  RequestQuery q;
+  q.metric = Metric::ttft;
+  q.quantile = 0.9;
+  q.pid = 100;
+  auto one = request_latency_json(h->get(), q);
+  REQUIRE(one);
+  const json* mine = cause((*one)["requests"]["tail"], "api_server_busy");
+  REQUIRE(mine != nullptr);
+  CHECK((*mine)["chain_id"] == a);
+
+  // explain shows both, each naming its server.
+  auto e = test::run_causeway({"explain", "--db", db.path, "--json"});
+  REQUIRE(e.exit_code == 0);
+  const json explained = json::parse(e.out);
+  std::set<std::string> shown;
+  for (const auto& c : explained["chains"]) shown.insert(c["id"].get<std::string>());
+  CHECK(shown.count(a) == 1);
+  CHECK(shown.count(b) == 1);
 }
