@@ -2,6 +2,7 @@
  * intervals exact (who ran instead, runnable vs sleeping, who woke the thread). */
 #pragma once
 
+#include "calls.bpf.h"
 #include "maps.bpf.h"
 
 /* A task's cgroup v2 id, the value bpf_get_current_cgroup_id() gives for current: the id of
@@ -45,6 +46,7 @@ int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   bool prev_traced = is_traced(prev_pid), next_traced = is_traced(next_pid);
   barrier_var(prev_traced);
   barrier_var(next_traced);
+  if (prev_traced) mark_switched_out(); /* its open calls become rows (bpf/calls.bpf.h) */
   __u32 cpu = bpf_get_smp_processor_id();
   __u64 *watch = bpf_map_lookup_elem(&sched_watch, &cpu);
   const __u64 since = watch ? *watch : 0;
