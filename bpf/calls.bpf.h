@@ -120,7 +120,8 @@ struct cw_frame {
   __u64 regs[CW_NREGS];
   __u64 extra[CW_NEXTRA];
   __u32 first_of_process; /* the process's first traced call: its return wakes the consumer */
-  __u32 nested_recorded;  /* a call nested in this one was recorded: so is this one */
+  __u16 nested_recorded;  /* a call nested in this one was recorded: so is this one */
+  __u16 switched_out;     /* the thread left its CPU while this call ran (cw_sched_switch): recorded */
 };
 
 /* A thread's cache of where its counted calls are counted ("Aggregated calls" below), direct
@@ -307,6 +308,7 @@ static __always_inline int enter_call(struct pt_regs *ctx) {
   fr->sp = sp;
   fr->first_of_process = first;
   fr->nested_recorded = 0;
+  fr->switched_out = 0; /* before fr->ts: a switch between the two is not inside the call */
   fr->regs[0] = PT_REGS_PARM1(ctx);
   fr->regs[1] = PT_REGS_PARM2(ctx);
   fr->regs[2] = PT_REGS_PARM3(ctx);
@@ -395,8 +397,8 @@ static __always_inline int paired_frame(struct cw_task *t, __u64 sp) {
 
 /* ================================ Aggregated calls ================================
  * A call of a fast_counted op (the op table's `recording` column, cookie bit 56) that explains
- * nothing (call_explains false, no error, not the process's first, nothing nested in it recorded)
- * leaves no record: it is counted per (process, op) — count, sum, min, max, first/last start,
+ * nothing (call_explains false, no error, not the process's first, nothing nested in it recorded,
+ * the thread not switched out while it ran: mark_switched_out) leaves no record: it is counted per (process, op) — count, sum, min, max, first/last start,
  * the trace DB's histogram buckets — and, when outermost, in its thread's run (the record of the
  * thread's next recorded outermost call carries the run: how many, how long, from when to when).
  * The counters live in one of two per-CPU maps: call_agg_slots, an array whose index per
@@ -518,7 +520,7 @@ static __always_inline bool aggregated(struct cw_task *t, struct cw_run *run, st
                                        __u16 op, __u64 now, __u64 ret, bool explains) {
   __u64 dur = now - fr->ts;
   if (targ_record_all || !CW_COOKIE_AGG(fr->cookie) || explains || (__u32)ret != 0 || dur >= CW_AGG_MAX_NS ||
-      fr->first_of_process || fr->nested_recorded || !run)
+      fr->first_of_process || fr->nested_recorded || fr->switched_out || !run)
     return false;
   if (d == 0 && run->calls && now - run->first_ns >= targ_run_max_ns) return false;
   if (!agg_count(t, id >> 32, op, fr->ts, dur)) return false;
@@ -534,6 +536,24 @@ static __always_inline bool aggregated(struct cw_task *t, struct cw_run *run, st
     run->op = op;
   }
   return true;
+}
+
+/* Called by cw_sched_switch (bpf/sched.bpf.h) for a traced thread leaving its CPU (current is
+ * still that thread there): every open call of the thread is switched out inside, so none of
+ * them is only counted. A row keeps the call's off-CPU time apart from its time on-CPU
+ * (launch_bound and host_bound split the thread's time by it); a run carries only its calls'
+ * summed time, which is on-CPU time only when no call in it left the CPU. One array lookup per
+ * switch of a traced thread; nothing under --record-all, which records every call anyway. */
+static __always_inline void mark_switched_out(void) {
+  if (targ_record_all) return;
+  __u32 tid = (__u32)bpf_get_current_pid_tgid();
+  __u32 idx = tid & targ_task_mask;
+  struct cw_task *t = bpf_map_lookup_elem(&tasks, &idx);
+  if (!t || t->owner != tid) return;
+  __u32 d = t->depth;
+#pragma unroll
+  for (__u32 k = 0; k < CW_MAX_DEPTH; k++)
+    if (k < d) t->f[k].switched_out = 1;
 }
 
 /* The thread's run into the record of its outermost call (d == 0), and a fresh run. */

@@ -2,6 +2,7 @@
  * intervals exact (who ran instead, runnable vs sleeping, who woke the thread). */
 #pragma once
 
+#include "calls.bpf.h"
 #include "maps.bpf.h"
 #include "sched_watch.bpf.h" /* while a traced thread waits for a CPU, every switch there is recorded */
 
@@ -25,6 +26,7 @@ int cw_sched_switch(struct bpf_raw_tracepoint_args *ctx) {
   bool prev_traced = is_traced(prev_pid), next_traced = is_traced(next_pid);
   barrier_var(prev_traced);
   barrier_var(next_traced);
+  if (prev_traced) mark_switched_out(); /* its open calls become rows (bpf/calls.bpf.h) */
   __u32 cpu = bpf_get_smp_processor_id();
   struct cw_cpu_watch *watch = bpf_map_lookup_elem(&sched_watch, &cpu);
   bool watched = watch && watch->waiters > 0;

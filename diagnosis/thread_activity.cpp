@@ -7,14 +7,17 @@
 namespace causeway {
 
 void ThreadActivity::add_call(const Ev& e, int64_t prev_end, const OffCpuSummary& in_call, const ThreadTimelines* tl) {
-  // Gaps shorter than this (Python between two launches) count as on-CPU without a timeline
-  // lookup: a switch inside one can misplace at most its length.
-  constexpr int64_t kGapLookupNs = 20'000;
-  constexpr int64_t kLongGapNs = 1'000'000;
+  constexpr int64_t kLongGapNs = 1'000'000;  // a "stretch" (host_bound) when mostly on-CPU
   pid = e.pid;
   first_ns = std::min(first_ns, e.ts);
   last_end_ns = std::max(last_end_ns, e.end());
   ++calls;
+  if (is_gpu_wait_op(e.op)) {
+    submits_before_wait = submits_since_wait;
+    submits_since_wait = 0;
+  } else if (is_submit_op(e.op)) {
+    ++submits_since_wait;
+  }
   if (is_submit_op(e.op)) ++submits;
   if (is_launch_op(e.op)) {
     ++launches;
@@ -25,11 +28,17 @@ void ThreadActivity::add_call(const Ev& e, int64_t prev_end, const OffCpuSummary
     gpu_wait_ns += std::max<int64_t>(0, e.dur - in_call.runnable_ns - in_call.uninterruptible_ns);
   }
   if (prev_end == INT64_MIN || e.ts <= prev_end) return;
+  // Every gap's off-CPU time is looked up, short ones too: a run of counted calls
+  // (thread_run.cpp) subtracts all the off-CPU time between its calls, so a row must too for
+  // both stores of the same calls to split the thread's time alike.
   const int64_t gap = e.ts - prev_end;
-  const int64_t off = tl && gap >= kGapLookupNs ? tl->off_cpu_in(e.tid, prev_end, e.ts).total() : 0;
+  const int64_t off = tl ? tl->off_cpu_in(e.tid, prev_end, e.ts).total() : 0;
   const int64_t cpu = std::max<int64_t>(0, gap - off);
   gap_ns += gap;
   gap_cpu_ns += cpu;
+  if (gap < kLongGapNs) return;
+  // Only gaps of 1 ms or more: a call after one is always recorded (the kernel's stack gap,
+  // 0.5 ms, docs/COLLECTOR.md "Aggregated calls"), so both stores see the same ones.
   longest_gap_cpu_ns = std::max(longest_gap_cpu_ns, cpu);
   if (cpu >= kLongGapNs && 2 * cpu >= gap) {
     ++long_gaps;

@@ -22,7 +22,12 @@ struct ThreadActivity {
   int64_t gpu_waits = 0, gpu_wait_ns = 0;    // syncs and synchronous copies: time not runnable/D inside
   int64_t gap_ns = 0, gap_cpu_ns = 0;        // between calls: all of it, and the part on-CPU
   int64_t long_gaps = 0;                     // gaps >= 1 ms mostly on-CPU
-  int64_t longest_gap_cpu_ns = 0;
+  int64_t longest_gap_cpu_ns = 0;            // the most on-CPU time in one gap of 1 ms or more
+  // GPU submissions (launches, async copies) since the thread's last GPU wait, and that count as
+  // it stood when the last GPU wait came (gpu_wait's "since its previous GPU wait"). Kept per
+  // thread in call order: a thread's run of counted calls lies between two of its recorded
+  // calls, so the counts are the same whether its launches were rows or counted in the kernel.
+  int64_t submits_since_wait = 0, submits_before_wait = 0;
   std::map<uint64_t, int64_t> gap_stacks;    // stack of the call after a long on-CPU gap -> on-CPU ns before it
   std::map<uint16_t, int64_t> gap_ops;       // op of the call after a long on-CPU gap -> on-CPU ns before it
   int64_t span() const { return last_end_ns > first_ns ? last_end_ns - first_ns : 0; }

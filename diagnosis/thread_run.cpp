@@ -15,7 +15,10 @@ void add_counted_run(ThreadActivity& a, const Ev& e, int64_t prev_end, const Thr
   a.first_ns = std::min(a.first_ns, e.ts);
   a.last_end_ns = std::max(a.last_end_ns, e.end());
   a.calls += n;
-  if (is_submit_op(op)) a.submits += n;
+  if (is_submit_op(op)) {
+    a.submits += n;
+    a.submits_since_wait += n;
+  }
   if (is_launch_op(op)) {
     a.launches += n;
     a.launch_cpu_ns += in_calls;

@@ -34,6 +34,7 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
   std::unordered_map<uint32_t, size_t> open;
   for (const SchedRow& r : rows) {
     auto& cpu_rows = by_cpu_[r.cpu];
+    const int64_t cpu_last_ns = cpu_rows.empty() ? INT64_MIN : cpu_rows.back().ts_ns;
     if (r.next_tid != 0) {
       auto it = open.find(r.next_tid);
       if (it != open.end()) {
@@ -59,8 +60,15 @@ void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wak
     cpu_rows.push_back({r.ts_ns, r.next_tid, r.next_pid, r.prev_tid, r.prev_pid});
     if (r.prev_tid != 0) {
       auto& v = by_tid_[r.prev_tid];
-      // A switch-out while already out means a record was lost: close the stale interval here.
-      if (auto it = open.find(r.prev_tid); it != open.end()) v[it->second].to_ns = r.ts_ns;
+      // A switch-out while already out means its switch-in record was lost. That switch-in was
+      // on this CPU, after the CPU's last record (a switch-in of a traced thread is always
+      // recorded, so nothing of it came between): the stale interval ends there, never later.
+      // Closing it at this switch-out would count the thread off-CPU while it ran its calls —
+      // a launch row would lose that time, a counted run (no switch inside) would not.
+      if (auto it = open.find(r.prev_tid); it != open.end()) {
+        OffCpuInterval& stale = v[it->second];
+        stale.to_ns = std::max(stale.from_ns, cpu_last_ns);
+      }
       OffCpuInterval iv;
       iv.from_ns = r.ts_ns;
       iv.to_ns = data_end_ns;

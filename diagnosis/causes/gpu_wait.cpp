@@ -60,8 +60,9 @@ Finding GpuWait::explain(const ChainView& v, const Evidence& e, const State& st)
                          " slow syncs; during normal syncs it was active " + pct(best.normal_share) + " of the time");
   }
   if (a.calls)
-    f.evidence.push_back("this process submitted " + num(static_cast<double>(e.own_submits_before) / static_cast<double>(a.calls), 1) +
-                         " GPU operations on average in the 50 ms before each slow call");
+    f.evidence.push_back("the calling thread submitted " +
+                         num(static_cast<double>(e.own_submits_before) / static_cast<double>(a.calls), 1) +
+                         " GPU operations on average between its previous GPU wait and each slow call");
   // No host cause seen is not a GPU cause seen: HIGH or MEDIUM needs GPU work queued ahead of
   // (or beside) the calls that lost most of the time.
   if (2 * e.queued_lost_ns < a.lost_ns) {
@@ -108,11 +109,13 @@ void GpuWait::detect(ChunkContext& cx, const Slow& w, int64_t queued_ahead, Stat
     items.push_back({e.ts, op_layer(e.op), cx.s.comm_of(pid) + " (pid " + std::to_string(pid) + ") submits " +
                                                 std::to_string(n) + " GPU operations during the wait"});
   }
-  // The work it waits for: this thread's own submissions just before the sync.
-  if (auto it = cx.hx.submits.find(e.pid); it != cx.hx.submits.end()) {
-    int64_t n = count_in(it->second, e.ts - 50'000'000, e.ts);
+  // The work it waits for: this thread's own submissions since its previous GPU wait (counted
+  // in call order, runs of counted launches included: the same in both stores, where a fixed
+  // window's edge would cut a run whose calls have no timestamps of their own).
+  if (auto it = cx.s.activity.find(e.tid); it != cx.s.activity.end()) {
+    const int64_t n = it->second.submits_before_wait;
     ev.own_submits_before += n;
-    items.push_back({e.ts, op_layer(e.op), std::to_string(n) + " GPU operations submitted by this process in the 50 ms before"});
+    items.push_back({e.ts, op_layer(e.op), std::to_string(n) + " GPU operations submitted by this thread since its previous GPU wait"});
   }
   add_sample(c, w.excess, std::move(items));
 }

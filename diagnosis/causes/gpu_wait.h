@@ -30,7 +30,7 @@ struct GpuWait {
   struct Evidence {
     int64_t on_cpu_ns = 0, sleep_ns = 0;  // inside the calls this cause won
     int64_t host_ns = 0;                  // runnable or D time inside them: a host cause's, not counted as lost here
-    int64_t own_submits_before = 0;       // this process's GPU submissions in the 50 ms before each call
+    int64_t own_submits_before = 0;       // the calling thread's GPU submissions since its previous GPU wait, each call
     // Positive GPU evidence (docs/DIAGNOSIS.md "GPU evidence"): calls, and their lost time, with
     // GPU work queued ahead of them by this process (since its previous GPU wait returned) or
     // submitted by another process during them. Without it for most of the lost time the chain

@@ -35,16 +35,13 @@ add_dependencies(test_diagnosis_live_until_stop causeway causeway_testprogs)
 # Same chains either way (issue 36): one --record-all trace, a copy folded by the kernel's rule
 # into what the default mode stores (record_all_fold.*), explain/stats compared byte for byte
 # (docs/COLLECTOR.md "Same answers either way"; the launch baselines come from the rollups,
-# docs/DIAGNOSIS.md "Baselines of counted ops").
-# Built, not registered as a ctest: with the launch baselines from the rollups it passed 7 of 7
-# at load ~10, then failed 3 of 6 on a host with fuzzers or a CI run beside it. A fast launch
-# switched out inside counts as launch time in a counted run but not in a row (launch_bound's
-# split moved 0.0005%-1.5%), and gpu_wait's "GPU operations in the 50 ms before each slow call"
-# counts a run at its one timestamp (671.7 vs 671.6). Closing both needs the kernel to record a
-# call switched out inside as a row. Run it by hand: sudo build/tests/test_record_all_same_chains
-# (with CAUSEWAY_BIN, CAUSEWAY_SOURCE_DIR, CAUSEWAY_BUILD_DIR set as for the other bpf tests).
-add_executable(test_record_all_same_chains ${CMAKE_CURRENT_LIST_DIR}/test_record_all_same_chains.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/record_all_fold.cpp ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp)
-target_link_libraries(test_record_all_same_chains PRIVATE causeway_test_support causeway_tracedb causeway_diagnosis)
+# docs/DIAGNOSIS.md "Baselines of counted ops"). launch_bound's thread-time split and gpu_wait's
+# own-submits figure are byte-identical too: a launch its thread was switched out in is a row
+# (bpf/calls.bpf.h mark_switched_out; the fold reads it from the sched rows), every gap's off-CPU
+# time is subtracted (diagnosis/thread_activity.cpp), and the submits are counted per thread
+# since its previous GPU wait, which no run straddles.
+causeway_test(test_record_all_same_chains LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_record_all_same_chains.cpp ${CMAKE_CURRENT_LIST_DIR}/record_all_fold.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/diagnosis_live_support.cpp ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb causeway_diagnosis)
 add_dependencies(test_record_all_same_chains causeway causeway_testprogs)

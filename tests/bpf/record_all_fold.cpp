@@ -23,6 +23,7 @@ struct FoldRow {
   bool stacked;
   int parent = -1, depth = 0;
   bool nested_recorded = false;
+  bool switched_out = false;  // the thread left its CPU while the call ran (bpf/calls.bpf.h mark_switched_out)
   int64_t end() const { return ts + dur; }
 };
 
@@ -41,7 +42,7 @@ void fold_exec(sqlite3* db, const std::string& sql) {
 }
 
 // One thread's calls (ts order) → the rows to drop and the runs to store, by the kernel's rule.
-void fold_thread(std::vector<FoldRow>& calls, std::vector<int64_t>& drop, std::vector<FoldRun>& runs) {
+void fold_thread(std::vector<FoldRow>& calls, std::vector<int64_t>& drop, std::vector<FoldRun>& runs, int64_t& switched) {
   // Nesting by containment: the kernel's frames, rebuilt from start and end.
   std::vector<int> open;
   for (int i = 0; i < static_cast<int>(calls.size()); ++i) {
@@ -64,6 +65,10 @@ void fold_thread(std::vector<FoldRow>& calls, std::vector<int64_t>& drop, std::v
     bool counted = is_fast_counted_op(c.op) && !c.stacked && c.ret == 0 &&
                    c.dur < static_cast<int64_t>(CW_AGG_MAX_NS) && !c.nested_recorded;
     if (counted && c.depth == 0 && run.calls > 0 && c.end() - run.first_ts >= kRunMaxNs) counted = false;
+    if (counted && c.switched_out) {
+      ++switched;
+      counted = false;
+    }
     if (counted) {
       drop.push_back(c.id);
       if (c.depth == 0) {
@@ -85,6 +90,27 @@ void fold_thread(std::vector<FoldRow>& calls, std::vector<int64_t>& drop, std::v
     }
   }
   if (run.calls > 0) runs.push_back(run);  // open at stop: the collector stores it then
+}
+
+// The kernel marks every open call of a thread that leaves its CPU: a switch record of the
+// thread (prev_tid) between a call's start and end makes it a row.
+void fold_mark_switched_out(sqlite3* db, int64_t session_id, std::map<int64_t, std::vector<FoldRow>>& by_tid) {
+  std::map<int64_t, std::vector<int64_t>> outs;  // tid -> its switch-outs, in time order
+  sqlite3_stmt* q = nullptr;
+  const std::string sql = "SELECT prev_tid, ts_ns FROM sched WHERE session_id = " + std::to_string(session_id) +
+                          " ORDER BY prev_tid, ts_ns";
+  if (sqlite3_prepare_v2(db, sql.c_str(), -1, &q, nullptr) != SQLITE_OK) throw std::runtime_error("fold_counted_calls: prepare sched");
+  while (sqlite3_step(q) == SQLITE_ROW) outs[sqlite3_column_int64(q, 0)].push_back(sqlite3_column_int64(q, 1));
+  sqlite3_finalize(q);
+  for (auto& [tid, calls] : by_tid) {
+    auto it = outs.find(tid);
+    if (it == outs.end()) continue;
+    const std::vector<int64_t>& ts = it->second;
+    for (FoldRow& c : calls) {
+      auto first = std::lower_bound(ts.begin(), ts.end(), c.ts);
+      c.switched_out = first != ts.end() && *first <= c.end();
+    }
+  }
 }
 
 }  // namespace
@@ -109,9 +135,11 @@ FoldedCalls fold_counted_calls(const std::string& db_path, int64_t session_id) {
                                                          sqlite3_column_int(q, 6) != 0});
   }
   sqlite3_finalize(q);
+  fold_mark_switched_out(db, session_id, by_tid);
   std::vector<int64_t> drop;
   std::vector<FoldRun> runs;
-  for (auto& [tid, calls] : by_tid) fold_thread(calls, drop, runs);
+  int64_t switched = 0;
+  for (auto& [tid, calls] : by_tid) fold_thread(calls, drop, runs, switched);
   fold_exec(db, "BEGIN");
   // A run's row, as the collector decodes it (collector/decode.cpp decode_run): a0 calls, a1
   // their ns, a2 the last op; no cpu, no stack, the process's cgroup kept.
@@ -126,7 +154,7 @@ FoldedCalls fold_counted_calls(const std::string& db_path, int64_t session_id) {
   for (int64_t id : drop)
     if (!std::binary_search(firsts.begin(), firsts.end(), id)) fold_exec(db, "DELETE FROM events WHERE id = " + std::to_string(id));
   fold_exec(db, "COMMIT");
-  return {static_cast<int64_t>(drop.size()), static_cast<int64_t>(runs.size())};
+  return {static_cast<int64_t>(drop.size()), static_cast<int64_t>(runs.size()), switched};
 }
 
 }  // namespace causeway::test

@@ -542,6 +542,39 @@ TEST_CASE("fast launches are counted in the kernel: every call in the rollups, t
   CHECK(in_runs == 0);
 }
 
+// A fast launch its thread left the CPU in (bpf/calls.bpf.h mark_switched_out) is a row, never
+// only counted: a row keeps the off-CPU time inside the call apart from its on-CPU time
+// (launch_bound's split, docs/COLLECTOR.md "Aggregated calls"), a run could not. Every launch
+// here sleeps 20 µs inside (CW_FAKE_SLEEP_NS, nanosleep: the thread leaves its CPU), and every
+// 10th spins 400 µs more, so the (process, op) stack threshold (p50 + 50 µs) sits above the
+// plain ones: by the other rules nearly all of them would only be counted (so they were before
+// this rule). Now they are rows, each exactly once: none also in a run, none counted twice. A
+// few may still be counted: a sleep whose timer fired before the thread left its CPU (a VM's
+// vCPU stolen by the host inside the call) has no switch in it.
+TEST_CASE("a launch whose thread was switched out inside is recorded, not only counted") {
+  TempDir dir;
+  const int64_t n = 10'000;  // ~2 s: the thresholds are set each second
+  ::setenv("CW_FAKE_SLEEP_NS", "20000", 1);
+  const GatedRun run = trace_gated_workload(dir, {"--iterations", S(n), "--ops", "launch", "--slow-every", "10", "--slow-us", "400"},
+                                            {"--lib", testprog("libcudart.so.13")});
+  ::unsetenv("CW_FAKE_SLEEP_NS");
+  INFO(run.log);
+  const std::string where = " FROM events WHERE pid = " + S(run.pid) + " AND op_id = ";
+  const int64_t rows = q_int(run.db, "SELECT count(*)" + where + S(CW_OP_CUDA_LAUNCH_KERNEL));
+  const int64_t in_runs = q_int(run.db, "SELECT coalesce(sum(a0), 0)" + where + S(CW_OP_CALLS_AGGREGATED));
+  const int64_t stacked = q_int(run.db, "SELECT count(*)" + where + S(CW_OP_CUDA_LAUNCH_KERNEL) + " AND stack_id IS NOT NULL");
+  MESSAGE(rows << " launch rows (" << stacked << " of them stacked: explain something by the other rules), " << in_runs
+                << " in runs");
+  CHECK(op_counts(run.db, run.pid)[CW_OP_CUDA_LAUNCH_KERNEL] == n);  // stats' count: each call once
+  CHECK(rows + in_runs == n);
+  CHECK(in_runs * 5 < n);  // under 20% only counted (before this rule: 50%; now 0.5-2.4% here)
+  // The rule itself, exactly: a run of one call is that call, and no switch of its thread lies in it.
+  CHECK(q_int(run.db, "SELECT count(*) FROM events e WHERE pid = " + S(run.pid) + " AND op_id = " + S(CW_OP_CALLS_AGGREGATED) +
+                          " AND a0 = 1 AND EXISTS (SELECT 1 FROM sched s WHERE s.prev_tid = e.tid AND s.ts_ns BETWEEN e.ts_ns AND "
+                          "e.ts_ns + e.dur_ns)") == 0);
+  CHECK(q_int(run.db, "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'") == 0);
+}
+
 TEST_CASE("counted launches stay exact when their (process, op) goes to the hash: the array's entries all given out") {
   // One array entry (CAUSEWAY_CALL_AGG_ENTRIES=1, bpf/calls.bpf.h "Aggregated calls"): the first
   // process's launches take it, the second's are counted in the per-CPU hash. Both exact.

@@ -2,6 +2,7 @@
 // a configurable busy-wait instead of a GPU. Built with -fcf-protection so every function
 // starts with endbr64 like distro builds, which the collector must step over.
 #include <pthread.h>
+#include <sys/prctl.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +21,7 @@ typedef struct {
 } cudaLaunchConfig_t;
 
 static uint64_t g_latency_ns;
+static uint64_t g_sleep_ns;  // CW_FAKE_SLEEP_NS: every call also sleeps this long (its thread leaves the CPU inside)
 static uint64_t g_graph_build_ns;
 static uint64_t g_next_ptr = 0x7f0000000000ull;
 static uint64_t g_next_graph = 0x6a0000000000ull;
@@ -27,6 +29,10 @@ static uint64_t g_next_exec = 0x6e0000000000ull;
 
 __attribute__((constructor)) static void init(void) {
   g_latency_ns = cwfake_env_latency();
+  g_sleep_ns = cwfake_env_ns("CW_FAKE_SLEEP_NS");
+  /* A short sleep stays short (no 50 µs timer slack; threads made later inherit it): a call
+   * that left its CPU can still be a fast one. */
+  if (g_sleep_ns) prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   g_graph_build_ns = cwfake_env_graph_build();
 }
 
@@ -47,6 +53,10 @@ CWFAKE_EXPORT void cwfake_hold_lock_ns(uint64_t ns) {
 static void body(void) {
   if (g_serialize) pthread_mutex_lock(&g_lock);
   cwfake_spin_ns(g_latency_ns);
+  if (g_sleep_ns) {
+    struct timespec ts = {(time_t)(g_sleep_ns / 1000000000ull), (long)(g_sleep_ns % 1000000000ull)};
+    nanosleep(&ts, 0);
+  }
   if (g_serialize) pthread_mutex_unlock(&g_lock);
 }
 

@@ -204,4 +204,61 @@ TEST_CASE("a run of counted launches adds its launches, their time and the gaps 
   CHECK(min == 3000);
   CHECK(max == 3000);
 }
+
+// Both stores of the same calls split the thread's time alike (docs/COLLECTOR.md "Aggregated
+// calls"): three launches between two syncs, the thread switched out for 7 µs in the 10 µs gap
+// before the third (none inside a launch: the kernel records such a launch as a row). As rows or
+// as one run, the launches, their time, the gaps and their on-CPU part, and the submits the
+// second sync counts since the first, are the same.
+TEST_CASE("launches as rows or as a counted run give the thread the same time split and submits") {
+  constexpr uint32_t tid = 8, pid = 7;
+  auto call = [&](int64_t ts, int64_t dur, uint16_t op) {
+    Ev e;
+    e.ts = ts;
+    e.dur = dur;
+    e.pid = pid;
+    e.tid = tid;
+    e.op = op;
+    return e;
+  };
+  ThreadTimelines tl;
+  std::vector<SchedRow> sched = {{.ts_ns = 18'000, .cpu = 0, .prev_tid = tid, .prev_pid = pid, .prev_state = 0, .next_tid = 99, .next_pid = 99},
+                                 {.ts_ns = 25'000, .cpu = 0, .prev_tid = 99, .prev_pid = 99, .prev_state = 0, .next_tid = tid, .next_pid = pid}};
+  tl.build(sched, {}, 100'000);
+  const Ev sync0 = call(0, 10'000, CW_OP_CUDA_STREAM_SYNC), sync1 = call(30'000, 10'000, CW_OP_CUDA_STREAM_SYNC);
+  const std::vector<Ev> launches = {call(12'000, 2'000, CW_OP_CUDA_LAUNCH_KERNEL), call(15'000, 2'000, CW_OP_CUDA_LAUNCH_KERNEL),
+                                    call(27'000, 2'000, CW_OP_CUDA_LAUNCH_KERNEL)};
+  auto add_row = [&](ThreadActivity& a, const Ev& e, int64_t prev_end) {
+    a.add_call(e, prev_end, tl.off_cpu_in(tid, e.ts, e.end()), &tl);
+  };
+
+  ThreadActivity rows;
+  add_row(rows, sync0, INT64_MIN);
+  int64_t prev_end = sync0.end();
+  for (const Ev& l : launches) {
+    add_row(rows, l, prev_end);
+    prev_end = l.end();
+  }
+  add_row(rows, sync1, prev_end);
+
+  ThreadActivity counted;
+  add_row(counted, sync0, INT64_MIN);
+  Ev run = call(12'000, 29'000 - 12'000, CW_OP_CALLS_AGGREGATED);
+  run.a[0] = 3;
+  run.a[1] = 6'000;
+  run.a[2] = CW_OP_CUDA_LAUNCH_KERNEL;
+  add_counted_run(counted, run, sync0.end(), &tl);
+  add_row(counted, sync1, run.end());
+
+  for (const ThreadActivity* a : {&rows, &counted}) {
+    CHECK(a->calls == 5);
+    CHECK(a->launches == 3);
+    CHECK(a->launch_cpu_ns == 6'000);
+    CHECK(a->gap_ns == 2'000 + 1'000 + 10'000 + 1'000);
+    CHECK(a->gap_cpu_ns == 14'000 - 7'000);  // the short gap's switch is off-CPU either way
+    CHECK(a->submits_before_wait == 3);
+    CHECK(a->submits_since_wait == 0);
+    CHECK(a->longest_gap_cpu_ns == 0);  // no gap of 1 ms or more
+  }
+}
 }  // namespace causeway

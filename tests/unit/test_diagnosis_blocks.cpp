@@ -96,13 +96,16 @@ TEST_CASE("off-CPU intervals: sleep (S) with a waker, D state, wakeup latency co
 TEST_CASE("off-CPU intervals: a thread that never comes back is closed at the data end; lost rows do not corrupt") {
   std::vector<SchedRow> rows = {
       {10 * kMs, 1, kT, kT, 0, kTar, kTar},
-      {12 * kMs, 1, kT, kT, 0, kTar, kTar},  // second switch-out without a switch-in: a lost record
+      {11 * kMs, 1, kTar, kTar, 0, 4242, 4242},  // the CPU's last record before the thread is back
+      {12 * kMs, 1, kT, kT, 0, kTar, kTar},      // second switch-out without a switch-in: a lost record
   };
   ThreadTimelines tl;
   tl.build(rows, {}, 50 * kMs);
   auto iv = tl.intervals(kT);
   REQUIRE(iv.size() == 2);
-  CHECK(iv[0].to_ns == 12 * kMs);
+  // The lost switch-in came after the CPU's last record (11 ms): off-CPU until then, not until
+  // the next switch-out — the thread ran its calls in between.
+  CHECK(iv[0].to_ns == 11 * kMs);
   CHECK(iv[1].to_ns == 50 * kMs);
   CHECK(tl.intervals(12345).empty());
   CHECK(tl.off_cpu_in(12345, 0, kMs).total() == 0);
