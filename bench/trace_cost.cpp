@@ -603,11 +603,13 @@ int main(int argc, char** argv) {
                 (long long)sum.with_stack, (long long)sum.dropped);
     if (paced_seconds > 0) {
       const Spread c = spread_of(figs[i], [](const RoundFig& g) { return g.tracer_cpu_share; }),
-                   z = spread_of(figs[i], [](const RoundFig& g) { return g.tracer_idle_share; });
+                   z = spread_of(figs[i], [](const RoundFig& g) { return g.tracer_idle_share; }),
+                   n = spread_of(figs[i], [&](const RoundFig& g) {
+                     return (g.tracer_cpu_share - g.tracer_idle_share) * 1e9 / double(paced_rate);
+                   });
       std::printf("%s: tracer CPU at %ld calls/s: %.2f%% of one core (user + system, all its threads; median of %d "
-                  "rounds); with no calls %.2f%%: %.0f ns of tracer CPU per call\n",
-                  setups[i].label.c_str(), paced_rate, 100 * c.median, rounds, 100 * z.median,
-                  (c.median - z.median) * 1e9 / double(paced_rate));
+                  "rounds); with no calls %.2f%%: %.0f ns of tracer CPU per call (median of the rounds' differences)\n",
+                  setups[i].label.c_str(), paced_rate, 100 * c.median, rounds, 100 * z.median, n.median);
     }
   }
   // The figures, one key=value a line, for scripts (scripts/gpu-check.sh): per setup (default,
