@@ -7,13 +7,18 @@
 //   bare probes   cwfake_launch_twin_probed   an empty bpftrace uprobe + uretprobe
 //   causeway      cudaLaunchKernel            the real `causeway trace` binary, started with
 //                                             --lib <that library> plus each configuration's flags
-// Per configuration (default: the defaults, then --record-all, i.e. after vs before fast calls
-// were counted in the kernel): start causeway, then R rounds
-// of N calls of each function, the three taking turns in batches of 2,000 calls (a uprobe's
-// cost on a VM drifts over tenths of a second; interleaving gives each function the same
-// drift); the figure is the calling thread's CPU time per call (user + kernel: the probes run
-// in the calling thread), median of the rounds. Afterwards every traced call must be in the
-// trace DB or counted as dropped, and the number of calls that carried a user stack is printed. With --bpf-stats a further N calls run with
+// Configurations (default: the defaults, then --pid {pid}: the bench traced alone), each under
+// every --causeway binary given (old and new builds compared in one run: --causeway old=PATH
+// --causeway new=PATH). The run is --rounds alternated rounds; each round runs every
+// configuration once, the order rotating per round: start causeway, warm up, measure the
+// tracer's CPU (below), then N calls of each function, the three taking turns in batches of
+// 2,000 calls (a uprobe's cost on a VM drifts over tenths of a second; interleaving gives each
+// function the same drift), stop it and check its DB. The figure is the calling thread's CPU
+// time per call (user + kernel: the probes run in the calling thread). Every round's figures
+// are printed, then per configuration the median and range over the rounds of the time per
+// call, the time added over the bare pair and the ratio (each round's own, against the pair
+// measured beside it), and the tracer's CPU. Every traced call must be in the trace DB or
+// counted as dropped, and the number of calls that carried a user stack is printed. With --bpf-stats a further N calls run in each round with
 // kernel.bpf_stats_enabled=1 and every BPF program the causeway and bpftrace processes hold
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).
@@ -24,11 +29,12 @@
 // sched context, live diagnosis); the difference per call is its CPU per traced call. Every call made must be counted: the rollups (recorded rows plus calls
 // counted in the kernel) of the traced op and this pid equal the calls made, or the difference
 // is counted as dropped. Last, the figures as key=value lines (scripts/gpu-check.sh parses them):
-// <config>_us, <config>_ratio, <config>_added_us, <config>_tracer_cpu_pct, <config>_exact, ...
+// <config>_us, <config>_ratio, <config>_added_us, <config>_tracer_cpu_pct (medians; _min and
+// _max: their range), exact_counts, ...
 //
-//   sudo build/bench/trace_cost [--op launch|sync] [--links auto|session|multi|perf] [--calls 300000] [--rounds 3]
-//                               [--config "FLAGS"]... [--bpf-stats] [--causeway PATH] [--lib PATH] [--bpftrace PATH]
-//                               [--keep DIR] [--paced-rate 100000] [--paced-seconds 3]
+//   sudo build/bench/trace_cost [--op launch|sync] [--links auto|session|multi|perf] [--calls 200000] [--rounds 5]
+//                               [--config "FLAGS"]... [--bpf-stats] [--causeway [NAME=]PATH]... [--lib PATH]
+//                               [--bpftrace PATH] [--keep DIR] [--paced-rate 100000] [--paced-seconds 3]
 //
 // --links picks how causeway attaches its uprobes (CAUSEWAY_UPROBE_LINKS for the traced
 // child; auto: the kernel's best; docs/COLLECTOR.md "Uprobe links"). The bpftrace baseline is
@@ -250,14 +256,26 @@ struct Funcs {
   SyncFn untraced, probed, traced;
 };
 
-struct Row {
-  std::string config;
-  double untraced = 0, probed = 0, traced = 0;
-  int64_t made = 0, recorded = 0, with_stack = 0, dropped = 0;
-  int64_t counted = 0;           // rollups of the op and this pid: recorded + counted in the kernel
-  double tracer_cpu_share = -1;  // causeway's CPU over the paced phase / its wall time
-  double tracer_idle_share = -1; // the same over as long with no calls (rescans, sched context, diagnosis)
+// One causeway binary with one configuration's flags: what each round runs, in turn with the others.
+struct Setup {
+  std::string label;     // "defaults", "--pid {pid}"; with several binaries "NAME defaults"
+  std::string key;       // its figures' prefix: default, pid_pid, NAME_default
+  std::string causeway;  // the binary
+  std::string config;    // its flags
   bool filtered_out = false;  // --pid names another process
+};
+
+// One round of one setup: its causeway started, the three functions timed together, stopped.
+struct RoundFig {
+  double untraced = 0, probed = 0, traced = 0;  // thread CPU ns a call
+  int64_t made = 0, recorded = 0, with_stack = 0, dropped = 0;
+  int64_t counted = 0;            // rollups of the op and this pid: recorded + counted in the kernel
+  double tracer_cpu_share = -1;   // causeway's CPU over the paced phase / its wall time
+  double tracer_idle_share = -1;  // the same over as long with no calls (rescans, sched context, diagnosis)
+  bool exact = false;             // every call made recorded or counted (none of a filtered-out process)
+  double ratio() const { return traced / probed; }
+  double added_ns() const { return traced - probed; }
+  double probe_ratio() const { return (traced - untraced) / (probed - untraced); }
 };
 
 int64_t q_int(sqlite3* db, const std::string& sql) {
@@ -307,22 +325,18 @@ double paced_tracer_share(SyncFn fn, pid_t tracer, long rate, int seconds, int64
   return double(process_cpu_ns(tracer) - c0) / 1e9 / wall;
 }
 
-Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs& f, long calls, int rounds, bool bpf_stats,
-                   const std::string& causeway, const std::string& lib, const std::string& dir, pid_t bpftrace_pid,
-                   long paced_rate, int paced_seconds) {
-  const std::string tag = config.empty() ? "defaults" : config;
-  std::string stem = tag;
-  std::replace_if(stem.begin(), stem.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
-  const std::string db = dir + "/trace-" + stem + ".db", ready = dir + "/ready-" + stem;
-  std::vector<std::string> argv = {causeway, "trace", "--db", db, "--quiet", "--lib", lib, "--ready-file", ready};
-  for (const auto& w : split_words(config)) argv.push_back(w == "{pid}" ? std::to_string(getpid()) : w);
-  Child cw(argv, dir + "/causeway-" + stem + ".log");
+RoundFig measure_round(const Setup& setup, int round, const OpUnderTest& op, const Funcs& f, long calls, bool bpf_stats,
+                       const std::string& lib, const std::string& dir, pid_t bpftrace_pid, long paced_rate,
+                       int paced_seconds, bool keep) {
+  std::string stem = setup.key;
+  const std::string db = dir + "/trace-" + stem + "-r" + std::to_string(round) + ".db",
+                    ready = dir + "/ready-" + stem + "-r" + std::to_string(round);
+  std::vector<std::string> argv = {setup.causeway, "trace", "--db", db, "--quiet", "--lib", lib, "--ready-file", ready};
+  for (const auto& w : split_words(setup.config)) argv.push_back(w == "{pid}" ? std::to_string(getpid()) : w);
+  Child cw(argv, dir + "/causeway-" + stem + "-r" + std::to_string(round) + ".log");
   wait_until([&] { return fs::exists(ready); }, cw, "causeway trace");
 
-  Row row{tag};
-  const auto words = split_words(config);
-  for (size_t i = 0; i + 1 < words.size(); ++i)
-    if (words[i] == "--pid" && words[i + 1] != "{pid}" && words[i + 1] != std::to_string(getpid())) row.filtered_out = true;
+  RoundFig fig;
   // Warm-up: the first calls of the process and of the call site take the one-off paths.
   const long warm = 20000;
   for (long i = 0; i < warm; ++i) {
@@ -330,26 +344,20 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
     f.probed(nullptr);
     f.untraced(nullptr);
   }
-  row.made = warm;
-  // The tracer's CPU first, before the flat-out rounds leave it a backlog to write: idle, then paced.
+  fig.made = warm;
+  // The tracer's CPU first, before the flat-out calls leave it a backlog to write: idle, then paced.
   if (paced_seconds > 0) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
     int64_t none = 0;
-    row.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
-    row.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, row.made);
+    fig.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
+    fig.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, fig.made);
   }
-  std::vector<double> u, p, t;
-  for (int r = 0; r < rounds; ++r) {
-    const Triple m = interleaved_cpu_ns_per_call(f.untraced, f.probed, f.traced, calls);
-    u.push_back(m.untraced);
-    p.push_back(m.probed);
-    t.push_back(m.traced);
-    row.made += calls;
-  }
-  row.untraced = median(u);
-  row.probed = median(p);
-  row.traced = median(t);
-  if (row.probed < row.untraced + 100) die("the bpftrace probe does not seem to fire (" + std::to_string(row.probed) + " ns)");
+  const Triple m = interleaved_cpu_ns_per_call(f.untraced, f.probed, f.traced, calls);
+  fig.untraced = m.untraced;
+  fig.probed = m.probed;
+  fig.traced = m.traced;
+  fig.made += calls;
+  if (fig.probed < fig.untraced + 100) die("the bpftrace probe does not seem to fire (" + std::to_string(fig.probed) + " ns)");
 
   if (bpf_stats) {
     const auto cw_ids = prog_ids_of(cw.pid()), bt_ids = prog_ids_of(bpftrace_pid);
@@ -358,8 +366,9 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
     cpu_ns_per_call(f.traced, calls);
     cpu_ns_per_call(f.probed, calls);
     auto b_cw = prog_stats(cw_ids), b_bt = prog_stats(bt_ids);
-    row.made += calls;
-    std::printf("%s: BPF programs' run time (kernel.bpf_stats_enabled=1), %ld calls of each function:\n", tag.c_str(), calls);
+    fig.made += calls;
+    std::printf("round %d, %s: BPF programs' run time (kernel.bpf_stats_enabled=1), %ld calls of each function:\n", round,
+                setup.label.c_str(), calls);
     print_bpf_stats(a_cw, b_cw, calls, "causeway");
     print_bpf_stats(a_bt, b_bt, calls, "bpftrace");
   }
@@ -367,16 +376,47 @@ Row measure_config(const std::string& config, const OpUnderTest& op, const Funcs
   // Let the drain catch up before stopping: the count check below wants every call.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   if (int rc = cw.stop(); rc != 0) die("causeway trace exited " + std::to_string(rc) + ":\n" + cw.log());
-  auto h = open_read_only(db);
-  if (!h) die("cannot open " + db + ": " + h.error().message);
-  const std::string mine = " FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = '" + op.traced + "' AND e.pid = " +
-                           std::to_string(getpid());
-  row.recorded = q_int(h->get(), "SELECT count(*)" + mine);
-  row.with_stack = q_int(h->get(), "SELECT count(*)" + mine + " AND e.stack_id IS NOT NULL");
-  row.dropped = q_int(h->get(), "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'");
-  row.counted = q_int(h->get(), "SELECT coalesce(sum(r.count), 0) FROM rollups r JOIN ops o ON o.id = r.op_id WHERE o.name = '" +
-                                    op.traced + "' AND r.pid = " + std::to_string(getpid()));
-  return row;
+  {
+    auto h = open_read_only(db);
+    if (!h) die("cannot open " + db + ": " + h.error().message);
+    const std::string mine = " FROM events e JOIN ops o ON o.id = e.op_id WHERE o.name = '" + op.traced +
+                             "' AND e.pid = " + std::to_string(getpid());
+    fig.recorded = q_int(h->get(), "SELECT count(*)" + mine);
+    fig.with_stack = q_int(h->get(), "SELECT count(*)" + mine + " AND e.stack_id IS NOT NULL");
+    fig.dropped = q_int(h->get(), "SELECT coalesce(sum(value), 0) FROM collector_stats WHERE name = 'dropped_ring_calls'");
+    fig.counted = q_int(h->get(), "SELECT coalesce(sum(r.count), 0) FROM rollups r JOIN ops o ON o.id = r.op_id WHERE o.name = '" +
+                                      op.traced + "' AND r.pid = " + std::to_string(getpid()));
+  }
+  if (!keep)
+    for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix);
+  // The drop counter is host-wide: calls of other processes traced meanwhile (discovery
+  // probes every libcudart on the host) may add to it, never to the calls recorded here.
+  fig.exact = setup.filtered_out ? fig.recorded == 0 && fig.counted == 0
+                                 : fig.recorded <= fig.made && fig.counted <= fig.made && fig.made <= fig.counted + fig.dropped;
+  return fig;
+}
+
+// A figure over the rounds: median, least and most.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+template <typename Get>
+Spread spread_of(const std::vector<RoundFig>& rounds, Get get) {
+  std::vector<double> v;
+  for (const RoundFig& r : rounds) v.push_back(get(r));
+  return {median(v), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+}
+
+// The figures' key of a configuration: default, record_all, no_stack, pid_pid, ... from its flags.
+std::string config_key(const std::string& tag) {
+  if (tag == "defaults") return "default";
+  std::string k;
+  for (char ch : tag) {
+    if (std::isalnum(static_cast<unsigned char>(ch))) k += ch;
+    else if (!k.empty() && k.back() != '_') k += '_';
+  }
+  while (!k.empty() && k.back() == '_') k.pop_back();
+  return k;
 }
 
 std::string self_dir() {
@@ -395,12 +435,12 @@ std::string find_bpftrace() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  long calls = 300000;
-  int rounds = 3;
+  long calls = 200000;
+  int rounds = 5;
   bool bpf_stats = false;
-  std::vector<std::string> configs;
+  std::vector<std::string> configs, causeways;
   const std::string here = self_dir();
-  std::string causeway = here + "/../causeway", lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
+  std::string lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
   std::string keep, op_name = "launch", links = "auto";
   long paced_rate = 100000;
   int paced_seconds = 3;
@@ -414,7 +454,7 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") rounds = std::atoi(next().c_str());
     else if (a == "--config") configs.push_back(next());
     else if (a == "--bpf-stats") bpf_stats = true;
-    else if (a == "--causeway") causeway = next();
+    else if (a == "--causeway") causeways.push_back(next());
     else if (a == "--lib") lib = next();
     else if (a == "--bpftrace") bpftrace = next();
     else if (a == "--keep") keep = next();
@@ -424,13 +464,34 @@ int main(int argc, char** argv) {
     else if (a == "--paced-seconds") paced_seconds = std::atoi(next().c_str());
     else die("unknown argument " + a + " (see the header of bench/trace_cost.cpp)");
   }
-  if (configs.empty()) configs = {"", "--record-all"};
+  if (configs.empty()) configs = {"", "--pid {pid}"};
+  if (causeways.empty()) causeways = {here + "/../causeway"};
   if (paced_rate < 1000 || paced_seconds < 0) die("--paced-rate ≥ 1000 and --paced-seconds ≥ 0");
   if (calls < 1000 || rounds < 1) die("--calls ≥ 1000 and --rounds ≥ 1");
   if (geteuid() != 0) die("needs root (eBPF)");
   if (bpftrace.empty()) die("bpftrace not found (apt-get install bpftrace) or pass --bpftrace PATH");
-  causeway = fs::absolute(causeway).string();
   lib = fs::absolute(lib).string();
+  // Every configuration under every binary (old and new of one configuration side by side).
+  std::vector<Setup> setups;
+  for (const auto& c : configs)
+    for (const auto& b : causeways) {
+      Setup st;
+      const size_t eq = b.find('=');
+      const bool named = eq != std::string::npos && b.find('/') > eq;
+      const std::string name = named ? b.substr(0, eq) : "";
+      if (named && causeways.size() < 2) die("--causeway NAME=PATH names binaries to compare: give two or more");
+      if (!named && causeways.size() > 1) die("with several --causeway, name each: --causeway NAME=PATH");
+      st.causeway = fs::absolute(named ? b.substr(eq + 1) : b).string();
+      if (access(st.causeway.c_str(), X_OK) != 0) die(st.causeway + " is not an executable");
+      const std::string tag = c.empty() ? "defaults" : c;
+      st.label = named ? name + " " + tag : tag;
+      st.key = named ? config_key(name) + "_" + config_key(tag) : config_key(tag);
+      st.config = c;
+      const auto words = split_words(c);
+      for (size_t i = 0; i + 1 < words.size(); ++i)
+        if (words[i] == "--pid" && words[i + 1] != "{pid}" && words[i + 1] != std::to_string(getpid())) st.filtered_out = true;
+      setups.push_back(st);
+    }
 
   if (op_name != "launch" && op_name != "sync") die("--op is launch or sync");
   if (links != "auto" && links != "session" && links != "multi" && links != "perf")
@@ -470,64 +531,115 @@ int main(int argc, char** argv) {
   uname(&u);
   double load[3] = {};
   getloadavg(load, 3);
-  std::printf("trace_cost: %s, uprobe links %s, %ld calls × %d rounds per function (median), thread CPU time per "
-              "call; kernel %s, %u CPUs, load %.2f\n",
-              op.traced.c_str(), links.c_str(), calls, rounds, u.release, std::thread::hardware_concurrency(), load[0]);
-  std::vector<Row> rows;
-  for (const auto& c : configs) rows.push_back(measure_config(c, op, f, calls, rounds, bpf_stats, causeway, lib, dir, bt.pid(),
-                                                            paced_rate, paced_seconds));
+  std::printf("trace_cost: %s, uprobe links %s, %d alternated rounds of %ld calls per function (median), thread CPU "
+              "time per call; kernel %s, %u CPUs, load %.2f\n",
+              op.traced.c_str(), links.c_str(), rounds, calls, u.release, std::thread::hardware_concurrency(), load[0]);
+  std::fflush(stdout);
+  // Each round runs every setup once, the order rotating per round, so a drift of the host over
+  // the run falls on each alike; within a setup's turn the three functions take turns per batch.
+  std::vector<std::vector<RoundFig>> figs(setups.size());
+  for (int r = 1; r <= rounds; ++r)
+    for (size_t j = 0; j < setups.size(); ++j) {
+      const size_t i = (j + static_cast<size_t>(r - 1)) % setups.size();
+      const RoundFig g = measure_round(setups[i], r, op, f, calls, bpf_stats, lib, dir, bt.pid(), paced_rate, paced_seconds,
+                                       !keep.empty());
+      figs[i].push_back(g);
+      std::printf("round %d  %-22s untraced %.3f µs  bare pair %.3f µs  causeway %.3f µs  %.3f×  %+.3f µs a call", r,
+                  setups[i].label.c_str(), g.untraced / 1000, g.probed / 1000, g.traced / 1000, g.ratio(),
+                  g.added_ns() / 1000);
+      if (g.tracer_cpu_share >= 0)
+        std::printf("  tracer %.2f%% of a core (no calls %.2f%%)", 100 * g.tracer_cpu_share, 100 * g.tracer_idle_share);
+      std::printf("  %lld made, %lld in rollups, %lld rows, %lld dropped%s\n", (long long)g.made, (long long)g.counted,
+                  (long long)g.recorded, (long long)g.dropped, g.exact ? "" : "  NOT EXACT");
+      std::fflush(stdout);
+    }
   bt.stop();
 
+  // Medians over the rounds (scripts/gpu-check.sh's bench/bench_figures.py reads this table by
+  // its column names): ratio and probe ratio are the medians of each round's own.
   std::printf("%-34s %10s %13s %10s %8s %14s\n", "configuration", "untraced", "bare probes", "causeway", "ratio",
               "probe ratio");
-  for (const Row& r : rows) {
-    std::printf("%-34s %8.3f µs %11.3f µs %8.3f µs %7.2f× %13.2f×\n", ("causeway trace " + r.config).c_str(),
-                r.untraced / 1000, r.probed / 1000, r.traced / 1000, r.traced / r.probed,
-                (r.traced - r.untraced) / (r.probed - r.untraced));
+  for (size_t i = 0; i < setups.size(); ++i) {
+    const auto& v = figs[i];
+    std::printf("%-34s %8.3f µs %11.3f µs %8.3f µs %7.2f× %13.2f×\n", ("causeway trace " + setups[i].label).c_str(),
+                spread_of(v, [](const RoundFig& g) { return g.untraced; }).median / 1000,
+                spread_of(v, [](const RoundFig& g) { return g.probed; }).median / 1000,
+                spread_of(v, [](const RoundFig& g) { return g.traced; }).median / 1000,
+                spread_of(v, [](const RoundFig& g) { return g.ratio(); }).median,
+                spread_of(v, [](const RoundFig& g) { return g.probe_ratio(); }).median);
   }
-  std::printf("(ratio: causeway / bare probes, whole call; probe ratio: the same above the untraced call)\n");
+  std::printf("(median of %d rounds; ratio: causeway / bare probes, whole call; probe ratio: the same above the untraced call)\n",
+              rounds);
+  std::printf("median (range) over %d rounds: causeway per call | added over the bare pair | ratio | tracer CPU at %ld "
+              "calls/s, %% of a core | tracer ns per call\n",
+              rounds, paced_rate);
+  for (size_t i = 0; i < setups.size(); ++i) {
+    const auto& v = figs[i];
+    const Spread t = spread_of(v, [](const RoundFig& g) { return g.traced / 1000; }),
+                 a = spread_of(v, [](const RoundFig& g) { return g.added_ns() / 1000; }),
+                 q = spread_of(v, [](const RoundFig& g) { return g.ratio(); });
+    std::printf("  %-22s %.3f µs (%.3f–%.3f) | %+.3f µs (%+.3f to %+.3f) | %.3f× (%.3f–%.3f)", setups[i].label.c_str(),
+                t.median, t.min, t.max, a.median, a.min, a.max, q.median, q.min, q.max);
+    if (paced_seconds > 0) {
+      const Spread c = spread_of(v, [](const RoundFig& g) { return 100 * g.tracer_cpu_share; }),
+                   n = spread_of(v, [&](const RoundFig& g) {
+                     return (g.tracer_cpu_share - g.tracer_idle_share) * 1e9 / double(paced_rate);
+                   });
+      std::printf(" | %.2f%% (%.2f–%.2f) | %.0f ns (%.0f to %.0f)", c.median, c.min, c.max, n.median, n.min, n.max);
+    }
+    std::printf("\n");
+  }
   bool exact = true;
-  for (const Row& r : rows) {
+  for (size_t i = 0; i < setups.size(); ++i) {
+    RoundFig sum;
+    for (const RoundFig& g : figs[i]) {
+      sum.made += g.made, sum.counted += g.counted, sum.recorded += g.recorded, sum.with_stack += g.with_stack;
+      sum.dropped += g.dropped;
+      exact = exact && g.exact;
+    }
     std::printf("%s: %lld calls made, %lld in the rollups (%lld recorded as rows, the rest counted in the kernel), "
                 "%lld with a user stack, %lld counted as dropped (ring full)\n",
-                r.config.c_str(), (long long)r.made, (long long)r.counted, (long long)r.recorded, (long long)r.with_stack,
-                (long long)r.dropped);
-    if (r.tracer_cpu_share >= 0)
-      std::printf("%s: tracer CPU at %ld calls/s: %.2f%% of one core (user + system, all its threads); with no calls "
-                  "%.2f%%: %.0f ns of tracer CPU per call\n",
-                  r.config.c_str(), paced_rate, 100 * r.tracer_cpu_share, 100 * r.tracer_idle_share,
-                  (r.tracer_cpu_share - r.tracer_idle_share) * 1e9 / double(paced_rate));
-    // The drop counter is host-wide: calls of other processes traced meanwhile (discovery
-    // probes every libcudart on the host) may add to it, never to the calls recorded here.
-    exact = exact && (r.filtered_out ? r.recorded == 0 && r.counted == 0
-                                     : r.recorded <= r.made && r.counted <= r.made && r.made <= r.counted + r.dropped);
-  }
-  // The figures, one key=value a line, for scripts (scripts/gpu-check.sh): per configuration
-  // (default, record_all, no_stack, ... from its flags) and the bare pair.
-  auto config_key = [](const std::string& c) {
-    if (c == "defaults") return std::string("default");
-    std::string k;
-    for (char ch : c) {
-      if (std::isalnum(static_cast<unsigned char>(ch))) k += ch;
-      else if (!k.empty() && k.back() != '_') k += '_';
+                setups[i].label.c_str(), (long long)sum.made, (long long)sum.counted, (long long)sum.recorded,
+                (long long)sum.with_stack, (long long)sum.dropped);
+    if (paced_seconds > 0) {
+      const Spread c = spread_of(figs[i], [](const RoundFig& g) { return g.tracer_cpu_share; }),
+                   z = spread_of(figs[i], [](const RoundFig& g) { return g.tracer_idle_share; }),
+                   n = spread_of(figs[i], [&](const RoundFig& g) {
+                     return (g.tracer_cpu_share - g.tracer_idle_share) * 1e9 / double(paced_rate);
+                   });
+      std::printf("%s: tracer CPU at %ld calls/s: %.2f%% of one core (user + system, all its threads; median of %d "
+                  "rounds); with no calls %.2f%%: %.0f ns of tracer CPU per call (median of the rounds' differences)\n",
+                  setups[i].label.c_str(), paced_rate, 100 * c.median, rounds, 100 * z.median, n.median);
     }
-    while (!k.empty() && k.back() == '_') k.pop_back();
-    return k;
-  };
+  }
+  // The figures, one key=value a line, for scripts (scripts/gpu-check.sh): per setup (default,
+  // record_all, no_stack, pid_pid, ... from its flags; NAME_default with named binaries), medians
+  // of the rounds and the range of the main ones.
   std::printf("figures: op=%s calls=%ld rounds=%d cpus=%u\npaced_rate=%ld\n", op.traced.c_str(), calls, rounds,
               std::thread::hardware_concurrency(), paced_rate);
-  for (const Row& r : rows) {
-    const std::string k = config_key(r.config);
-    std::printf("%s_untraced_us=%.3f\n%s_bare_pair_us=%.3f\n%s_us=%.3f\n%s_ratio=%.3f\n%s_added_us=%.3f\n", k.c_str(),
-                r.untraced / 1000, k.c_str(), r.probed / 1000, k.c_str(), r.traced / 1000, k.c_str(), r.traced / r.probed,
-                k.c_str(), (r.traced - r.probed) / 1000);
-    std::printf("%s_calls_made=%lld\n%s_calls_in_rollups=%lld\n%s_calls_recorded=%lld\n%s_dropped=%lld\n", k.c_str(),
-                (long long)r.made, k.c_str(), (long long)r.counted, k.c_str(), (long long)r.recorded, k.c_str(),
-                (long long)r.dropped);
-    if (r.tracer_cpu_share >= 0)
-      std::printf("%s_tracer_cpu_pct=%.3f\n%s_tracer_idle_cpu_pct=%.3f\n%s_tracer_ns_per_call=%.1f\n", k.c_str(),
-                  100 * r.tracer_cpu_share, k.c_str(), 100 * r.tracer_idle_share, k.c_str(),
-                  (r.tracer_cpu_share - r.tracer_idle_share) * 1e9 / double(paced_rate));
+  for (size_t i = 0; i < setups.size(); ++i) {
+    const auto& v = figs[i];
+    const char* k = setups[i].key.c_str();
+    auto put = [&](const char* name, Spread sp, bool range) {
+      std::printf("%s_%s=%.3f\n", k, name, sp.median);
+      if (range) std::printf("%s_%s_min=%.3f\n%s_%s_max=%.3f\n", k, name, sp.min, k, name, sp.max);
+    };
+    put("untraced_us", spread_of(v, [](const RoundFig& g) { return g.untraced / 1000; }), false);
+    put("bare_pair_us", spread_of(v, [](const RoundFig& g) { return g.probed / 1000; }), false);
+    put("us", spread_of(v, [](const RoundFig& g) { return g.traced / 1000; }), true);
+    put("ratio", spread_of(v, [](const RoundFig& g) { return g.ratio(); }), true);
+    put("added_us", spread_of(v, [](const RoundFig& g) { return g.added_ns() / 1000; }), true);
+    RoundFig sum;
+    for (const RoundFig& g : v) sum.made += g.made, sum.counted += g.counted, sum.recorded += g.recorded, sum.dropped += g.dropped;
+    std::printf("%s_calls_made=%lld\n%s_calls_in_rollups=%lld\n%s_calls_recorded=%lld\n%s_dropped=%lld\n", k,
+                (long long)sum.made, k, (long long)sum.counted, k, (long long)sum.recorded, k, (long long)sum.dropped);
+    if (paced_seconds > 0) {
+      put("tracer_cpu_pct", spread_of(v, [](const RoundFig& g) { return 100 * g.tracer_cpu_share; }), true);
+      put("tracer_idle_cpu_pct", spread_of(v, [](const RoundFig& g) { return 100 * g.tracer_idle_share; }), false);
+      put("tracer_ns_per_call",
+          spread_of(v, [&](const RoundFig& g) { return (g.tracer_cpu_share - g.tracer_idle_share) * 1e9 / double(paced_rate); }),
+          false);
+    }
   }
   std::printf("exact_counts=%d\n", exact ? 1 : 0);
   if (keep.empty()) fs::remove_all(dir);

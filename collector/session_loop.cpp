@@ -21,8 +21,12 @@ void Session::loop(const std::function<bool()>& stop) {
     // so it mostly times out, after a longer time the fewer records come (collector/ring_wait.h).
     // Without room in the writer's queue there is nothing to wait for: the drains below
     // leave the records in the ring.
-    if (claim_budget(std::chrono::milliseconds(kRoomWaitMs)))
-      drain_wait_->wait(static_cast<int>(std::min<int64_t>(wait_ms, (end - now) / 1'000'000 + 1)));
+    // A listen seen is looked at 20 ms later (on_listen): the wait ends then, not after the
+    // drain's longer sleep, so a new server's hook goes live before its first requests.
+    int64_t wait_now = std::min<int64_t>(wait_ms, (end - now) / 1'000'000 + 1);
+    for (const auto& pending : pending_listens_)
+      wait_now = std::min<int64_t>(wait_now, std::max<int64_t>(1, (pending.first - now) / 1'000'000 + 1));
+    if (claim_budget(std::chrono::milliseconds(kRoomWaitMs))) drain_wait_->wait(static_cast<int>(wait_now));
     const uint64_t taken_before = records_taken_;
     const bool calls_emptied = drain(calls_rb_.get(), 8, OnFullQueue::leave_in_ring);
     const int64_t host_from = monotonic_ns();

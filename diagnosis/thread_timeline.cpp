@@ -24,12 +24,29 @@ const char* state_letter(OffCpuState s) {
 // WakeupRecord, the rows the writer stores: they are the timeline's compact copies of a window's
 // every switch and wake-up, without the priorities and target CPU it never reads (40 bytes a
 // switch against 48, 24 a wake-up against 32).
-void ThreadTimelines::build(std::vector<SchedRow> rows, std::vector<WakeRow> wakeups, int64_t data_end_ns) {
+namespace {
+// `v` in time order (stable): itself when it is already, else a sorted copy in `copy`. The
+// correlator's window buffers are read ORDER BY ts_ns and appended range after range, so
+// they need neither; copying them for every chunk was a per-row cost of live diagnosis
+// (docs/BENCHMARKS.md "Batched scheduler rows").
+template <typename Row>
+const std::vector<Row>& timeline_rows_in_time_order(const std::vector<Row>& v, std::vector<Row>& copy) {
+  auto earlier = [](const Row& a, const Row& b) { return a.ts_ns < b.ts_ns; };
+  if (std::is_sorted(v.begin(), v.end(), earlier)) return v;
+  copy = v;
+  std::stable_sort(copy.begin(), copy.end(), earlier);
+  return copy;
+}
+}  // namespace
+
+void ThreadTimelines::build(const std::vector<SchedRow>& rows_any, const std::vector<WakeRow>& wakeups_any,
+                            int64_t data_end_ns) {
   by_tid_.clear();
   by_cpu_.clear();
-  std::stable_sort(rows.begin(), rows.end(), [](const SchedRow& a, const SchedRow& b) { return a.ts_ns < b.ts_ns; });
-  std::stable_sort(wakeups.begin(), wakeups.end(),
-                   [](const WakeRow& a, const WakeRow& b) { return a.ts_ns < b.ts_ns; });
+  std::vector<SchedRow> rows_sorted;
+  std::vector<WakeRow> wakeups_sorted;
+  const std::vector<SchedRow>& rows = timeline_rows_in_time_order(rows_any, rows_sorted);
+  const std::vector<WakeRow>& wakeups = timeline_rows_in_time_order(wakeups_any, wakeups_sorted);
   // Open interval per thread: index into its vector, or absent.
   std::unordered_map<uint32_t, size_t> open;
   for (const SchedRow& r : rows) {

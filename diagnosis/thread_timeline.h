@@ -72,8 +72,9 @@ struct RunShare {
 
 class ThreadTimelines {
  public:
-  // rows and wakeups in any order (sorted here); `data_end_ns` closes intervals still open.
-  void build(std::vector<SchedRow> rows, std::vector<WakeRow> wakeups, int64_t data_end_ns);
+  // rows and wakeups in any order (read in time order; copied and sorted only when they are
+  // not, which the correlator's buffers always are); `data_end_ns` closes intervals still open.
+  void build(const std::vector<SchedRow>& rows, const std::vector<WakeRow>& wakeups, int64_t data_end_ns);
 
   // Off-CPU intervals whose state and CPU the data does not say (an imported trace that
   // stores only "thread T was off CPU for d", docs/IMPORT.md): state `other`, so no host cause

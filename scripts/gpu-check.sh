@@ -354,7 +354,7 @@ run_bench() {
   printf '#!/bin/sh\nexec taskset -c %s %s "$@"\n' "$trc" "$cw" > "$wrapper"; chmod +x "$wrapper"
   log "bench: starting ($ncpu CPUs: server/caller $srv, tracer $trc, load $load)"
   local launch_args=(--calls 100000 --rounds 3) req_args=(--rounds 1 --seconds 8 --syscalls 300000) tls_args=(--rounds 2 --seconds 4)
-  local launch_limit=50
+  local launch_limit=80  # 3 rounds, causeway started in each (~11 s a round on a quiet host)
   # --fake runs in CI on small, busy hosts: a 1 s paced phase (the tracer's CPU per call) and
   # more time; at 50 s with the 3 s paced phase the launch bench was cut off on a loaded
   # 2-vCPU VM (it takes ~27 s there with these arguments).

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "tracedb/event_columns.h"
+#include "tracedb/multi_row_insert.h"
 #include "tracedb/records.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -76,12 +77,8 @@ inline constexpr int kEventInsertColumns = col(EventCol::count_) - col(kFirstIns
 
 // "INSERT INTO events (session_id, …, cgroup_id) VALUES (?,…),(?,…)…" for `rows` rows.
 inline std::string event_insert_sql(int rows) {
-  std::string one = "(";
-  for (int i = 0; i < kEventInsertColumns; ++i) one += i ? ",?" : "?";
-  one += ")";
-  std::string sql = "INSERT INTO events (" + event_column_list(kFirstInsertCol) + ") VALUES ";
-  for (int r = 0; r < rows; ++r) sql += r ? "," + one : one;
-  return sql;
+  return "INSERT INTO events (" + event_column_list(kFirstInsertCol) + ") VALUES " +
+         values_rows_sql(kEventInsertColumns, rows);
 }
 
 namespace detail {

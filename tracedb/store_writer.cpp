@@ -278,7 +278,8 @@ Result<void> StoreWriter::close(int64_t stopped_ns) {
       r = make_error("db_gone", path_ + (gone_ == WriteFault::db_deleted ? " was deleted or moved away" : " was replaced") +
                                     " during the trace: its end and loss counts were not stored");
     }
-    for (Statement* st : {&ins_event_, &ins_events_, &ins_sched_, &ins_wakeup_, &ins_rollup_, &upsert_process_,
+    for (MultiRowInsert* ins : {&ins_events_, &ins_sched_, &ins_wakeup_}) ins->finalize();
+    for (Statement* st : {&ins_rollup_, &upsert_process_,
                           &upsert_thread_, &upsert_cgroup_, &ins_stack_, &upsert_chain_, &upsert_call_cause_,
                           &del_request_chains_, &upsert_counter_, &upd_rolled_, &upd_stopped_, &ins_block_, &ins_request_, &ins_engine_sample_, &upsert_engine_})
       *st = Statement();

@@ -33,6 +33,7 @@
 #include "common/result.h"
 #include "tracedb/aggregated_calls.h"
 #include "tracedb/histogram.h"
+#include "tracedb/multi_row_insert.h"
 #include "tracedb/record_lane.h"
 #include "tracedb/records.h"
 #include "tracedb/open.h"
@@ -201,9 +202,9 @@ class StoreWriter {
   Result<void> in_transaction(const std::function<Result<void>()>& body);
   WriteFault check_db_file() const;  // db_deleted / db_replaced / none, by the path's inode
   bool disk_has_room() const;        // the file system holding the DB has its prune floor free
-  // Inserts every row of a context lane; bind(stmt, row) binds it and returns its pid (rollup).
+  // Inserts every row of a context lane; bind(stmt, base, row) binds one row of a group.
   template <typename R, typename Bind>
-  int insert_lane(const std::vector<std::vector<R>>& chunks, Statement& s, uint16_t rollup_op, uint64_t& written,
+  int insert_lane(const std::vector<std::vector<R>>& chunks, MultiRowInsert& ins, uint16_t rollup_op, uint64_t& written,
                   Bind bind);
   // One event_blocks entry being grown: a batch's, or with event_block_rows a laid-out block.
   struct EventBlock {
@@ -285,7 +286,8 @@ class StoreWriter {
   std::thread thread_;
 
   // Writer-thread state.
-  Statement ins_event_, ins_events_, ins_sched_, ins_wakeup_, ins_rollup_, upsert_process_, upsert_thread_, upsert_cgroup_,
+  MultiRowInsert ins_events_, ins_sched_, ins_wakeup_;
+  Statement ins_rollup_, upsert_process_, upsert_thread_, upsert_cgroup_,
       ins_stack_, upsert_chain_, upsert_call_cause_, del_request_chains_, upsert_counter_, upd_rolled_, upd_stopped_, ins_block_, ins_request_,
       ins_engine_sample_, upsert_engine_;
   std::map<RollupKey, RollupAcc> rollups_;        // committed rows not yet rolled up

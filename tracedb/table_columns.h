@@ -16,6 +16,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "tracedb/multi_row_insert.h"
 #include "tracedb/sqlite_handle.h"
 
 namespace causeway {
@@ -30,41 +31,51 @@ struct TableColumns {
   // "INSERT INTO table (c0, c1, …) VALUES (?,?,…)" over the columns before `end` (all of them
   // by default); `verb` is "INSERT" or "INSERT OR IGNORE" / "INSERT OR REPLACE".
   std::string insert_sql(std::string_view verb = "INSERT", Col end = Col::count_) const {
-    std::string cols, params;
+    return insert_head(verb, end) + values_rows_sql(static_cast<int>(end), 1);
+  }
+  // The INSERT of `rows` rows of every column (a MultiRowInsert's statement; row r is bound
+  // with RowBind(stmt, r)).
+  std::string insert_rows_sql(int rows) const {
+    return insert_head("INSERT", Col::count_) + values_rows_sql(static_cast<int>(kCount), rows);
+  }
+
+ private:
+  std::string insert_head(std::string_view verb, Col end) const {
+    std::string cols;
     for (size_t i = 0; i < static_cast<size_t>(end); ++i) {
-      if (i) cols += ", ", params += ",";
+      if (i) cols += ", ";
       cols += names[i];
-      params += "?";
     }
-    return std::string(verb) + " INTO " + std::string(table) + " (" + cols + ") VALUES (" + params + ")";
+    return std::string(verb) + " INTO " + std::string(table) + " (" + cols + ") VALUES ";
   }
 };
 
-// Binds one row of a statement made by TableColumns<Col>::insert_sql(), column by name.
+// Binds one row of a statement made by TableColumns<Col>::insert_sql(), column by name; `base`
+// is the parameters before the row's (r × the column count for row r of insert_rows_sql()).
 template <typename Col>
 class RowBind {
  public:
-  explicit RowBind(Statement& s) : s_(s) {}
+  explicit RowBind(Statement& s, int base = 0) : s_(s), base_(base) {}
   static constexpr int param(Col c) { return static_cast<int>(c) + 1; }
 
   RowBind& set(Col c, int64_t v) {
-    s_.bind(param(c), v);
+    s_.bind(base_ + param(c), v);
     return *this;
   }
   RowBind& set(Col c, double v) {
-    s_.bind(param(c), v);
+    s_.bind(base_ + param(c), v);
     return *this;
   }
   RowBind& set(Col c, std::string_view v) {
-    s_.bind(param(c), v);
+    s_.bind(base_ + param(c), v);
     return *this;
   }
   RowBind& set_blob(Col c, std::string_view v) {
-    s_.bind_blob(param(c), v.data(), v.size());
+    s_.bind_blob(base_ + param(c), v.data(), v.size());
     return *this;
   }
   RowBind& null(Col c) {
-    s_.bind_null(param(c));
+    s_.bind_null(base_ + param(c));
     return *this;
   }
   template <typename T>
@@ -80,6 +91,7 @@ class RowBind {
 
  private:
   Statement& s_;
+  int base_;
 };
 
 }  // namespace causeway

@@ -44,6 +44,35 @@ TEST_CASE("off-CPU intervals: preemption (R) names who ran on the CPU") {
   CHECK(kw == 2 * kMs);
 }
 
+TEST_CASE("off-CPU intervals: rows given out of time order build the same timeline as in order") {
+  // The correlator passes its buffers in time order (used as they are); any other order is
+  // sorted first, ties kept in the order given.
+  const std::vector<SchedRow> ordered = {
+      {10 * kMs, 3, kT, kT, 0, kTar, kTar},
+      {20 * kMs, 3, kTar, kTar, 0, 87, 87},
+      {22 * kMs, 3, 87, 87, 1, kTar, kTar},
+      {30 * kMs, 3, kTar, kTar, 0, kT, kT},
+  };
+  const std::vector<WakeRow> wakes = {{25 * kMs, 87, 87, kSib, kSib}};
+  const std::vector<SchedRow> shuffled = {ordered[3], ordered[1], ordered[0], ordered[2]};
+  ThreadTimelines a, b;
+  a.build(ordered, wakes, 100 * kMs);
+  b.build(shuffled, wakes, 100 * kMs);
+  for (uint32_t tid : {kT, kTar, 87u}) {
+    const auto ia = a.intervals(tid), ib = b.intervals(tid);
+    REQUIRE(ia.size() == ib.size());
+    for (size_t i = 0; i < ia.size(); ++i) {
+      CHECK(ia[i].from_ns == ib[i].from_ns);
+      CHECK(ia[i].to_ns == ib[i].to_ns);
+      CHECK(ia[i].state == ib[i].state);
+      CHECK(ia[i].woken == ib[i].woken);
+    }
+  }
+  REQUIRE(a.intervals(87).size() == 1);
+  CHECK(a.intervals(87)[0].woken);  // asleep from 22 ms, woken by kSib at 25 ms
+  CHECK(b.off_cpu_in(kT, 5 * kMs, 25 * kMs).runnable_ns == 15 * kMs);
+}
+
 TEST_CASE("who ran: untraced tasks switching among themselves unseen, the CPU goes to the one that held it last") {
   // T preempted at 10 ms by a kernel thread (pid 15) that runs a few µs and hands the CPU to
   // tar; neither is traced, so that switch is not recorded. tar gives the CPU back at 30 ms.

@@ -74,6 +74,62 @@ TEST_CASE("every accepted record is committed, across threads, with rollups matc
   CHECK(count(path, "SELECT count(*) FROM processes WHERE comm = 'python3'") == 1);
 }
 
+TEST_CASE("sched and wakeup rows go many per INSERT: every row, every column, in order, rolled up") {
+  // 64 + 8 + 1 + 1 + 1 rows: every group size of MultiRowInsert (tracedb/multi_row_insert.h),
+  // in one batch; the rowids follow the order the rows were pushed.
+  TempDir dir;
+  std::string path = dir.file("t.db");
+  auto w = StoreWriter::open(path, WriterOptions{.queue_capacity = 1 << 16});
+  REQUIRE(w.ok());
+  REQUIRE((*w)->begin_session(live_session()).ok());
+  constexpr int kRows = 75;
+  for (int i = 0; i < kRows; ++i) {
+    const uint32_t u = static_cast<uint32_t>(i);
+    REQUIRE((*w)->push(SwitchRecord{kT0 + i * 1000, i % 4, 1000 + u, 500 + u % 3, 100 + i, i % 3, 2000 + u, 600 + u % 2,
+                                    110 + i}));
+    REQUIRE((*w)->push(WakeupRecord{kT0 + i * 1000 + 7, 3000 + u, 700 + u % 5, 4000 + u, 800 + u % 7, i % 2}));
+  }
+  REQUIRE((*w)->close(kT0 + 1'000'000'000).ok());
+  auto db = open_read_only(path);
+  REQUIRE(db.ok());
+  auto s = Statement::prepare(db->get(),
+                              "SELECT rowid, ts_ns, cpu, prev_tid, prev_pid, prev_prio, prev_state, next_tid, next_pid, "
+                              "next_prio FROM sched ORDER BY rowid");
+  REQUIRE(s.ok());
+  int n = 0;
+  for (; s->step() == SQLITE_ROW; ++n) {
+    CHECK(s->col_int(0) == n + 1);
+    CHECK(s->col_int(1) == kT0 + n * 1000);
+    CHECK(s->col_int(2) == n % 4);
+    CHECK(s->col_int(3) == 1000 + n);
+    CHECK(s->col_int(4) == 500 + n % 3);
+    CHECK(s->col_int(5) == 100 + n);
+    CHECK(s->col_int(6) == n % 3);
+    CHECK(s->col_int(7) == 2000 + n);
+    CHECK(s->col_int(8) == 600 + n % 2);
+    CHECK(s->col_int(9) == 110 + n);
+  }
+  CHECK(n == kRows);
+  auto k = Statement::prepare(db->get(), "SELECT rowid, ts_ns, tid, pid, waker_tid, waker_pid, target_cpu FROM wakeups ORDER BY rowid");
+  REQUIRE(k.ok());
+  n = 0;
+  for (; k->step() == SQLITE_ROW; ++n) {
+    CHECK(k->col_int(0) == n + 1);
+    CHECK(k->col_int(1) == kT0 + n * 1000 + 7);
+    CHECK(k->col_int(2) == 3000 + n);
+    CHECK(k->col_int(3) == 700 + n % 5);
+    CHECK(k->col_int(4) == 4000 + n);
+    CHECK(k->col_int(5) == 800 + n % 7);
+    CHECK(k->col_int(6) == n % 2);
+  }
+  CHECK(n == kRows);
+  CHECK(count(path, "SELECT count(*) FROM sched WHERE session_id = (SELECT id FROM sessions)") == kRows);
+  CHECK(count(path, "SELECT count(*) FROM wakeups WHERE session_id = (SELECT id FROM sessions)") == kRows);
+  // Each row rolled up once under its process (the one switched out, the one woken).
+  CHECK(count(path, "SELECT sum(count) FROM rollups") == 2 * kRows);
+  CHECK(count(path, "SELECT count(DISTINCT pid) FROM rollups") == 3 + 5);
+}
+
 TEST_CASE("a full queue refuses records and counts each refusal; nothing is lost silently") {
   TempDir dir;
   std::string path = dir.file("t.db");
