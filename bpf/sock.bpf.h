@@ -5,8 +5,9 @@
  * connections they accepted (seen accepted, or found at a read or write with a local port
  * they listen on: accepted before the trace), so no buffer of an unrelated fd or process is
  * ever copied. A connection's peer and namespace come from the kernel socket, not from the
- * accept's sockaddr (libuv and Go pass NULL), and causeway's own scrapes are left out by
- * their exact 4-tuple (own_conns).
+ * accept's sockaddr (libuv and Go pass NULL), and causeway's own scrapes, and those of any
+ * other causeway tracer on the host, are left out by their exact 4-tuple (own_conns,
+ * tracer_conns).
  *
  * Three hooks run the same logic (sock_enter / sock_exit; docs/INFERENCE.md "Which hook");
  * the collector picks one per server (collector/bpf_loader.cpp, collector/sock_hook.h):
@@ -120,6 +121,28 @@ struct {
   __type(key, struct cw_sock_conn);
   __type(value, __u8);
 } own_conns SEC(".maps");
+
+/* Every causeway tracer's scrape connections on this host, shared: the first tracer's map,
+ * found by the next ones through its map id (collector/tracer_conns.h). Each tracer writes its
+ * scraper's tuples here too, with when the entry stops holding (bpf_ktime_get_ns clock; a
+ * tracer killed before it removed its own leaves nothing that holds past that), and removes
+ * them when it removes them from own_conns. A traced server that accepts a connection another
+ * tracer made leaves it untraced and counts it (cw_tracer_scrapes: not this tracer's, so not
+ * CW_COUNT_OWN_SCRAPE); nothing here is deleted by the kernel side, since every tracer that
+ * traces the server must see it. */
+#define CW_TRACER_CONNS_MAX 4096
+struct {
+  __uint(type, BPF_MAP_TYPE_LRU_HASH);
+  __uint(max_entries, CW_TRACER_CONNS_MAX);
+  __type(key, struct cw_sock_conn);
+  __type(value, __u64); /* the entry holds until then */
+} tracer_conns SEC(".maps");
+__u64 cw_tracer_scrapes = 0; /* collector_stats http_tracer_scrapes_excluded */
+
+static __always_inline bool sock_tracer_conn(const struct cw_sock_conn *c) {
+  const __u64 *until = bpf_map_lookup_elem(&tracer_conns, c);
+  return until && *until > bpf_ktime_get_ns();
+}
 
 /* A syscall in flight on a traced connection (tid → its arguments), read back on exit. */
 struct cw_sock_args {
@@ -323,8 +346,8 @@ static __always_inline bool sock_tuple(struct sock *sk, struct cw_sock_conn *c) 
 }
 
 /* A connection a serving process now holds at fd: traced from here on (an accept record with
- * its identity), unless it is causeway's own scrape, or (found at a read or write) not the
- * server side of an accepted connection. Returns whether it is traced. */
+ * its identity), unless it is a scrape of this or another causeway tracer, or (found at a
+ * read or write) not the server side of an accepted connection. Returns whether it is traced. */
 static __always_inline bool sock_take_conn(__u64 id, __s32 fd, bool adopted) {
   struct cw_sock_key k = {.pid = id >> 32, .fd = fd};
   struct cw_sock_conn c;
@@ -334,6 +357,9 @@ static __always_inline bool sock_take_conn(__u64 id, __s32 fd, bool adopted) {
     what = CW_FD_OTHER;
     count_drop(CW_COUNT_OWN_SCRAPE);
     bpf_map_delete_elem(&own_conns, &c); /* matched once: the fd stays marked */
+  } else if (tcp && sock_tracer_conn(&c)) {
+    what = CW_FD_OTHER; /* another causeway tracer's scrape */
+    __sync_fetch_and_add(&cw_tracer_scrapes, 1);
   } else if (adopted) {
     struct cw_listen_key lk = {.netns = c.netns, .port = c.local_port};
     if (!tcp || !bpf_map_lookup_elem(&sock_listen, &lk)) what = CW_FD_OTHER;

@@ -1,9 +1,11 @@
 #include "collector/bpf_loader.h"
 
+#include "collector/clock.h"
 #include "collector/detach_lock.h"
 #include "collector/proc_maps.h"
 #include "collector/selftest_target.h"
 #include "collector/sock_hook.h"
+#include "collector/tracer_conns.h"
 #include "collector/trap_timing.h"
 
 #include <fcntl.h>
@@ -147,6 +149,9 @@ Result<std::unique_ptr<BpfObject>> BpfObject::load(const LoaderOptions& o) {
       else if (session) bpf_program__set_expected_attach_type(p, static_cast<bpf_attach_type>(kAttachUprobeSession));
     }
   }
+  // Every causeway tracer's scrapes (collector/tracer_conns.h): the map a running tracer
+  // loaded, else this one, which the tracers that start later find.
+  (void)share_tracer_conns(obj->skel_->maps.tracer_conns, obj->tracer_conns_why_not_);
   if (int err = causeway_bpf__load(obj->skel_); err)
     return make_error("bpf_load", "loading the BPF programs failed (" + errno_text(err) +
                                       "); run as root or with CAP_BPF+CAP_PERFMON, on a kernel with BTF. libbpf: " +
@@ -480,11 +485,16 @@ void BpfObject::add_listen_port(uint32_t netns, uint16_t port) {
 void BpfObject::add_own_conn(const cw_sock_conn& key) {
   const uint8_t one = 1;
   bpf_map__update_elem(skel_->maps.own_conns, &key, sizeof(key), &one, sizeof(one), BPF_ANY);
+  const auto until = static_cast<uint64_t>(monotonic_ns() + kTracerConnHoldNs);  // bpf_ktime_get_ns's clock
+  bpf_map__update_elem(skel_->maps.tracer_conns, &key, sizeof(key), &until, sizeof(until), BPF_ANY);
 }
 
 bool BpfObject::remove_own_conn(const cw_sock_conn& key) {
+  bpf_map__delete_elem(skel_->maps.tracer_conns, &key, sizeof(key), 0);
   return bpf_map__delete_elem(skel_->maps.own_conns, &key, sizeof(key), 0) == 0;
 }
+
+uint64_t BpfObject::tracer_scrapes() const { return __atomic_load_n(&skel_->bss->cw_tracer_scrapes, __ATOMIC_RELAXED); }
 
 void BpfObject::untrace_server(uint32_t pid) {
   bpf_map__delete_elem(skel_->maps.sock_pids, &pid, sizeof(pid), 0);

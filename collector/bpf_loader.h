@@ -102,8 +102,15 @@ class BpfObject {
   // that accepts one leaves it untraced and counts it (bpf/sock.bpf.h own_conns).
   // True when the tuple was still there: no traced server accepted that connection (the
   // kernel side forgets a tuple once it matched).
+  // Each also goes to the map every causeway tracer on the host reads (bpf/sock.bpf.h
+  // tracer_conns, collector/tracer_conns.h), so another tracer of the same server leaves it
+  // untraced too.
   void add_own_conn(const cw_sock_conn& key);
   bool remove_own_conn(const cw_sock_conn& key);
+  // Other tracers' scrapes a traced server accepted, left untraced (bpf/sock.bpf.h
+  // cw_tracer_scrapes); and why this tracer does not share the host's map (empty when it does).
+  uint64_t tracer_scrapes() const;
+  const std::string& tracer_conns_why_not() const { return tracer_conns_why_not_; }
   // The hook choice (CAUSEWAY_SOCK_HOOK, a uprobe trap's cost here, tracefs), made once.
   Result<SockHookChoice> sock_choice();
   // What one trap of the libc hook costs a process here, in ns above the call it interrupts:
@@ -172,6 +179,7 @@ class BpfObject {
   std::vector<LinkPtr> sock_links_;  // the tracepoint hook's
   LinkPtr arrival_link_;             // tcp_probe (bpf/arrival.bpf.h), with the first served port
   std::string arrival_why_not_;
+  std::string tracer_conns_why_not_;
   SockHook sock_tracepoint_ = SockHook::raw;
   std::string sock_why_raw_;
   struct LibcLinks {

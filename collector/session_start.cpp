@@ -56,6 +56,10 @@ Result<void> Session::start() {
     // load 6, gpu-check's inference phase missing its first 5 of 20 requests). A failure
     // is not kept: the first server meets it again and says why.
     (void)bpf_.sock_choice();
+    // Without the host's shared map, another tracer's scrapes of a server traced here are
+    // stored as user requests (collector/tracer_conns.h): the user is told.
+    if (!bpf_.tracer_conns_why_not().empty())
+      say("other causeway tracers' /metrics scrapes are not told apart: " + bpf_.tracer_conns_why_not());
   }
   if (o_.stacks) {
     early_maps_ = std::make_unique<EarlyMaps>(bpf_.ring_new_procs_fd());

@@ -63,6 +63,8 @@ void Session::update_counters() {
   writer_.set_counter("http_libc_links", static_cast<int64_t>(bpf_.sock_libc_links()));
   writer_.set_counter("http_tls_servers", static_cast<int64_t>(bpf_.ssl_servers()));
   writer_.set_counter("http_tls_links", static_cast<int64_t>(bpf_.ssl_links()));
+  // Other causeway tracers' scrapes of a server this one traces (bpf/sock.bpf.h tracer_conns).
+  writer_.set_counter("http_tracer_scrapes_excluded", static_cast<int64_t>(bpf_.tracer_scrapes()));
   const std::vector<uint64_t> tls_stats = bpf_.ssl_stats();  // what the TLS hook recorded and lost
   for (uint32_t i = 0; i < tls_stats.size(); ++i) writer_.set_counter(ssl_stat_name(i), static_cast<int64_t>(tls_stats[i]));
   if (hook_told_)

@@ -26,3 +26,11 @@ foreach(stack node python go_cpp)
     LIBS causeway_tracedb)
   add_dependencies(test_requests_${stack}_bpf causeway causeway_testprogs)
 endforeach()
+
+# Two tracers of one server: neither stores the other's /metrics scrapes (the host's shared map
+# of scrape connections, collector/tracer_conns.h).
+causeway_test(test_requests_two_tracers_bpf LABEL bpf TIMEOUT 300
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/test_requests_two_tracers_bpf.cpp ${CMAKE_CURRENT_LIST_DIR}/requests_stacks_support.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/collector_harness.cpp
+  LIBS causeway_tracedb)
+add_dependencies(test_requests_two_tracers_bpf causeway causeway_testprogs)
