@@ -19,7 +19,7 @@
 // call, the time added over the bare pair and the ratio (each round's own, against the pair
 // measured beside it), and the tracer's CPU. Every traced call must be in the trace DB or
 // counted as dropped, and the number of calls that carried a user stack is printed. With --bpf-stats a further N calls run in each round with
-// kernel.bpf_stats_enabled=1 and every BPF program the causeway and bpftrace processes hold
+// BPF run-time statistics on (BPF_ENABLE_STATS) and every BPF program the causeway and bpftrace processes hold
 // is listed with its runs and run time per traced call (the counters add ~20–40 ns a run, so
 // that pass is reported apart from the cost table).
 //
@@ -65,6 +65,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
 
@@ -242,14 +243,17 @@ std::map<uint32_t, ProgStat> prog_stats(const std::vector<uint32_t>& ids) {
   return out;
 }
 
+// Run-time statistics on while this lives, through a reference the kernel counts
+// (BPF_ENABLE_STATS), not the kernel.bpf_stats_enabled sysctl: two benches measuring at once
+// must not switch them off under each other.
 class BpfStatsOn {
  public:
-  BpfStatsOn() : before_(read_file("/proc/sys/kernel/bpf_stats_enabled")) { write("1"); }
-  ~BpfStatsOn() { write(before_.empty() ? "0" : before_.substr(0, 1)); }
+  BpfStatsOn() : fd_(bpf_enable_stats(BPF_STATS_RUN_TIME)) {
+    if (!fd_) die(std::string("cannot enable BPF run-time statistics (BPF_ENABLE_STATS): ") + std::strerror(errno));
+  }
 
  private:
-  static void write(const std::string& v) { std::ofstream("/proc/sys/kernel/bpf_stats_enabled") << v; }
-  std::string before_;
+  UniqueFd fd_;
 };
 
 struct Funcs {
@@ -367,7 +371,7 @@ RoundFig measure_round(const Setup& setup, int round, const OpUnderTest& op, con
     cpu_ns_per_call(f.probed, calls);
     auto b_cw = prog_stats(cw_ids), b_bt = prog_stats(bt_ids);
     fig.made += calls;
-    std::printf("round %d, %s: BPF programs' run time (kernel.bpf_stats_enabled=1), %ld calls of each function:\n", round,
+    std::printf("round %d, %s: BPF programs' run time (BPF_ENABLE_STATS), %ld calls of each function:\n", round,
                 setup.label.c_str(), calls);
     print_bpf_stats(a_cw, b_cw, calls, "causeway");
     print_bpf_stats(a_bt, b_bt, calls, "bpftrace");
