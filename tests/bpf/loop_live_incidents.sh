@@ -9,15 +9,12 @@
 # the folder printed at the end.
 set -u
 N=${1:-10}
-BUILD=${2:-build}
 MATCH=${3:-}
+. "$(dirname "$0")/loop_common.sh"
+loop_start "${2:-build}" always-load
 for t in test_diagnosis_live test_diagnosis_live_until_stop; do
   [ -x "$BUILD/tests/$t" ] || { echo "no $BUILD/tests/$t: build it first (ninja -C $BUILD $t)" >&2; exit 2; }
 done
-[ "$(id -u)" = 0 ] || { echo "needs root (real eBPF)" >&2; exit 2; }
-BUILD=$(cd "$BUILD" && pwd)
-# What CTest sets for the test (tests/CMakeLists.txt): the binary under test and the build folder.
-export CAUSEWAY_BIN="$BUILD/causeway" CAUSEWAY_BUILD_DIR="$BUILD"
 # binary:test case
 CASES=("test_diagnosis_live:cpu_contention*" "test_diagnosis_live:nccl_straggler*" "test_diagnosis_live:io_contention*"
        "test_diagnosis_live:quiet baseline*" "test_diagnosis_live_until_stop:until SIGINT: a CPU hog*"
@@ -29,32 +26,15 @@ if [ -n "$MATCH" ]; then
   CASES=("${kept[@]}")
 fi
 name() { local c=${1#*:}; c=${c%%\**}; echo "${c// /_}"; }
-LOGS=$(mktemp -d "${TMPDIR:-/tmp}/causeway-live-loop.XXXXXX")
-
-# The competing load: one busy core for the whole loop.
-yes > /dev/null &
-LOAD=$!
-trap 'kill "$LOAD" 2>/dev/null' EXIT
-
-declare -A pass fail
-for c in "${CASES[@]}"; do pass[$c]=0; fail[$c]=0; done
+names=()
+for c in "${CASES[@]}"; do names+=("$(name "$c")"); done
+# Runs outer, cases inner: each run meets every incident under the same load.
 for i in $(seq 1 "$N"); do
   for c in "${CASES[@]}"; do
     log="$LOGS/run$i-$(name "$c").log"
-    if "$BUILD/tests/${c%%:*}" -tc="${c#*:}" > "$log" 2>&1; then
-      pass[$c]=$((pass[$c] + 1))
-      rm -f "$log"
-    else
-      fail[$c]=$((fail[$c] + 1))
-    fi
-    echo "run $i $(name "$c"): $([ -f "$log" ] && echo FAIL || echo ok)"
+    loop_mark
+    "$BUILD/tests/${c%%:*}" -tc="${c#*:}" > "$log" 2>&1
+    loop_count "$(name "$c")" $? "$log" "run $i"
   done
 done
-rc=0
-echo "tally over $N runs, with one core kept busy (load: $(cat /proc/loadavg)):"
-for c in "${CASES[@]}"; do
-  echo "  $(name "$c"): ${pass[$c]}/$N right"
-  [ "${fail[$c]}" = 0 ] || rc=1
-done
-echo "logs of failed runs: $LOGS"
-exit $rc
+loop_end "$N" "${names[@]}"
