@@ -142,6 +142,8 @@ std::vector<Server> listeners_of(const std::set<uint32_t>& candidates, const std
   };
   std::vector<Server> out;
   for (uint32_t pid : candidates) {
+    // causeway itself is never a traced server: its /metrics endpoint's scrapes are not
+    // requests (docs/INFERENCE.md).
     if (pid == self) continue;
     const std::vector<uint64_t> inodes = socket_inodes(pid);
     if (inodes.empty()) continue;

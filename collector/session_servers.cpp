@@ -87,13 +87,10 @@ void Session::on_listen(const cw_listen_event& e) {
 }
 
 void Session::take_servers(const std::vector<Server>& found) {
-  const auto self = static_cast<uint32_t>(::getpid());
+  // causeway itself is never among them (listeners_of leaves out self), and every path of the
+  // capture (accept, reads and writes: sock_pids; arrival times: the listen ports; the
+  // scraper) starts here.
   for (const Server& srv : found) {
-    // causeway itself is never a traced server, whichever way a listener was found: its
-    // /metrics endpoint's scrapes are not requests (docs/INFERENCE.md). Every path of the
-    // capture (accept, reads and writes: sock_pids; arrival times: the listen ports; the
-    // scraper) starts here.
-    if (srv.pid == self) continue;
     // Every port it listens on: a connection accepted before the trace is taken at its first
     // read or write when its local port is one of them (bpf/sock.bpf.h sock_listen).
     if (listen_ports_.insert({srv.netns, srv.port}).second) bpf_.add_listen_port(static_cast<uint32_t>(srv.netns), srv.port);
