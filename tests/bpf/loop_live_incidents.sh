@@ -6,7 +6,8 @@
 #   sudo tests/bpf/loop_live_incidents.sh [N] [BUILD_DIR] [MATCH]   (default 10, build, every case)
 # MATCH (a grep -E pattern) keeps only the cases whose binary:name matches, e.g. 'until SIGINT'.
 # Exit status 0 only when every run of every incident passed. Logs of failed runs are kept in
-# the folder printed at the end.
+# the folder printed at the end, and so are the trace DBs of the failed until-SIGINT runs
+# (CAUSEWAY_KEEP_DB, tests/bpf/test_diagnosis_live_until_stop.cpp).
 set -u
 N=${1:-10}
 BUILD=${2:-build}
@@ -41,9 +42,10 @@ for c in "${CASES[@]}"; do pass[$c]=0; fail[$c]=0; done
 for i in $(seq 1 "$N"); do
   for c in "${CASES[@]}"; do
     log="$LOGS/run$i-$(name "$c").log"
-    if "$BUILD/tests/${c%%:*}" -tc="${c#*:}" > "$log" 2>&1; then
+    keep="$LOGS/run$i-$(name "$c")-db"
+    if CAUSEWAY_KEEP_DB="$keep" "$BUILD/tests/${c%%:*}" -tc="${c#*:}" > "$log" 2>&1; then
       pass[$c]=$((pass[$c] + 1))
-      rm -f "$log"
+      rm -rf "$log" "$keep"
     else
       fail[$c]=$((fail[$c] + 1))
     fi
