@@ -195,24 +195,29 @@ TEST_CASE("until SIGINT: a CPU hog on the thread's core during a spinning sync i
 // synchronous copy that lost its time on-CPU is never a GPU wait (docs/DIAGNOSIS.md "GPU
 // evidence"): what is left of those is a LOW unknown.
 //
-// That unknown is time no event of the trace covers, and it grows with the host's load, so the
-// tail's check compares the host causes with the unknown copies' off-CPU time, not with all of
+// That unknown is time no event of the trace covers, and its size follows the load of the
+// machine under the VM, run to run (below), so the tail's check compares the host causes with the unknown copies' off-CPU time, not with all of
 // their loss (docs/DIAGNOSIS.md "Stability on a busy host"). The old check (host > unknown)
-// failed 2 of 5 loop runs and 3 of 4 before, e.g. host 56 ms against unknown 70 ms. Measured
-// 2026-11-29 on the 2-vCPU development VM (a PVM guest: the hypervisor fills the page tables):
-//   - an unknown copy of the tail is on-CPU: no switch of its thread, no block request by it,
-//     0.5-1 ms against a 0.19 ms median, a few 5-10 ms; in 7 kept trace DBs the tail's unknown
-//     was 22-53 ms, of it off-CPU 3-19 ms, the host causes 203-384 ms;
+// failed 2 of 5 loop runs and 3 of 4 before, e.g. host 56 ms against unknown 70 ms; on a kept
+// DB of a run without the busy core (2026-11-29): host 72.9 ms against unknown 87.4 ms, of it
+// 54.4 ms in 29 copies with no switch at all (five of 7.4-9.4 ms), 6.3 ms off-CPU by the stored
+// switches. Measured that day on the 2-vCPU development VM (a PVM guest: the hypervisor fills
+// the page tables):
+//   - an unknown copy of the tail is on-CPU: no block request by its thread, and no switch
+//     (305 of 438 in 16 kept trace DBs: 0.50 ms median, 1.04 ms p90, against a copy's 0.19 ms)
+//     or too little runnable time (one copy of 54 ms: 36 ms on-CPU, then 18 ms runnable); the
+//     tails' unknown was 6-91 ms, of it off-CPU 0.2-19 ms, the host causes 125-572 ms;
 //   - the same walk without any tracer (a 32 MiB file mapping read 256 KiB at a time, a byte a
 //     page, dropped at each wrap; 6 s at nice -5): 170-787 chunks of 0.4 ms or more with no
 //     context switch and no major fault (3.4-3.7 minor faults each), 101-541 ms in 6 s, with
-//     or without a busy core beside it, run to run; a clock-reading spinner loses 3-5 ms in 8 s
+//     or without a busy core beside it, run to run; a clock-reading spinner loses 3-17 ms in 8 s
 //     to gaps without a switch; `perf record` of the walk: 65 % of its samples on the reading
 //     instructions themselves, 14 % in pvm_irq_enable (the hypervisor's page-fault exits). The
 //     minor faults of the just-read pages cost the hypervisor's time, which the guest's
 //     scheduler and block layer never see: on-CPU with no event, so unknown is the honest answer;
-//   - the off-CPU part left: a preemption by the VM's own agent (pid 1), whose switch back the
-//     kernel never lets a BPF program see (off_cpu_in_call above).
+//   - what an unknown copy spent off-CPU was too little to win it; a preemption by the VM's own
+//     agent (pid 1), whose switch back no BPF program sees, counts up to the CPU's last record
+//     (off_cpu_in_call above).
 TEST_CASE("until SIGINT: page-fault I/O inside cudaMemcpy is io_contention to the end") {
   TempDir dir;
   // On a disk (TMPDIR may be a tmpfs, whose pages never go to a block device).
