@@ -88,11 +88,11 @@ void check_no_other_high(const json& chains, pid_t pid, const std::set<std::stri
 // The off-CPU time of `tid` inside [from, to) by the stored switch rows: switched out runnable
 // (state 0) or asleep (S, D), to its switch back in. A switch-in is missing when the thread is
 // seen leaving a CPU again while out, or still out where its call returned (it ran to return):
-// the kernel never runs BPF programs while the VM's init process (pid 1, its agent) is current,
-// so when that agent preempts the thread its hand-back is not recorded (docs/DIAGNOSIS.md
-// "Engine", the timeline row). What the rows prove then is the wait up to the CPU's last record
-// (another task was put there), the reading diagnosis/thread_timeline.cpp takes too; counting
-// it to the call's end counted the thread runnable while it ran to return.
+// on the development VM the kernel runs no BPF program while its init process (pid 1, the
+// VM's agent) is current, so when that agent preempts the thread its hand-back is not recorded
+// (docs/DIAGNOSIS.md "Engine", the timeline row). What the rows prove then is the wait up to
+// the CPU's last record (another task was put there), the reading diagnosis/thread_timeline.cpp
+// takes too; counting it to the call's end counted the thread runnable while it ran to return.
 struct InCallOffCpu {
   int64_t runnable = 0, asleep = 0;
 };
@@ -108,7 +108,7 @@ InCallOffCpu off_cpu_in_call(const std::string& db, int64_t tid, int64_t from, i
   InCallOffCpu r;
   bool out = false;
   int64_t out_ts = 0, out_state = 0, out_cpu = 0;
-  auto close = [&](int64_t back) {
+  auto end_interval = [&](int64_t back) {
     const int64_t ns = std::max<int64_t>(0, std::min(back, to) - std::max(out_ts, from));
     (out_state == 0 ? r.runnable : r.asleep) += ns;
     out = false;
@@ -116,16 +116,16 @@ InCallOffCpu off_cpu_in_call(const std::string& db, int64_t tid, int64_t from, i
   for (const auto& row : sw) {
     const int64_t ts = row[0], cpu = row[3];
     if (!row[1]) {  // switched in
-      if (out) close(ts);
+      if (out) end_interval(ts);
       continue;
     }
-    if (out) close(cpu_last(cpu, out_ts, ts));  // its switch-in was not recorded
+    if (out) end_interval(cpu_last(cpu, out_ts, ts));  // its switch-in was not recorded
     out = true;
     out_ts = ts;
     out_state = row[2];
     out_cpu = cpu;
   }
-  if (out) close(cpu_last(out_cpu, out_ts, to));  // back in unrecorded before the call returned
+  if (out) end_interval(cpu_last(out_cpu, out_ts, to));  // back in unrecorded before the call returned
   return r;
 }
 
@@ -196,8 +196,9 @@ TEST_CASE("until SIGINT: a CPU hog on the thread's core during a spinning sync i
 // evidence"): what is left of those is a LOW unknown.
 //
 // That unknown is time no event of the trace covers, and its size follows the load of the
-// machine under the VM, run to run (below), so the tail's check compares the host causes with the unknown copies' off-CPU time, not with all of
-// their loss (docs/DIAGNOSIS.md "Stability on a busy host"). The old check (host > unknown)
+// machine under the VM, run to run (below), so the tail's check compares the host causes with
+// the unknown copies' off-CPU time, not with all of their loss (docs/DIAGNOSIS.md "Stability
+// on a busy host"). The old check (host > unknown)
 // failed 2 of 5 loop runs and 3 of 4 before, e.g. host 56 ms against unknown 70 ms; on a kept
 // DB of a run without the busy core (2026-11-29): host 72.9 ms against unknown 87.4 ms, of it
 // 54.4 ms in 29 copies with no switch at all (five of 7.4-9.4 ms), 6.3 ms off-CPU by the stored
