@@ -77,9 +77,10 @@ void ThreadTimelines::build(const std::vector<SchedRow>& rows_any, const std::ve
     cpu_rows.push_back({r.ts_ns, r.next_tid, r.next_pid, r.prev_tid, r.prev_pid});
     if (r.prev_tid != 0) {
       auto& v = by_tid_[r.prev_tid];
-      // A switch-out while already out means its switch-in record was lost. That switch-in was
-      // on this CPU, after the CPU's last record (a switch-in of a traced thread is always
-      // recorded, so nothing of it came between): the stale interval ends there, never later.
+      // A switch-out while already out means its switch-in record was lost: the task that
+      // handed the CPU back ran no BPF program (on the development VM the kernel runs none while
+      // its init process, the VM's agent, is current; docs/DIAGNOSIS.md "Engine"). That switch-in
+      // was on this CPU, after the CPU's last record: the stale interval ends there, never later.
       // Closing it at this switch-out would count the thread off-CPU while it ran its calls —
       // a launch row would lose that time, a counted run (no switch inside) would not.
       if (auto it = open.find(r.prev_tid); it != open.end()) {

@@ -6,7 +6,8 @@
 #   sudo tests/bpf/loop_live_incidents.sh [N] [BUILD_DIR] [MATCH]   (default 10, build, every case)
 # MATCH (a grep -E pattern) keeps only the cases whose binary:name matches, e.g. 'until SIGINT'.
 # Exit status 0 only when every run of every incident passed. Logs of failed runs are kept in
-# the folder printed at the end.
+# the folder printed at the end, and so are the trace DBs of the failed until-SIGINT runs
+# (CAUSEWAY_KEEP_DB, tests/bpf/test_diagnosis_live_until_stop.cpp).
 set -u
 N=${1:-10}
 MATCH=${3:-}
@@ -32,9 +33,12 @@ for c in "${CASES[@]}"; do names+=("$(name "$c")"); done
 for i in $(seq 1 "$N"); do
   for c in "${CASES[@]}"; do
     log="$LOGS/run$i-$(name "$c").log"
+    keep="$LOGS/run$i-$(name "$c")-db"
     loop_mark
-    "$BUILD/tests/${c%%:*}" -tc="${c#*:}" > "$log" 2>&1
-    loop_count "$(name "$c")" $? "$log" "run $i"
+    CAUSEWAY_KEEP_DB="$keep" "$BUILD/tests/${c%%:*}" -tc="${c#*:}" > "$log" 2>&1
+    rc=$?
+    [ $rc = 0 ] && rm -rf "$keep"
+    loop_count "$(name "$c")" $rc "$log" "run $i"
   done
 done
 loop_end "$N" "${names[@]}"

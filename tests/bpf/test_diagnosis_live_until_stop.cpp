@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -32,6 +33,19 @@ struct Stopped {
   std::string db;
   double stop_s = 0;  // SIGINT to the tracer's exit
 };
+
+// CAUSEWAY_KEEP_DB=<folder>: a copy of each trace DB goes there (until_stop.<test pid>.<n>.db)
+// before the checks, so the DB of a failing run can be questioned afterwards (TempDir removes
+// its own); tests/bpf/loop_live_incidents.sh sets it and keeps the copies of failed runs only.
+void keep_db_copy(const std::string& db) {
+  const char* keep = std::getenv("CAUSEWAY_KEEP_DB");
+  if (!keep || !*keep) return;
+  static int n = 0;
+  const std::string to = std::string(keep) + "/until_stop." + S(::getpid()) + "." + S(++n) + ".db";
+  std::filesystem::create_directories(keep);
+  std::filesystem::copy_file(db, to, std::filesystem::copy_options::overwrite_existing);
+  MESSAGE("trace DB kept as " << to);
+}
 
 // Starts the workload, traces it, and stops the trace kRunMs later while it still runs; then
 // kills it (its cw_hog dies with it: PR_SET_PDEATHSIG).
@@ -58,6 +72,7 @@ Stopped trace_until_stop(const TempDir& dir, std::vector<std::string> args) {
   REQUIRE(t.stop(SIGINT) == 0);
   r.stop_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   r.db = t.db();
+  keep_db_copy(r.db);
   return r;
 }
 
@@ -70,32 +85,64 @@ void check_no_other_high(const json& chains, pid_t pid, const std::set<std::stri
     }
 }
 
+// The off-CPU time of `tid` inside [from, to) by the stored switch rows: switched out runnable
+// (state 0) or asleep (S, D), to its switch back in. A switch-in is missing when the thread is
+// seen leaving a CPU again while out, or still out where its call returned (it ran to return):
+// on the development VM the kernel runs no BPF program while its init process (pid 1, the
+// VM's agent) is current, so when that agent preempts the thread its hand-back is not recorded
+// (docs/DIAGNOSIS.md "Engine", the timeline row). What the rows prove then is the wait up to
+// the CPU's last record (another task was put there), the reading diagnosis/thread_timeline.cpp
+// takes too; counting it to the call's end counted the thread runnable while it ran to return.
+struct InCallOffCpu {
+  int64_t runnable = 0, asleep = 0;
+};
+InCallOffCpu off_cpu_in_call(const std::string& db, int64_t tid, int64_t from, int64_t to) {
+  const auto sw = q_rows(db, "SELECT ts_ns, prev_tid = " + S(tid) + ", prev_state, cpu FROM sched WHERE (prev_tid = " + S(tid) +
+                                 " OR next_tid = " + S(tid) + ") AND ts_ns >= " + S(from - 1'000'000'000) + " AND ts_ns < " +
+                                 S(to) + " ORDER BY ts_ns");
+  // The last record on `cpu` after `after` and before `before` (`after` when none).
+  auto cpu_last = [&](int64_t cpu, int64_t after, int64_t before) {
+    return q_int(db, "SELECT coalesce(max(ts_ns), " + S(after) + ") FROM sched WHERE cpu = " + S(cpu) + " AND ts_ns > " +
+                         S(after) + " AND ts_ns < " + S(before));
+  };
+  InCallOffCpu r;
+  bool out = false;
+  int64_t out_ts = 0, out_state = 0, out_cpu = 0;
+  auto end_interval = [&](int64_t back) {
+    const int64_t ns = std::max<int64_t>(0, std::min(back, to) - std::max(out_ts, from));
+    (out_state == 0 ? r.runnable : r.asleep) += ns;
+    out = false;
+  };
+  for (const auto& row : sw) {
+    const int64_t ts = row[0], cpu = row[3];
+    if (!row[1]) {  // switched in
+      if (out) end_interval(ts);
+      continue;
+    }
+    if (out) end_interval(cpu_last(cpu, out_ts, ts));  // its switch-in was not recorded
+    out = true;
+    out_ts = ts;
+    out_state = row[2];
+    out_cpu = cpu;
+  }
+  if (out) end_interval(cpu_last(out_cpu, out_ts, to));  // back in unrecorded before the call returned
+  return r;
+}
+
 // Every gpu_wait or unknown claim on the victim's calls since `from` must be one the complete
 // file agrees with: the runnable time the stored sched rows show inside the call is too little
 // for cpu_contention to have won it (unknown: host time under half the excess = lost; gpu_wait:
 // the host time, subtracted from the excess, under what is left). A call judged before its
-// switch records were stored (the bug of issue 21) fails this. What may remain is a rare call
-// on-CPU far beyond its spin with no switch at all (a vCPU the hypervisor descheduled, on a
-// busy VM): no host cause in the trace, so not a host call judged wrong.
+// switch records were stored (the bug of issue 21) fails this. What may remain is a call
+// on-CPU far beyond its spin with no switch at all (hypervisor time, see the page-fault case):
+// no host cause in the trace, so not a host call judged wrong.
 void check_tail_judged_with_context(const std::string& db, pid_t pid, int64_t from) {
   const auto claims = q_rows(db, "SELECT tid, ts_ns, dur_ns, lost_ns, cause = 'gpu_wait' FROM call_causes WHERE pid = " + S(pid) +
                                      " AND gap = 0 AND ts_ns > " + S(from) + " AND cause IN ('gpu_wait', 'unknown')");
   for (const auto& c : claims) {
-    const int64_t tid = c[0], ts = c[1], call_end = c[1] + c[2], lost = c[3];
-    // The thread's switches around the call, in time order: out runnable (state 0) .. back in.
-    const auto sw = q_rows(db, "SELECT ts_ns, prev_tid = " + S(tid) + ", prev_state FROM sched WHERE (prev_tid = " + S(tid) +
-                                   " OR next_tid = " + S(tid) + ") AND ts_ns >= " + S(ts - 1'000'000'000) + " AND ts_ns < " +
-                                   S(call_end) + " ORDER BY ts_ns");
-    int64_t runnable = 0, out_since = -1;
-    for (const auto& r : sw) {
-      if (r[1] && r[2] == 0) out_since = r[0];
-      else if (!r[1] && out_since >= 0) {
-        runnable += std::max<int64_t>(0, r[0] - std::max(out_since, ts));
-        out_since = -1;
-      }
-    }
-    if (out_since >= 0) runnable += call_end - std::max(out_since, ts);
-    INFO("claim at " << ts << " dur " << c[2] << " lost " << lost << (c[4] ? " gpu_wait" : " unknown") << ", runnable "
+    const int64_t lost = c[3];
+    const int64_t runnable = off_cpu_in_call(db, c[0], c[1], c[1] + c[2]).runnable;
+    INFO("claim at " << c[1] << " dur " << c[2] << " lost " << lost << (c[4] ? " gpu_wait" : " unknown") << ", runnable "
                      << runnable);
     CHECK((c[4] ? runnable < lost : 2 * runnable < lost));
   }
@@ -146,8 +193,32 @@ TEST_CASE("until SIGINT: a CPU hog on the thread's core during a spinning sync i
 // for them, so no D time won those calls, and the launch queued before the copy counted as GPU
 // evidence. Now a call whose own thread issued block reads inside it is io_contention, and a
 // synchronous copy that lost its time on-CPU is never a GPU wait (docs/DIAGNOSIS.md "GPU
-// evidence"): what is left of those (a few on-CPU outliers with no event at all, e.g. a vCPU
-// the hypervisor descheduled) is a LOW unknown.
+// evidence"): what is left of those is a LOW unknown.
+//
+// That unknown is time no event of the trace covers, and its size follows the load of the
+// machine under the VM, run to run (below), so the tail's check compares the host causes with
+// the unknown copies' off-CPU time, not with all of their loss (docs/DIAGNOSIS.md "Stability
+// on a busy host"). The old check (host > unknown)
+// failed 2 of 5 loop runs and 3 of 4 before, e.g. host 56 ms against unknown 70 ms; on a kept
+// DB of a run without the busy core (2026-11-29): host 72.9 ms against unknown 87.4 ms, of it
+// 54.4 ms in 29 copies with no switch at all (five of 7.4-9.4 ms), 6.3 ms off-CPU by the stored
+// switches. Measured that day on the 2-vCPU development VM (a PVM guest: the hypervisor fills
+// the page tables):
+//   - an unknown copy of the tail is on-CPU: no block request by its thread, and no switch
+//     (305 of 438 in 16 kept trace DBs: 0.50 ms median, 1.04 ms p90, against a copy's 0.19 ms)
+//     or too little runnable time (one copy of 54 ms: 36 ms on-CPU, then 18 ms runnable); the
+//     tails' unknown was 6-91 ms, of it off-CPU 0.2-19 ms, the host causes 125-572 ms;
+//   - the same walk without any tracer (a 32 MiB file mapping read 256 KiB at a time, a byte a
+//     page, dropped at each wrap; 6 s at nice -5): 170-787 chunks of 0.4 ms or more with no
+//     context switch and no major fault (3.4-3.7 minor faults each), 101-541 ms in 6 s, with
+//     or without a busy core beside it, run to run; a clock-reading spinner loses 3-17 ms in 8 s
+//     to gaps without a switch; `perf record` of the walk: 65 % of its samples on the reading
+//     instructions themselves, 14 % in pvm_irq_enable (the hypervisor's page-fault exits). The
+//     minor faults of the just-read pages cost the hypervisor's time, which the guest's
+//     scheduler and block layer never see: on-CPU with no event, so unknown is the honest answer;
+//   - what an unknown copy spent off-CPU was too little to win it; a preemption by the VM's own
+//     agent (pid 1), whose switch back no BPF program sees, counts up to the CPU's last record
+//     (off_cpu_in_call above).
 TEST_CASE("until SIGINT: page-fault I/O inside cudaMemcpy is io_contention to the end") {
   TempDir dir;
   // On a disk (TMPDIR may be a tmpfs, whose pages never go to a block device).
@@ -175,17 +246,37 @@ TEST_CASE("until SIGINT: page-fault I/O inside cudaMemcpy is io_contention to th
   check_no_other_high(chains, t.pid, {"io_contention", "cpu_contention"});
   check_no_unexplained(chains, t.pid);
   // The tail: the slow copies of the last second were judged with their context (no call ran
-  // past the stored host records), none of them as a GPU wait, and most of their lost time went
-  // to a host cause. (A spinning sync that stays on-CPU for no traced reason, work queued ahead
-  // of it, can still be a LOW gpu_wait: that is the GPU-evidence rule, not this incident.)
+  // past the stored host records), none of them as a GPU wait, some as io_contention, and more
+  // of their lost time went to a host cause than the unknown copies spent off-CPU. An unknown
+  // copy is one that lost its time on-CPU (the comment above the case): its thread issued no
+  // block request inside it (else it is io_contention) and the stored switches show it
+  // runnable for under half its loss (else cpu_contention). (A spinning sync that stays on-CPU
+  // for no traced reason, work queued ahead of it, can still be a LOW gpu_wait: that is the
+  // GPU-evidence rule, not this incident.)
   const int64_t end = q_int(t.db, "SELECT max(ts_ns) FROM events WHERE pid = " + S(t.pid));
   const std::string tail = " FROM call_causes WHERE pid = " + S(t.pid) + " AND op_id = " + S(CW_OP_CUDA_MEMCPY) + " AND ts_ns > " +
                            S(end - 1'000'000'000);
   CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause = 'gpu_wait'") == 0);
   CHECK(q_int(t.db, "SELECT count(*)" + tail + " AND cause = 'io_contention'") > 0);
   const int64_t host = q_int(t.db, "SELECT coalesce(sum(lost_ns), 0)" + tail + " AND cause IN ('io_contention', 'cpu_contention')");
-  const int64_t unexplained = q_int(t.db, "SELECT coalesce(sum(lost_ns), 0)" + tail + " AND cause = 'unknown'");
-  CHECK(host > unexplained);
+  int64_t unknown = 0, unknown_off_cpu = 0;
+  for (const auto& u : q_rows(t.db, "SELECT tid, ts_ns, dur_ns, lost_ns, gap" + tail + " AND cause = 'unknown'")) {
+    const int64_t tid = u[0], ts = u[1], call_end = u[1] + u[2], lost = u[3];
+    unknown += lost;
+    if (u[4]) {  // a stall between calls: counted whole
+      unknown_off_cpu += lost;
+      continue;
+    }
+    const InCallOffCpu off = off_cpu_in_call(t.db, tid, ts, call_end);
+    unknown_off_cpu += std::min(lost, off.runnable + off.asleep);
+    INFO("unknown copy at " << ts << " dur " << u[2] << " lost " << lost);
+    CHECK(q_int(t.db, "SELECT count(*) FROM events WHERE op_id = 500 AND tid = " + S(tid) + " AND ts_ns >= " + S(ts) +
+                          " AND ts_ns < " + S(call_end)) == 0);
+  }
+  MESSAGE("last second's copies: host causes " << host / 1000 << " us, unknown " << unknown / 1000 << " us, of it off-CPU "
+                                               << unknown_off_cpu / 1000 << " us");
+  CHECK(host > unknown_off_cpu);
+  check_tail_judged_with_context(t.db, t.pid, end - 1'000'000'000);
   for (const json& x : chains)
     if (x.value("pid", 0) == t.pid && x.value("cause", "") == "unknown") {
       INFO(x.dump());
