@@ -35,7 +35,12 @@
 //   sudo build/bench/trace_cost [--op launch|sync] [--links auto|session|multi|perf] [--calls 200000] [--rounds 5]
 //                               [--config "FLAGS"]... [--bpf-stats] [--causeway [NAME=]PATH]... [--lib PATH]
 //                               [--bpftrace PATH] [--keep DIR] [--paced-rate 100000] [--paced-seconds 3]
+//                               [--bare-clock]
 //
+// --bare-clock: the bpftrace pair reads the clock (`nsecs`, bpf_ktime_get_ns) at entry and at
+// return and does nothing else: the least any tracer that times each call pays, so the figure
+// added over it is what causeway's programs cost beyond timing the call (docs/BENCHMARKS.md
+// "The counted path's cost, round 10").
 // --links picks how causeway attaches its uprobes (CAUSEWAY_UPROBE_LINKS for the traced
 // child; auto: the kernel's best; docs/COLLECTOR.md "Uprobe links"). The bpftrace baseline is
 // always bpftrace's own perf-event uprobe + uretprobe.
@@ -48,6 +53,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -161,6 +167,10 @@ class Child {
     pid_ = fork();
     if (pid_ < 0) die("fork failed");
     if (pid_ == 0) {
+      // A bench killed before its destructors run (timeout's SIGTERM) must not leave its bpftrace
+      // or tracer attached: an orphaned bpftrace pair on the twin doubles the next run's bare
+      // pair (its added figure then goes negative).
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
       int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       if (fd >= 0) {
         dup2(fd, 1);
@@ -441,7 +451,7 @@ std::string find_bpftrace() {
 int main(int argc, char** argv) {
   long calls = 200000;
   int rounds = 5;
-  bool bpf_stats = false;
+  bool bpf_stats = false, bare_clock = false;
   std::vector<std::string> configs, causeways;
   const std::string here = self_dir();
   std::string lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
@@ -458,6 +468,7 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") rounds = std::atoi(next().c_str());
     else if (a == "--config") configs.push_back(next());
     else if (a == "--bpf-stats") bpf_stats = true;
+    else if (a == "--bare-clock") bare_clock = true;
     else if (a == "--causeway") causeways.push_back(next());
     else if (a == "--lib") lib = next();
     else if (a == "--bpftrace") bpftrace = next();
@@ -526,8 +537,9 @@ int main(int argc, char** argv) {
   }
   fs::create_directories(dir);
 
-  const std::string script = "uprobe:" + lib + ":" + op.twin_probed + " {} uretprobe:" + lib + ":" + op.twin_probed +
-                             " {} BEGIN { printf(\"probes attached\\n\"); }";
+  const std::string body = bare_clock ? " { $t = nsecs; }" : " {}";
+  const std::string script = "uprobe:" + lib + ":" + op.twin_probed + body + " uretprobe:" + lib + ":" +
+                             op.twin_probed + body + " BEGIN { printf(\"probes attached\\n\"); }";
   Child bt({bpftrace, "-e", script}, dir + "/bpftrace.log");
   wait_until([&] { return bt.log().find("probes attached") != std::string::npos; }, bt, "bpftrace");
 
@@ -536,8 +548,9 @@ int main(int argc, char** argv) {
   double load[3] = {};
   getloadavg(load, 3);
   std::printf("trace_cost: %s, uprobe links %s, %d alternated rounds of %ld calls per function (median), thread CPU "
-              "time per call; kernel %s, %u CPUs, load %.2f\n",
-              op.traced.c_str(), links.c_str(), rounds, calls, u.release, std::thread::hardware_concurrency(), load[0]);
+              "time per call; kernel %s, %u CPUs, load %.2f; bare pair: %s\n",
+              op.traced.c_str(), links.c_str(), rounds, calls, u.release, std::thread::hardware_concurrency(), load[0],
+              bare_clock ? "reads the clock at entry and return" : "empty");
   std::fflush(stdout);
   // Each round runs every setup once, the order rotating per round, so a drift of the host over
   // the run falls on each alike; within a setup's turn the three functions take turns per batch.
@@ -619,8 +632,8 @@ int main(int argc, char** argv) {
   // The figures, one key=value a line, for scripts (scripts/gpu-check.sh): per setup (default,
   // record_all, no_stack, pid_pid, ... from its flags; NAME_default with named binaries), medians
   // of the rounds and the range of the main ones.
-  std::printf("figures: op=%s calls=%ld rounds=%d cpus=%u\npaced_rate=%ld\n", op.traced.c_str(), calls, rounds,
-              std::thread::hardware_concurrency(), paced_rate);
+  std::printf("figures: op=%s calls=%ld rounds=%d cpus=%u\npaced_rate=%ld\nbare_clock=%d\n", op.traced.c_str(), calls,
+              rounds, std::thread::hardware_concurrency(), paced_rate, bare_clock ? 1 : 0);
   for (size_t i = 0; i < setups.size(); ++i) {
     const auto& v = figs[i];
     const char* k = setups[i].key.c_str();
