@@ -6,8 +6,10 @@ what the two cost benches print, into one JSON document.
                    [--requests-err FILE] [--tls tls_cost.out --tls-err FILE] [--cpus JSON] > bench.json
 
 --launch: bench/trace_cost's text. Its table is read by the header's column names (two or
-more spaces apart: "untraced", "bare probes", "causeway", "ratio", "probe ratio", whatever
-columns it has then), each row that starts with "causeway trace" giving one configuration,
+more spaces apart: "untraced", "bare probes", "clock probes", "causeway", "ratio", "ratio over
+clock", "added over clock", "probe ratio", whatever columns it has then; a column in µs gets
+_us: bare_probes_us is the empty bpftrace pair, clock_probes_us the pair that reads the clock,
+added_over_clock_us causeway's time over it), each row that starts with "causeway trace" giving one configuration,
 and its accounting lines ("CONFIG: 300000 calls made, 299990 recorded, ...") by the words
 after each number; a column or count the bench adds or drops changes nothing here, and a
 figure it no longer prints is simply absent.

@@ -1,22 +1,29 @@
 // trace_cost: what `causeway trace` as shipped costs a traced call, side by side in one run.
 //
-// Three functions of the fake libcudart.so.13 with the same code, called from this process
+// Four functions of the fake libcudart.so.13 with the same code, called from this process
 // (--op launch, the default: cudaLaunchKernel and its twins cwfake_launch_twin_*; --op sync:
 // cudaStreamSynchronize and cwfake_twin_*):
 //   untraced      cwfake_launch_twin_bare     no probe
 //   bare probes   cwfake_launch_twin_probed   an empty bpftrace uprobe + uretprobe
+//   clock probes  cwfake_launch_twin_clocked  a bpftrace uprobe + uretprobe that each read the
+//                                             clock (`$t = nsecs;`, bpf_ktime_get_ns) and nothing else
 //   causeway      cudaLaunchKernel            the real `causeway trace` binary, started with
 //                                             --lib <that library> plus each configuration's flags
+// Both pairs are one bpftrace process. The empty pair is the probe trap itself; the clock pair is
+// the least any tracer that times each call pays, so causeway's figure over it is what its
+// programs cost beyond timing the call. A clock read's cost depends on the host's clocksource
+// (~110 ns a read on a VM with kvm-clock and an unstable TSC, far less with the TSC):
+// docs/BENCHMARKS.md "The counted path's cost, round 10".
 // Configurations (default: the defaults, then --pid {pid}: the bench traced alone), each under
 // every --causeway binary given (old and new builds compared in one run: --causeway old=PATH
 // --causeway new=PATH). The run is --rounds alternated rounds; each round runs every
 // configuration once, the order rotating per round: start causeway, warm up, measure the
-// tracer's CPU (below), then N calls of each function, the three taking turns in batches of
+// tracer's CPU (below), then N calls of each function, the four taking turns in batches of
 // 2,000 calls (a uprobe's cost on a VM drifts over tenths of a second; interleaving gives each
 // function the same drift), stop it and check its DB. The figure is the calling thread's CPU
 // time per call (user + kernel: the probes run in the calling thread). Every round's figures
 // are printed, then per configuration the median and range over the rounds of the time per
-// call, the time added over the bare pair and the ratio (each round's own, against the pair
+// call, the time added over each pair and the ratio to each (each round's own, against the pairs
 // measured beside it), and the tracer's CPU. Every traced call must be in the trace DB or
 // counted as dropped, and the number of calls that carried a user stack is printed. With --bpf-stats a further N calls run in each round with
 // BPF run-time statistics on (BPF_ENABLE_STATS) and every BPF program the causeway and bpftrace processes hold
@@ -29,18 +36,14 @@
 // sched context, live diagnosis); the difference per call is its CPU per traced call. Every call made must be counted: the rollups (recorded rows plus calls
 // counted in the kernel) of the traced op and this pid equal the calls made, or the difference
 // is counted as dropped. Last, the figures as key=value lines (scripts/gpu-check.sh parses them):
-// <config>_us, <config>_ratio, <config>_added_us, <config>_tracer_cpu_pct (medians; _min and
-// _max: their range), exact_counts, ...
+// <config>_us, <config>_ratio, <config>_added_us (over the empty pair), <config>_ratio_over_clock,
+// <config>_added_over_clock_us, <config>_tracer_cpu_pct (medians; _min and _max: their range),
+// <config>_bare_pair_us, <config>_clock_pair_us, exact_counts, ...
 //
 //   sudo build/bench/trace_cost [--op launch|sync] [--links auto|session|multi|perf] [--calls 200000] [--rounds 5]
 //                               [--config "FLAGS"]... [--bpf-stats] [--causeway [NAME=]PATH]... [--lib PATH]
 //                               [--bpftrace PATH] [--keep DIR] [--paced-rate 100000] [--paced-seconds 3]
-//                               [--bare-clock]
 //
-// --bare-clock: the bpftrace pair reads the clock (`nsecs`, bpf_ktime_get_ns) at entry and at
-// return and does nothing else: the least any tracer that times each call pays, so the figure
-// added over it is what causeway's programs cost beyond timing the call (docs/BENCHMARKS.md
-// "The counted path's cost, round 10").
 // --links picks how causeway attaches its uprobes (CAUSEWAY_UPROBE_LINKS for the traced
 // child; auto: the kernel's best; docs/COLLECTOR.md "Uprobe links"). The bpftrace baseline is
 // always bpftrace's own perf-event uprobe + uretprobe.
@@ -83,20 +86,21 @@ namespace {
 using SyncFn = int (*)(void*);
 
 // cudaLaunchKernel's signature; the bench calls every function through a SyncFn, so a launch
-// goes through one of these (the same extra call for all three functions).
+// goes through one of these (the same extra call for all four functions).
 struct Dim3 {
   unsigned x, y, z;
 };
 using LaunchFn = int (*)(const void*, Dim3, Dim3, void**, size_t, void*);
-LaunchFn g_launch_untraced, g_launch_probed, g_launch_traced;
+LaunchFn g_launch_untraced, g_launch_probed, g_launch_clocked, g_launch_traced;
 int kernel_stub;  // the "kernel" launched: any address
 int launch_untraced(void*) { return g_launch_untraced(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
 int launch_probed(void*) { return g_launch_probed(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
+int launch_clocked(void*) { return g_launch_clocked(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
 int launch_traced(void*) { return g_launch_traced(&kernel_stub, {4, 2, 1}, {128, 1, 1}, nullptr, 0, nullptr); }
 
-// What is measured: the traced function and its two twins in the fake libcudart.
+// What is measured: the traced function and its three twins in the fake libcudart.
 struct OpUnderTest {
-  std::string traced, twin_bare, twin_probed;
+  std::string traced, twin_bare, twin_probed, twin_clocked;
 };
 
 [[noreturn]] void die(const std::string& msg) {
@@ -116,29 +120,34 @@ double cpu_ns_per_call(SyncFn fn, long calls) {
   return double(thread_cpu_ns() - c0) / double(calls);
 }
 
-// Thread CPU per call of the three functions, measured together: `calls` calls of each, in
+// Thread CPU per call of the four functions, measured together: `calls` calls of each, in
 // batches of kBatch calls taking turns (order rotated per batch). A uprobe's cost on a VM drifts
 // by ±20% over tenths of a second (measured: consecutive 100k-call runs of one empty probe pair
 // 1.68–2.8 µs); whole blocks of one function per measurement turned that drift into a ratio
 // spread of 1.15–1.42×. Interleaved, every function sees the same drift.
-struct Triple {
-  double untraced = 0, probed = 0, traced = 0;
+struct Funcs {
+  SyncFn untraced, probed, clocked, traced;
+};
+struct PerCallNs {
+  double untraced = 0, probed = 0, clocked = 0, traced = 0;
 };
 constexpr long kBatch = 2000;
 
-Triple interleaved_cpu_ns_per_call(SyncFn untraced, SyncFn probed, SyncFn traced, long calls) {
-  SyncFn fns[3] = {untraced, probed, traced};
-  int64_t total[3] = {0, 0, 0};
+PerCallNs interleaved_cpu_ns_per_call(const Funcs& f, long calls) {
+  constexpr int kFns = 4;
+  const SyncFn fns[kFns] = {f.untraced, f.probed, f.clocked, f.traced};
+  int64_t total[kFns] = {0, 0, 0, 0};
   for (long done = 0, b = 0; done < calls; done += kBatch, ++b) {
     const long n = std::min(kBatch, calls - done);
-    for (int k = 0; k < 3; ++k) {
-      const int which = static_cast<int>((k + b) % 3);
+    for (int k = 0; k < kFns; ++k) {
+      const int which = static_cast<int>((k + b) % kFns);
       const int64_t c0 = thread_cpu_ns();
       for (long i = 0; i < n; ++i) fns[which](reinterpret_cast<void*>(0x1000));
       total[which] += thread_cpu_ns() - c0;
     }
   }
-  return {double(total[0]) / double(calls), double(total[1]) / double(calls), double(total[2]) / double(calls)};
+  return {double(total[0]) / double(calls), double(total[1]) / double(calls), double(total[2]) / double(calls),
+          double(total[3]) / double(calls)};
 }
 
 double median(std::vector<double> v) {
@@ -266,10 +275,6 @@ class BpfStatsOn {
   UniqueFd fd_;
 };
 
-struct Funcs {
-  SyncFn untraced, probed, traced;
-};
-
 // One causeway binary with one configuration's flags: what each round runs, in turn with the others.
 struct Setup {
   std::string label;     // "defaults", "--pid {pid}"; with several binaries "NAME defaults"
@@ -279,9 +284,9 @@ struct Setup {
   bool filtered_out = false;  // --pid names another process
 };
 
-// One round of one setup: its causeway started, the three functions timed together, stopped.
+// One round of one setup: its causeway started, the four functions timed together, stopped.
 struct RoundFig {
-  double untraced = 0, probed = 0, traced = 0;  // thread CPU ns a call
+  double untraced = 0, probed = 0, clocked = 0, traced = 0;  // thread CPU ns a call
   int64_t made = 0, recorded = 0, with_stack = 0, dropped = 0;
   int64_t counted = 0;            // rollups of the op and this pid: recorded + counted in the kernel
   double tracer_cpu_share = -1;   // causeway's CPU over the paced phase / its wall time
@@ -289,6 +294,8 @@ struct RoundFig {
   bool exact = false;             // every call made recorded or counted (none of a filtered-out process)
   double ratio() const { return traced / probed; }
   double added_ns() const { return traced - probed; }
+  double ratio_over_clock() const { return traced / clocked; }
+  double added_over_clock_ns() const { return traced - clocked; }
   double probe_ratio() const { return (traced - untraced) / (probed - untraced); }
 };
 
@@ -356,6 +363,7 @@ RoundFig measure_round(const Setup& setup, int round, const OpUnderTest& op, con
   for (long i = 0; i < warm; ++i) {
     f.traced(nullptr);
     f.probed(nullptr);
+    f.clocked(nullptr);
     f.untraced(nullptr);
   }
   fig.made = warm;
@@ -366,12 +374,15 @@ RoundFig measure_round(const Setup& setup, int round, const OpUnderTest& op, con
     fig.tracer_idle_share = paced_tracer_share([](void*) { return 0; }, cw.pid(), paced_rate, paced_seconds, none);
     fig.tracer_cpu_share = paced_tracer_share(f.traced, cw.pid(), paced_rate, paced_seconds, fig.made);
   }
-  const Triple m = interleaved_cpu_ns_per_call(f.untraced, f.probed, f.traced, calls);
+  const PerCallNs m = interleaved_cpu_ns_per_call(f, calls);
   fig.untraced = m.untraced;
   fig.probed = m.probed;
+  fig.clocked = m.clocked;
   fig.traced = m.traced;
   fig.made += calls;
-  if (fig.probed < fig.untraced + 100) die("the bpftrace probe does not seem to fire (" + std::to_string(fig.probed) + " ns)");
+  if (std::min(fig.probed, fig.clocked) < fig.untraced + 100)
+    die("the bpftrace probes do not seem to fire (empty pair " + std::to_string(fig.probed) + " ns, clock pair " +
+        std::to_string(fig.clocked) + " ns, untraced " + std::to_string(fig.untraced) + " ns)");
 
   if (bpf_stats) {
     const auto cw_ids = prog_ids_of(cw.pid()), bt_ids = prog_ids_of(bpftrace_pid);
@@ -379,6 +390,7 @@ RoundFig measure_round(const Setup& setup, int round, const OpUnderTest& op, con
     auto a_cw = prog_stats(cw_ids), a_bt = prog_stats(bt_ids);
     cpu_ns_per_call(f.traced, calls);
     cpu_ns_per_call(f.probed, calls);
+    cpu_ns_per_call(f.clocked, calls);
     auto b_cw = prog_stats(cw_ids), b_bt = prog_stats(bt_ids);
     fig.made += calls;
     std::printf("round %d, %s: BPF programs' run time (BPF_ENABLE_STATS), %ld calls of each function:\n", round,
@@ -451,7 +463,7 @@ std::string find_bpftrace() {
 int main(int argc, char** argv) {
   long calls = 200000;
   int rounds = 5;
-  bool bpf_stats = false, bare_clock = false;
+  bool bpf_stats = false;
   std::vector<std::string> configs, causeways;
   const std::string here = self_dir();
   std::string lib = here + "/../testprogs/libcudart.so.13", bpftrace = find_bpftrace();
@@ -468,7 +480,6 @@ int main(int argc, char** argv) {
     else if (a == "--rounds") rounds = std::atoi(next().c_str());
     else if (a == "--config") configs.push_back(next());
     else if (a == "--bpf-stats") bpf_stats = true;
-    else if (a == "--bare-clock") bare_clock = true;
     else if (a == "--causeway") causeways.push_back(next());
     else if (a == "--lib") lib = next();
     else if (a == "--bpftrace") bpftrace = next();
@@ -513,20 +524,26 @@ int main(int argc, char** argv) {
     die("--links is auto, session, multi or perf");
   ::setenv("CAUSEWAY_UPROBE_LINKS", links.c_str(), 1);  // inherited by each causeway trace
   const bool launch = op_name == "launch";
-  const OpUnderTest op = launch ? OpUnderTest{"cudaLaunchKernel", "cwfake_launch_twin_bare", "cwfake_launch_twin_probed"}
-                                : OpUnderTest{"cudaStreamSynchronize", "cwfake_twin_bare", "cwfake_twin_probed"};
+  const OpUnderTest op = launch ? OpUnderTest{"cudaLaunchKernel", "cwfake_launch_twin_bare", "cwfake_launch_twin_probed",
+                                             "cwfake_launch_twin_clocked"}
+                                : OpUnderTest{"cudaStreamSynchronize", "cwfake_twin_bare", "cwfake_twin_probed",
+                                              "cwfake_twin_clocked"};
   void* h = dlopen(lib.c_str(), RTLD_NOW);
   if (!h) die(std::string("dlopen: ") + dlerror());
   void* bare = dlsym(h, op.twin_bare.c_str());
   void* probed = dlsym(h, op.twin_probed.c_str());
+  void* clocked = dlsym(h, op.twin_clocked.c_str());
   void* traced = dlsym(h, op.traced.c_str());
-  if (!bare || !probed || !traced) die(lib + " lacks " + op.traced + " or its twins (the fake libcudart)");
-  Funcs f{reinterpret_cast<SyncFn>(bare), reinterpret_cast<SyncFn>(probed), reinterpret_cast<SyncFn>(traced)};
+  if (!bare || !probed || !clocked || !traced)
+    die(lib + " lacks " + op.traced + " or its twins (the fake libcudart of this build: ninja testprogs)");
+  Funcs f{reinterpret_cast<SyncFn>(bare), reinterpret_cast<SyncFn>(probed), reinterpret_cast<SyncFn>(clocked),
+          reinterpret_cast<SyncFn>(traced)};
   if (launch) {
     g_launch_untraced = reinterpret_cast<LaunchFn>(bare);
     g_launch_probed = reinterpret_cast<LaunchFn>(probed);
+    g_launch_clocked = reinterpret_cast<LaunchFn>(clocked);
     g_launch_traced = reinterpret_cast<LaunchFn>(traced);
-    f = Funcs{launch_untraced, launch_probed, launch_traced};
+    f = Funcs{launch_untraced, launch_probed, launch_clocked, launch_traced};
   }
 
   std::string dir = keep;
@@ -537,9 +554,12 @@ int main(int argc, char** argv) {
   }
   fs::create_directories(dir);
 
-  const std::string body = bare_clock ? " { $t = nsecs; }" : " {}";
-  const std::string script = "uprobe:" + lib + ":" + op.twin_probed + body + " uretprobe:" + lib + ":" +
-                             op.twin_probed + body + " BEGIN { printf(\"probes attached\\n\"); }";
+  // One bpftrace process, both pairs: empty on the probed twin, a clock read in each program on the clocked one.
+  auto pair = [&](const std::string& fn, const std::string& body) {
+    return "uprobe:" + lib + ":" + fn + body + " uretprobe:" + lib + ":" + fn + body;
+  };
+  const std::string script = pair(op.twin_probed, " {}") + " " + pair(op.twin_clocked, " { $t = nsecs; }") +
+                             " BEGIN { printf(\"probes attached\\n\"); }";
   Child bt({bpftrace, "-e", script}, dir + "/bpftrace.log");
   wait_until([&] { return bt.log().find("probes attached") != std::string::npos; }, bt, "bpftrace");
 
@@ -548,12 +568,11 @@ int main(int argc, char** argv) {
   double load[3] = {};
   getloadavg(load, 3);
   std::printf("trace_cost: %s, uprobe links %s, %d alternated rounds of %ld calls per function (median), thread CPU "
-              "time per call; kernel %s, %u CPUs, load %.2f; bare pair: %s\n",
-              op.traced.c_str(), links.c_str(), rounds, calls, u.release, std::thread::hardware_concurrency(), load[0],
-              bare_clock ? "reads the clock at entry and return" : "empty");
+              "time per call; kernel %s, %u CPUs, load %.2f; bare pair: empty programs; clock pair: a clock read in each\n",
+              op.traced.c_str(), links.c_str(), rounds, calls, u.release, std::thread::hardware_concurrency(), load[0]);
   std::fflush(stdout);
   // Each round runs every setup once, the order rotating per round, so a drift of the host over
-  // the run falls on each alike; within a setup's turn the three functions take turns per batch.
+  // the run falls on each alike; within a setup's turn the four functions take turns per batch.
   std::vector<std::vector<RoundFig>> figs(setups.size());
   for (int r = 1; r <= rounds; ++r)
     for (size_t j = 0; j < setups.size(); ++j) {
@@ -561,9 +580,10 @@ int main(int argc, char** argv) {
       const RoundFig g = measure_round(setups[i], r, op, f, calls, bpf_stats, lib, dir, bt.pid(), paced_rate, paced_seconds,
                                        !keep.empty());
       figs[i].push_back(g);
-      std::printf("round %d  %-22s untraced %.3f µs  bare pair %.3f µs  causeway %.3f µs  %.3f×  %+.3f µs a call", r,
-                  setups[i].label.c_str(), g.untraced / 1000, g.probed / 1000, g.traced / 1000, g.ratio(),
-                  g.added_ns() / 1000);
+      std::printf("round %d  %-22s untraced %.3f µs  bare pair %.3f µs  clock pair %.3f µs  causeway %.3f µs  "
+                  "%.3f× %+.3f µs over the bare pair, %.3f× %+.3f µs over the clock pair", r, setups[i].label.c_str(),
+                  g.untraced / 1000, g.probed / 1000, g.clocked / 1000, g.traced / 1000, g.ratio(), g.added_ns() / 1000,
+                  g.ratio_over_clock(), g.added_over_clock_ns() / 1000);
       if (g.tracer_cpu_share >= 0)
         std::printf("  tracer %.2f%% of a core (no calls %.2f%%)", 100 * g.tracer_cpu_share, 100 * g.tracer_idle_share);
       std::printf("  %lld made, %lld in rollups, %lld rows, %lld dropped%s\n", (long long)g.made, (long long)g.counted,
@@ -574,29 +594,41 @@ int main(int argc, char** argv) {
 
   // Medians over the rounds (scripts/gpu-check.sh's bench/bench_figures.py reads this table by
   // its column names): ratio and probe ratio are the medians of each round's own.
-  std::printf("%-34s %10s %13s %10s %8s %14s\n", "configuration", "untraced", "bare probes", "causeway", "ratio",
-              "probe ratio");
+  std::printf("%-34s %10s %13s %13s %10s %8s %17s %17s %14s\n", "configuration", "untraced", "bare probes",
+              "clock probes", "causeway", "ratio", "ratio over clock", "added over clock", "probe ratio");
   for (size_t i = 0; i < setups.size(); ++i) {
     const auto& v = figs[i];
-    std::printf("%-34s %8.3f µs %11.3f µs %8.3f µs %7.2f× %13.2f×\n", ("causeway trace " + setups[i].label).c_str(),
+    std::printf("%-34s %8.3f µs %11.3f µs %11.3f µs %8.3f µs %7.2f× %16.2f× %+14.3f µs %13.2f×\n",
+                ("causeway trace " + setups[i].label).c_str(),
                 spread_of(v, [](const RoundFig& g) { return g.untraced; }).median / 1000,
                 spread_of(v, [](const RoundFig& g) { return g.probed; }).median / 1000,
+                spread_of(v, [](const RoundFig& g) { return g.clocked; }).median / 1000,
                 spread_of(v, [](const RoundFig& g) { return g.traced; }).median / 1000,
                 spread_of(v, [](const RoundFig& g) { return g.ratio(); }).median,
+                spread_of(v, [](const RoundFig& g) { return g.ratio_over_clock(); }).median,
+                spread_of(v, [](const RoundFig& g) { return g.added_over_clock_ns(); }).median / 1000,
                 spread_of(v, [](const RoundFig& g) { return g.probe_ratio(); }).median);
   }
-  std::printf("(median of %d rounds; ratio: causeway / bare probes, whole call; probe ratio: the same above the untraced call)\n",
+  std::printf("(median of %d rounds; ratio: causeway / bare probes (the empty pair), whole call; ratio and added over "
+              "clock: against the clock pair; probe ratio: causeway / bare probes above the untraced call)\n",
               rounds);
-  std::printf("median (range) over %d rounds: causeway per call | added over the bare pair | ratio | tracer CPU at %ld "
-              "calls/s, %% of a core | tracer ns per call\n",
+  std::printf("median (range) over %d rounds: causeway per call | bare pair | clock pair | added over the bare pair | "
+              "ratio | added over the clock pair | ratio over clock | tracer CPU at %ld calls/s, %% of a core | tracer "
+              "ns per call\n",
               rounds, paced_rate);
   for (size_t i = 0; i < setups.size(); ++i) {
     const auto& v = figs[i];
     const Spread t = spread_of(v, [](const RoundFig& g) { return g.traced / 1000; }),
+                 bp = spread_of(v, [](const RoundFig& g) { return g.probed / 1000; }),
+                 cp = spread_of(v, [](const RoundFig& g) { return g.clocked / 1000; }),
                  a = spread_of(v, [](const RoundFig& g) { return g.added_ns() / 1000; }),
-                 q = spread_of(v, [](const RoundFig& g) { return g.ratio(); });
-    std::printf("  %-22s %.3f µs (%.3f–%.3f) | %+.3f µs (%+.3f to %+.3f) | %.3f× (%.3f–%.3f)", setups[i].label.c_str(),
-                t.median, t.min, t.max, a.median, a.min, a.max, q.median, q.min, q.max);
+                 q = spread_of(v, [](const RoundFig& g) { return g.ratio(); }),
+                 ac = spread_of(v, [](const RoundFig& g) { return g.added_over_clock_ns() / 1000; }),
+                 qc = spread_of(v, [](const RoundFig& g) { return g.ratio_over_clock(); });
+    std::printf("  %-22s %.3f µs (%.3f–%.3f) | %.3f µs (%.3f–%.3f) | %.3f µs (%.3f–%.3f) | %+.3f µs (%+.3f to %+.3f) | "
+                "%.3f× (%.3f–%.3f) | %+.3f µs (%+.3f to %+.3f) | %.3f× (%.3f–%.3f)",
+                setups[i].label.c_str(), t.median, t.min, t.max, bp.median, bp.min, bp.max, cp.median, cp.min, cp.max,
+                a.median, a.min, a.max, q.median, q.min, q.max, ac.median, ac.min, ac.max, qc.median, qc.min, qc.max);
     if (paced_seconds > 0) {
       const Spread c = spread_of(v, [](const RoundFig& g) { return 100 * g.tracer_cpu_share; }),
                    n = spread_of(v, [&](const RoundFig& g) {
@@ -632,8 +664,8 @@ int main(int argc, char** argv) {
   // The figures, one key=value a line, for scripts (scripts/gpu-check.sh): per setup (default,
   // record_all, no_stack, pid_pid, ... from its flags; NAME_default with named binaries), medians
   // of the rounds and the range of the main ones.
-  std::printf("figures: op=%s calls=%ld rounds=%d cpus=%u\npaced_rate=%ld\nbare_clock=%d\n", op.traced.c_str(), calls,
-              rounds, std::thread::hardware_concurrency(), paced_rate, bare_clock ? 1 : 0);
+  std::printf("figures: op=%s calls=%ld rounds=%d cpus=%u\npaced_rate=%ld\n", op.traced.c_str(), calls, rounds,
+              std::thread::hardware_concurrency(), paced_rate);
   for (size_t i = 0; i < setups.size(); ++i) {
     const auto& v = figs[i];
     const char* k = setups[i].key.c_str();
@@ -646,6 +678,9 @@ int main(int argc, char** argv) {
     put("us", spread_of(v, [](const RoundFig& g) { return g.traced / 1000; }), true);
     put("ratio", spread_of(v, [](const RoundFig& g) { return g.ratio(); }), true);
     put("added_us", spread_of(v, [](const RoundFig& g) { return g.added_ns() / 1000; }), true);
+    put("clock_pair_us", spread_of(v, [](const RoundFig& g) { return g.clocked / 1000; }), false);
+    put("ratio_over_clock", spread_of(v, [](const RoundFig& g) { return g.ratio_over_clock(); }), true);
+    put("added_over_clock_us", spread_of(v, [](const RoundFig& g) { return g.added_over_clock_ns() / 1000; }), true);
     RoundFig sum;
     for (const RoundFig& g : v) sum.made += g.made, sum.counted += g.counted, sum.recorded += g.recorded, sum.dropped += g.dropped;
     std::printf("%s_calls_made=%lld\n%s_calls_in_rollups=%lld\n%s_calls_recorded=%lld\n%s_dropped=%lld\n", k,

@@ -391,7 +391,7 @@ import json, sys
 b = json.load(open(sys.argv[1]))
 out = []
 for name, c in (b.get("launch") or {}).get("configs", {}).items():
-    if "ratio" in c: out.append("launch %s %.2fx the bare probes (%.3f us vs %.3f us)" % (name, c["ratio"], c.get("causeway_us", 0), c.get("bare_probes_us", 0)))
+    if "ratio" in c: out.append("launch %s %.2fx the bare probes (%.3f us vs %.3f us), %+.3f us over the clock pair (%.3f us)" % (name, c["ratio"], c.get("causeway_us", 0), c.get("bare_probes_us", 0), c.get("added_over_clock_us", 0), c.get("clock_probes_us", 0)))
 r = b.get("requests") or {}
 if "auto_p50_ratio" in r: out.append("served p50 %.2fx traced (%s hook; %.3f ms vs %.3f ms), untraced socket syscalls %.2fx" % (r["auto_p50_ratio"], r.get("auto_hook_used"), r.get("auto_p50_ms", 0), r.get("bare_p50_ms", 0), r.get("auto_rw_ratio", 0)))
 t = b.get("tls") or {}

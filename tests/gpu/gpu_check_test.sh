@@ -44,6 +44,8 @@ else:
         bad.append("bench: no launch figures: " + json.dumps(l)[:600])
     elif "ratio" in c and not any(k.endswith("tracer_cpu_pct") for k in l.get("figures", {})):
         bad.append("bench: no tracer CPU figure in the launch bench: " + json.dumps(l.get("figures"))[:600])
+    elif "ratio" in c and not all(isinstance(c.get(k), (int, float)) for k in ("clock_probes_us", "added_over_clock_us")):
+        bad.append("bench: no clock-pair baseline in the launch bench: " + json.dumps(c)[:600])
     # TLS: its figures, every request stored, or the reason it could not run (no openssl).
     t = b.get("tls", {})
     if not isinstance(t.get("causeway_p50_ratio"), (int, float)) and "openssl" not in t.get("stderr", ""):

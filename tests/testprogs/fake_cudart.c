@@ -179,11 +179,13 @@ CWFAKE_EXPORT int cudaStreamSynchronize_ptsz(void* st) {
   SPIN_RET0;
 }
 // Twins of cudaStreamSynchronize (same code, names causeway never probes) for bench/trace_cost:
-// one carries an empty bpftrace uprobe + uretprobe, the other no probe at all. No endbr64:
+// one carries an empty bpftrace uprobe + uretprobe, one a bpftrace pair that reads the clock at
+// entry and return (the least a tracer that times each call pays), one no probe at all. No endbr64:
 // bpftrace probes a function's first byte, where the kernel would single-step endbr64
 // (~15 µs), while causeway probes the instruction after it.
 CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_probed(void* st) { SPIN_RET0; }
 CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_bare(void* st) { SPIN_RET0; }
+CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_twin_clocked(void* st) { SPIN_RET0; }
 // The same for cudaLaunchKernel, the call launch-bound jobs make most (its entry decodes the
 // grid, block, stream and function arguments).
 CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_probed(const void* f, dim3 g, dim3 b, void** args,
@@ -192,6 +194,10 @@ CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_probed(const vo
 }
 CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_bare(const void* f, dim3 g, dim3 b, void** args,
                                                                       size_t smem, void* st) {
+  SPIN_RET0;
+}
+CWFAKE_EXPORT __attribute__((nocf_check)) int cwfake_launch_twin_clocked(const void* f, dim3 g, dim3 b, void** args,
+                                                                         size_t smem, void* st) {
   SPIN_RET0;
 }
 CWFAKE_EXPORT int cudaDeviceSynchronize(void) {
