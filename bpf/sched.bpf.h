@@ -17,12 +17,12 @@
  * cgroup are RCU-freed, and the tracepoints run under RCU. */
 static __always_inline __u64 task_cgroup_id(struct task_struct *t) { return t->cgroups->dfl_cgrp->kn->id; }
 
-/* A task's comm (16 bytes, NUL-terminated; user space reads up to the NUL) as two 8-byte
- * loads: the string copy helper costs a call and a byte loop. */
+/* A task's comm (16 bytes, NUL-terminated; user space reads up to the NUL) in one fixed-size
+ * copy: the string-copy helper walks it byte by byte. Not as two direct 8-byte loads: 6.18's
+ * verifier takes them, older ones refuse a load wider than a char array's element ("access
+ * beyond the end of member"). */
 static __always_inline void copy_comm(char dst[16], struct task_struct *t) {
-  const __u64 *src = (const __u64 *)t->comm;
-  ((__u64 *)dst)[0] = src[0];
-  ((__u64 *)dst)[1] = src[1];
+  bpf_probe_read_kernel(dst, 16, t->comm);
 }
 
 /* tp_btf/sched_switch(bool preempt, struct task_struct *prev, struct task_struct *next, ...).
