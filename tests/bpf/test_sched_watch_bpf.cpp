@@ -100,9 +100,17 @@ void watch_scenario_check(const std::string& db, int cpu, pid_t traced_pid, int3
                      "(SELECT * FROM sched WHERE cpu = " + S(cpu) + " ORDER BY ts_ns)"));
   CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + S(busy) + " AND next_pid = " + S(hog)) >= 1);
   CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid = " + S(hog) + " AND next_pid = " + S(busy)) >= 1);
-  CHECK(q_int(db, "SELECT count(*) FROM sched WHERE prev_pid != " + S(traced_pid) + " AND next_pid != " + S(traced_pid) +
-                      " AND ts_ns > (SELECT max(ts_ns) FROM sched WHERE prev_pid = " + S(traced_pid) + " OR next_pid = " +
-                      S(traced_pid) + ")") == 0);
+  const std::string after_last = " FROM sched WHERE prev_pid != " + S(traced_pid) + " AND next_pid != " + S(traced_pid) +
+                                 " AND ts_ns > (SELECT max(ts_ns) FROM sched WHERE prev_pid = " + S(traced_pid) +
+                                 " OR next_pid = " + S(traced_pid) + ")";
+  CAPTURE(q_text(db, "SELECT group_concat(ts_ns || ' cpu' || cpu || ' ' || prev_tid || '>' || next_tid || ' s' || prev_state, "
+                     "char(10)) FROM (SELECT *" + after_last + " ORDER BY ts_ns)"));
+  CAPTURE(q_text(db, "SELECT group_concat(ts_ns || ' cpu' || cpu || ' ' || prev_tid || '>' || next_tid || ' s' || prev_state, "
+                     "char(10)) FROM (SELECT * FROM sched WHERE prev_pid = " + S(traced_pid) + " OR next_pid = " +
+                     S(traced_pid) + " ORDER BY ts_ns)"));
+  CAPTURE(q_text(db, "SELECT group_concat(ts_ns || ' ' || tid || ' cpu' || target_cpu, char(10)) FROM (SELECT * FROM wakeups "
+                     "WHERE pid = " + S(traced_pid) + " ORDER BY ts_ns)"));
+  CHECK(q_int(db, "SELECT count(*)" + after_last) == 0);
   auto h = open_read_only(db);
   REQUIRE(h.ok());
   const int64_t session = q_int(db, "SELECT max(id) FROM sessions");
