@@ -13,11 +13,14 @@
 //   traced              the ping-pong's process traced (--pid): every switch recorded, and each
 //                       wake-up and switch begins or ends a wait of the CPU watch
 //   traced unpinned     the same, the two threads free to run anywhere (migrations)
+//   traced sleepers     three traced threads each sleeping 20 us --trips/3 times (a "trip" is
+//                       one sleep here): hrtimer wake-ups
 // For each phase: trips/s, then every causeway program that ran, with its runs per trip, ns a
 // run and the recursion misses (runs the kernel skipped because a BPF program was already
 // running on that CPU), from a BPF_ENABLE_STATS reference held by this process (never the
 // host-wide sysctl). After each trace: switch-outs and switch-ins of the traced threads in the
-// trace DB. Last, per binary and phase, the medians over the rounds.
+// trace DB, and how often a thread left a CPU while already out (a switch-in the kernel's
+// sched_switch stream lacks: docs/BENCHMARKS.md "The scheduler hooks' cost, round 10"). Last, per binary and phase, the medians over the rounds.
 //
 //   sudo build/bench/sched_hook_cost [--trips 100000] [--rounds 3] [--cpu N] [--causeway [NAME=]PATH]... [--keep DIR]
 //
@@ -32,6 +35,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -94,11 +98,32 @@ int64_t ping_pong(long trips, int cpu) {
   return elapsed;
 }
 
-// A child process that runs one ping-pong when told to (one byte on `go`) and writes the
+// Three threads each sleeping 20 us `sleeps` times (nanosleep, then ~2 us of work): hrtimer
+// wake-ups, the workload whose threads the kernel's sched_switch stream shows leaving a CPU
+// twice with no switch-in between (docs/BENCHMARKS.md); the elapsed ns.
+std::atomic<long> sleepers_work;  // what their work writes (kept, not optimized away)
+
+int64_t sleepers(long sleeps) {
+  const int64_t t0 = mono_ns();
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 3; ++k)
+    threads.emplace_back([sleeps] {
+      const timespec ts{0, 20000};
+      for (long i = 0; i < sleeps; ++i) {
+        nanosleep(&ts, nullptr);
+        for (long j = 0; j < 2000; ++j) sleepers_work.store(j, std::memory_order_relaxed);
+      }
+    });
+  for (auto& t : threads) t.join();
+  return mono_ns() - t0;
+}
+
+// A child process that runs its workload once when told to (one byte on `go`) and writes the
 // elapsed ns back: forked before the tracer starts, so its pid can be given to --pid.
-class PingPongChild {
+class WorkloadChild {
  public:
-  PingPongChild(long trips, int cpu) {
+  template <typename Work>
+  explicit WorkloadChild(Work work) {
     int go[2], res[2];
     if (pipe(go) != 0 || pipe(res) != 0) fail("pipe failed");
     pid_ = fork();
@@ -108,7 +133,7 @@ class PingPongChild {
       ::close(res[0]);
       char c;
       if (read(go[0], &c, 1) != 1) _exit(0);
-      const int64_t ns = ping_pong(trips, cpu);
+      const int64_t ns = work();
       _exit(write(res[1], &ns, sizeof(ns)) == sizeof(ns) ? 0 : 1);
     }
     ::close(go[0]);
@@ -116,17 +141,17 @@ class PingPongChild {
     go_ = UniqueFd(go[1]);
     result_ = UniqueFd(res[0]);
   }
-  ~PingPongChild() {
+  ~WorkloadChild() {
     go_ = UniqueFd();
     waitpid(pid_, nullptr, 0);
   }
-  PingPongChild(const PingPongChild&) = delete;
-  PingPongChild& operator=(const PingPongChild&) = delete;
+  WorkloadChild(const WorkloadChild&) = delete;
+  WorkloadChild& operator=(const WorkloadChild&) = delete;
   pid_t pid() const { return pid_; }
   int64_t run() {
-    if (write(go_.get(), "g", 1) != 1) fail("cannot start the ping-pong");
+    if (write(go_.get(), "g", 1) != 1) fail("cannot start the workload");
     int64_t ns = 0;
-    if (read(result_.get(), &ns, sizeof(ns)) != sizeof(ns)) fail("the ping-pong child died");
+    if (read(result_.get(), &ns, sizeof(ns)) != sizeof(ns)) fail("the workload's child died");
     return ns;
   }
 
@@ -225,8 +250,8 @@ class Tracer {
 
 // --- phases and figures ----------------------------------------------------------------------
 
-enum class Phase { no_tracer, untraced, traced, traced_unpinned, count_ };
-constexpr const char* kPhaseNames[] = {"no tracer", "untraced", "traced", "traced unpinned"};
+enum class Phase { no_tracer, untraced, traced, traced_unpinned, traced_sleepers, count_ };
+constexpr const char* kPhaseNames[] = {"no tracer", "untraced", "traced", "traced unpinned", "traced sleepers"};
 
 struct PhaseFig {
   double trips_per_s = 0;
@@ -282,8 +307,15 @@ void print_switch_balance(const std::string& db, const std::vector<pid_t>& pids)
     const int64_t outs = count_of(h->get(), "SELECT count(*) FROM sched WHERE prev_pid = " + pid);
     const int64_t ins = count_of(h->get(), "SELECT count(*) FROM sched WHERE next_pid = " + pid + " AND prev_pid != " + pid);
     const int64_t both = count_of(h->get(), "SELECT count(*) FROM sched WHERE next_pid = " + pid + " AND prev_pid = " + pid);
-    std::printf("      pid %s in the DB: %lld switch-outs, %lld switch-ins from another process, %lld between its threads\n",
-                pid.c_str(), (long long)outs, (long long)ins, (long long)both);
+    // A thread seen leaving a CPU while it was already out: a switch-in the stream lacks.
+    const int64_t twice = count_of(
+        h->get(), "WITH ev AS (SELECT ts_ns, prev_tid AS tid, 0 AS dir FROM sched WHERE prev_pid = " + pid +
+                      " UNION ALL SELECT ts_ns, next_tid, 1 FROM sched WHERE next_pid = " + pid +
+                      " AND next_tid != prev_tid), o AS (SELECT dir, lag(dir) OVER (PARTITION BY tid ORDER BY ts_ns) "
+                      "AS before FROM ev) SELECT count(*) FROM o WHERE dir = 0 AND before = 0");
+    std::printf("      pid %s in the DB: %lld switch-outs, %lld switch-ins from another process, %lld between its threads; "
+                "%lld switch-outs while already out\n",
+                pid.c_str(), (long long)outs, (long long)ins, (long long)both, (long long)twice);
   }
   std::printf("      dropped_ring_host %lld, switches_received %lld\n",
               (long long)count_of(h->get(), "SELECT coalesce(max(value), 0) FROM collector_stats WHERE name = 'dropped_ring_host'"),
@@ -301,17 +333,19 @@ struct Binary {
 
 // One round of one binary: the tracer started with the traced children's pids, the phases, stopped.
 void run_round(const Binary& b, long trips, int cpu, const std::string& dir, std::vector<PhaseFig>& out) {
+  auto pong = [trips](int on) { return [trips, on] { return ping_pong(trips, on); }; };
   {
-    PingPongChild alone(trips, cpu);
+    WorkloadChild alone(pong(cpu));
     out[int(Phase::no_tracer)] = phase_fig(trips, alone.run(), {}, {});
   }
-  PingPongChild untraced(trips, cpu), traced(trips, cpu), unpinned(trips, -1);
+  WorkloadChild untraced(pong(cpu)), traced(pong(cpu)), unpinned(pong(-1)), sleeping([trips] { return sleepers(trips / 3); });
   const std::string db = dir + "/trace-" + b.name + ".db";
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix);
-  Tracer tracer(b.path, db, dir, {traced.pid(), unpinned.pid()});
+  Tracer tracer(b.path, db, dir, {traced.pid(), unpinned.pid(), sleeping.pid()});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its start-up scans settle
   const std::vector<uint32_t> ids = programs_held_by(tracer.pid());
-  for (auto [ph, child] : {std::pair{Phase::untraced, &untraced}, {Phase::traced, &traced}, {Phase::traced_unpinned, &unpinned}}) {
+  for (auto [ph, child] : {std::pair{Phase::untraced, &untraced}, {Phase::traced, &traced}, {Phase::traced_unpinned, &unpinned},
+                           {Phase::traced_sleepers, &sleeping}}) {
     const HookStats before = read_hook_stats(ids);
     const int64_t ns = child->run();
     out[int(ph)] = phase_fig(trips, ns, before, read_hook_stats(ids));
@@ -319,7 +353,7 @@ void run_round(const Binary& b, long trips, int cpu, const std::string& dir, std
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   tracer.stop();
   for (int ph = 0; ph < int(Phase::count_); ++ph) print_phase(b.name, Phase(ph), trips, out[ph]);
-  print_switch_balance(db, {traced.pid(), unpinned.pid()});
+  print_switch_balance(db, {traced.pid(), unpinned.pid(), sleeping.pid()});
 }
 
 void print_medians(const Binary& b, const RoundsOf& rounds) {
