@@ -66,7 +66,9 @@ static __always_inline void sched_wait_begin(__u32 tid, __u32 cpu, __u64 now) {
   if (!w) return;
   struct cw_thread_wait *t = bpf_map_lookup_elem(&sched_waiting, &tid);
   if (!t || t->cpu != cpu || t->epoch != w->epoch) {
-    sched_wait_end(tid); /* counted on another CPU (or before the backstop): moved here */
+    /* Counted on another CPU (or before the backstop): moved here. With no entry (the common
+     * case) there is nothing to end, and no second lookup. */
+    if (t) sched_wait_end(tid);
     struct cw_thread_wait v = {.cpu = cpu, .epoch = w->epoch};
     if (bpf_map_update_elem(&sched_waiting, &tid, &v, BPF_NOEXIST) == 0) __sync_fetch_and_add(&w->waiters, 1);
   }
