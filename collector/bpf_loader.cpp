@@ -281,7 +281,10 @@ std::vector<std::string> BpfObject::attach_tracepoints() {
   int process_events = 0;
   for (const Tp& tp : tps) {
     if (!bpf_program__autoload(tp.prog)) continue;
-    bpf_link* l = bpf_program__attach_raw_tracepoint(tp.prog, tp.name);
+    // The scheduler hooks are BTF tracepoints (tp_btf: the tracepoint is named in their
+    // section, bpf/sched.bpf.h says why), the others raw ones.
+    bpf_link* l = bpf_program__type(tp.prog) == BPF_PROG_TYPE_TRACING ? bpf_program__attach_trace(tp.prog)
+                                                                       : bpf_program__attach_raw_tracepoint(tp.prog, tp.name);
     if (!l) {
       failed.push_back(std::string(tp.name) + " (" + errno_text(errno) + ")");
       continue;
