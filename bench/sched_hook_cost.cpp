@@ -47,6 +47,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bpf_prog_stats.h"
 #include "common/unique_fd.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
@@ -162,36 +163,8 @@ class WorkloadChild {
 
 // --- BPF run-time statistics -----------------------------------------------------------------
 
-struct HookStat {
-  std::string name;
-  uint64_t runs = 0, ns = 0, recursion_misses = 0;
-};
-using HookStats = std::map<uint32_t, HookStat>;  // by program id
-
-std::vector<uint32_t> programs_held_by(pid_t pid) {
-  std::vector<uint32_t> ids;
-  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fdinfo")) {
-    std::ifstream in(e.path());
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("prog_id:", 0) == 0) ids.push_back(static_cast<uint32_t>(std::stoul(line.substr(8))));
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
-HookStats read_hook_stats(const std::vector<uint32_t>& ids) {
-  HookStats out;
-  for (uint32_t id : ids) {
-    UniqueFd fd(bpf_prog_get_fd_by_id(id));
-    if (!fd) continue;
-    bpf_prog_info info{};
-    uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd.get(), &info, &len) == 0)
-      out[id] = {info.name, info.run_cnt, info.run_time_ns, info.recursion_misses};
-  }
-  return out;
-}
+using HookStat = bench::BpfProgStat;
+using HookStats = bench::BpfProgStats;
 
 // --- the tracer ------------------------------------------------------------------------------
 
@@ -343,12 +316,12 @@ void run_round(const Binary& b, long trips, int cpu, const std::string& dir, std
   for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(db + suffix);
   Tracer tracer(b.path, db, dir, {traced.pid(), unpinned.pid(), sleeping.pid()});
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its start-up scans settle
-  const std::vector<uint32_t> ids = programs_held_by(tracer.pid());
+  const std::vector<uint32_t> ids = bench::bpf_programs_held_by(tracer.pid());
   for (auto [ph, child] : {std::pair{Phase::untraced, &untraced}, {Phase::traced, &traced}, {Phase::traced_unpinned, &unpinned},
                            {Phase::traced_sleepers, &sleeping}}) {
-    const HookStats before = read_hook_stats(ids);
+    const HookStats before = bench::bpf_prog_stats(ids);
     const int64_t ns = child->run();
-    out[int(ph)] = phase_fig(trips, ns, before, read_hook_stats(ids));
+    out[int(ph)] = phase_fig(trips, ns, before, bench::bpf_prog_stats(ids));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   tracer.stop();
@@ -407,8 +380,8 @@ int main(int argc, char** argv) {
   const std::string dir = keep.empty() ? (fs::temp_directory_path() / ("sched_hook_cost." + std::to_string(getpid()))).string() : keep;
   fs::create_directories(dir);
 
-  UniqueFd stats(bpf_enable_stats(BPF_STATS_RUN_TIME));
-  if (!stats) fail(std::string("cannot enable BPF run-time statistics (BPF_ENABLE_STATS): ") + std::strerror(errno));
+  const bench::BpfRunTimeStats stats;
+  if (!stats.valid()) fail(std::string("cannot enable BPF run-time statistics (BPF_ENABLE_STATS): ") + std::strerror(errno));
   std::printf("%ld trips a phase (two switches a trip pinned), ping-pong on CPU %d, %d rounds\n", trips, cpu, rounds);
   std::vector<RoundsOf> figs(binaries.size(), RoundsOf(int(Phase::count_), std::vector<PhaseFig>()));
   for (int r = 0; r < rounds; ++r)

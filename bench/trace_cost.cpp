@@ -74,6 +74,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bpf_prog_stats.h"
 #include "common/unique_fd.h"
 #include "tracedb/open.h"
 #include "tracedb/sqlite_handle.h"
@@ -230,51 +231,6 @@ void wait_until(Pred ready, const Child& c, const char* what) {
   die(std::string(what) + " did not become ready in 30 s:\n" + c.log());
 }
 
-// The BPF programs a process holds open (fdinfo "prog_id:" lines).
-std::vector<uint32_t> prog_ids_of(pid_t pid) {
-  std::vector<uint32_t> ids;
-  const std::string dir = "/proc/" + std::to_string(pid) + "/fdinfo";
-  for (const auto& e : fs::directory_iterator(dir)) {
-    std::ifstream in(e.path());
-    for (std::string line; std::getline(in, line);)
-      if (line.rfind("prog_id:", 0) == 0) ids.push_back(static_cast<uint32_t>(std::stoul(line.substr(8))));
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
-struct ProgStat {
-  std::string name;
-  uint64_t runs = 0, ns = 0;
-};
-
-std::map<uint32_t, ProgStat> prog_stats(const std::vector<uint32_t>& ids) {
-  std::map<uint32_t, ProgStat> out;
-  for (uint32_t id : ids) {
-    int fd = bpf_prog_get_fd_by_id(id);
-    if (fd < 0) continue;
-    bpf_prog_info info{};
-    uint32_t len = sizeof(info);
-    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0) out[id] = {info.name, info.run_cnt, info.run_time_ns};
-    ::close(fd);
-  }
-  return out;
-}
-
-// Run-time statistics on while this lives, through a reference the kernel counts
-// (BPF_ENABLE_STATS), not the kernel.bpf_stats_enabled sysctl: two benches measuring at once
-// must not switch them off under each other.
-class BpfStatsOn {
- public:
-  BpfStatsOn() : fd_(bpf_enable_stats(BPF_STATS_RUN_TIME)) {
-    if (!fd_) die(std::string("cannot enable BPF run-time statistics (BPF_ENABLE_STATS): ") + std::strerror(errno));
-  }
-
- private:
-  UniqueFd fd_;
-};
-
 // One causeway binary with one configuration's flags: what each round runs, in turn with the others.
 struct Setup {
   std::string label;     // "defaults", "--pid {pid}"; with several binaries "NAME defaults"
@@ -305,7 +261,7 @@ int64_t q_int(sqlite3* db, const std::string& sql) {
   return st->step() == SQLITE_ROW ? st->col_int(0) : -1;
 }
 
-void print_bpf_stats(const std::map<uint32_t, ProgStat>& a, const std::map<uint32_t, ProgStat>& b, long calls,
+void print_bpf_stats(const bench::BpfProgStats& a, const bench::BpfProgStats& b, long calls,
                      const char* who) {
   for (const auto& [id, s] : b) {
     auto it = a.find(id);
@@ -385,13 +341,14 @@ RoundFig measure_round(const Setup& setup, int round, const OpUnderTest& op, con
         std::to_string(fig.clocked) + " ns, untraced " + std::to_string(fig.untraced) + " ns)");
 
   if (bpf_stats) {
-    const auto cw_ids = prog_ids_of(cw.pid()), bt_ids = prog_ids_of(bpftrace_pid);
-    BpfStatsOn on;
-    auto a_cw = prog_stats(cw_ids), a_bt = prog_stats(bt_ids);
+    const auto cw_ids = bench::bpf_programs_held_by(cw.pid()), bt_ids = bench::bpf_programs_held_by(bpftrace_pid);
+    const bench::BpfRunTimeStats on;
+    if (!on.valid()) die(std::string("cannot enable BPF run-time statistics (BPF_ENABLE_STATS): ") + std::strerror(errno));
+    auto a_cw = bench::bpf_prog_stats(cw_ids), a_bt = bench::bpf_prog_stats(bt_ids);
     cpu_ns_per_call(f.traced, calls);
     cpu_ns_per_call(f.probed, calls);
     cpu_ns_per_call(f.clocked, calls);
-    auto b_cw = prog_stats(cw_ids), b_bt = prog_stats(bt_ids);
+    auto b_cw = bench::bpf_prog_stats(cw_ids), b_bt = bench::bpf_prog_stats(bt_ids);
     fig.made += calls;
     std::printf("round %d, %s: BPF programs' run time (BPF_ENABLE_STATS), %ld calls of each function:\n", round,
                 setup.label.c_str(), calls);
