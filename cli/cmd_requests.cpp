@@ -75,7 +75,7 @@ Runner setup(CLI::App& app) {
     if (!db) return report_error("requests", db.error(), a->json);
     auto r = requests::request_latency_json(db->get(), q);
     if (!r) return report_error("requests", r.error(), a->json);
-    if (a->json) std::cout << r->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    if (a->json) print_json(std::move(*r));
     else std::cout << requests::request_latency_text(*r);
     return kExitOk;
   };

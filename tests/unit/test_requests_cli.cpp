@@ -1,0 +1,47 @@
+// `causeway requests` as a user runs it (docs/INTERFACES.md "Inference requests", "Exact
+// numbers"): the real binary on demo DBs, every answer read as a script would read it.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/test_support.h"
+
+using causeway::test::run_causeway;
+using causeway::test::TempDir;
+using nlohmann::json;
+
+namespace {
+
+std::string requests_demo_db(TempDir& dir, const std::string& scenario) {
+  const std::string db = dir.file(scenario + ".db");
+  auto d = run_causeway({"demo", scenario, "--db", db, "--seed", "1"});
+  REQUIRE_MESSAGE(d.exit_code == 0, d.err);
+  return db;
+}
+
+// The one JSON document a --json run prints on stdout.
+json one_document(const causeway::test::ProcessResult& r) {
+  INFO("stdout: " << r.out << "\nstderr: " << r.err);
+  REQUIRE(r.out.find('\n') == r.out.size() - 1);
+  return json::parse(r.out);
+}
+
+}  // namespace
+
+TEST_CASE("requests --json: every instant has its exact _utc twin, as in the MCP answer") {
+  TempDir dir;
+  const std::string db = requests_demo_db(dir, "requests-prefill");
+  auto r = run_causeway({"requests", "--db", db, "--json", "--slowest", "3"});
+  REQUIRE(r.exit_code == 0);
+  const json doc = one_document(r)["requests"];
+  const json& w = doc["window"];
+  REQUIRE(w["from_ns"].is_number_integer());
+  CHECK(w["from_utc"].is_string());
+  CHECK(w["to_utc"].is_string());
+  CHECK(w["from_utc"].get<std::string>().size() == std::string("2026-11-21T10:04:05.123456789Z").size());
+  REQUIRE(doc["slowest"].size() == 3);
+  for (const json& s : doc["slowest"]) {
+    CHECK(s["start_utc"].is_string());
+    CHECK(s["read_end_utc"].is_string());
+  }
+}
