@@ -68,6 +68,8 @@ Runner setup(CLI::App& app) {
     q.pid = a->pid;
     if (!a->path.empty()) q.path = a->path;
     if (!a->tenant.empty()) q.tenant = a->tenant;
+    if (!(a->quantile > 0 && a->quantile < 1))
+      return report_error("requests", make_error("usage", "--quantile must be in (0, 1), e.g. 0.99 for p99"), a->json);
     q.quantile = a->quantile;
     q.slowest = a->slowest;
     if (!a->fleet.url.empty()) return run_fleet(*a, q);

@@ -45,3 +45,28 @@ TEST_CASE("requests --json: every instant has its exact _utc twin, as in the MCP
     CHECK(s["read_end_utc"].is_string());
   }
 }
+
+TEST_CASE("requests: usage errors exit 2, and under --json are one {\"error\"} document on stdout") {
+  TempDir dir;
+  const std::string db = requests_demo_db(dir, "requests-prefill");
+  const std::vector<std::vector<std::string>> bad = {
+      {"--pid", "abc"}, {"--metric", "p99"}, {"--quantile", "1.5"}, {"--quantile", "0"}, {"--since", "5x"}, {"--no-such-flag"}};
+  for (const auto& flags : bad) {
+    std::vector<std::string> args = {"requests", "--db", db};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CAPTURE(flags.front());
+    auto text = run_causeway(args);
+    CHECK(text.exit_code == 2);
+    CHECK(text.out.empty());
+    CHECK_FALSE(text.err.empty());
+    args.push_back("--json");
+    auto j = run_causeway(args);
+    CHECK(j.exit_code == 2);
+    const json doc = one_document(j);
+    CHECK(doc["error"]["code"] == "usage");
+    CHECK_FALSE(doc["error"]["message"].get<std::string>().empty());
+  }
+  auto unknown = run_causeway({"frobnicate", "--json"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(one_document(unknown)["error"]["code"] == "usage");
+}
