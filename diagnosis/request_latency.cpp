@@ -617,6 +617,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     add_request_fields(slowest.back(), *r);
   }
   json reqs = {{"count", rows.size()},
+               {"session_requests", judged_rows->evidence.size()},
                {"streamed", streamed},
                {"errors", all.errors},
                {"aborted", all.aborted},
@@ -675,8 +676,14 @@ std::string request_latency_text(const json& doc) {
     << r["errors"].get<uint64_t>() << " errors, " << r.value("aborted", uint64_t{0}) << " aborted, "
     << r.value("disconnected", uint64_t{0}) << " disconnected)\n";
   if (r["count"].get<uint64_t>() == 0) {
-    o << "no HTTP requests were seen: trace a serving process (a TCP listener in the traced process tree, or "
-         "--http-port PORT)\n";
+    // A session that served requests, none of them chosen: the filters are what to change,
+    // not the trace.
+    if (const uint64_t recorded = r.value("session_requests", uint64_t{0}); recorded > 0)
+      o << "none of the session's " << recorded
+        << " requests matches the filters (--since, --pid, --path, --tenant): widen or drop them\n";
+    else
+      o << "no HTTP requests were seen: trace a serving process (a TCP listener in the traced process tree, or "
+           "--http-port PORT)\n";
     return o.str();
   }
   o << "  TTFT " << pct(r["ttft_ms"]) << "\n  ITL  " << pct(r["itl_ms"]) << "\n";

@@ -70,3 +70,23 @@ TEST_CASE("requests: usage errors exit 2, and under --json are one {\"error\"} d
   CHECK(unknown.exit_code == 2);
   CHECK(one_document(unknown)["error"]["code"] == "usage");
 }
+
+TEST_CASE("requests: filters that match none say so; a session that served nothing says to trace a server") {
+  TempDir dir;
+  const std::string db = requests_demo_db(dir, "requests-prefill");
+  auto none = run_causeway({"requests", "--db", db, "--tenant", "no-such-tenant"});
+  REQUIRE(none.exit_code == 0);
+  CHECK(none.out.find("none of the session's") != std::string::npos);
+  CHECK(none.out.find("no HTTP requests were seen") == std::string::npos);
+  const json doc = one_document(run_causeway({"requests", "--db", db, "--tenant", "no-such-tenant", "--json"}))["requests"];
+  CHECK(doc["count"] == 0);
+  const json all = one_document(run_causeway({"requests", "--db", db, "--json"}))["requests"];
+  CHECK(all["count"].get<int64_t>() > 0);
+  CHECK(doc["session_requests"] == all["count"]);
+
+  const std::string calls_only = requests_demo_db(dir, "incident");
+  auto nothing = run_causeway({"requests", "--db", calls_only});
+  REQUIRE(nothing.exit_code == 0);
+  CHECK(nothing.out.find("no HTTP requests were seen") != std::string::npos);
+  CHECK(one_document(run_causeway({"requests", "--db", calls_only, "--json"}))["requests"]["session_requests"] == 0);
+}
