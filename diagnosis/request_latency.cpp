@@ -729,15 +729,16 @@ std::string request_latency_text(const json& doc) {
   }
   o << "slowest:\n";
   for (const auto& s : r["slowest"]) {
+    // "-" alone when not measured (a response that was not streamed has no token gap).
     auto v = [](const json& x) {
       if (x.is_null()) return std::string("-");
       std::ostringstream t;
-      t << x.get<double>();
+      t << x.get<double>() << " ms";
       return t.str();
     };
     o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << sanitize_untrusted(s["method"].get<std::string>(), 16) << " "
       << sanitize_untrusted(s["path"].get<std::string>(), 80) << " status " << s["status"].get<int>() << ": TTFT "
-      << v(s["ttft_ms"]) << " ms, ITL max " << v(s["itl_max_ms"]) << " ms, E2E " << v(s["e2e_ms"]) << " ms, "
+      << v(s["ttft_ms"]) << ", ITL max " << v(s["itl_max_ms"]) << ", E2E " << v(s["e2e_ms"]) << ", "
       << s["events"].get<uint64_t>() << " events" << tokens_text(s);
     for (const auto& c : s["causes"]) o << "; " << c["cause"].get<std::string>() << " " << c["lost_ms"].get<double>() << " ms";
     o << "\n";

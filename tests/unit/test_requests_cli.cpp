@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnosis/request_latency.h"
 #include "tests/support/test_support.h"
 
 using causeway::test::run_causeway;
@@ -89,4 +90,17 @@ TEST_CASE("requests: filters that match none say so; a session that served nothi
   REQUIRE(nothing.exit_code == 0);
   CHECK(nothing.out.find("no HTTP requests were seen") != std::string::npos);
   CHECK(one_document(run_causeway({"requests", "--db", calls_only, "--json"}))["requests"]["session_requests"] == 0);
+}
+
+TEST_CASE("requests text: a time not measured reads '-', never '- ms'") {
+  TempDir dir;
+  const std::string db = requests_demo_db(dir, "requests-prefill");
+  json doc = one_document(run_causeway({"requests", "--db", db, "--json", "--slowest", "1"}));
+  REQUIRE(doc["requests"]["slowest"].size() == 1);
+  doc["requests"]["slowest"][0]["itl_max_ms"] = nullptr;  // a response that was not streamed
+  const std::string text = causeway::requests::request_latency_text(doc);
+  CAPTURE(text);
+  CHECK(text.find("ITL max -,") != std::string::npos);
+  CHECK(text.find("- ms") == std::string::npos);
+  CHECK(text.find(" ms, ITL max -, E2E ") != std::string::npos);
 }
