@@ -57,7 +57,7 @@
 
 /* Vectored syscalls: at most this many iovecs get a record of their own; the bytes of the
  * rest go in one record without data (user space counts them as unseen). */
-#define CW_SOCK_MAX_IOV 8
+#define CW_SOCK_MAX_IOV 12
 
 #define CW_EAGAIN 11 /* x86-64 and arm64 alike */
 
@@ -594,8 +594,11 @@ int cw_sock_sys_close(struct trace_event_raw_sys_enter *ctx) {
 struct cw_sock_iovs {
   __u64 id, ts;
   __u64 base[CW_SOCK_MAX_IOV];
-  __s64 len[CW_SOCK_MAX_IOV];   /* of what the syscall moved */
-  __s64 start[CW_SOCK_MAX_IOV]; /* where each starts in the syscall's bytes */
+  /* 32 bits each: one syscall moves less than 2 GiB (the kernel's MAX_RW_COUNT), and the
+   * narrower arrays keep CW_SOCK_MAX_IOV iovecs within the 512-byte BPF stack. */
+  __s32 len[CW_SOCK_MAX_IOV];   /* of what the syscall moved */
+  __s32 start[CW_SOCK_MAX_IOV]; /* where each starts in the syscall's bytes */
+  __u64 iov, cnt, asked;        /* the iovec array, its count, the bytes its iovecs hold */
   __s64 seen;                   /* bytes in those iovecs */
   __s64 ret;
   struct cw_sock_io io;
@@ -636,27 +639,36 @@ static long sock_iov_piece(__u64 i, void *ctx) {
   return 0;
 }
 
+/* Reads iovec i into the context (a bpf_loop step, not an unrolled loop: unrolled, 12 iovecs
+ * made the verifier's walk of every hook too long to load). */
+static long sock_iov_read(__u64 i, void *ctx) {
+  struct cw_sock_iovs *s = ctx;
+  struct iovec v = {};
+  if (i >= s->cnt || i >= CW_SOCK_MAX_IOV ||
+      bpf_probe_read_user(&v, sizeof(v), (const void *)(s->iov + i * sizeof(struct iovec))) != 0)
+    return 1;
+  s->asked += v.iov_len;
+  __s64 left = s->ret - s->seen;
+  __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
+  if (n < 0) n = 0;
+  const __u32 k = (__u32)i;
+  if (k >= CW_SOCK_MAX_IOV) return 1; /* again on the index itself, for the verifier */
+  s->base[k] = (__u64)v.iov_base;
+  s->len[k] = (__s32)n;
+  s->start[k] = (__s32)s->seen;
+  s->seen += n;
+  s->n = k + 1;
+  return 0;
+}
+
 /* The iovecs' lengths are summed as they are read: a write that moved less than they hold
  * was short (beyond the first CW_SOCK_MAX_IOV, what they hold is not known and the write
  * counts as whole). */
 static __always_inline void sock_emit_iov(__u64 id, __u64 ts, const struct cw_sock_args *a, __u64 iov, __u64 cnt, __s64 ret,
                                           struct cw_sock_io io) {
-  struct cw_sock_iovs s = {.id = id, .ts = ts, .ret = ret, .fd = a->fd, .op = a->sock_op, .io = io};
-  __u64 asked = 0;
-  for (int i = 0; i < CW_SOCK_MAX_IOV; i++) {
-    struct iovec v = {};
-    if ((__u64)i >= cnt || bpf_probe_read_user(&v, sizeof(v), (const void *)(iov + i * sizeof(struct iovec))) != 0) break;
-    asked += v.iov_len;
-    __s64 left = ret - s.seen;
-    __s64 n = (__s64)v.iov_len < left ? (__s64)v.iov_len : left;
-    if (n < 0) n = 0;
-    s.base[i] = (__u64)v.iov_base;
-    s.len[i] = n;
-    s.start[i] = s.seen;
-    s.seen += n;
-    s.n = i + 1;
-  }
-  if (a->sock_op == CW_SOCK_WRITE && (__u64)ret < asked) s.io.send = CW_SEND_SHORT;
+  struct cw_sock_iovs s = {.id = id, .ts = ts, .ret = ret, .fd = a->fd, .op = a->sock_op, .io = io, .iov = iov, .cnt = cnt};
+  bpf_loop(CW_SOCK_MAX_IOV, sock_iov_read, &s, 0);
+  if (a->sock_op == CW_SOCK_WRITE && (__u64)ret < s.asked) s.io.send = CW_SEND_SHORT;
   bpf_loop(CW_SOCK_IOV_STEPS, sock_iov_piece, &s, 0);
 }
 

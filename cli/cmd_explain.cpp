@@ -55,7 +55,7 @@ void render_chain(std::ostream& out, size_t n, const json& c) {
     if (c.contains("pid") && c["pid"].is_number()) out << " (pid " << c["pid"].get<int64_t>() << ")";
   }
   out << "\n   Root cause: " << safe(c, "summary", 1000) << "\n";
-  if (c.contains("culprit")) out << "   Culprit:    " << culprit_line(c["culprit"]) << "\n";
+  if (c.contains("culprit")) out << "   Culprit:    " << culprit_line(c["culprit"], is_request_chain(c)) << "\n";
   if (c.contains("requests") && c["requests"].is_array() && !c["requests"].empty()) {
     // A request chain names the requests it slowed (ids are the clients' x-request-id: untrusted).
     out << "   Requests:   ";

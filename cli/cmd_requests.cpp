@@ -68,6 +68,8 @@ Runner setup(CLI::App& app) {
     q.pid = a->pid;
     if (!a->path.empty()) q.path = a->path;
     if (!a->tenant.empty()) q.tenant = a->tenant;
+    if (!(a->quantile > 0 && a->quantile < 1))
+      return report_error("requests", make_error("usage", "--quantile must be in (0, 1), e.g. 0.99 for p99"), a->json);
     q.quantile = a->quantile;
     q.slowest = a->slowest;
     if (!a->fleet.url.empty()) return run_fleet(*a, q);
@@ -75,7 +77,7 @@ Runner setup(CLI::App& app) {
     if (!db) return report_error("requests", db.error(), a->json);
     auto r = requests::request_latency_json(db->get(), q);
     if (!r) return report_error("requests", r.error(), a->json);
-    if (a->json) std::cout << r->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << std::endl;
+    if (a->json) print_json(std::move(*r));
     else std::cout << requests::request_latency_text(*r);
     return kExitOk;
   };

@@ -2,8 +2,26 @@
 #include <exception>
 #include <iostream>
 #include <string>
+#include <string_view>
 
 #include "cli/command.h"
+#include "cli/json_out.h"
+
+namespace {
+
+// Whether the command line asks for JSON (`--json` before any `--`): a usage error found while
+// parsing it is then also one {"error": …} document on stdout (docs/INTERFACES.md), so a
+// script reading stdout never gets nothing.
+bool asks_for_json(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") return false;
+    if (arg == "--json") return true;
+  }
+  return false;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace causeway::cli;
@@ -35,8 +53,9 @@ int main(int argc, char** argv) {
     known = known || c.name == argv[1];
   }
   if (!known) {
-    std::cerr << "causeway: unknown command '" << argv[1] << "'; commands: " << names
-              << "\nRun 'causeway --help' for what each does." << std::endl;
+    const std::string why = "unknown command '" + std::string(argv[1]) + "'; commands: " + names;
+    std::cerr << "causeway: " << why << "\nRun 'causeway --help' for what each does." << std::endl;
+    if (asks_for_json(argc, argv)) print_json({{"error", {{"code", "usage"}, {"message", why}}}});
     return kExitUsage;
   }
   try {
@@ -49,6 +68,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    if (asks_for_json(argc, argv)) print_json({{"error", {{"code", "usage"}, {"message", e.what()}}}});
     return kExitUsage;
   }
   try {

@@ -11,8 +11,8 @@ namespace {
 
 // Members that hold Unix-nanosecond instants (durations such as lost_ns or clock_offset_ns
 // are small and stay numbers alone).
-constexpr std::array<std::string_view, 8> kInstantKeys = {"ts_ns",      "from_ns",    "to_ns",    "start_ns",
-                                                          "started_ns", "stopped_ns", "first_ns", "last_ns"};
+constexpr std::array<std::string_view, 9> kInstantKeys = {"ts_ns",      "from_ns",    "to_ns",   "start_ns",   "started_ns",
+                                                          "stopped_ns", "first_ns",   "last_ns", "read_end_ns"};
 
 bool is_instant_key(std::string_view key) {
   for (auto k : kInstantKeys)

@@ -25,7 +25,7 @@ inline nlohmann::json id_json(int64_t id) { return std::to_string(id); }
 std::string format_utc_ns(int64_t unix_ns);
 
 // For every object member that is a Unix-nanosecond timestamp (ts_ns, from_ns, to_ns, start_ns,
-// started_ns, stopped_ns, first_ns, last_ns) holding an integer, adds "<stem>_utc": the same
+// started_ns, stopped_ns, first_ns, last_ns, read_end_ns) holding an integer, adds "<stem>_utc": the same
 // instant as ISO-8601 UTC with all nine fraction digits ("2026-11-21T10:04:05.123456789Z"),
 // exact where the number is not. Walks nested objects and arrays; an existing twin is kept.
 void add_utc_twins(nlohmann::json& doc);

@@ -43,7 +43,11 @@ std::string long_requests_text(const nlohmann::json& longs) {
 
 }  // namespace
 
-std::string culprit_line(const nlohmann::json& c) {
+bool is_request_chain(const nlohmann::json& chain) {
+  return chain.is_object() && chain.contains("level") && chain["level"] == "request";
+}
+
+std::string culprit_line(const nlohmann::json& c, bool request_level) {
   if (!c.is_object()) return "";
   std::string s;
   if (c.contains("long_requests") && c["long_requests"].is_array() && !c["long_requests"].empty())
@@ -54,10 +58,11 @@ std::string culprit_line(const nlohmann::json& c) {
   if (c.contains("tid") && c["tid"].is_number()) s += ", tid " + std::to_string(c["tid"].get<int64_t>());
   if (c.contains("rank") && c["rank"].is_number()) s += ", rank " + std::to_string(c["rank"].get<int64_t>());
   if (c.contains("pid") && c["pid"].is_number()) s += ")";
-  static const std::pair<const char*, const char*> shares[] = {
+  const std::pair<const char*, const char*> shares[] = {
       {"off_cpu_share", "of the stolen CPU time"}, {"wait_share", "of the blocked time"},
       {"overlap_share", "of the slow calls overlapped"}, {"page_share", "of the pages allocated"},
-      {"late_share", "of the collectives entered last"}, {"share", "of the slow calls"}};
+      {"late_share", "of the collectives entered last"},
+      {"share", request_level ? "of the time the cause claimed" : "of the slow calls"}};
   for (auto& [k, what] : shares)
     if (c.contains(k) && c[k].is_number()) {
       s += ", " + percent_text(c[k].get<double>()) + " " + what;

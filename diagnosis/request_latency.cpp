@@ -617,6 +617,7 @@ Result<json> request_latency_json(sqlite3* db, const RequestQuery& q) {
     add_request_fields(slowest.back(), *r);
   }
   json reqs = {{"count", rows.size()},
+               {"session_requests", judged_rows->evidence.size()},
                {"streamed", streamed},
                {"errors", all.errors},
                {"aborted", all.aborted},
@@ -675,8 +676,14 @@ std::string request_latency_text(const json& doc) {
     << r["errors"].get<uint64_t>() << " errors, " << r.value("aborted", uint64_t{0}) << " aborted, "
     << r.value("disconnected", uint64_t{0}) << " disconnected)\n";
   if (r["count"].get<uint64_t>() == 0) {
-    o << "no HTTP requests were seen: trace a serving process (a TCP listener in the traced process tree, or "
-         "--http-port PORT)\n";
+    // A session that served requests, none of them chosen: the filters are what to change,
+    // not the trace.
+    if (const uint64_t recorded = r.value("session_requests", uint64_t{0}); recorded > 0)
+      o << "none of the session's " << recorded
+        << " requests matches the filters (--since, --pid, --path, --tenant): widen or drop them\n";
+    else
+      o << "no HTTP requests were seen: trace a serving process (a TCP listener in the traced process tree, or "
+           "--http-port PORT)\n";
     return o.str();
   }
   o << "  TTFT " << pct(r["ttft_ms"]) << "\n  ITL  " << pct(r["itl_ms"]) << "\n";
@@ -722,15 +729,16 @@ std::string request_latency_text(const json& doc) {
   }
   o << "slowest:\n";
   for (const auto& s : r["slowest"]) {
+    // "-" alone when not measured (a response that was not streamed has no token gap).
     auto v = [](const json& x) {
       if (x.is_null()) return std::string("-");
       std::ostringstream t;
-      t << x.get<double>();
+      t << x.get<double>() << " ms";
       return t.str();
     };
     o << "  " << sanitize_untrusted(s["request_id"].get<std::string>(), 64) << " " << sanitize_untrusted(s["method"].get<std::string>(), 16) << " "
       << sanitize_untrusted(s["path"].get<std::string>(), 80) << " status " << s["status"].get<int>() << ": TTFT "
-      << v(s["ttft_ms"]) << " ms, ITL max " << v(s["itl_max_ms"]) << " ms, E2E " << v(s["e2e_ms"]) << " ms, "
+      << v(s["ttft_ms"]) << ", ITL max " << v(s["itl_max_ms"]) << ", E2E " << v(s["e2e_ms"]) << ", "
       << s["events"].get<uint64_t>() << " events" << tokens_text(s);
     for (const auto& c : s["causes"]) o << "; " << c["cause"].get<std::string>() << " " << c["lost_ms"].get<double>() << " ms";
     o << "\n";

@@ -319,7 +319,9 @@ std::string stats_to_table(const StatsResult& stats) {
   for (const auto& r : rows)
     for (size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
   std::ostringstream out;
-  out << "session " << stats.session_id << ", window " << format_utc(stats.from_ns) << " .. " << format_utc(stats.to_ns)
+  // Session 0 is no session: the fleet store's per-host tables (fleet/fleet_stats.cpp) span every shipped one.
+  if (stats.session_id > 0) out << "session " << stats.session_id << ", ";
+  out << "window " << format_utc(stats.from_ns) << " .. " << format_utc(stats.to_ns)
       << " (" << format_duration_ns(stats.to_ns - stats.from_ns) << ")\n\n";
   for (size_t r = 0; r < rows.size(); ++r) {
     for (size_t i = 0; i < rows[r].size(); ++i) {

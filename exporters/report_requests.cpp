@@ -39,7 +39,7 @@ std::string culprit_cell(const json& c) {
     if (c["requests"].size() > 3) ids += ", …";
     return "long requests " + ids;
   }
-  std::string s = html_escape(culprit_line(c));
+  std::string s = html_escape(culprit_line(c, true));
   if (c.contains("kv_cache_usage") && c["kv_cache_usage"].is_number())
     s += " KV cache " + percent_text(c["kv_cache_usage"].get<double>());
   if (c.contains("preemptions") && c["preemptions"].is_number())

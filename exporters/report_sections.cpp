@@ -106,7 +106,7 @@ std::string render_chain_section(size_t n, const json& c, const std::string& lan
   if (!text_of(c, "host", 128).empty()) out += " <span class=\"note\">(host " + text_of(c, "host", 128) + ")</span>";
   out += "</h3><p class=\"summary\">" + text_of(c, "summary", 1000) + "</p><dl class=\"kv\">";
   if (c.contains("culprit") && c["culprit"].is_object())
-    out += dd("Culprit", "<span class=\"culprit\">" + html_escape(culprit_line(c["culprit"])) + "</span>" +
+    out += dd("Culprit", "<span class=\"culprit\">" + html_escape(culprit_line(c["culprit"], is_request_chain(c))) + "</span>" +
                              // The fleet's chains say which host the culprit ran on.
                              (text_of(c["culprit"], "host", 128).empty() ? ""
                                                                        : " on host <b class=\"host\">" + text_of(c["culprit"], "host", 128) + "</b>"));

@@ -20,6 +20,12 @@ struct FleetWindow {
 // connection's, "no_data" (no events shipped).
 Result<FleetWindow> fleet_window(ClickHouse& ch, std::optional<int64_t> since_ns);
 
+// The window requests --fleet judges: the events' span widened to every shipped request's
+// start, so a request that came before a host's first traced call, or from a host that
+// shipped requests and no call (an HTTP server traced with --http-port), is never left out
+// (docs/FLEET.md "A fleet"). "no_data" when the store holds neither.
+Result<FleetWindow> fleet_request_window(ClickHouse& ch, std::optional<int64_t> since_ns);
+
 int64_t to_i64(const std::string& s);   // "\N" and "" read as 0
 double to_f64(const std::string& s);
 bool is_null(const std::string& s);

@@ -65,7 +65,7 @@ std::string safe(const std::string& s, size_t n = 200) { return sanitize_untrust
 Result<json> fleet_requests(ClickHouse& ch, const requests::RequestQuery& q) {
   if (q.quantile <= 0 || q.quantile >= 1) return make_error("invalid_argument", "--quantile must be in (0, 1)");
   if (auto r = check_fleet_schema(ch); !r) return r.error();
-  auto w = fleet_window(ch, q.since_ns);
+  auto w = fleet_request_window(ch, q.since_ns);
   if (!w) return w.error();
   const std::string t = ch.table("requests"), f = where(q, *w);
   // Counts, then three summaries of five numbers each (metric_columns()).

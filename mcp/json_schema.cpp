@@ -66,6 +66,11 @@ std::string check(const json& v, const json& s, const std::string& at) {
     double x = v.get<double>();
     if (auto m = s.find("minimum"); m != s.end() && x < m->get<double>()) return where + ": must be >= " + m->dump();
     if (auto m = s.find("maximum"); m != s.end() && x > m->get<double>()) return where + ": must be <= " + m->dump();
+    // Draft 2020-12's numeric form (get_request_latency's quantile: strictly inside (0, 1)).
+    if (auto m = s.find("exclusiveMinimum"); m != s.end() && m->is_number() && x <= m->get<double>())
+      return where + ": must be > " + m->dump();
+    if (auto m = s.find("exclusiveMaximum"); m != s.end() && m->is_number() && x >= m->get<double>())
+      return where + ": must be < " + m->dump();
   }
   if (v.is_string()) {
     // Length in code points, as JSON Schema counts it.

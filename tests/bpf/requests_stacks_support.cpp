@@ -229,6 +229,13 @@ void check_sdk_requests(const std::string& db, pid_t server, const std::map<std:
       ++same_events;
   }
   CHECK(same_events == sdk.size());
+  // Each stream ends as the SDK saw it end: complete. Node writes a stream's last event, [DONE]
+  // and the terminating chunk in one writev of 9 iovecs; past the iovecs the probe copies, the
+  // terminator was unseen and every stream ended `lost` (http_desync one per stream).
+  CHECK(q_int(db, "SELECT count(*) FROM requests WHERE server_pid = " + std::to_string(server) +
+                      " AND path = '/v1/chat/completions' AND end_reason = 'complete' AND complete = 1") ==
+        static_cast<int64_t>(sdk.size()));
+  CHECK(stat_of(db, "http_desync") == 0);
 }
 
 void bursts_and_sdk_case(const TempDir& dir, pid_t server, int port, const std::vector<std::string>& find_by) {

@@ -288,6 +288,31 @@ TEST_CASE("two hosts shipped: the fleet names the late rank and its host; reader
 // Ranks traced after their ncclCommInitRank (make_two_hosts_without_init).
 // Matched by (comm, seq) as stored, no group would span the hosts; ship resolves each entry to
 // the job's communicator as the host's correlator does, so the store finds rank 2 on node-b.
+TEST_CASE("requests --fleet: every shipped request, those before a host's first call and a host that shipped no call") {
+  TempDir dir;
+  const std::string db = "fleet_requests_window";
+  // The demo's first request starts with its session, before the engine's first traced call.
+  const std::string served = dir.file("served.db"), http_only = dir.file("http-only.db");
+  REQUIRE(run_causeway({"demo", "requests-prefill", "--db", served, "--seed", "1"}).exit_code == 0);
+  CHECK(sqlite_count(served, "SELECT (SELECT min(start_ns) FROM requests) < (SELECT min(ts_ns) FROM events)") == 1);
+  // A server traced with --http-port only: requests, no call (another host).
+  REQUIRE(run_causeway({"demo", "requests-quiet", "--db", http_only, "--seed", "2"}).exit_code == 0);
+  sqlite_exec(http_only, "DELETE FROM events; DELETE FROM event_blocks; DELETE FROM rollups; DELETE FROM chains; "
+                         "DELETE FROM call_causes; UPDATE sessions SET host = 'http-only', boot_id = 'boot-http-only', "
+                         "system = json_set(system, '$.hostname', 'http-only')");
+  const int64_t served_n = local({"requests", "--json", "--db", served})["requests"]["count"].get<int64_t>();
+  const int64_t http_n = local({"requests", "--json", "--db", http_only})["requests"]["count"].get<int64_t>();
+  REQUIRE(http_n > 0);
+
+  ship_ok(http_only, db);
+  json only = read_fleet("requests", db)["requests"];  // the store holds requests and no event
+  CHECK(only["count"] == http_n);
+  ship_ok(served, db);
+  json both = read_fleet("requests", db)["requests"];
+  CHECK(both["count"] == served_n + http_n);
+  CHECK(ch().number("SELECT count() FROM fleet_requests_window.requests") == served_n + http_n);
+}
+
 TEST_CASE("ranks attached after init: ship resolves them and the store matches them across hosts") {
   TempDir dir;
   const std::string db = "fleet_noinit";

@@ -32,3 +32,12 @@ TEST_CASE("json_schema: anyOf, how the tool schemas spell a nullable value (port
   CHECK(validate_json(json{{"f", nullptr}}, s).empty());
   CHECK(validate_json(json{{"f", 3}}, s) == "/f: must be string");
 }
+
+TEST_CASE("json_schema: exclusiveMinimum / exclusiveMaximum, as get_request_latency's quantile uses them") {
+  json s = json::parse(R"({"type":"object","properties":{"q":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1}}})");
+  CHECK(validate_json(json{{"q", 0.99}}, s).empty());
+  CHECK(validate_json(json{{"q", 1}}, s) == "/q: must be < 1");
+  CHECK(validate_json(json{{"q", 1.5}}, s) == "/q: must be < 1");
+  CHECK(validate_json(json{{"q", 0}}, s) == "/q: must be > 0");
+  CHECK(validate_json(json{{"q", -0.5}}, s) == "/q: must be > 0");
+}

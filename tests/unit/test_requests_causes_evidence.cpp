@@ -198,6 +198,21 @@ TEST_CASE("cpu_contention: the culprit is who held the engine's CPU the longest,
   CHECK(k["comm"] == "hog");
   CHECK(k["share"].get<double>() == doctest::Approx(1.0));
   CHECK(k["tracer_overhead_ms"].get<double>() == doctest::Approx(29.5).epsilon(0.02));
+  // Its words in explain and the report (a request chain's culprit line): a share of the time
+  // the cause claimed; a request chain has no slow calls.
+  auto h = open_read_only(db.path);
+  REQUIRE(h);
+  int lines = 0;
+  for (const json& chain : request_chain_docs(h->get()))
+    if (chain["cause"] == "cpu_contention") {
+      ++lines;
+      REQUIRE(is_request_chain(chain));
+      const std::string line = culprit_line(chain["culprit"], is_request_chain(chain));
+      CAPTURE(line);
+      CHECK(line.find("hog (pid 901), 100% of the time the cause claimed") == 0);
+      CHECK(line.find("slow calls") == std::string::npos);
+    }
+  CHECK(lines > 0);
   // 340 ms of hog in each gap's 400 ms above the median (the tracer's 29.5 ms are not claimed).
   CHECK((*c)["share_time"].get<double>() == doctest::Approx(340.0 / 400).epsilon(0.03));
   for (const json& s : d["slowest"])

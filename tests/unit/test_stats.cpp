@@ -137,3 +137,15 @@ TEST_CASE("an empty DB answers no_data, not an empty success") {
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().code == "no_data");
 }
+
+TEST_CASE("stats_to_table: a session's table names it; the fleet's (no session, id 0) says no 'session 0'") {
+  StatsResult one;
+  one.session_id = 3;
+  one.from_ns = 1'790'000'000'000'000'000;
+  one.to_ns = one.from_ns + 30'000'000'000;
+  CHECK(stats_to_table(one).rfind("session 3, window ", 0) == 0);
+  one.session_id = 0;
+  const std::string fleet = stats_to_table(one);
+  CHECK(fleet.rfind("window ", 0) == 0);
+  CHECK(fleet.find("session 0") == std::string::npos);
+}
