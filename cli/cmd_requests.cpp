@@ -1,3 +1,4 @@
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/command.h"
@@ -44,7 +45,16 @@ Runner setup(CLI::App& app) {
   app.add_option("--path", a->path, "only this path (exact, without the query string)");
   app.add_option("--tenant", a->tenant, "only this tenant (the --tenant-header value, else the client address)");
   app.add_option("--metric", a->metric, "the tail and the slowest requests by: ttft (default), itl or e2e");
-  app.add_option("--quantile", a->quantile, "where the tail starts (default 0.99)");
+  // Out of (0, 1) is a usage error, refused while parsing like any other bad value (exit 2).
+  app.add_option("--quantile", a->quantile, "where the tail starts (default 0.99)")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            char* end = nullptr;
+            const double x = std::strtod(v.c_str(), &end);
+            return end != v.c_str() && *end == '\0' && x > 0 && x < 1 ? std::string()
+                                                                      : "must be in (0, 1), e.g. 0.99 for p99";
+          },
+          "in (0, 1)"));
   app.add_option("--slowest", a->slowest, "list the N slowest requests by --metric (default 10)");
   app.add_flag("--json", a->json, "one JSON document on stdout (docs/INTERFACES.md \"Inference requests\")");
   fleet::add_fleet_flags(app, a->fleet, "--fleet", "read the ClickHouse fleet store at this URL (every shipped host) instead of --db");
@@ -68,8 +78,6 @@ Runner setup(CLI::App& app) {
     q.pid = a->pid;
     if (!a->path.empty()) q.path = a->path;
     if (!a->tenant.empty()) q.tenant = a->tenant;
-    if (!(a->quantile > 0 && a->quantile < 1))
-      return report_error("requests", make_error("usage", "--quantile must be in (0, 1), e.g. 0.99 for p99"), a->json);
     q.quantile = a->quantile;
     q.slowest = a->slowest;
     if (!a->fleet.url.empty()) return run_fleet(*a, q);
